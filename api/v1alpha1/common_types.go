@@ -1,0 +1,159 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// ModuleSource pins a Terraform/OpenTofu module at a version.
+type ModuleSource struct {
+	// Source is any Terraform module source address: a registry address
+	// ("example.org/platform/minio/kubernetes"), a git URL ("git::https://example.org/m.git//rook-minio"),
+	// or a local path the controller can read.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	Source string `json:"source"`
+
+	// Version is the exact module version: a registry version ("1.2.0") for registry sources, or the
+	// git ref (tag or commit) for git sources, appended as "?ref=<version>" unless the source has one.
+	// Required, so that every resource is pinned to what its class named when it was provisioned.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Version string `json:"version"`
+}
+
+// SecretKeySelector names one key of a Secret in a given namespace.
+type SecretKeySelector struct {
+	// Namespace of the Secret.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// Name of the Secret.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key within the Secret's data.
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key"`
+}
+
+// SecretInput is a named value read from a Secret at run time. The value is never copied into any
+// object, event or log: it reaches Terraform as a variable or an environment variable of the run.
+type SecretInput struct {
+	// Name of the Terraform input variable (in variablesFrom) or the environment variable (in env).
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_-]*$`
+	// +kubebuilder:validation:MaxLength=128
+	Name string `json:"name"`
+	// SecretKeyRef selects the value.
+	SecretKeyRef SecretKeySelector `json:"secretKeyRef"`
+}
+
+// ReclaimPolicy says what happens to a resource and its infrastructure when its claim is deleted.
+// It mirrors PersistentVolumeReclaimPolicy.
+// +kubebuilder:validation:Enum=Delete;Retain
+type ReclaimPolicy string
+
+const (
+	// ReclaimDelete destroys the infrastructure (terraform destroy), then deletes the state Secret and
+	// the InfraResource. It is the default, as for a StorageClass.
+	ReclaimDelete ReclaimPolicy = "Delete"
+	// ReclaimRetain keeps the infrastructure and its state: the resource becomes Released and is not
+	// bound again. Deleting a retained resource orphans its state instead of destroying anything.
+	ReclaimRetain ReclaimPolicy = "Retain"
+)
+
+// Variables maps Terraform input variable names to values. In a class, string values are HCL
+// template expressions ("${claim.namespace}-${claim.name}") and other values pass through typed;
+// in a resource they are the rendered values.
+type Variables map[string]apiextensionsv1.JSON
+
+// Quantities maps resource names (e.g. "storage") to quantities, as a PVC's requests and a PV's
+// capacity do.
+type Quantities map[string]resource.Quantity
+
+// LocalSecretReference names a Secret in the namespace of the object that holds the reference.
+type LocalSecretReference struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// SecretReference names a Secret in a given namespace.
+type SecretReference struct {
+	// Namespace of the Secret.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// Name of the Secret.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// Condition types shared by the kinds of this API.
+const (
+	// ConditionReady is True when the object is usable: a class whose module and templates are valid,
+	// a resource whose last apply succeeded, a claim whose bound resource is Ready.
+	ConditionReady = "Ready"
+	// ConditionBound is True when a claim is bound to a resource.
+	ConditionBound = "Bound"
+	// ConditionSynced is True when a resource's infrastructure matches its spec (last plan/apply succeeded).
+	ConditionSynced = "Synced"
+)
+
+// Condition reasons. Each one is an outcome a user must be able to tell apart.
+const (
+	ReasonBound                     = "Bound"
+	ReasonWaitingForResource        = "WaitingForResource"
+	ReasonNoMatchingResource        = "NoMatchingResource"
+	ReasonClassNotFound             = "ClassNotFound"
+	ReasonClassKindMismatch         = "ClassKindMismatch"
+	ReasonMultipleDefaultClasses    = "MultipleDefaultClasses"
+	ReasonInvalidRequirement        = "InvalidRequirement"
+	ReasonResourceBoundToOtherClaim = "ResourceBoundToOtherClaim"
+	ReasonResourceNotFound          = "ResourceNotFound"
+	ReasonResourceMismatch          = "ResourceMismatch"
+	ReasonProvisioning              = "Provisioning"
+	ReasonProvisioningFailed        = "ProvisioningFailed"
+	ReasonResourceLost              = "ResourceLost"
+	ReasonResourceNotReady          = "ResourceNotReady"
+	ReasonReleased                  = "Released"
+	ReasonAvailable                 = "Available"
+	ReasonApplied                   = "Applied"
+	ReasonRunning                   = "Running"
+	ReasonRenderFailed              = "RenderFailed"
+	ReasonInvalidVariables          = "InvalidVariables"
+	ReasonSecretNotFound            = "SecretNotFound"
+	ReasonInitFailed                = "InitFailed"
+	ReasonPlanFailed                = "PlanFailed"
+	ReasonApplyFailed               = "ApplyFailed"
+	ReasonDestroyFailed             = "DestroyFailed"
+	ReasonImportFailed              = "ImportFailed"
+	ReasonStateLocked               = "StateLocked"
+	ReasonModuleInvalid             = "ModuleInvalid"
+	ReasonTemplateInvalid           = "TemplateInvalid"
+	ReasonValid                     = "Valid"
+)
+
+// Well-known labels, annotations and finalizers.
+const (
+	// FinalizerClaim keeps a claim until its resource has been released.
+	FinalizerClaim = "conductor.io/claim-protection"
+	// FinalizerResource keeps a resource until its reclaim policy has been carried out.
+	FinalizerResource = "conductor.io/reclaim"
+	// LabelClaimNamespace and LabelClaimName label a dynamically provisioned resource with its claim.
+	LabelClaimNamespace = "conductor.io/claim-namespace"
+	LabelClaimName      = "conductor.io/claim-name"
+	// LabelClass labels a dynamically provisioned resource with its class.
+	LabelClass = "conductor.io/class"
+	// LabelResource labels a state Secret with the resource that uses it.
+	LabelResource = "conductor.io/resource"
+	// LabelOrphanedFrom labels a state Secret that a deleted Retain resource left behind.
+	LabelOrphanedFrom = "conductor.io/orphaned-from"
+	// AnnotationProvisionedBy marks a resource the controller provisioned for a claim.
+	AnnotationProvisionedBy = "conductor.io/provisioned-by"
+	// AnnotationApproveReplace approves, by plan id, a plan that destroys or replaces imported objects.
+	AnnotationApproveReplace = "conductor.io/approve-replace"
+)

@@ -1,0 +1,126 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClaimResources are the quantities a claim asks for, as a PVC's resources.
+type ClaimResources struct {
+	// Requests maps resource names (e.g. "storage") to the minimum quantity the claim needs.
+	// A resource satisfies the claim when its capacity covers every request.
+	// +optional
+	Requests Quantities `json:"requests,omitempty"`
+}
+
+// InfraClaimSpec is an application team's request for infrastructure.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.resourceName) || oldSelf.resourceName == ” || (has(self.resourceName) && self.resourceName == oldSelf.resourceName)",message="resourceName cannot be changed once set"
+type InfraClaimSpec struct {
+	// ResourceKind is the kind of infrastructure asked for (e.g. ObjectStore).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9]*$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="resourceKind is immutable"
+	ResourceKind string `json:"resourceKind"`
+
+	// ClassName names the InfraClass to provision from; when empty, the default class of the kind.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="className is immutable"
+	ClassName string `json:"className,omitempty"`
+
+	// ResourceName binds the claim to this InfraResource (static, pre-bound). The controller sets it
+	// when it binds the claim, as the PV controller sets a PVC's volumeName; it cannot change once set.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ResourceName string `json:"resourceName,omitempty"`
+
+	// Selector restricts binding to resources whose labels match.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// Requirements are matched against resource capabilities. A value that parses as a semver
+	// constraint (">= 5.6", "~8.0") is matched as one; any other value must be equal.
+	// +optional
+	Requirements map[string]string `json:"requirements,omitempty"`
+
+	// Resources are quantities the bound resource's capacity must cover.
+	// +optional
+	Resources ClaimResources `json:"resources,omitempty"`
+
+	// Parameters are free values offered to class templates as claim.spec.parameters.
+	// +optional
+	Parameters Variables `json:"parameters,omitempty"`
+
+	// WriteConnectionSecretToRef names the Secret, in the claim's namespace, that receives the module's
+	// outputs (sensitive ones included).
+	// +optional
+	WriteConnectionSecretToRef *LocalSecretReference `json:"writeConnectionSecretToRef,omitempty"`
+}
+
+// ClaimPhase is where a claim is in its life, as PersistentVolumeClaimPhase.
+// +kubebuilder:validation:Enum=Pending;Bound;Lost
+type ClaimPhase string
+
+const (
+	// ClaimPending: not bound yet.
+	ClaimPending ClaimPhase = "Pending"
+	// ClaimBound: bound to a resource.
+	ClaimBound ClaimPhase = "Bound"
+	// ClaimLost: the bound resource no longer exists.
+	ClaimLost ClaimPhase = "Lost"
+)
+
+// InfraClaimStatus is what the controller observed of a claim.
+type InfraClaimStatus struct {
+	// Phase: Pending, Bound or Lost.
+	// +optional
+	Phase ClaimPhase `json:"phase,omitempty"`
+	// ResourceName is the bound resource.
+	// +optional
+	ResourceName string `json:"resourceName,omitempty"`
+	// Capacity of the bound resource.
+	// +optional
+	Capacity Quantities `json:"capacity,omitempty"`
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Bound, and Ready mirroring the bound resource's Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// InfraClaim asks for a piece of infrastructure by kind and requirements. It is to an InfraResource
+// what a PersistentVolumeClaim is to a PersistentVolume.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=iclaim,categories=conductor
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.resourceKind`
+// +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.className`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Resource",type=string,JSONPath=`.status.resourceName`
+// +kubebuilder:printcolumn:name="Capacity",type=string,JSONPath=`.status.capacity.storage`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type InfraClaim struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   InfraClaimSpec   `json:"spec"`
+	Status InfraClaimStatus `json:"status,omitempty"`
+}
+
+// InfraClaimList is a list of InfraClaims.
+//
+// +kubebuilder:object:root=true
+type InfraClaimList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []InfraClaim `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&InfraClaim{}, &InfraClaimList{})
+}

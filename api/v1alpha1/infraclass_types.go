@@ -1,0 +1,133 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// InfraClassSpec describes how to provision resources of one kind from a versioned module.
+type InfraClassSpec struct {
+	// ResourceKind is the abstract kind this class serves (e.g. ObjectStore, RelationalDatabase);
+	// claims ask for a kind.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9]*$`
+	ResourceKind string `json:"resourceKind"`
+
+	// Default makes this the class of claims of its kind that name no class. At most one class per
+	// kind may be the default; claims of a kind with two defaults are not provisioned.
+	// +optional
+	Default bool `json:"default,omitempty"`
+
+	// Module is the versioned Terraform/OpenTofu module that provisions resources of this class.
+	Module ModuleSource `json:"module"`
+
+	// Variables is the resource template: one Terraform input variable each. Strings are HCL template
+	// expressions evaluated against `claim` (name, namespace, labels, annotations, spec) and `class`
+	// (name, spec.capabilities), with go-cty's standard functions plus gibibytes(), mebibytes() and
+	// bytes() for quantities. Other values pass through typed.
+	// +optional
+	Variables Variables `json:"variables,omitempty"`
+
+	// VariablesFrom are sensitive input variables read from Secrets at run time.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	VariablesFrom []SecretInput `json:"variablesFrom,omitempty"`
+
+	// Env are environment variables of every run (provider credentials), read from Secrets at run time.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Env []SecretInput `json:"env,omitempty"`
+
+	// Capabilities are what resources of this class offer; claims' requirements are matched against them.
+	// +optional
+	Capabilities map[string]string `json:"capabilities,omitempty"`
+
+	// ReclaimPolicy of the resources this class provisions. Defaults to Delete.
+	// +optional
+	// +kubebuilder:default=Delete
+	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+}
+
+// ModuleInput is an input variable the module declares.
+type ModuleInput struct {
+	// Name of the variable.
+	Name string `json:"name"`
+	// Type is the variable's type constraint as written in the module ("string", "number", "map(string)").
+	// +optional
+	Type string `json:"type,omitempty"`
+	// Required is true when the variable has no default.
+	Required bool `json:"required"`
+	// Description from the module.
+	// +optional
+	Description string `json:"description,omitempty"`
+	// Sensitive is true when the module marks the variable sensitive.
+	// +optional
+	Sensitive bool `json:"sensitive,omitempty"`
+}
+
+// ModuleOutput is an output the module declares.
+type ModuleOutput struct {
+	// Name of the output.
+	Name string `json:"name"`
+	// Sensitive outputs go only to the claim's connection Secret, never to any status.
+	// +optional
+	Sensitive bool `json:"sensitive,omitempty"`
+	// Description from the module.
+	// +optional
+	Description string `json:"description,omitempty"`
+}
+
+// InfraClassStatus is what the controller observed of the class's module and templates.
+type InfraClassStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready is False with a reason when the module cannot be fetched or a template is invalid.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Inputs the module declares, read with hcl/v2.
+	// +optional
+	Inputs []ModuleInput `json:"inputs,omitempty"`
+	// Outputs the module declares.
+	// +optional
+	Outputs []ModuleOutput `json:"outputs,omitempty"`
+}
+
+// InfraClass is a platform team's recipe for one kind of infrastructure: a versioned module plus a
+// template that turns a claim into the module's variables. It is to InfraResources what a StorageClass
+// is to PersistentVolumes.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=iclass,categories=conductor
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.resourceKind`
+// +kubebuilder:printcolumn:name="Default",type=boolean,JSONPath=`.spec.default`
+// +kubebuilder:printcolumn:name="Module",type=string,JSONPath=`.spec.module.source`,priority=1
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.module.version`
+// +kubebuilder:printcolumn:name="Reclaim",type=string,JSONPath=`.spec.reclaimPolicy`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type InfraClass struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   InfraClassSpec   `json:"spec"`
+	Status InfraClassStatus `json:"status,omitempty"`
+}
+
+// InfraClassList is a list of InfraClasses.
+//
+// +kubebuilder:object:root=true
+type InfraClassList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []InfraClass `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&InfraClass{}, &InfraClassList{})
+}

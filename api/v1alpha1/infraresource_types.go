@@ -1,0 +1,245 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ClassReference names an InfraClass.
+type ClassReference struct {
+	// Name of the InfraClass.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// ClaimReference names the claim a resource is bound to, as a PV's claimRef.
+type ClaimReference struct {
+	// Namespace of the claim.
+	// +kubebuilder:validation:MinLength=1
+	Namespace string `json:"namespace"`
+	// Name of the claim.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// UID of the claim; empty while the resource is only pre-bound by name.
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
+}
+
+// ImportTarget adopts existing infrastructure with terraform import before the first apply.
+type ImportTarget struct {
+	// Address of the resource inside the module (e.g. "aws_db_instance.this"); the controller
+	// prefixes "module.main.".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Address string `json:"address"`
+	// ID is the provider's import id of the existing object.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	ID string `json:"id"`
+}
+
+// InfraResourceSpec is one piece of infrastructure: a pinned module plus its rendered variables.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.classRef) || (has(self.classRef) && self.classRef == oldSelf.classRef)",message="classRef is immutable"
+type InfraResourceSpec struct {
+	// ResourceKind is the abstract kind of this resource.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9]*$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="resourceKind is immutable"
+	ResourceKind string `json:"resourceKind"`
+
+	// ClassRef is the class this resource was provisioned from; absent for hand-made (static) resources.
+	// +optional
+	ClassRef *ClassReference `json:"classRef,omitempty"`
+
+	// Module is the pinned module; copied from the class at provisioning time.
+	Module ModuleSource `json:"module"`
+
+	// Variables are the rendered input variables (never secrets).
+	// +optional
+	Variables Variables `json:"variables,omitempty"`
+
+	// VariablesFrom are sensitive input variables read from Secrets at run time.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	VariablesFrom []SecretInput `json:"variablesFrom,omitempty"`
+
+	// Env are environment variables of every run, read from Secrets at run time.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Env []SecretInput `json:"env,omitempty"`
+
+	// Capacity this resource offers (e.g. storage: 50Gi).
+	// +optional
+	Capacity Quantities `json:"capacity,omitempty"`
+
+	// Capabilities this resource offers, matched against claims' requirements.
+	// +optional
+	Capabilities map[string]string `json:"capabilities,omitempty"`
+
+	// ClaimRef is the claim this resource is bound to; set by binding, or by an admin to pre-bind.
+	// +optional
+	ClaimRef *ClaimReference `json:"claimRef,omitempty"`
+
+	// ReclaimPolicy: Delete destroys the infrastructure when the claim goes away; Retain keeps it.
+	// +optional
+	// +kubebuilder:default=Delete
+	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+
+	// Import adopts existing infrastructure with terraform import before the first plan.
+	// +optional
+	// +listType=map
+	// +listMapKey=address
+	Import []ImportTarget `json:"import,omitempty"`
+
+	// AdoptState names an orphaned state Secret (in the controller's namespace) that becomes this
+	// resource's state before its first plan.
+	// +optional
+	AdoptState string `json:"adoptState,omitempty"`
+
+	// WriteConnectionSecretToRef receives the outputs when the resource is used without a claim.
+	// +optional
+	WriteConnectionSecretToRef *SecretReference `json:"writeConnectionSecretToRef,omitempty"`
+}
+
+// ResourcePhase is where a resource is in its life, as PersistentVolumePhase.
+// +kubebuilder:validation:Enum=Pending;Provisioning;Available;Bound;Released;Deleting;Failed
+type ResourcePhase string
+
+const (
+	ResourcePending      ResourcePhase = "Pending"
+	ResourceProvisioning ResourcePhase = "Provisioning"
+	ResourceAvailable    ResourcePhase = "Available"
+	ResourceBound        ResourcePhase = "Bound"
+	ResourceReleased     ResourcePhase = "Released"
+	ResourceDeleting     ResourcePhase = "Deleting"
+	ResourceFailed       ResourcePhase = "Failed"
+)
+
+// PlanSummary counts the changes of a plan, as terraform show -json reports them.
+type PlanSummary struct {
+	Add     int32 `json:"add"`
+	Change  int32 `json:"change"`
+	Destroy int32 `json:"destroy"`
+	Import  int32 `json:"import"`
+}
+
+// RunStatus describes the last Terraform run of a resource.
+type RunStatus struct {
+	// Operation: init, plan, apply, destroy or import.
+	Operation string `json:"operation"`
+	// StartTime of the run.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime of the run; empty while it runs.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Result: Running, Succeeded or Failed.
+	// +optional
+	Result string `json:"result,omitempty"`
+	// Summary of the plan the run applied.
+	// +optional
+	Summary *PlanSummary `json:"summary,omitempty"`
+	// Generation of the spec the run was for.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+	// Message is Terraform's error, trimmed, when the run failed.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// StateStatus describes the resource's Terraform state.
+type StateStatus struct {
+	// SecretName of the state Secret in the controller's namespace.
+	SecretName string `json:"secretName"`
+	// Serial of the state.
+	// +optional
+	Serial int64 `json:"serial,omitempty"`
+	// Lineage of the state.
+	// +optional
+	Lineage string `json:"lineage,omitempty"`
+	// LockID of a lock held on the state, if any.
+	// +optional
+	LockID string `json:"lockID,omitempty"`
+}
+
+// ImportStatus records the outcome of one import.
+type ImportStatus struct {
+	// Address imported (with the module prefix).
+	Address string `json:"address"`
+	// ID imported.
+	ID string `json:"id"`
+	// Result: Imported, AlreadyInState or Failed.
+	Result string `json:"result"`
+	// Message on failure.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// InfraResourceStatus is what the controller observed of a resource.
+type InfraResourceStatus struct {
+	// Phase: Pending, Provisioning, Available, Bound, Released, Deleting or Failed.
+	// +optional
+	Phase ResourcePhase `json:"phase,omitempty"`
+	// ObservedGeneration is the generation the last successful apply was for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Synced and Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Outputs are the module's non-sensitive outputs.
+	// +optional
+	Outputs Variables `json:"outputs,omitempty"`
+	// LastRun is the last Terraform run.
+	// +optional
+	LastRun *RunStatus `json:"lastRun,omitempty"`
+	// State is the resource's Terraform state.
+	// +optional
+	State *StateStatus `json:"state,omitempty"`
+	// Imports records each import's outcome.
+	// +optional
+	Imports []ImportStatus `json:"imports,omitempty"`
+	// PendingPlanID identifies a plan that waits for approval (annotation conductor.io/approve-replace).
+	// +optional
+	PendingPlanID string `json:"pendingPlanID,omitempty"`
+}
+
+// InfraResource is one piece of infrastructure managed with Terraform: a versioned module, its
+// variables and its state. It is to an InfraClaim what a PersistentVolume is to a PVC.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=ires,categories=conductor
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.resourceKind`
+// +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.classRef.name`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Claim",type=string,JSONPath=`.spec.claimRef.name`
+// +kubebuilder:printcolumn:name="Claim-Namespace",type=string,JSONPath=`.spec.claimRef.namespace`,priority=1
+// +kubebuilder:printcolumn:name="Capacity",type=string,JSONPath=`.spec.capacity.storage`
+// +kubebuilder:printcolumn:name="Reclaim",type=string,JSONPath=`.spec.reclaimPolicy`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type InfraResource struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   InfraResourceSpec   `json:"spec"`
+	Status InfraResourceStatus `json:"status,omitempty"`
+}
+
+// InfraResourceList is a list of InfraResources.
+//
+// +kubebuilder:object:root=true
+type InfraResourceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []InfraResource `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&InfraResource{}, &InfraResourceList{})
+}

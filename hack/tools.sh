@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Builds conductor-tf's real parts from the Go module proxy into a cache outside the repository.
+#
+#   hack/tools.sh [all|k8s|tofu|providers|controller-gen|env]
+#
+# Everything is version-pinned below, idempotent (a stamp file per part) and reused between runs.
+# Nothing is downloaded from anywhere but the Go module proxy.
+set -euo pipefail
+
+KUBE_VERSION=${KUBE_VERSION:-v1.37.1}
+TOFU_VERSION=${TOFU_VERSION:-v1.12.6}
+CONTROLLER_TOOLS_VERSION=${CONTROLLER_TOOLS_VERSION:-v0.23.0}
+# Provider plugins: <name> <module path> <pseudo-version of a commit> <version the mirror publishes it as>.
+# Their v2+/v3 tags lack the /vN module path, so a commit is pinned by its pseudo-version.
+PROVIDERS=(
+  "random github.com/terraform-providers/terraform-provider-random v1.3.2-0.20260824155315-e1092b0cfc07 3.7.2"
+  "local github.com/terraform-providers/terraform-provider-local v1.4.1-0.20260513075820-3561e410f9fe 2.5.3"
+  "kubernetes github.com/hashicorp/terraform-provider-kubernetes v1.13.4-0.20260821094251-3a33fb6cc605 2.38.0"
+)
+
+CACHE=${CONDUCTOR_TF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/conductor-tf}
+GOOS=$(go env GOOS); GOARCH=$(go env GOARCH)
+K8S_BIN=$CACHE/k8s/$KUBE_VERSION/bin
+TOFU_BIN=$CACHE/tofu/$TOFU_VERSION/bin
+MIRROR=$CACHE/providers/mirror
+CLI_CONFIG=$CACHE/providers/terraform.rc
+CONTROLLER_GEN=$CACHE/bin/controller-gen-$CONTROLLER_TOOLS_VERSION
+export GOFLAGS=-mod=mod
+
+log() { printf '[tools] %s\n' "$*" >&2; }
+
+# wrapper_module DIR MODULE_PATH: start a throwaway module in DIR that only requires what it builds.
+wrapper_module() {
+  rm -rf "$1"; mkdir -p "$1"
+  printf 'module %s\n\ngo %s\n' "$2" "$(go env GOVERSION | sed -E 's/^go([0-9]+\.[0-9]+).*/\1/')" >"$1/go.mod"
+}
+
+# upstream_gomod MODULE@VERSION: path of the module's go.mod in the module cache.
+upstream_gomod() {
+  local out; out=$(go mod download -json "$1")
+  if grep -q '"Error"' <<<"$out"; then log "cannot fetch $1 from the module proxy: $out"; return 1; fi
+  sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p' <<<"$out"
+}
+
+build_k8s() {
+  local stamp=$K8S_BIN/.stamp
+  [[ -f $stamp ]] && return 0
+  log "building etcd, kube-apiserver, kube-controller-manager, kubectl $KUBE_VERSION (a few minutes, once)"
+  local dir=$CACHE/build/k8s-$KUBE_VERSION minor=${KUBE_VERSION#v1.}
+  local staging="v0.${minor}"
+  wrapper_module "$dir" conductor-tf.local/k8s-tools
+  ( cd "$dir"
+    go mod edit -require="k8s.io/kubernetes@$KUBE_VERSION"
+    # Repeat the upstream replace directives: ./staging/src/k8s.io/X becomes k8s.io/X at the matching v0 version.
+    local gomod; gomod=$(upstream_gomod "k8s.io/kubernetes@$KUBE_VERSION")
+    sed -n 's#^[[:space:]]*\(k8s.io/[^ ]*\) => ./staging/src/k8s.io/.*#\1#p' "$gomod" | while read -r m; do
+      go mod edit -replace="$m=$m@$staging"
+    done
+    # etcd at the version Kubernetes itself requires.
+    local etcd; etcd=$(sed -n 's#^[[:space:]]*go.etcd.io/etcd/server/v3 \(v[^ ]*\).*#\1#p' "$gomod")
+    go mod edit -require="go.etcd.io/etcd/server/v3@$etcd"
+    cat >tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "go.etcd.io/etcd/server/v3"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
+GO
+    go mod tidy
+    local date; date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+    local ld="-s -w" p
+    for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+      ld+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=${minor%%.*}"
+      ld+=" -X $p.gitTreeState=clean -X $p.buildDate=$date"
+    done
+    mkdir -p "$K8S_BIN"
+    CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$K8S_BIN/" \
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$K8S_BIN/etcd" go.etcd.io/etcd/server/v3
+  )
+  "$K8S_BIN/kube-apiserver" --version >&2
+  touch "$stamp"
+}
+
+build_tofu() {
+  local stamp=$TOFU_BIN/.stamp
+  [[ -f $stamp ]] && return 0
+  log "building OpenTofu $TOFU_VERSION (about 5 minutes, once)"
+  local dir=$CACHE/build/tofu-$TOFU_VERSION
+  wrapper_module "$dir" conductor-tf.local/tofu
+  ( cd "$dir"
+    go mod edit -require="github.com/opentofu/opentofu@$TOFU_VERSION"
+    local gomod; gomod=$(upstream_gomod "github.com/opentofu/opentofu@$TOFU_VERSION")
+    # Repeat the upstream replace directives (OpenTofu's fork of hcl/v2).
+    sed -n 's#^replace[[:space:]]\{1,\}\([^ ]*\) [^ ]* => \([^ ]*\) \([^ ]*\)$#\1=\2@\3#p' "$gomod" | while read -r r; do
+      go mod edit -replace="$r"
+    done
+    printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/opentofu/opentofu/cmd/tofu"\n' >tools.go
+    go mod tidy
+    mkdir -p "$TOFU_BIN"
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$TOFU_BIN/tofu" github.com/opentofu/opentofu/cmd/tofu
+  )
+  "$TOFU_BIN/tofu" version >&2
+  touch "$stamp"
+}
+
+build_providers() {
+  local entry name mod pseudo ver
+  for entry in "${PROVIDERS[@]}"; do
+    read -r name mod pseudo ver <<<"$entry"
+    local dest=$MIRROR/registry.terraform.io/hashicorp/$name/$ver/${GOOS}_$GOARCH
+    local bin=$dest/terraform-provider-${name}_v$ver
+    if [[ ! -x $bin ]]; then
+      log "building provider hashicorp/$name $ver ($mod@$pseudo)"
+      local dir=$CACHE/build/provider-$name
+      wrapper_module "$dir" "conductor-tf.local/provider-$name"
+      ( cd "$dir"
+        go mod edit -require="$mod@$pseudo"
+        printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$mod" >tools.go
+        go mod tidy
+        mkdir -p "$dest"
+        CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin.tmp" "$mod"
+        mv "$bin.tmp" "$bin"
+      )
+    fi
+  done
+  # OpenTofu resolves hashicorp/* to registry.opentofu.org; both hostnames serve the same plugins.
+  ln -sfn registry.terraform.io "$MIRROR/registry.opentofu.org"
+  cat >"$CLI_CONFIG.tmp" <<RC
+# Generated by hack/tools.sh: terraform/tofu init installs providers only from the local mirror.
+provider_installation {
+  filesystem_mirror {
+    path    = "$MIRROR"
+    include = ["registry.terraform.io/*/*", "registry.opentofu.org/*/*"]
+  }
+}
+RC
+  mv "$CLI_CONFIG.tmp" "$CLI_CONFIG"
+}
+
+build_controller_gen() {
+  [[ -x $CONTROLLER_GEN ]] && return 0
+  log "building controller-gen $CONTROLLER_TOOLS_VERSION"
+  mkdir -p "$(dirname "$CONTROLLER_GEN")"
+  local tmp; tmp=$(mktemp -d)
+  GOBIN=$tmp go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION"
+  mv "$tmp/controller-gen" "$CONTROLLER_GEN"; rmdir "$tmp"
+}
+
+# print_env: the variables the Makefile and tests use to find the parts.
+print_env() {
+  cat <<ENV
+KUBEBUILDER_ASSETS=$K8S_BIN
+CONDUCTOR_TF_K8S_BIN=$K8S_BIN
+CONDUCTOR_TF_TOFU=$TOFU_BIN/tofu
+TF_CLI_CONFIG_FILE=$CLI_CONFIG
+CONDUCTOR_TF_PROVIDER_MIRROR=$MIRROR
+CONTROLLER_GEN=$CONTROLLER_GEN
+ENV
+}
+
+case "${1:-all}" in
+  all) build_controller_gen; build_k8s; build_tofu; build_providers ;;
+  k8s) build_k8s ;;
+  tofu) build_tofu ;;
+  providers) build_providers ;;
+  controller-gen) build_controller_gen ;;
+  env) print_env ;;
+  *) echo "usage: $0 [all|k8s|tofu|providers|controller-gen|env]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,101 @@
+package tfrunner
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// RunError is a failed Terraform command: which operation failed and Terraform's own error text.
+type RunError struct {
+	// Op is the operation: init, plan, apply, destroy, import, output or show.
+	Op string
+	// Message is Terraform's error output, trimmed to the diagnostics (see TrimMessage).
+	Message string
+	// Err is the underlying error from terraform-exec.
+	Err error
+}
+
+func (e *RunError) Error() string { return fmt.Sprintf("terraform %s: %s", e.Op, e.Message) }
+func (e *RunError) Unwrap() error { return e.Err }
+
+// LockError is a run refused because someone else holds the state lock. It carries the lock's
+// details as Terraform printed them; find it with errors.As.
+type LockError struct {
+	// ID of the lock (for force-unlock).
+	ID string
+	// Who holds it (user@host as Terraform records it).
+	Who string
+	// Operation the holder runs (e.g. OperationTypeApply).
+	Operation string
+	// Created is when the lock was taken, as Terraform printed it.
+	Created string
+	// Op is the operation that was refused.
+	Op string
+}
+
+func (e *LockError) Error() string {
+	return fmt.Sprintf("terraform %s: state is locked by %s (lock ID %s, %s since %s)", e.Op, e.Who, e.ID, e.Operation, e.Created)
+}
+
+var (
+	lockField  = regexp.MustCompile(`(?m)^\s*(ID|Who|Operation|Created):\s*(.*?)\s*$`)
+	ansiEscape = regexp.MustCompile("\x1b\\[[0-9;]*m")
+)
+
+// MaxMessageBytes bounds the Terraform error text carried in errors and conditions.
+const MaxMessageBytes = 2048
+
+// classify turns a terraform-exec error into a *LockError when the state is locked, else a *RunError.
+func classify(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	text := err.Error()
+	if strings.Contains(text, "Error acquiring the state lock") || strings.Contains(text, "Lock Info:") {
+		le := &LockError{Op: op}
+		for _, m := range lockField.FindAllStringSubmatch(text, -1) {
+			switch m[1] {
+			case "ID":
+				le.ID = m[2]
+			case "Who":
+				le.Who = m[2]
+			case "Operation":
+				le.Operation = m[2]
+			case "Created":
+				le.Created = m[2]
+			}
+		}
+		return le
+	}
+	return &RunError{Op: op, Message: TrimMessage(text), Err: err}
+}
+
+// TrimMessage keeps the diagnostics of Terraform's error output: from the first "Error:" on, colours
+// and box-drawing removed, blank lines collapsed, at most MaxMessageBytes.
+func TrimMessage(text string) string {
+	text = ansiEscape.ReplaceAllString(text, "")
+	if i := strings.Index(text, "Error:"); i >= 0 {
+		text = text[i:]
+	}
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimSpace(strings.TrimLeft(l, "│╷╵ "))
+		if l == "" && (len(lines) == 0 || lines[len(lines)-1] == "") {
+			continue
+		}
+		lines = append(lines, l)
+	}
+	out := strings.TrimSpace(strings.Join(lines, "\n"))
+	if len(out) > MaxMessageBytes {
+		out = out[:MaxMessageBytes] + "…"
+	}
+	return out
+}
+
+// IsLocked reports whether err is (or wraps) a *LockError.
+func IsLocked(err error) bool {
+	var le *LockError
+	return errors.As(err, &le)
+}

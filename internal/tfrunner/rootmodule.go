@@ -1,0 +1,185 @@
+package tfrunner
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// ModuleName is the name of the module block that calls the class's module in every root module;
+// import addresses and module paths are prefixed with "module.main.".
+const ModuleName = "main"
+
+// Module is a module address pinned at a version.
+type Module struct {
+	// Source is any Terraform module source address.
+	Source string
+	// Version is a registry version for registry sources, or a git ref for git sources.
+	Version string
+}
+
+// Backend is a Terraform backend block: its type and its attributes (strings or bools).
+type Backend struct {
+	Type   string
+	Config map[string]cty.Value
+}
+
+// OutputDecl is a module output passed through the root module.
+type OutputDecl struct {
+	Name      string
+	Sensitive bool
+}
+
+// RootModule is what RenderRoot writes: the module call, the backend and the pass-through outputs.
+type RootModule struct {
+	Module  Module
+	Backend Backend
+	// Variables are the names of the input variables the run passes to the module; each becomes a
+	// root variable fed from the .tfvars.json file and passed to module "main".
+	Variables []string
+	// SensitiveVariables are the names among Variables whose values come from Secrets.
+	SensitiveVariables []string
+	// Outputs are passed through as root outputs of the same name and sensitivity.
+	Outputs []OutputDecl
+}
+
+var registrySource = regexp.MustCompile(`^([A-Za-z0-9.-]+\.[A-Za-z]{2,}/)?[0-9A-Za-z-]+/[0-9A-Za-z-_]+/[0-9a-z]+(//.*)?$`)
+
+// ResolveSource turns a module address and version into what a module block takes: for a registry
+// source the version goes into the version argument; for a git source (git::…, github.com/…,
+// git@…) it becomes the ref query parameter unless the source already has one; local paths and
+// other sources are taken as they are. It returns an error for a registry or git source without a
+// version, which would not be pinned.
+func ResolveSource(m Module) (source, version string, err error) {
+	s := m.Source
+	switch {
+	case strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../") || strings.HasPrefix(s, "/"):
+		return s, "", nil
+	case isGit(s):
+		if m.Version == "" {
+			return "", "", fmt.Errorf("git module source %q has no version (ref) to pin", s)
+		}
+		return withRef(s, m.Version)
+	case registrySource.MatchString(s):
+		if m.Version == "" {
+			return "", "", fmt.Errorf("registry module source %q has no version", s)
+		}
+		return s, m.Version, nil
+	default:
+		return s, "", nil
+	}
+}
+
+func isGit(s string) bool {
+	return strings.HasPrefix(s, "git::") || strings.HasPrefix(s, "git@") ||
+		strings.HasPrefix(s, "github.com/") || strings.HasPrefix(s, "gitlab.com/") ||
+		strings.HasPrefix(s, "bitbucket.org/")
+}
+
+// withRef adds ?ref=<ref> to the URL part of a git source, before any //subdir, keeping an existing ref.
+func withRef(s, ref string) (string, string, error) {
+	base, sub := s, ""
+	// The subdirectory separator is the first "//" after the scheme's "://".
+	start := 0
+	if i := strings.Index(s, "://"); i >= 0 {
+		start = i + 3
+	}
+	if i := strings.Index(s[start:], "//"); i >= 0 {
+		base, sub = s[:start+i], s[start+i:]
+	}
+	query := ""
+	if i := strings.Index(sub, "?"); i >= 0 {
+		sub, query = sub[:i], sub[i+1:]
+	} else if i := strings.Index(base, "?"); i >= 0 {
+		base, query = base[:i], base[i+1:]
+	}
+	values, err := url.ParseQuery(query)
+	if err != nil {
+		return "", "", fmt.Errorf("module source %q: %w", s, err)
+	}
+	if values.Get("ref") == "" {
+		values.Set("ref", ref)
+	}
+	return base + sub + "?" + values.Encode(), "", nil
+}
+
+// RenderRoot writes the root module as HCL with hclwrite. User-provided values never become HCL
+// source text: variable values travel in the .tfvars.json file, and the only user strings written
+// here (module source and version, backend attributes) are written as quoted string literals.
+// It returns an error when the module address cannot be pinned or a name is not a valid identifier.
+func RenderRoot(r RootModule) ([]byte, error) {
+	source, ver, err := ResolveSource(r.Module)
+	if err != nil {
+		return nil, err
+	}
+	f := hclwrite.NewEmptyFile()
+	body := f.Body()
+
+	tf := body.AppendNewBlock("terraform", nil).Body()
+	if r.Backend.Type != "" {
+		be := tf.AppendNewBlock("backend", []string{r.Backend.Type}).Body()
+		for _, k := range sortedKeys(r.Backend.Config) {
+			be.SetAttributeValue(k, r.Backend.Config[k])
+		}
+	}
+
+	sensitive := map[string]bool{}
+	for _, v := range r.SensitiveVariables {
+		sensitive[v] = true
+	}
+	vars := append([]string(nil), r.Variables...)
+	sort.Strings(vars)
+	for _, v := range vars {
+		if !hclsyntax.ValidIdentifier(v) {
+			return nil, fmt.Errorf("variable name %q is not a valid identifier", v)
+		}
+		body.AppendNewline()
+		vb := body.AppendNewBlock("variable", []string{v}).Body()
+		if sensitive[v] {
+			vb.SetAttributeValue("sensitive", cty.True)
+		}
+	}
+
+	body.AppendNewline()
+	mb := body.AppendNewBlock("module", []string{ModuleName}).Body()
+	mb.SetAttributeValue("source", cty.StringVal(source))
+	if ver != "" {
+		mb.SetAttributeValue("version", cty.StringVal(ver))
+	}
+	for _, v := range vars {
+		mb.SetAttributeTraversal(v, hcl.Traversal{hcl.TraverseRoot{Name: "var"}, hcl.TraverseAttr{Name: v}})
+	}
+
+	outs := append([]OutputDecl(nil), r.Outputs...)
+	sort.Slice(outs, func(i, j int) bool { return outs[i].Name < outs[j].Name })
+	for _, o := range outs {
+		if !hclsyntax.ValidIdentifier(o.Name) {
+			return nil, fmt.Errorf("output name %q is not a valid identifier", o.Name)
+		}
+		body.AppendNewline()
+		ob := body.AppendNewBlock("output", []string{o.Name}).Body()
+		ob.SetAttributeTraversal("value", hcl.Traversal{
+			hcl.TraverseRoot{Name: "module"}, hcl.TraverseAttr{Name: ModuleName}, hcl.TraverseAttr{Name: o.Name},
+		})
+		if o.Sensitive {
+			ob.SetAttributeValue("sensitive", cty.True)
+		}
+	}
+	return f.Bytes(), nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,117 @@
+package tfrunner
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/terraform-config-inspect/tfconfig"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Input is an input variable a module declares.
+type Input struct {
+	Name string
+	// TypeExpr is the type constraint as written ("string", "map(number)"); empty means any.
+	TypeExpr string
+	// Type is TypeExpr parsed with hcl's typeexpr; cty.DynamicPseudoType when any.
+	Type        cty.Type
+	Required    bool
+	Sensitive   bool
+	Description string
+}
+
+// ModuleOutput is an output a module declares.
+type ModuleOutput struct {
+	Name        string
+	Sensitive   bool
+	Description string
+}
+
+// ModuleSchema is what a module declares: its inputs and outputs, sorted by name.
+type ModuleSchema struct {
+	Inputs  []Input
+	Outputs []ModuleOutput
+}
+
+// Input returns the input named name.
+func (s *ModuleSchema) Input(name string) (Input, bool) {
+	for _, in := range s.Inputs {
+		if in.Name == name {
+			return in, true
+		}
+	}
+	return Input{}, false
+}
+
+// LoadModuleSchema reads the variable and output blocks of the module in dir with
+// terraform-config-inspect (hcl/v2), and parses each type constraint. It returns an error when the
+// module has error diagnostics or a type constraint does not parse.
+func LoadModuleSchema(dir string) (*ModuleSchema, error) {
+	mod, diags := tfconfig.LoadModule(dir)
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("reading module %s: %w", dir, diags.Err())
+	}
+	s := &ModuleSchema{}
+	for _, v := range mod.Variables {
+		ty := cty.DynamicPseudoType
+		if v.Type != "" {
+			expr, d := hclsyntax.ParseExpression([]byte(v.Type), v.Pos.Filename, hcl.InitialPos)
+			if d.HasErrors() {
+				return nil, fmt.Errorf("variable %q: type %q: %s", v.Name, v.Type, d.Error())
+			}
+			t, d := typeexpr.TypeConstraint(expr)
+			if d.HasErrors() {
+				return nil, fmt.Errorf("variable %q: type %q: %s", v.Name, v.Type, d.Error())
+			}
+			ty = t
+		}
+		s.Inputs = append(s.Inputs, Input{
+			Name: v.Name, TypeExpr: v.Type, Type: ty, Required: v.Required, Sensitive: v.Sensitive, Description: v.Description,
+		})
+	}
+	for _, o := range mod.Outputs {
+		s.Outputs = append(s.Outputs, ModuleOutput{Name: o.Name, Sensitive: o.Sensitive, Description: o.Description})
+	}
+	sort.Slice(s.Inputs, func(i, j int) bool { return s.Inputs[i].Name < s.Inputs[j].Name })
+	sort.Slice(s.Outputs, func(i, j int) bool { return s.Outputs[i].Name < s.Outputs[j].Name })
+	return s, nil
+}
+
+// loadSchema finds module "main" through init's modules manifest and reads its schema.
+func (w *Workspace) loadSchema() (*ModuleSchema, error) {
+	dir, err := InstalledModuleDir(w.dir)
+	if err != nil {
+		return nil, err
+	}
+	return LoadModuleSchema(dir)
+}
+
+// InstalledModuleDir returns the directory where init installed module "main" of the root module in
+// workDir, read from .terraform/modules/modules.json. It returns an error before init.
+func InstalledModuleDir(workDir string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(workDir, ".terraform", "modules", "modules.json"))
+	if err != nil {
+		return "", fmt.Errorf("module manifest: %w", err)
+	}
+	var manifest struct {
+		Modules []struct{ Key, Dir string }
+	}
+	if err := json.Unmarshal(data, &manifest); err != nil {
+		return "", fmt.Errorf("module manifest: %w", err)
+	}
+	for _, m := range manifest.Modules {
+		if m.Key == ModuleName {
+			if filepath.IsAbs(m.Dir) {
+				return m.Dir, nil
+			}
+			return filepath.Join(workDir, m.Dir), nil
+		}
+	}
+	return "", fmt.Errorf("module %q is not installed in %s", ModuleName, workDir)
+}

@@ -1,0 +1,397 @@
+package tfrunner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+	tfjson "github.com/hashicorp/terraform-json"
+)
+
+// File names inside a workspace directory.
+const (
+	rootFile  = "main.tf"
+	varsFile  = "conductor.tfvars.json"
+	planFile  = "conductor.tfplan"
+	stampFile = ".conductor-init"
+)
+
+// DefaultGracePeriod is how long a cancelled run may take to stop after SIGINT before it is killed:
+// long enough for Terraform to finish writing state and release its lock.
+const DefaultGracePeriod = 2 * time.Minute
+
+// Spec is the desired configuration of a workspace's runs, in plain Go values.
+type Spec struct {
+	// Module is the class's module, pinned.
+	Module Module
+	// Backend stores the state (see package statebackend).
+	Backend Backend
+	// Variables are the rendered, non-sensitive input variables; values must encode to JSON.
+	Variables map[string]any
+	// SensitiveVariables are input variables read from Secrets; they are declared sensitive.
+	SensitiveVariables map[string]string
+	// Env are extra environment variables of every command (provider credentials).
+	Env map[string]string
+}
+
+// Workspace is the working directory of one resource. It is not safe for concurrent use: the Pool
+// runs one operation per workspace at a time.
+type Workspace struct {
+	dir     string
+	bin     Binary
+	baseEnv map[string]string
+	grace   time.Duration
+	spec    Spec
+	schema  *ModuleSchema
+}
+
+// NewWorkspace opens (creating it with mode 0700 if needed) the working directory dir for runs with
+// bin. env is the complete environment of every command (os.Environ is not inherited): it should
+// hold PATH, HOME and TF_CLI_CONFIG_FILE / TF_PLUGIN_CACHE_DIR as needed. grace is how long a
+// cancelled command gets after SIGINT (DefaultGracePeriod when zero).
+func NewWorkspace(dir string, bin Binary, env map[string]string, grace time.Duration) (*Workspace, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating workspace %s: %w", dir, err)
+	}
+	if grace <= 0 {
+		grace = DefaultGracePeriod
+	}
+	return &Workspace{dir: dir, bin: bin, baseEnv: maps.Clone(env), grace: grace}, nil
+}
+
+// Dir is the workspace's directory.
+func (w *Workspace) Dir() string { return w.dir }
+
+// Binary is the executable the workspace runs.
+func (w *Workspace) Binary() Binary { return w.bin }
+
+// Prepare writes the root module and the variables file for spec and reports whether Init must run
+// before the next plan: the first time, and whenever the module address, backend or binary changed.
+func (w *Workspace) Prepare(spec Spec) (needsInit bool, err error) {
+	w.spec = spec
+	want, err := w.initKey()
+	if err != nil {
+		return false, err
+	}
+	have, _ := os.ReadFile(filepath.Join(w.dir, stampFile))
+	needsInit = string(have) != want
+	if needsInit {
+		w.schema = nil
+	} else if w.schema == nil {
+		if w.schema, err = w.loadSchema(); err != nil {
+			// The module directory went away or changed underneath: init again.
+			needsInit = true
+		}
+	}
+	if err := w.writeRoot(); err != nil {
+		return false, err
+	}
+	return needsInit, w.writeVars()
+}
+
+// initKey identifies everything init depends on: binary, module address and backend.
+func (w *Workspace) initKey() (string, error) {
+	root, err := RenderRoot(RootModule{Module: w.spec.Module, Backend: w.spec.Backend})
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n", w.bin.Path, w.bin.Version)
+	h.Write(root)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func (w *Workspace) writeRoot() error {
+	r := RootModule{Module: w.spec.Module, Backend: w.spec.Backend}
+	for name := range w.spec.Variables {
+		r.Variables = append(r.Variables, name)
+	}
+	for name := range w.spec.SensitiveVariables {
+		r.Variables = append(r.Variables, name)
+		r.SensitiveVariables = append(r.SensitiveVariables, name)
+	}
+	if w.schema != nil {
+		for _, o := range w.schema.Outputs {
+			r.Outputs = append(r.Outputs, OutputDecl{Name: o.Name, Sensitive: o.Sensitive})
+		}
+	}
+	src, err := RenderRoot(r)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(w.dir, rootFile), src, 0o600)
+}
+
+func (w *Workspace) writeVars() error {
+	all := make(map[string]any, len(w.spec.Variables)+len(w.spec.SensitiveVariables))
+	maps.Copy(all, w.spec.Variables)
+	for k, v := range w.spec.SensitiveVariables {
+		all[k] = v
+	}
+	data, err := json.Marshal(all)
+	if err != nil {
+		return fmt.Errorf("encoding variables: %w", err)
+	}
+	return writeFileAtomic(filepath.Join(w.dir, varsFile), data, 0o600)
+}
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func (w *Workspace) tf() (*tfexec.Terraform, error) {
+	tf, err := tfexec.NewTerraform(w.dir, w.bin.Path)
+	if err != nil {
+		return nil, err
+	}
+	env := maps.Clone(w.baseEnv)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, w.spec.Env)
+	if err := tf.SetEnv(env); err != nil {
+		return nil, err
+	}
+	if err := tf.SetWaitDelay(w.grace); err != nil {
+		return nil, err
+	}
+	return tf, nil
+}
+
+// Init runs init (modules, backend, providers) and reads the module's declared inputs and outputs.
+// It returns a *RunError with Terraform's message when init fails.
+func (w *Workspace) Init(ctx context.Context) error {
+	tf, err := w.tf()
+	if err != nil {
+		return err
+	}
+	_ = os.Remove(filepath.Join(w.dir, stampFile))
+	if err := tf.Init(ctx, tfexec.Upgrade(false), tfexec.Reconfigure(true)); err != nil {
+		return classify("init", err)
+	}
+	if w.schema, err = w.loadSchema(); err != nil {
+		return &RunError{Op: "init", Message: err.Error(), Err: err}
+	}
+	if err := w.writeRoot(); err != nil {
+		return err
+	}
+	key, err := w.initKey()
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(w.dir, stampFile), []byte(key), 0o600)
+}
+
+// Schema is the module's declared inputs and outputs, known after Init.
+func (w *Workspace) Schema() *ModuleSchema { return w.schema }
+
+// Summary counts a plan's changes as Terraform's "Plan: N to add, N to change, N to destroy" line
+// does (a replacement counts once in Add and once in Destroy), plus imports.
+type Summary struct {
+	Add, Change, Destroy, Import int
+}
+
+// Change is one resource change of a plan.
+type Change struct {
+	// Address of the resource (e.g. module.main.random_password.this).
+	Address string
+	// Actions as Terraform reports them: ["create"], ["update"], ["delete","create"], ["no-op"] …
+	Actions []string
+	// Importing is true when the plan imports the object.
+	Importing bool
+}
+
+// Destroys reports whether the change deletes or replaces its object.
+func (c Change) Destroys() bool { return slices.Contains(c.Actions, string(tfjson.ActionDelete)) }
+
+// Plan is a saved plan: its file in the workspace and what it would do.
+type Plan struct {
+	// HasChanges is false when applying would change nothing.
+	HasChanges bool
+	Summary    Summary
+	// Changes lists every resource change that is not a no-op, sorted by address.
+	Changes []Change
+	// ID identifies the plan's changes: equal plans have equal IDs. 12 hex characters.
+	ID string
+	// Destroy is true for a destroy plan.
+	Destroy bool
+}
+
+// PlanOptions modify a plan.
+type PlanOptions struct {
+	// Destroy plans the destruction of everything in state.
+	Destroy bool
+}
+
+// Plan runs plan into a saved plan file and reads it back with show -json.
+// It returns a *LockError when the state is locked by someone else, else a *RunError on failure.
+func (w *Workspace) Plan(ctx context.Context, opts PlanOptions) (*Plan, error) {
+	tf, err := w.tf()
+	if err != nil {
+		return nil, err
+	}
+	planOpts := []tfexec.PlanOption{tfexec.Out(planFile), tfexec.VarFile(varsFile)}
+	if opts.Destroy {
+		planOpts = append(planOpts, tfexec.Destroy(true))
+	}
+	hasChanges, err := tf.Plan(ctx, planOpts...)
+	if err != nil {
+		return nil, classify("plan", err)
+	}
+	raw, err := tf.ShowPlanFile(ctx, planFile)
+	if err != nil {
+		return nil, classify("show", err)
+	}
+	p := summarize(raw)
+	p.HasChanges = hasChanges
+	p.Destroy = opts.Destroy
+	return p, nil
+}
+
+// summarize reads the resource changes of a plan rendered by show -json.
+func summarize(raw *tfjson.Plan) *Plan {
+	p := &Plan{}
+	for _, rc := range raw.ResourceChanges {
+		if rc == nil || rc.Change == nil {
+			continue
+		}
+		a := rc.Change.Actions
+		importing := rc.Change.Importing != nil
+		if importing {
+			p.Summary.Import++
+		}
+		switch {
+		case a.Replace():
+			p.Summary.Add++
+			p.Summary.Destroy++
+		case a.Create():
+			p.Summary.Add++
+		case a.Update():
+			p.Summary.Change++
+		case a.Delete():
+			p.Summary.Destroy++
+		case !importing:
+			continue // no-op and read
+		}
+		actions := make([]string, len(a))
+		for i, x := range a {
+			actions[i] = string(x)
+		}
+		p.Changes = append(p.Changes, Change{Address: rc.Address, Actions: actions, Importing: importing})
+	}
+	sort.Slice(p.Changes, func(i, j int) bool { return p.Changes[i].Address < p.Changes[j].Address })
+	h := sha256.New()
+	_ = json.NewEncoder(h).Encode(p.Changes)
+	p.ID = hex.EncodeToString(h.Sum(nil))[:12]
+	return p
+}
+
+// Apply applies a saved plan made by Plan in this workspace.
+// It returns a *LockError when the state is locked by someone else, else a *RunError on failure.
+func (w *Workspace) Apply(ctx context.Context, p *Plan) error {
+	if p == nil {
+		return errors.New("apply: no plan")
+	}
+	tf, err := w.tf()
+	if err != nil {
+		return err
+	}
+	return classify("apply", tf.Apply(ctx, tfexec.DirOrPlan(planFile)))
+}
+
+// Destroy destroys everything in state.
+// It returns a *LockError when the state is locked by someone else, else a *RunError on failure.
+func (w *Workspace) Destroy(ctx context.Context) error {
+	tf, err := w.tf()
+	if err != nil {
+		return err
+	}
+	return classify("destroy", tf.Destroy(ctx, tfexec.VarFile(varsFile)))
+}
+
+// Import imports the existing object id at address (inside the module: "module.main." is prefixed
+// when missing). It returns a *RunError with Terraform's message when the import fails.
+func (w *Workspace) Import(ctx context.Context, address, id string) error {
+	tf, err := w.tf()
+	if err != nil {
+		return err
+	}
+	return classify("import", tf.Import(ctx, ModuleAddress(address), id, tfexec.VarFile(varsFile)))
+}
+
+// ModuleAddress prefixes a resource address inside the module with "module.main.".
+func ModuleAddress(address string) string {
+	prefix := "module." + ModuleName + "."
+	if len(address) >= len(prefix) && address[:len(prefix)] == prefix {
+		return address
+	}
+	return prefix + address
+}
+
+// Output is one root output.
+type Output struct {
+	// Value is the output's value as JSON.
+	Value json.RawMessage
+	// Sensitive is true when the module marks the output sensitive.
+	Sensitive bool
+}
+
+// Outputs reads the root outputs from state.
+func (w *Workspace) Outputs(ctx context.Context) (map[string]Output, error) {
+	tf, err := w.tf()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := tf.Output(ctx)
+	if err != nil {
+		return nil, classify("output", err)
+	}
+	out := make(map[string]Output, len(raw))
+	for k, v := range raw {
+		out[k] = Output{Value: v.Value, Sensitive: v.Sensitive}
+	}
+	return out, nil
+}
+
+// StateAddresses lists the addresses of the managed resources in state, sorted.
+func (w *Workspace) StateAddresses(ctx context.Context) ([]string, error) {
+	tf, err := w.tf()
+	if err != nil {
+		return nil, err
+	}
+	st, err := tf.Show(ctx)
+	if err != nil {
+		return nil, classify("show", err)
+	}
+	var addrs []string
+	if st != nil && st.Values != nil {
+		var walk func(m *tfjson.StateModule)
+		walk = func(m *tfjson.StateModule) {
+			for _, r := range m.Resources {
+				if r.Mode == tfjson.ManagedResourceMode {
+					addrs = append(addrs, r.Address)
+				}
+			}
+			for _, c := range m.ChildModules {
+				walk(c)
+			}
+		}
+		walk(st.Values.RootModule)
+	}
+	sort.Strings(addrs)
+	return addrs, nil
+}
