@@ -13,7 +13,7 @@ type ClaimResources struct {
 }
 
 // InfraClaimSpec is an application team's request for infrastructure.
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.resourceName) || oldSelf.resourceName == ” || (has(self.resourceName) && self.resourceName == oldSelf.resourceName)",message="resourceName cannot be changed once set"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.resourceName) || size(oldSelf.resourceName) == 0 || (has(self.resourceName) && self.resourceName == oldSelf.resourceName)",message="resourceName cannot be changed once set"
 type InfraClaimSpec struct {
 	// ResourceKind is the kind of infrastructure asked for (e.g. ObjectStore).
 	// +kubebuilder:validation:MinLength=1

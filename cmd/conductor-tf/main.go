@@ -16,6 +16,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	conductorv1alpha1 "github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller"
 )
 
 func main() {
@@ -27,6 +28,8 @@ func main() {
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one replica reconciles.")
+	var workers int
+	flag.IntVar(&workers, "max-concurrent-reconciles", 4, "Reconciles of each kind that run at once.")
 	opts := zap.Options{Development: true}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -46,6 +49,20 @@ func main() {
 	})
 	if err != nil {
 		log.Error(err, "creating the manager")
+		os.Exit(1)
+	}
+	claims := &controller.ClaimReconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("conductor-tf"), MaxConcurrentReconciles: workers,
+	}
+	if err := claims.SetupWithManager(mgr); err != nil {
+		log.Error(err, "setting up the claim controller")
+		os.Exit(1)
+	}
+	resources := &controller.ResourceReconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("conductor-tf"), MaxConcurrentReconciles: workers,
+	}
+	if err := resources.SetupWithManager(mgr); err != nil {
+		log.Error(err, "setting up the resource controller")
 		os.Exit(1)
 	}
 	utilruntime.Must(mgr.AddHealthzCheck("healthz", healthz.Ping))

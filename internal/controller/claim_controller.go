@@ -1,0 +1,368 @@
+// Claim binding.
+//
+// This file binds InfraClaims to InfraResources the way the PersistentVolume controller binds PVCs
+// to PVs (pkg/controller/volume/persistentvolume/pv_controller.go):
+//
+//   - A claim names its resource in spec.resourceName once bound, as a PVC names its volume in
+//     spec.volumeName; a resource names its claim in spec.claimRef, as a PV does.
+//   - The bind writes the resource first (spec.claimRef, an Update carrying the resourceVersion the
+//     decision was made on, so two claims can never both win one resource), then the claim
+//     (spec.resourceName), then the claim's status. Each write is skipped when already done, so a
+//     crash after any write is finished by the next reconcile: a resource pre-bound to a claim
+//     always wins that claim's next match.
+//   - A claim no Available resource satisfies gets a new resource from its class (named, else the
+//     default of its kind), pre-bound to it; the next step binds them as above.
+//   - Deleting a claim releases its resource (status phase Released, claimRef kept, as a PV); the
+//     resource controller then carries out the reclaim policy. The claim's finalizer makes sure the
+//     release is not skipped.
+//   - A bound claim whose resource is gone is Lost, as a PVC whose PV was deleted.
+//
+// Every branch below says what it observed. Tests: internal/scheduler (matching, table tests) and
+// internal/controller/claim_test.go (envtest: static, pre-bound, dynamic, release, lost, race).
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/scheduler"
+)
+
+// PendingResync is how often a Pending claim is matched again even when no watched object changed,
+// as the PV controller's periodic resync.
+const PendingResync = time.Minute
+
+// ClaimReconciler binds InfraClaims to InfraResources and provisions resources from classes.
+type ClaimReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	// MaxConcurrentReconciles bounds parallel reconciles (1 when zero).
+	MaxConcurrentReconciles int
+}
+
+// +kubebuilder:rbac:groups=conductor.io,resources=infraclaims,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=conductor.io,resources=infraclaims/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=conductor.io,resources=infraclaims/finalizers,verbs=update
+// +kubebuilder:rbac:groups=conductor.io,resources=infraresources,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=conductor.io,resources=infraresources/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=conductor.io,resources=infraclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile syncs one claim: finalizer, then deletion or binding, then one status patch.
+func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	claim := &v1alpha1.InfraClaim{}
+	if err := r.Get(ctx, req.NamespacedName, claim); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !claim.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.release(ctx, claim)
+	}
+	if controllerutil.AddFinalizer(claim, v1alpha1.FinalizerClaim) {
+		if err := r.Update(ctx, claim); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	before := claim.DeepCopy()
+	result, err := r.sync(ctx, claim)
+	claim.Status.ObservedGeneration = claim.Generation
+	if perr := r.Status().Patch(ctx, claim, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
+		err = errors.Join(err, perr)
+	}
+	r.recordTransition(before, claim)
+	return result, err
+}
+
+// sync decides and performs the next binding step; it sets the claim's status in memory.
+func (r *ClaimReconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) (ctrl.Result, error) {
+	if claim.Spec.ResourceName != "" {
+		return r.syncNamed(ctx, claim)
+	}
+	matcher, err := scheduler.NewMatcher(claim)
+	if err != nil {
+		// Claim Pending, requirement or selector does not parse: nothing to do until the spec changes.
+		setPending(claim, reasonOf(err), err.Error())
+		return ctrl.Result{}, nil
+	}
+	resources := &v1alpha1.InfraResourceList{}
+	if err := r.List(ctx, resources, client.MatchingFields{indexResourceKind: claim.Spec.ResourceKind}); err != nil {
+		return ctrl.Result{}, err
+	}
+	if res := matcher.Best(resources.Items); res != nil {
+		// Claim Pending, resource Available (or pre-bound to this claim): bind.
+		return r.bind(ctx, claim, res)
+	}
+	classes := &v1alpha1.InfraClassList{}
+	if err := r.List(ctx, classes); err != nil {
+		return ctrl.Result{}, err
+	}
+	class, err := scheduler.SelectClass(claim, classes.Items)
+	if err != nil {
+		// Claim Pending, class missing, of another kind, or ambiguous.
+		setPending(claim, reasonOf(err), err.Error())
+		return ctrl.Result{RequeueAfter: PendingResync}, nil
+	}
+	if class == nil {
+		// Claim Pending, nothing matches and no class applies: wait for a resource or a class.
+		setPending(claim, v1alpha1.ReasonNoMatchingResource, fmt.Sprintf(
+			"no Available %s resource matches the claim and no class applies (name one in spec.className or mark one default)",
+			claim.Spec.ResourceKind))
+		return ctrl.Result{RequeueAfter: PendingResync}, nil
+	}
+	// Claim Pending, a class applies: provision a resource pre-bound to the claim.
+	return r.provision(ctx, claim, class)
+}
+
+// syncNamed handles a claim that names its resource: statically pre-bound by the user, or bound.
+func (r *ClaimReconciler) syncNamed(ctx context.Context, claim *v1alpha1.InfraClaim) (ctrl.Result, error) {
+	res := &v1alpha1.InfraResource{}
+	err := r.Get(ctx, types.NamespacedName{Name: claim.Spec.ResourceName}, res)
+	switch {
+	case apierrors.IsNotFound(err) && wasBound(claim):
+		// Claim Bound, resource gone: Lost, as a PVC whose PV was deleted.
+		setLost(claim, fmt.Sprintf("bound resource %s no longer exists", claim.Spec.ResourceName))
+		return ctrl.Result{}, nil
+	case apierrors.IsNotFound(err):
+		// Claim Pending, named resource does not exist (yet).
+		setPending(claim, v1alpha1.ReasonResourceNotFound, fmt.Sprintf("resource %s does not exist", claim.Spec.ResourceName))
+		return ctrl.Result{RequeueAfter: PendingResync}, nil
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	if res.Spec.ClaimRef != nil && !scheduler.IsPreBoundTo(res, claim) {
+		if wasBound(claim) {
+			// Claim Bound, resource now bound to another claim: Lost.
+			setLost(claim, fmt.Sprintf("resource %s is now bound to claim %s/%s", res.Name, res.Spec.ClaimRef.Namespace, res.Spec.ClaimRef.Name))
+			return ctrl.Result{}, nil
+		}
+		// Claim Pending, named resource bound to another claim.
+		setPending(claim, v1alpha1.ReasonResourceBoundToOtherClaim, fmt.Sprintf("resource %s is bound to claim %s/%s",
+			res.Name, res.Spec.ClaimRef.Namespace, res.Spec.ClaimRef.Name))
+		return ctrl.Result{RequeueAfter: PendingResync}, nil
+	}
+	if res.Spec.ClaimRef == nil {
+		// Claim Pending, named resource free: it must fit the claim.
+		if err := scheduler.CheckStaticBinding(claim, res); err != nil {
+			setPending(claim, reasonOf(err), err.Error())
+			return ctrl.Result{RequeueAfter: PendingResync}, nil
+		}
+	}
+	return r.bind(ctx, claim, res)
+}
+
+// bind writes the resource's claimRef (skipped when it already names this claim with its UID), then
+// the claim's resourceName (skipped when set), then sets the Bound status.
+func (r *ClaimReconciler) bind(ctx context.Context, claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) (ctrl.Result, error) {
+	if ref := res.Spec.ClaimRef; ref == nil || ref.UID != claim.UID {
+		res = res.DeepCopy()
+		res.Spec.ClaimRef = &v1alpha1.ClaimReference{Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID}
+		// Update carries the resourceVersion the match was made on: a concurrent bind conflicts.
+		if err := r.Update(ctx, res); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				setPending(claim, v1alpha1.ReasonWaitingForResource, fmt.Sprintf("resource %s changed while binding; retrying", res.Name))
+				return ctrl.Result{RequeueAfter: retryDelay()}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("binding resource %s: %w", res.Name, err)
+		}
+	}
+	if claim.Spec.ResourceName != res.Name {
+		claim.Spec.ResourceName = res.Name
+		status := claim.Status
+		if err := r.Update(ctx, claim); err != nil {
+			return ctrl.Result{}, fmt.Errorf("binding claim to %s: %w", res.Name, err)
+		}
+		claim.Status = status
+	}
+	setBound(claim, res)
+	return ctrl.Result{}, nil
+}
+
+// provision creates a resource from the class, pre-bound to the claim, then binds it.
+func (r *ClaimReconciler) provision(ctx context.Context, claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (ctrl.Result, error) {
+	if c := meta.FindStatusCondition(class.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse {
+		// Claim Pending, class broken: do not provision from it.
+		setPending(claim, v1alpha1.ReasonProvisioningFailed, fmt.Sprintf("class %s is not ready: %s", class.Name, c.Message))
+		return ctrl.Result{RequeueAfter: PendingResync}, nil
+	}
+	res, err := ResourceFromClass(claim, class)
+	if err != nil {
+		setPending(claim, v1alpha1.ReasonProvisioningFailed, err.Error())
+		return ctrl.Result{}, nil
+	}
+	if err := r.Create(ctx, res); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			setPending(claim, v1alpha1.ReasonProvisioningFailed, fmt.Sprintf("creating resource %s: %v", res.Name, err))
+			return ctrl.Result{}, err
+		}
+		// Created by an earlier reconcile whose claim write did not happen: bind to it.
+		if err := r.Get(ctx, client.ObjectKeyFromObject(res), res); err != nil {
+			return ctrl.Result{}, err
+		}
+		if !scheduler.IsPreBoundTo(res, claim) {
+			setPending(claim, v1alpha1.ReasonProvisioningFailed, fmt.Sprintf("resource %s exists and is not pre-bound to this claim", res.Name))
+			return ctrl.Result{RequeueAfter: PendingResync}, nil
+		}
+	} else {
+		r.Recorder.Eventf(claim, res, corev1.EventTypeNormal, v1alpha1.ReasonProvisioning, "Provision",
+			"provisioning resource %s from class %s (module %s@%s)", res.Name, class.Name, class.Spec.Module.Source, class.Spec.Module.Version)
+	}
+	return r.bind(ctx, claim, res)
+}
+
+// release marks the claim's resource Released and removes the claim's finalizer.
+func (r *ClaimReconciler) release(ctx context.Context, claim *v1alpha1.InfraClaim) error {
+	if !controllerutil.ContainsFinalizer(claim, v1alpha1.FinalizerClaim) {
+		return nil
+	}
+	if name := boundName(claim); name != "" {
+		res := &v1alpha1.InfraResource{}
+		err := r.Get(ctx, types.NamespacedName{Name: name}, res)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if err == nil && scheduler.IsPreBoundTo(res, claim) && res.Status.Phase != v1alpha1.ResourceReleased {
+			// Claim deleted, resource bound to it: Released; the resource controller reclaims.
+			before := res.DeepCopy()
+			res.Status.Phase = v1alpha1.ResourceReleased
+			if err := r.Status().Patch(ctx, res, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+				return fmt.Errorf("releasing resource %s: %w", name, err)
+			}
+			r.Recorder.Eventf(res, claim, corev1.EventTypeNormal, v1alpha1.ReasonReleased, "Release",
+				"claim %s/%s deleted; reclaim policy %s", claim.Namespace, claim.Name, res.Spec.ReclaimPolicy)
+		}
+	}
+	controllerutil.RemoveFinalizer(claim, v1alpha1.FinalizerClaim)
+	return client.IgnoreNotFound(r.Update(ctx, claim))
+}
+
+// recordTransition emits an event when the Bound condition changed reason, so a user sees each
+// outcome once rather than at every resync.
+func (r *ClaimReconciler) recordTransition(before, after *v1alpha1.InfraClaim) {
+	old := meta.FindStatusCondition(before.Status.Conditions, v1alpha1.ConditionBound)
+	now := meta.FindStatusCondition(after.Status.Conditions, v1alpha1.ConditionBound)
+	if now == nil || (old != nil && old.Reason == now.Reason && old.Message == now.Message) {
+		return
+	}
+	if now.Reason == v1alpha1.ReasonWaitingForResource {
+		return // a lost race, retried at once: not news
+	}
+	kind := corev1.EventTypeNormal
+	if now.Status != metav1.ConditionTrue && now.Reason != v1alpha1.ReasonNoMatchingResource {
+		kind = corev1.EventTypeWarning
+	}
+	r.Recorder.Eventf(after, nil, kind, now.Reason, "Bind", "%s", now.Message)
+}
+
+// ResourceName is the name of the resource dynamically provisioned for a claim: the claim's name
+// (at most 40 characters) and 5 hex characters of a hash of its UID, so that it is stable across
+// reconciles (a retried Create finds the same object) and distinct between claims.
+func ResourceName(claim *v1alpha1.InfraClaim) string {
+	sum := sha256.Sum256([]byte(claim.UID))
+	prefix := claim.Name
+	if len(prefix) > 40 {
+		prefix = prefix[:40]
+	}
+	return strings.TrimRight(prefix, "-.") + "-" + hex.EncodeToString(sum[:])[:5]
+}
+
+func wasBound(claim *v1alpha1.InfraClaim) bool {
+	return claim.Status.Phase == v1alpha1.ClaimBound || claim.Status.Phase == v1alpha1.ClaimLost
+}
+
+func boundName(claim *v1alpha1.InfraClaim) string {
+	if claim.Spec.ResourceName != "" {
+		return claim.Spec.ResourceName
+	}
+	return claim.Status.ResourceName
+}
+
+// reasonOf returns the condition reason of a scheduler decision, or ProvisioningFailed.
+func reasonOf(err error) string {
+	var se *scheduler.Error
+	if errors.As(err, &se) {
+		return se.Reason
+	}
+	return v1alpha1.ReasonProvisioningFailed
+}
+
+// retryDelay spreads retries after a lost bind race over 50–250 ms.
+func retryDelay() time.Duration { return 50*time.Millisecond + rand.N(200*time.Millisecond) }
+
+// SetupWithManager registers the controller, its indexes and its watches: claims; resources (the
+// claim they name, and for an Available free resource every Pending claim of its kind); classes
+// (every Pending claim of their kind).
+func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := setupIndexes(context.Background(), mgr); err != nil {
+		return err
+	}
+	workers := r.MaxConcurrentReconciles
+	if workers < 1 {
+		workers = 1
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.InfraClaim{}).
+		Watches(&v1alpha1.InfraResource{}, handler.EnqueueRequestsFromMapFunc(r.claimsForResource)).
+		Watches(&v1alpha1.InfraClass{}, handler.EnqueueRequestsFromMapFunc(r.claimsForClass),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Named("infraclaim").
+		Complete(r)
+}
+
+func (r *ClaimReconciler) claimsForResource(ctx context.Context, obj client.Object) []reconcile.Request {
+	res, ok := obj.(*v1alpha1.InfraResource)
+	if !ok {
+		return nil
+	}
+	if ref := res.Spec.ClaimRef; ref != nil {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}}
+	}
+	if res.Status.Phase != v1alpha1.ResourceAvailable {
+		return nil
+	}
+	return r.pendingClaims(ctx, res.Spec.ResourceKind)
+}
+
+func (r *ClaimReconciler) claimsForClass(ctx context.Context, obj client.Object) []reconcile.Request {
+	class, ok := obj.(*v1alpha1.InfraClass)
+	if !ok {
+		return nil
+	}
+	return r.pendingClaims(ctx, class.Spec.ResourceKind)
+}
+
+// pendingClaims lists the unbound claims of a kind, from the cache.
+func (r *ClaimReconciler) pendingClaims(ctx context.Context, kind string) []reconcile.Request {
+	claims := &v1alpha1.InfraClaimList{}
+	if err := r.List(ctx, claims, client.MatchingFields{indexClaimKind: kind}); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range claims.Items {
+		if c := &claims.Items[i]; c.Spec.ResourceName == "" {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+		}
+	}
+	return out
+}

@@ -1,0 +1,138 @@
+package controller_test
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+)
+
+// Every outcome a user must see has a condition reason on the claim and a Warning event.
+var _ = Describe("Claims that cannot bind say why", func() {
+	var (
+		ctx  context.Context
+		ns   string
+		kind string
+	)
+	BeforeEach(func() {
+		ctx = context.Background()
+		ns = newNamespace(ctx)
+		kind = uniqueKind()
+	})
+
+	expectPending := func(claim *v1alpha1.InfraClaim, reason string) {
+		Expect(k8s.Create(ctx, claim)).To(Succeed())
+		Eventually(getClaim(ctx, claim), timeout).Should(WithTransform(boundReason, Equal(reason)))
+		got := getClaim(ctx, claim)()
+		Expect(got.Status.Phase).To(Equal(v1alpha1.ClaimPending))
+		cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionBound)
+		Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+		Expect(cond.Message).NotTo(BeEmpty())
+		if reason != v1alpha1.ReasonNoMatchingResource {
+			Eventually(func() []string { return warningReasons(ctx, got) }, timeout).Should(ContainElement(reason))
+		}
+	}
+
+	It("no matching resource and no class", func() {
+		expectPending(newClaim(ns, "db", kind, "5Gi"), v1alpha1.ReasonNoMatchingResource)
+	})
+
+	It("class not found", func() {
+		expectPending(newClaim(ns, "db", kind, "5Gi", func(c *v1alpha1.InfraClaim) { c.Spec.ClassName = "missing-" + ns }),
+			v1alpha1.ReasonClassNotFound)
+	})
+
+	It("class for another kind", func() {
+		Expect(k8s.Create(ctx, newClass("other-"+ns, "Other"+kind, false))).To(Succeed())
+		expectPending(newClaim(ns, "db", kind, "5Gi", func(c *v1alpha1.InfraClaim) { c.Spec.ClassName = "other-" + ns }),
+			v1alpha1.ReasonClassKindMismatch)
+	})
+
+	It("more than one default class for a kind", func() {
+		Expect(k8s.Create(ctx, newClass("d1-"+ns, kind, true))).To(Succeed())
+		Expect(k8s.Create(ctx, newClass("d2-"+ns, kind, true))).To(Succeed())
+		expectPending(newClaim(ns, "db", kind, "5Gi"), v1alpha1.ReasonMultipleDefaultClasses)
+	})
+
+	It("a requirement that does not parse", func() {
+		expectPending(newClaim(ns, "db", kind, "5Gi", func(c *v1alpha1.InfraClaim) {
+			c.Spec.Requirements = map[string]string{"version": ">= banana"}
+		}), v1alpha1.ReasonInvalidRequirement)
+	})
+
+	It("resourceName naming a resource bound to another claim", func() {
+		createAvailable(ctx, staticResource("taken-"+ns, kind, "10Gi"))
+		first := newClaim(ns, "first", kind, "5Gi", func(c *v1alpha1.InfraClaim) { c.Spec.ResourceName = "taken-" + ns })
+		Expect(k8s.Create(ctx, first)).To(Succeed())
+		Eventually(getClaim(ctx, first), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
+		expectPending(newClaim(ns, "second", kind, "5Gi", func(c *v1alpha1.InfraClaim) { c.Spec.ResourceName = "taken-" + ns }),
+			v1alpha1.ReasonResourceBoundToOtherClaim)
+	})
+
+	It("provisioning failed: the class template does not render", func() {
+		Expect(k8s.Create(ctx, newClass("broken-"+ns, kind, true, func(c *v1alpha1.InfraClass) {
+			c.Spec.Variables["name"] = apiextensionsv1.JSON{Raw: []byte(`"${claim.spec.parameters.missing}"`)}
+		}))).To(Succeed())
+		expectPending(newClaim(ns, "db", kind, "5Gi"), v1alpha1.ReasonProvisioningFailed)
+	})
+})
+
+// warningReasons lists the reasons of Warning events about obj.
+func warningReasons(ctx context.Context, obj client.Object) []string {
+	list := &eventsv1.EventList{}
+	Expect(k8s.List(ctx, list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.UID == obj.GetUID() && e.Type == "Warning" {
+			out = append(out, e.Reason)
+		}
+	}
+	return out
+}
+
+var _ = Describe("Admission rejects malformed objects", func() {
+	ctx := context.Background()
+
+	It("rejects a class without module version or with an unknown reclaim policy", func() {
+		c := newClass("noversion", "Kind", false)
+		c.Spec.Module.Version = ""
+		Expect(apierrors.IsInvalid(k8s.Create(ctx, c))).To(BeTrue())
+		c = newClass("badpolicy", "Kind", false)
+		c.Spec.ReclaimPolicy = "Recycle"
+		Expect(apierrors.IsInvalid(k8s.Create(ctx, c))).To(BeTrue())
+	})
+
+	It("rejects an invalid connection Secret name", func() {
+		ns := newNamespace(ctx)
+		c := newClaim(ns, "db", "Kind", "1Gi", func(c *v1alpha1.InfraClaim) {
+			c.Spec.WriteConnectionSecretToRef = &v1alpha1.LocalSecretReference{Name: "Not_A_Name"}
+		})
+		Expect(apierrors.IsInvalid(k8s.Create(ctx, c))).To(BeTrue())
+	})
+
+	It("keeps a claim's kind, class and bound resource immutable", func() {
+		ns := newNamespace(ctx)
+		c := newClaim(ns, "db", "Kind", "1Gi", func(c *v1alpha1.InfraClaim) { c.Spec.ResourceName = "r1"; c.Spec.ClassName = "a" })
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		for _, mutate := range []func(*v1alpha1.InfraClaim){
+			func(c *v1alpha1.InfraClaim) { c.Spec.ResourceKind = "Other" },
+			func(c *v1alpha1.InfraClaim) { c.Spec.ClassName = "b" },
+			func(c *v1alpha1.InfraClaim) { c.Spec.ResourceName = "r2" },
+		} {
+			// Retried on conflicts with the controller's own writes (the finalizer).
+			Eventually(func() error {
+				got := getClaim(ctx, c)()
+				mutate(got)
+				return k8s.Update(ctx, got)
+			}, timeout).Should(Satisfy(apierrors.IsInvalid))
+		}
+	})
+})

@@ -1,0 +1,95 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/render"
+)
+
+// ResourceFromClass builds the InfraResource dynamically provisioned for a claim: the class's module
+// pinned (source and version copied), its variables rendered against the claim, its Secret
+// references copied (never their values), capacity equal to the claim's requests, pre-bound to the
+// claim and labelled with the claim's namespace and name and the class. It returns a
+// *render.Error when a template does not render.
+func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (*v1alpha1.InfraResource, error) {
+	vars, err := RenderVariables(claim, class)
+	if err != nil {
+		return nil, err
+	}
+	policy := class.Spec.ReclaimPolicy
+	if policy == "" {
+		policy = v1alpha1.ReclaimDelete
+	}
+	return &v1alpha1.InfraResource{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: ResourceName(claim),
+			Labels: map[string]string{
+				v1alpha1.LabelClaimNamespace: claim.Namespace,
+				v1alpha1.LabelClaimName:      claim.Name,
+				v1alpha1.LabelClass:          class.Name,
+			},
+			Annotations: map[string]string{v1alpha1.AnnotationProvisionedBy: "conductor-tf"},
+		},
+		Spec: v1alpha1.InfraResourceSpec{
+			ResourceKind:  claim.Spec.ResourceKind,
+			ClassRef:      &v1alpha1.ClassReference{Name: class.Name},
+			Module:        class.Spec.Module,
+			Variables:     vars,
+			VariablesFrom: append([]v1alpha1.SecretInput(nil), class.Spec.VariablesFrom...),
+			Env:           append([]v1alpha1.SecretInput(nil), class.Spec.Env...),
+			Capacity:      claim.Spec.Resources.Requests.DeepCopy(),
+			Capabilities:  maps.Clone(class.Spec.Capabilities),
+			ClaimRef:      &v1alpha1.ClaimReference{Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID},
+			ReclaimPolicy: policy,
+		},
+	}, nil
+}
+
+// RenderVariables evaluates the class's variables template against the claim (see package render)
+// and returns the values as the resource stores them. It returns a *render.Error when a template
+// does not parse or does not evaluate.
+func RenderVariables(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (v1alpha1.Variables, error) {
+	tmpl, err := render.Compile(rawVariables(class.Spec.Variables))
+	if err != nil {
+		return nil, err
+	}
+	spec, err := json.Marshal(claim.Spec)
+	if err != nil {
+		return nil, err
+	}
+	ctx, err := render.Context(
+		render.Claim{Name: claim.Name, Namespace: claim.Namespace, Labels: claim.Labels, Annotations: claim.Annotations, Spec: spec},
+		render.Class{Name: class.Name, Capabilities: class.Spec.Capabilities},
+	)
+	if err != nil {
+		return nil, fmt.Errorf("template context: %w", err)
+	}
+	values, err := tmpl.Render(ctx)
+	if err != nil {
+		return nil, err
+	}
+	encoded, err := render.ToJSON(values)
+	if err != nil {
+		return nil, err
+	}
+	out := make(v1alpha1.Variables, len(encoded))
+	for k, v := range encoded {
+		out[k] = apiextensionsv1.JSON{Raw: v}
+	}
+	return out, nil
+}
+
+func rawVariables(v v1alpha1.Variables) map[string][]byte {
+	out := make(map[string][]byte, len(v))
+	for k, j := range v {
+		out[k] = j.Raw
+	}
+	return out
+}
+

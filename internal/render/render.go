@@ -1,0 +1,290 @@
+// Package render evaluates a class's variables template against a claim, and checks the result
+// against the module's declared inputs.
+//
+// Each string value of a class's variables is an HCL template expression (hcl/v2 hclsyntax),
+// evaluated with go-cty against two variables: `claim` (name, namespace, labels, annotations, and
+// spec exactly as the claim spells it) and `class` (name, spec.capabilities). Functions are go-cty's
+// standard library plus gibibytes(), mebibytes() and bytes() for Kubernetes quantities. A template
+// that is a single interpolation ("${gibibytes(...)}") keeps its type; other values pass through
+// typed. Results are cty values; they reach Terraform as JSON, never as HCL source.
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Error is a template or variable that cannot be rendered or does not fit the module. Name is the
+// variable concerned.
+type Error struct {
+	Name    string
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("variable %q: %s", e.Name, e.Message) }
+
+// Template is a compiled variables template. Build one with Compile.
+type Template struct {
+	exprs  map[string]hcl.Expression
+	static map[string]cty.Value
+}
+
+// Compile parses a class's variables: each value is JSON; a JSON string is parsed as an HCL
+// template, anything else is decoded as a typed value. It returns an *Error naming the first
+// variable (in name order) that does not parse or refers to something other than claim and class.
+func Compile(vars map[string][]byte) (*Template, error) {
+	t := &Template{exprs: map[string]hcl.Expression{}, static: map[string]cty.Value{}}
+	for _, name := range sortedKeys(vars) {
+		raw := vars[name]
+		var s string
+		if err := json.Unmarshal(raw, &s); err == nil {
+			expr, diags := hclsyntax.ParseTemplate([]byte(s), name, hcl.InitialPos)
+			if diags.HasErrors() {
+				return nil, &Error{Name: name, Message: diagText(diags)}
+			}
+			for _, tr := range expr.Variables() {
+				if root := tr.RootName(); root != "claim" && root != "class" {
+					return nil, &Error{Name: name, Message: fmt.Sprintf("unknown variable %q: templates see only claim and class", root)}
+				}
+			}
+			t.exprs[name] = expr
+			continue
+		}
+		v, err := decodeJSON(raw)
+		if err != nil {
+			return nil, &Error{Name: name, Message: err.Error()}
+		}
+		t.static[name] = v
+	}
+	return t, nil
+}
+
+// Names lists the variables the template sets, sorted.
+func (t *Template) Names() []string {
+	names := make([]string, 0, len(t.exprs)+len(t.static))
+	for n := range t.exprs {
+		names = append(names, n)
+	}
+	for n := range t.static {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Claim is what templates see as `claim`.
+type Claim struct {
+	Name, Namespace     string
+	Labels, Annotations map[string]string
+	// Spec is the claim's spec as JSON.
+	Spec []byte
+}
+
+// Class is what templates see as `class`.
+type Class struct {
+	Name         string
+	Capabilities map[string]string
+}
+
+// Context builds the evaluation context for a claim and class.
+func Context(claim Claim, class Class) (*hcl.EvalContext, error) {
+	spec := cty.EmptyObjectVal
+	if len(claim.Spec) > 0 {
+		v, err := decodeJSON(claim.Spec)
+		if err != nil {
+			return nil, fmt.Errorf("claim spec: %w", err)
+		}
+		spec = v
+	}
+	return &hcl.EvalContext{
+		Variables: map[string]cty.Value{
+			"claim": cty.ObjectVal(map[string]cty.Value{
+				"name":        cty.StringVal(claim.Name),
+				"namespace":   cty.StringVal(claim.Namespace),
+				"labels":      stringMap(claim.Labels),
+				"annotations": stringMap(claim.Annotations),
+				"spec":        spec,
+			}),
+			"class": cty.ObjectVal(map[string]cty.Value{
+				"name": cty.StringVal(class.Name),
+				"spec": cty.ObjectVal(map[string]cty.Value{"capabilities": stringMap(class.Capabilities)}),
+			}),
+		},
+		Functions: Functions(),
+	}, nil
+}
+
+// Render evaluates every variable. It returns an *Error naming the first variable (in name order)
+// whose template fails, e.g. one that reads an attribute the claim does not have.
+func (t *Template) Render(ctx *hcl.EvalContext) (map[string]cty.Value, error) {
+	out := make(map[string]cty.Value, len(t.exprs)+len(t.static))
+	for name, v := range t.static {
+		out[name] = v
+	}
+	for _, name := range sortedKeys(t.exprs) {
+		v, diags := t.exprs[name].Value(ctx)
+		if diags.HasErrors() {
+			return nil, &Error{Name: name, Message: diagText(diags)}
+		}
+		if !v.IsWhollyKnown() {
+			return nil, &Error{Name: name, Message: "value is not known"}
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+// ToJSON encodes rendered values as JSON documents, one per variable.
+func ToJSON(values map[string]cty.Value) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(values))
+	for name, v := range values {
+		b, err := ctyjson.Marshal(v, v.Type())
+		if err != nil {
+			return nil, &Error{Name: name, Message: err.Error()}
+		}
+		out[name] = b
+	}
+	return out, nil
+}
+
+// Input is a module input variable as Check needs it.
+type Input struct {
+	Name     string
+	Type     cty.Type
+	Required bool
+}
+
+// Check compares a variable set with the module's inputs: every name must be a declared input,
+// every value must convert to the input's type, and every required input must be set (by values or
+// by one of also, the names set from Secrets). It returns every problem found, sorted, as *Errors.
+func Check(values map[string]cty.Value, also []string, inputs []Input) []error {
+	declared := make(map[string]Input, len(inputs))
+	for _, in := range inputs {
+		declared[in.Name] = in
+	}
+	var errs []error
+	for _, name := range sortedKeys(values) {
+		in, ok := declared[name]
+		if !ok {
+			errs = append(errs, &Error{Name: name, Message: "the module declares no such input"})
+			continue
+		}
+		if _, err := convert.Convert(values[name], in.Type); err != nil {
+			errs = append(errs, &Error{Name: name, Message: fmt.Sprintf("value of type %s does not fit the input's type %s: %v",
+				values[name].Type().FriendlyName(), in.Type.FriendlyName(), err)})
+		}
+	}
+	set := map[string]bool{}
+	for _, n := range also {
+		set[n] = true
+		if _, ok := declared[n]; !ok {
+			errs = append(errs, &Error{Name: n, Message: "the module declares no such input"})
+		}
+	}
+	for _, in := range inputs {
+		if _, ok := values[in.Name]; in.Required && !ok && !set[in.Name] {
+			errs = append(errs, &Error{Name: in.Name, Message: "required input is not set"})
+		}
+	}
+	return errs
+}
+
+// Functions are the functions templates may call: go-cty's standard library under Terraform's
+// names, plus gibibytes, mebibytes and bytes, which take a Kubernetes quantity ("25Gi", "512Mi",
+// "1G") and return a number of GiB, MiB or bytes.
+func Functions() map[string]function.Function {
+	return map[string]function.Function{
+		"abs": stdlib.AbsoluteFunc, "ceil": stdlib.CeilFunc, "floor": stdlib.FloorFunc,
+		"max": stdlib.MaxFunc, "min": stdlib.MinFunc, "parseint": stdlib.ParseIntFunc,
+		"lower": stdlib.LowerFunc, "upper": stdlib.UpperFunc, "title": stdlib.TitleFunc,
+		"trimspace": stdlib.TrimSpaceFunc, "trim": stdlib.TrimFunc, "trimprefix": stdlib.TrimPrefixFunc,
+		"trimsuffix": stdlib.TrimSuffixFunc, "substr": stdlib.SubstrFunc, "replace": stdlib.ReplaceFunc,
+		"regex": stdlib.RegexFunc, "regexall": stdlib.RegexAllFunc, "split": stdlib.SplitFunc,
+		"join": stdlib.JoinFunc, "format": stdlib.FormatFunc, "formatlist": stdlib.FormatListFunc,
+		"length": stdlib.LengthFunc, "concat": stdlib.ConcatFunc, "contains": stdlib.ContainsFunc,
+		"coalesce": stdlib.CoalesceFunc, "compact": stdlib.CompactFunc, "distinct": stdlib.DistinctFunc,
+		"flatten": stdlib.FlattenFunc, "keys": stdlib.KeysFunc, "values": stdlib.ValuesFunc,
+		"lookup": stdlib.LookupFunc, "merge": stdlib.MergeFunc, "element": stdlib.ElementFunc,
+		"reverse": stdlib.ReverseListFunc, "sort": stdlib.SortFunc, "range": stdlib.RangeFunc,
+		"jsonencode": stdlib.JSONEncodeFunc, "jsondecode": stdlib.JSONDecodeFunc,
+		"gibibytes": quantityFunc(1 << 30), "mebibytes": quantityFunc(1 << 20), "bytes": quantityFunc(1),
+	}
+}
+
+// quantityFunc returns a function that parses a Kubernetes quantity and divides it by unit.
+func quantityFunc(unit int64) function.Function {
+	return function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "quantity", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.Number),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			q, err := resource.ParseQuantity(strings.TrimSpace(args[0].AsString()))
+			if err != nil {
+				return cty.NilVal, function.NewArgErrorf(0, "%q is not a quantity: %v", args[0].AsString(), err)
+			}
+			r := new(big.Rat).SetFrac(q.AsDec().UnscaledBig(), big.NewInt(1))
+			scale := q.AsDec().Scale()
+			ten := big.NewInt(10)
+			if scale > 0 {
+				r.Quo(r, new(big.Rat).SetInt(new(big.Int).Exp(ten, big.NewInt(int64(scale)), nil)))
+			} else if scale < 0 {
+				r.Mul(r, new(big.Rat).SetInt(new(big.Int).Exp(ten, big.NewInt(int64(-scale)), nil)))
+			}
+			r.Quo(r, new(big.Rat).SetInt64(unit))
+			return cty.NumberVal(new(big.Float).SetRat(r)), nil
+		},
+	})
+}
+
+func decodeJSON(raw []byte) (cty.Value, error) {
+	ty, err := ctyjson.ImpliedType(raw)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	return ctyjson.Unmarshal(raw, ty)
+}
+
+func stringMap(m map[string]string) cty.Value {
+	if len(m) == 0 {
+		return cty.MapValEmpty(cty.String)
+	}
+	vals := make(map[string]cty.Value, len(m))
+	for k, v := range m {
+		vals[k] = cty.StringVal(v)
+	}
+	return cty.MapVal(vals)
+}
+
+func diagText(diags hcl.Diagnostics) string {
+	var parts []string
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			msg := d.Summary
+			if d.Detail != "" {
+				msg += ": " + d.Detail
+			}
+			parts = append(parts, msg)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
