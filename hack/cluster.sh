@@ -20,7 +20,12 @@ KUBECONFIG_OUT=$CLUSTER_DIR/kubeconfig
 PKI=$CLUSTER_DIR/pki
 
 log() { printf '[cluster] %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+STARTING=0
+die() {
+  log "error: $*"
+  if (( STARTING )); then log "stopping what this run started"; stop_all; fi
+  exit 1
+}
 
 running() { # running NAME: the process recorded in NAME.pid is alive
   [[ -f $CLUSTER_DIR/$1.pid ]] && kill -0 "$(cat "$CLUSTER_DIR/$1.pid")" 2>/dev/null
@@ -70,6 +75,9 @@ up() {
     log "a local control plane is already running (kubeconfig: $KUBECONFIG_OUT); 'make cluster-down' stops it"
     return 0
   fi
+  if running etcd || running kube-controller-manager; then
+    die "a local control plane is partly running (see $CLUSTER_DIR/*.log); run 'make cluster-down' first"
+  fi
   for p in "$APISERVER_PORT" "$ETCD_PORT" "$ETCD_PEER_PORT"; do
     port_free "$p" || die "port $p on 127.0.0.1 is in use by another program; set APISERVER_PORT/ETCD_PORT/ETCD_PEER_PORT"
   done
@@ -77,6 +85,7 @@ up() {
   eval "$("$ROOT/hack/tools.sh" env | grep '^CONDUCTOR_TF_K8S_BIN=')"
   local bin=$CONDUCTOR_TF_K8S_BIN
   mkdir -p "$CLUSTER_DIR"
+  STARTING=1
   (cd "$ROOT" && go run ./hack/pki -dir "$PKI")
   kubeconfig "$KUBECONFIG_OUT" admin
   kubeconfig "$CLUSTER_DIR/controller-manager.kubeconfig" controller-manager
@@ -95,7 +104,7 @@ up() {
     --client-ca-file "$PKI/ca.crt" --authorization-mode RBAC \
     --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
     --service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range 10.0.0.0/24 \
-    --allow-privileged=true
+    --allow-privileged=true --endpoint-reconciler-type none
   wait_ready kube-apiserver "$CLUSTER_DIR/kube-apiserver.log" \
     "$bin/kubectl" --kubeconfig "$KUBECONFIG_OUT" get --raw /readyz
 
@@ -107,6 +116,7 @@ up() {
   wait_ready kube-controller-manager "$CLUSTER_DIR/kube-controller-manager.log" \
     "$bin/kubectl" --kubeconfig "$KUBECONFIG_OUT" get serviceaccount default -n default
 
+  STARTING=0
   log "ready: $("$bin/kubectl" --kubeconfig "$KUBECONFIG_OUT" version 2>/dev/null | grep -i server)"
   log "kubeconfig: $KUBECONFIG_OUT   (export KUBECONFIG=$KUBECONFIG_OUT)"
 }
@@ -121,7 +131,7 @@ curl_health() (
   [[ $status == 200 ]]
 )
 
-down() {
+stop_all() {
   local name pid
   for name in kube-controller-manager kube-apiserver etcd; do
     if running "$name"; then
@@ -132,6 +142,10 @@ down() {
       kill -9 "$pid" 2>/dev/null || true
     fi
   done
+}
+
+down() {
+  stop_all
   rm -rf "$CLUSTER_DIR"
   log "stopped; removed $CLUSTER_DIR"
 }

@@ -12,7 +12,9 @@ TOFU_VERSION=${TOFU_VERSION:-v1.12.6}
 CONTROLLER_TOOLS_VERSION=${CONTROLLER_TOOLS_VERSION:-v0.23.0}
 # Provider plugins: <name> <module path> <pseudo-version of a commit> <version the mirror publishes it as>.
 # Their v2+/v3 tags lack the /vN module path, so a commit is pinned by its pseudo-version; the
-# version is the newest release in that commit's CHANGELOG.
+# version is the newest release in that commit's CHANGELOG. hashicorp/null is not here: the module
+# proxy this project can reach holds no version of terraform-provider-null newer than v1.0.0 (2017,
+# plugin protocol 4, which no current Terraform or OpenTofu loads), and no module uses it.
 PROVIDERS=(
   "random github.com/terraform-providers/terraform-provider-random v1.3.2-0.20260824155315-e1092b0cfc07 3.9.0"
   "local github.com/terraform-providers/terraform-provider-local v1.4.1-0.20260513075820-3561e410f9fe 2.9.0"
