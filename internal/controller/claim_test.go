@@ -137,7 +137,7 @@ var _ = Describe("Claim binding", func() {
 		Expect(got.Status.Capacity).To(HaveKeyWithValue("storage", resource.MustParse("10Gi")))
 		Expect(got.Finalizers).To(ContainElement(v1alpha1.FinalizerClaim))
 		Eventually(getResource(ctx, "static-"+ns), timeout).Should(WithTransform(resourcePhase, Equal(v1alpha1.ResourceBound)))
-		res := getResource(ctx, "static-" + ns)()
+		res := getResource(ctx, "static-"+ns)()
 		Expect(res.Spec.ClaimRef).To(Equal(&v1alpha1.ClaimReference{Namespace: ns, Name: "db", UID: got.UID}))
 	})
 
@@ -151,7 +151,7 @@ var _ = Describe("Claim binding", func() {
 
 		Eventually(getClaim(ctx, claim), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
 		Expect(getClaim(ctx, claim)().Spec.ResourceName).To(Equal("pre-" + ns))
-		Expect(getResource(ctx, "free-" + ns)().Spec.ClaimRef).To(BeNil())
+		Expect(getResource(ctx, "free-"+ns)().Spec.ClaimRef).To(BeNil())
 	})
 
 	It("binds the smallest Available resource that fits", func() {
@@ -200,7 +200,7 @@ var _ = Describe("Claim binding", func() {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(claim), &v1alpha1.InfraClaim{}))
 		}, timeout).Should(BeTrue())
 		Eventually(getResource(ctx, "rel-"+ns), timeout).Should(WithTransform(resourcePhase, Equal(v1alpha1.ResourceReleased)))
-		Expect(getResource(ctx, "rel-" + ns)().Spec.ClaimRef).NotTo(BeNil())
+		Expect(getResource(ctx, "rel-"+ns)().Spec.ClaimRef).NotTo(BeNil())
 
 		// A released resource is never bound again: a new claim of the same kind stays Pending.
 		again := newClaim(ns, "db2", kind, "5Gi")

@@ -92,4 +92,3 @@ func rawVariables(v v1alpha1.Variables) map[string][]byte {
 	}
 	return out
 }
-
