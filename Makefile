@@ -64,4 +64,4 @@ uninstall: ## Delete the CRDs from the cluster of $KUBECONFIG.
 	$(WITH_TOOLS) "$$CONDUCTOR_TF_K8S_BIN/kubectl" delete --ignore-not-found -f config/crd/bases
 
 run: tools manifests generate ## Run the controller against the cluster of $KUBECONFIG.
-	$(WITH_TOOLS) go run ./cmd/conductor-tf $(RUN_ARGS)
+	$(WITH_TOOLS) go run ./cmd/conductor-tf --terraform-path "$$CONDUCTOR_TF_TOFU" --work-dir "$${CONDUCTOR_TF_WORK_DIR:-/tmp/conductor-tf}" $(RUN_ARGS)

@@ -154,6 +154,9 @@ const (
 	LabelOrphanedFrom = "conductor.io/orphaned-from"
 	// AnnotationProvisionedBy marks a resource the controller provisioned for a claim.
 	AnnotationProvisionedBy = "conductor.io/provisioned-by"
+	// AnnotationRenderedGeneration records the claim generation a provisioned resource's variables
+	// were rendered from; a new claim generation renders them again.
+	AnnotationRenderedGeneration = "conductor.io/rendered-from-generation"
 	// AnnotationApproveReplace approves, by plan id, a plan that destroys or replaces imported objects.
 	AnnotationApproveReplace = "conductor.io/approve-replace"
 )

@@ -145,6 +145,10 @@ type RunStatus struct {
 	// Generation of the spec the run was for.
 	// +optional
 	Generation int64 `json:"generation,omitempty"`
+	// Who is the holder the run's state locks name (user@host), recorded before the run so that a
+	// lock it leaves behind when the controller dies can be recognised and released.
+	// +optional
+	Who string `json:"who,omitempty"`
 	// Message is Terraform's error, trimmed, when the run failed.
 	// +optional
 	Message string `json:"message,omitempty"`

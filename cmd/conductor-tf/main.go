@@ -1,14 +1,19 @@
 // Command conductor-tf is the controller manager: it binds InfraClaims to InfraResources, provisions
-// resources from InfraClasses, and runs Terraform/OpenTofu for them. It is the only place that reads
-// flags and the environment; everything below it takes plain values.
+// resources from InfraClasses, and runs Terraform/OpenTofu for them through a bounded pool. It is
+// the only place that reads flags and the environment; everything below it takes plain values.
 package main
 
 import (
+	"context"
 	"flag"
 	"os"
+	"path/filepath"
+	"runtime"
+	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -17,60 +22,144 @@ import (
 
 	conductorv1alpha1 "github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
-func main() {
-	var (
-		metricsAddr string
-		probeAddr   string
-		leaderElect bool
-	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint; 0 disables it.")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes.")
-	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one replica reconciles.")
-	var workers int
-	flag.IntVar(&workers, "max-concurrent-reconciles", 4, "Reconciles of each kind that run at once.")
-	opts := zap.Options{Development: true}
-	opts.BindFlags(flag.CommandLine)
-	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
-	log := ctrl.Log.WithName("setup")
+type options struct {
+	metricsAddr, probeAddr string
+	leaderElect            bool
+	workers, maxRuns       int
+	terraformPath, workDir string
+	namespace, kubeconfig  string
+	syncInterval, grace    time.Duration
+}
 
-	scheme := runtime.NewScheme()
+func main() {
+	var o options
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint; 0 disables it.")
+	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes.")
+	flag.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader, so that only one replica reconciles.")
+	flag.IntVar(&o.workers, "max-concurrent-reconciles", 8, "Reconciles of each kind that run at once.")
+	flag.IntVar(&o.maxRuns, "max-concurrent-runs", runtime.NumCPU(), "Terraform runs that execute at once.")
+	flag.StringVar(&o.terraformPath, "terraform-path", "", "The tofu or terraform binary; else tofu, then terraform, on PATH.")
+	flag.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "conductor-tf"), "Working directories of runs, the plugin cache and the module cache.")
+	flag.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "conductor-system"), "Namespace of the state Secrets and lock Leases (must exist).")
+	flag.StringVar(&o.kubeconfig, "state-kubeconfig", "", "Kubeconfig Terraform's kubernetes backend and provider use; empty: in-cluster config in a pod, else $KUBECONFIG.")
+	flag.DurationVar(&o.syncInterval, "sync-interval", controller.DefaultSyncInterval, "How often an unchanged resource is planned again to detect drift.")
+	flag.DurationVar(&o.grace, "grace-period", tfrunner.DefaultGracePeriod, "How long a run gets to stop after SIGINT on shutdown.")
+	zapOpts := zap.Options{Development: true}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if err := run(o); err != nil {
+		ctrl.Log.WithName("setup").Error(err, "conductor-tf stopped")
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	log := ctrl.Log.WithName("setup")
+	scheme := kruntime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(conductorv1alpha1.AddToScheme(scheme))
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: probeAddr,
-		LeaderElection:         leaderElect,
-		LeaderElectionID:       "conductor-tf.conductor.io",
+	cfg := ctrl.GetConfigOrDie()
+	grace := o.grace + 10*time.Second
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "conductor-tf.conductor.io",
+		GracefulShutdownTimeout: &grace,
 	})
 	if err != nil {
-		log.Error(err, "creating the manager")
-		os.Exit(1)
+		return err
 	}
-	claims := &controller.ClaimReconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("conductor-tf"), MaxConcurrentReconciles: workers,
-	}
-	if err := claims.SetupWithManager(mgr); err != nil {
-		log.Error(err, "setting up the claim controller")
-		os.Exit(1)
-	}
-	resources := &controller.ResourceReconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("conductor-tf"), MaxConcurrentReconciles: workers,
-	}
-	if err := resources.SetupWithManager(mgr); err != nil {
-		log.Error(err, "setting up the resource controller")
-		os.Exit(1)
-	}
-	utilruntime.Must(mgr.AddHealthzCheck("healthz", healthz.Ping))
-	utilruntime.Must(mgr.AddReadyzCheck("readyz", healthz.Ping))
 
-	log.Info("starting the manager")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		log.Error(err, "running the manager")
-		os.Exit(1)
+	ctx := context.Background()
+	bin, err := tfrunner.FindBinary(ctx, tfrunner.FindOptions{ExplicitPath: o.terraformPath})
+	if err != nil {
+		return err
 	}
+	log.Info("terraform binary", "binary", bin.String())
+	state := statebackend.Config{Namespace: o.namespace}
+	env := map[string]string{
+		"PATH":                os.Getenv("PATH"),
+		"HOME":                filepath.Join(o.workDir, "home"),
+		"TF_PLUGIN_CACHE_DIR": filepath.Join(o.workDir, "plugin-cache"),
+		"CHECKPOINT_DISABLE":  "1",
+	}
+	for _, k := range []string{"TF_CLI_CONFIG_FILE", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "SSL_CERT_FILE", "HTTPS_PROXY", "NO_PROXY"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env[k] = v
+		}
+	}
+	switch kc := firstNonEmpty(o.kubeconfig, os.Getenv("KUBECONFIG")); {
+	case o.kubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != "":
+		state.InCluster = true
+	case kc != "":
+		abs, err := filepath.Abs(kc)
+		if err != nil {
+			return err
+		}
+		state.KubeconfigPath = abs
+		env["KUBE_CONFIG_PATH"] = abs // for modules that use the kubernetes provider
+	}
+	for _, d := range []string{env["HOME"], env["TF_PLUGIN_CACHE_DIR"]} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{
+		Binary: bin, Dir: filepath.Join(o.workDir, "runs"), Env: env, MaxConcurrent: o.maxRuns, GracePeriod: o.grace,
+	})
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	rec := mgr.GetEventRecorder("conductor-tf")
+	if err := (&controller.ClaimReconciler{Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: o.workers}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&controller.ResourceReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: pool, State: state,
+		SyncInterval: o.syncInterval, MaxConcurrentReconciles: o.workers,
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&controller.ClassReconciler{
+		Client: mgr.GetClient(), Recorder: rec,
+		Modules: &tfrunner.ModuleCache{Binary: bin, Env: env, Dir: filepath.Join(o.workDir, "modules")},
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	log.Info("starting the manager", "maxConcurrentRuns", pool.MaxConcurrent(), "stateNamespace", state.Namespace)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -194,8 +195,40 @@ func (r *ClaimReconciler) bind(ctx context.Context, claim *v1alpha1.InfraClaim, 
 		}
 		claim.Status = status
 	}
+	if err := r.rerender(ctx, claim, res); err != nil {
+		return ctrl.Result{}, err
+	}
 	setBound(claim, res)
 	return ctrl.Result{}, nil
+}
+
+// rerender renders a provisioned resource's variables again when its claim has a new generation
+// (a changed parameter or request), so that the resource applies the change. The module stays
+// pinned; only variables follow the claim. Resources not provisioned for this claim are left alone.
+func (r *ClaimReconciler) rerender(ctx context.Context, claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) error {
+	gen := strconv.FormatInt(claim.Generation, 10)
+	if res.Spec.ClassRef == nil || res.Annotations[v1alpha1.AnnotationProvisionedBy] == "" ||
+		res.Annotations[v1alpha1.AnnotationRenderedGeneration] == gen || res.Spec.ClaimRef == nil || res.Spec.ClaimRef.UID != claim.UID {
+		return nil
+	}
+	class := &v1alpha1.InfraClass{}
+	if err := r.Get(ctx, types.NamespacedName{Name: res.Spec.ClassRef.Name}, class); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	vars, err := RenderVariables(claim, class)
+	if err != nil {
+		r.Recorder.Eventf(claim, res, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Render", "variables not updated: %v", err)
+		return nil
+	}
+	updated := res.DeepCopy()
+	updated.Spec.Variables = vars
+	updated.Spec.Capacity = claim.Spec.Resources.Requests.DeepCopy()
+	updated.Annotations[v1alpha1.AnnotationRenderedGeneration] = gen
+	if err := r.Update(ctx, updated); err != nil {
+		return fmt.Errorf("updating the variables of resource %s: %w", res.Name, err)
+	}
+	*res = *updated
+	return nil
 }
 
 // provision creates a resource from the class, pre-bound to the claim, then binds it.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strconv"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,7 +35,10 @@ func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (
 				v1alpha1.LabelClaimName:      claim.Name,
 				v1alpha1.LabelClass:          class.Name,
 			},
-			Annotations: map[string]string{v1alpha1.AnnotationProvisionedBy: "conductor-tf"},
+			Annotations: map[string]string{
+				v1alpha1.AnnotationProvisionedBy:      "conductor-tf",
+				v1alpha1.AnnotationRenderedGeneration: strconv.FormatInt(claim.Generation, 10),
+			},
 		},
 		Spec: v1alpha1.InfraResourceSpec{
 			ResourceKind:  claim.Spec.ResourceKind,

@@ -3,14 +3,22 @@
 // An InfraResource is one piece of infrastructure. This controller keeps its finalizer, derives its
 // phase from its claimRef the way the PV controller derives a PV's (syncVolume): no claimRef →
 // Available; a claimRef naming a live claim with that UID → Bound; a claimRef naming a claim that
-// is gone, being deleted, or has another UID → Released. Running Terraform for the resource, and
-// reclaiming it, are the Lifecycle's job (resource_lifecycle.go); without one (Lifecycle nil) a
-// resource has nothing to run and is Available as soon as it exists.
+// is gone, being deleted, or has another UID → Released. Running Terraform for the resource and
+// reclaiming it are in resource_lifecycle.go; without a runner (Runs nil) a resource has nothing
+// to run and is Available as soon as it exists.
 package controller
 
 import (
 	"context"
 	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,10 +33,21 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 )
 
-// ResourceReconciler keeps InfraResources' finalizers, phases and reclaim.
+// ResourceReconciler keeps InfraResources' finalizers, phases, Terraform runs and reclaim.
 type ResourceReconciler struct {
 	client.Client
+	// APIReader reads Secret inputs directly from the API server (Secrets are not cached).
+	APIReader client.Reader
+	// Kube is the client-go clientset statebackend uses for state Secrets and Leases.
+	Kube     kubernetes.Interface
 	Recorder events.EventRecorder
+	// Runs executes Terraform; nil means nothing runs and resources are Available at once (the
+	// binding suites, which test the controller's decisions only).
+	Runs Runs
+	// State says where state Secrets live.
+	State statebackend.Config
+	// SyncInterval is how often an unchanged resource is planned again (DefaultSyncInterval when zero).
+	SyncInterval time.Duration
 	// MaxConcurrentReconciles bounds parallel reconciles (1 when zero).
 	MaxConcurrentReconciles int
 }
@@ -44,10 +63,7 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !res.DeletionTimestamp.IsZero() {
-		if controllerutil.RemoveFinalizer(res, v1alpha1.FinalizerResource) {
-			return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, res))
-		}
-		return ctrl.Result{}, nil
+		return r.finalize(ctx, res)
 	}
 	if controllerutil.AddFinalizer(res, v1alpha1.FinalizerResource) {
 		if err := r.Update(ctx, res); err != nil {
@@ -59,11 +75,28 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	res.Status.Phase = bindingPhase(res, claimState)
+	phase := bindingPhase(res, claimState)
+	var result ctrl.Result
+	switch {
+	case phase == v1alpha1.ResourceReleased:
+		// Resource Released (claim deleted): Retain keeps it as it is; Delete deletes the object,
+		// whose finalizer then destroys the infrastructure and the state.
+		res.Status.Phase = phase
+		if r.Runs != nil && res.Spec.ReclaimPolicy != v1alpha1.ReclaimRetain {
+			r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonReleased, "Reclaim", "reclaim policy Delete: deleting the resource")
+			if err := r.Delete(ctx, res); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	case r.Runs == nil:
+		res.Status.Phase = phase
+	default:
+		result, err = r.syncInfra(ctx, res, phase)
+	}
 	if perr := r.Status().Patch(ctx, res, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
 		err = errors.Join(err, perr)
 	}
-	return ctrl.Result{}, err
+	return result, err
 }
 
 // claimState is what the resource controller observed of the claim a resource names.
@@ -121,7 +154,10 @@ func (r *ResourceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		workers = 1
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.InfraResource{}).
+		// Status writes do not wake the resource up again: a failed run is retried by the work
+		// queue's backoff, not by its own status patch.
+		For(&v1alpha1.InfraResource{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&v1alpha1.InfraClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			claim := o.(*v1alpha1.InfraClaim)
 			name := boundName(claim)

@@ -146,6 +146,25 @@ func (t *Template) Render(ctx *hcl.EvalContext) (map[string]cty.Value, error) {
 	return out, nil
 }
 
+// Partial evaluates one variable where parts of the context may be unknown (cty.DynamicVal): the
+// result is known when the template does not depend on them, else an unknown value of the type HCL
+// infers (cty.DynamicVal when it cannot). Evaluation errors yield cty.DynamicVal: Partial is for
+// checking types ahead of time, and a real evaluation reports them.
+func (t *Template) Partial(ctx *hcl.EvalContext, name string) cty.Value {
+	if v, ok := t.static[name]; ok {
+		return v
+	}
+	expr, ok := t.exprs[name]
+	if !ok {
+		return cty.DynamicVal
+	}
+	v, diags := expr.Value(ctx)
+	if diags.HasErrors() {
+		return cty.DynamicVal
+	}
+	return v
+}
+
 // ToJSON encodes rendered values as JSON documents, one per variable.
 func ToJSON(values map[string]cty.Value) (map[string][]byte, error) {
 	out := make(map[string][]byte, len(values))

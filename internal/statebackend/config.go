@@ -22,11 +22,19 @@ type Config struct {
 	InCluster bool
 }
 
-// Attributes returns the kubernetes backend block's attributes for the state with this suffix.
-func (c Config) Attributes(suffix string) map[string]cty.Value {
+// Attributes returns the kubernetes backend block's attributes for the state with this suffix;
+// labels, when given, are set on the state Secret by the backend itself.
+func (c Config) Attributes(suffix string, labels map[string]string) map[string]cty.Value {
 	attrs := map[string]cty.Value{
 		"secret_suffix": cty.StringVal(suffix),
 		"namespace":     cty.StringVal(c.Namespace),
+	}
+	if len(labels) > 0 {
+		vals := make(map[string]cty.Value, len(labels))
+		for k, v := range labels {
+			vals[k] = cty.StringVal(v)
+		}
+		attrs["labels"] = cty.MapVal(vals)
 	}
 	if c.InCluster {
 		attrs["in_cluster_config"] = cty.True

@@ -57,7 +57,7 @@ func TestRealChain(t *testing.T) {
 			}
 			spec := tfrunner.Spec{
 				Module:    tfrunner.Module{Source: module},
-				Backend:   tfrunner.Backend{Type: "kubernetes", Config: backend.Attributes(suffix)},
+				Backend:   tfrunner.Backend{Type: "kubernetes", Config: backend.Attributes(suffix, nil)},
 				Variables: map[string]any{"prefix": "smoke"},
 			}
 			needsInit, err := ws.Prepare(spec)

@@ -1,0 +1,141 @@
+// Class validation.
+//
+// A platform team must see a broken class before any claim uses it. This controller resolves the
+// class's module at its version (fetched once into a cache), records the module's declared inputs
+// and outputs in status, and checks the variables template against them: every template parses and
+// refers only to claim and class, every name is a declared input, every typed value fits its
+// input's type, and every required input is set by variables or variablesFrom. Ready=False with
+// reason ModuleInvalid or TemplateInvalid says what is wrong; the claim controller does not
+// provision from a class whose Ready is False.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/render"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// ModuleResolver reads a module's declared inputs and outputs (tfrunner.ModuleCache implements it).
+type ModuleResolver interface {
+	Schema(ctx context.Context, m tfrunner.Module) (*tfrunner.ModuleSchema, error)
+}
+
+// ClassReconciler validates InfraClasses against their modules.
+type ClassReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	Modules  ModuleResolver
+}
+
+// +kubebuilder:rbac:groups=conductor.io,resources=infraclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=conductor.io,resources=infraclasses/status,verbs=get;update;patch
+
+// Reconcile validates one class and records the outcome in its status.
+func (r *ClassReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	class := &v1alpha1.InfraClass{}
+	if err := r.Get(ctx, req.NamespacedName, class); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := class.DeepCopy()
+	err := r.validate(ctx, class)
+	class.Status.ObservedGeneration = class.Generation
+	var invalid *classError
+	switch {
+	case errors.As(err, &invalid):
+		setCondition(&class.Status.Conditions, class.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, invalid.reason, invalid.message)
+		r.Recorder.Eventf(class, nil, corev1.EventTypeWarning, invalid.reason, "Validate", "%s", truncate(invalid.message, 1024))
+		err = nil
+	case err == nil:
+		setCondition(&class.Status.Conditions, class.Generation, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonValid,
+			fmt.Sprintf("module %s@%s resolved; template checked against its %d inputs", class.Spec.Module.Source, class.Spec.Module.Version, len(class.Status.Inputs)))
+	}
+	if perr := r.Status().Patch(ctx, class, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
+		err = errors.Join(err, perr)
+	}
+	return ctrl.Result{}, err
+}
+
+type classError struct{ reason, message string }
+
+func (e *classError) Error() string { return e.message }
+
+// validate resolves the module and checks the template; it returns a *classError for what the
+// platform team must fix, and other errors for what a retry may fix.
+func (r *ClassReconciler) validate(ctx context.Context, class *v1alpha1.InfraClass) error {
+	schema, err := r.Modules.Schema(ctx, tfrunner.Module{Source: class.Spec.Module.Source, Version: class.Spec.Module.Version})
+	if err != nil {
+		var re *tfrunner.RunError
+		if errors.As(err, &re) {
+			return &classError{v1alpha1.ReasonModuleInvalid, fmt.Sprintf("module %s@%s: %s", class.Spec.Module.Source, class.Spec.Module.Version, re.Message)}
+		}
+		return &classError{v1alpha1.ReasonModuleInvalid, err.Error()}
+	}
+	class.Status.Inputs, class.Status.Outputs = nil, nil
+	for _, in := range schema.Inputs {
+		class.Status.Inputs = append(class.Status.Inputs, v1alpha1.ModuleInput{
+			Name: in.Name, Type: in.TypeExpr, Required: in.Required, Description: in.Description, Sensitive: in.Sensitive})
+	}
+	for _, o := range schema.Outputs {
+		class.Status.Outputs = append(class.Status.Outputs, v1alpha1.ModuleOutput{Name: o.Name, Sensitive: o.Sensitive, Description: o.Description})
+	}
+	return CheckClassTemplate(class, schema)
+}
+
+// CheckClassTemplate checks a class's variables against the module schema before any claim exists:
+// templates must parse and refer only to claim and class; each name must be a declared input; typed
+// values, and templates whose type is known without a claim, must fit the input's type; required
+// inputs must be set. It returns a *classError (reason TemplateInvalid) listing every problem.
+func CheckClassTemplate(class *v1alpha1.InfraClass, schema *tfrunner.ModuleSchema) error {
+	tmpl, err := render.Compile(rawVariables(class.Spec.Variables))
+	if err != nil {
+		return &classError{v1alpha1.ReasonTemplateInvalid, err.Error()}
+	}
+	// Evaluate with an unknown claim: static values and claim-independent templates come out known,
+	// the rest as unknown values of whatever type HCL can infer.
+	values := map[string]cty.Value{}
+	ctx, err := render.Context(render.Claim{}, render.Class{Name: class.Name, Capabilities: class.Spec.Capabilities})
+	if err != nil {
+		return err
+	}
+	ctx.Variables["claim"] = cty.DynamicVal
+	for _, name := range tmpl.Names() {
+		values[name] = tmpl.Partial(ctx, name)
+	}
+	var fromSecrets []string
+	for _, in := range class.Spec.VariablesFrom {
+		fromSecrets = append(fromSecrets, in.Name)
+	}
+	errs := render.Check(values, fromSecrets, moduleInputs(schema))
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return &classError{v1alpha1.ReasonTemplateInvalid, strings.Join(msgs, "; ")}
+}
+
+// SetupWithManager registers the controller.
+func (r *ClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.InfraClass{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Named("infraclass").
+		Complete(r)
+}

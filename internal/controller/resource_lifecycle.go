@@ -1,0 +1,497 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/render"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// Runs is what the resource controller needs of the runner pool (tfrunner.Pool implements it).
+type Runs interface {
+	Apply(ctx context.Context, key string, spec tfrunner.Spec, opts tfrunner.ApplyOptions) (*tfrunner.ApplyResult, error)
+	Destroy(ctx context.Context, key string, spec tfrunner.Spec) error
+	Forget(key string)
+}
+
+// Run results recorded in status.lastRun.result.
+const (
+	RunRunning   = "Running"
+	RunSucceeded = "Succeeded"
+	RunFailed    = "Failed"
+	// RunInvalid: the run was refused before planning (variables do not fit the module); it is not
+	// retried until the spec changes.
+	RunInvalid = "Invalid"
+)
+
+// DefaultSyncInterval is how often an unchanged resource is planned again to detect drift.
+const DefaultSyncInterval = 10 * time.Minute
+
+// secretRetry is how soon a resource whose Secret input is missing is tried again.
+const secretRetry = 30 * time.Second
+
+// inputError is an input that cannot be read or does not fit: no run happens.
+type inputError struct{ reason, message string }
+
+func (e *inputError) Error() string { return e.message }
+
+// needsRun decides whether the resource's infrastructure must be planned now: a new generation, no
+// run yet, a failed or interrupted run, or a successful one older than the sync interval. A run
+// refused as Invalid waits for a new generation.
+func needsRun(res *v1alpha1.InfraResource, now time.Time, interval time.Duration) (bool, time.Duration) {
+	last := res.Status.LastRun
+	switch {
+	case last == nil, last.Generation != res.Generation:
+		return true, 0
+	case last.Result == RunInvalid:
+		return false, 0
+	case last.Result != RunSucceeded:
+		return true, 0
+	case last.CompletionTime == nil:
+		return true, 0
+	}
+	if age := now.Sub(last.CompletionTime.Time); age < interval {
+		return false, interval - age
+	}
+	return true, 0
+}
+
+// suffix is the state Secret suffix of a resource.
+func suffix(res *v1alpha1.InfraResource) string { return statebackend.SuffixFor(res.Name) }
+
+// runSpec assembles what a run needs: the module, the backend, the rendered variables, and the
+// Secret inputs read now (never stored). It returns an *inputError when a Secret or key is missing.
+func (r *ResourceReconciler) runSpec(ctx context.Context, res *v1alpha1.InfraResource) (tfrunner.Spec, error) {
+	spec := tfrunner.Spec{
+		Module: tfrunner.Module{Source: res.Spec.Module.Source, Version: res.Spec.Module.Version},
+		Backend: tfrunner.Backend{Type: "kubernetes", Config: r.State.Attributes(suffix(res),
+			map[string]string{statebackend.LabelResource: res.Name})},
+		Variables:          map[string]any{},
+		SensitiveVariables: map[string]string{},
+		Env:                map[string]string{},
+	}
+	for name, v := range res.Spec.Variables {
+		spec.Variables[name] = json.RawMessage(v.Raw)
+	}
+	for _, in := range res.Spec.VariablesFrom {
+		v, err := r.secretValue(ctx, in)
+		if err != nil {
+			return spec, err
+		}
+		spec.SensitiveVariables[in.Name] = v
+	}
+	for _, in := range res.Spec.Env {
+		v, err := r.secretValue(ctx, in)
+		if err != nil {
+			return spec, err
+		}
+		spec.Env[in.Name] = v
+	}
+	return spec, nil
+}
+
+func (r *ResourceReconciler) secretValue(ctx context.Context, in v1alpha1.SecretInput) (string, error) {
+	ref := in.SecretKeyRef
+	s := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", &inputError{v1alpha1.ReasonSecretNotFound, fmt.Sprintf("%s: Secret %s/%s not found", in.Name, ref.Namespace, ref.Name)}
+		}
+		return "", err
+	}
+	v, ok := s.Data[ref.Key]
+	if !ok {
+		return "", &inputError{v1alpha1.ReasonSecretNotFound, fmt.Sprintf("%s: Secret %s/%s has no key %q", in.Name, ref.Namespace, ref.Name, ref.Key)}
+	}
+	return string(v), nil
+}
+
+// checkVariables compares the resource's variables with the module's declared inputs.
+func checkVariables(res *v1alpha1.InfraResource, schema *tfrunner.ModuleSchema) error {
+	values := make(map[string]cty.Value, len(res.Spec.Variables))
+	for name, v := range res.Spec.Variables {
+		ty, err := ctyjson.ImpliedType(v.Raw)
+		if err != nil {
+			return &inputError{v1alpha1.ReasonInvalidVariables, fmt.Sprintf("variable %q: %v", name, err)}
+		}
+		val, err := ctyjson.Unmarshal(v.Raw, ty)
+		if err != nil {
+			return &inputError{v1alpha1.ReasonInvalidVariables, fmt.Sprintf("variable %q: %v", name, err)}
+		}
+		values[name] = val
+	}
+	var fromSecrets []string
+	for _, in := range res.Spec.VariablesFrom {
+		fromSecrets = append(fromSecrets, in.Name)
+	}
+	errs := render.Check(values, fromSecrets, moduleInputs(schema))
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return &inputError{v1alpha1.ReasonInvalidVariables, strings.Join(msgs, "; ")}
+}
+
+func moduleInputs(schema *tfrunner.ModuleSchema) []render.Input {
+	if schema == nil {
+		return nil
+	}
+	out := make([]render.Input, len(schema.Inputs))
+	for i, in := range schema.Inputs {
+		out[i] = render.Input{Name: in.Name, Type: in.Type, Required: in.Required}
+	}
+	return out
+}
+
+// syncInfra plans and, when the plan has changes, applies the resource's module. Before the apply
+// it records status.lastRun as a Running apply (the crash window: a controller that dies during
+// the apply finds that record and runs again, recovering its own stale lock); after, how it ended.
+func (r *ResourceReconciler) syncInfra(ctx context.Context, res *v1alpha1.InfraResource, phase v1alpha1.ResourcePhase) (ctrl.Result, error) {
+	now := time.Now()
+	run, wait := needsRun(res, now, r.syncInterval())
+	if !run {
+		if !everApplied(res) {
+			res.Status.Phase = v1alpha1.ResourceFailed
+		} else {
+			res.Status.Phase = phase
+		}
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if err := r.recoverOwnLock(ctx, res); err != nil {
+		return ctrl.Result{}, err
+	}
+	spec, err := r.runSpec(ctx, res)
+	var ie *inputError
+	if errors.As(err, &ie) {
+		r.setRunFailed(res, "render", ie.reason, ie.message, time.Now())
+		return ctrl.Result{RequeueAfter: secretRetry}, nil
+	} else if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !everApplied(res) {
+		res.Status.Phase = v1alpha1.ResourceProvisioning
+	}
+	start := metav1.NewTime(now)
+	res.Status.LastRun = &v1alpha1.RunStatus{Operation: "plan", StartTime: &start, Result: RunRunning, Generation: res.Generation, Who: statebackend.Who()}
+	res.Status.State = &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))}
+
+	opts := tfrunner.ApplyOptions{
+		Check: func(schema *tfrunner.ModuleSchema) error { return checkVariables(res, schema) },
+		BeforeApply: func(p *tfrunner.Plan) error {
+			res.Status.LastRun.Operation = "apply"
+			res.Status.LastRun.Summary = summaryOf(p)
+			return r.patchStatusNow(ctx, res)
+		},
+	}
+	for _, imp := range res.Spec.Import {
+		opts.Imports = append(opts.Imports, tfrunner.ImportTarget{Address: imp.Address, ID: imp.ID})
+	}
+	out, err := r.Runs.Apply(ctx, res.Name, spec, opts)
+	done := time.Now()
+	if out != nil && out.Plan != nil && res.Status.LastRun.Summary == nil {
+		res.Status.LastRun.Summary = summaryOf(out.Plan)
+	}
+	if err != nil {
+		return r.runFailed(ctx, res, err, done)
+	}
+	res.Status.LastRun.Result = RunSucceeded
+	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
+	if !out.Applied {
+		res.Status.LastRun.Operation = "plan"
+	}
+	res.Status.ObservedGeneration = res.Generation
+	res.Status.Phase = phase
+	setOutputs(res, out.Outputs)
+	if err := r.writeConnectionSecret(ctx, res, out.Outputs); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.readState(ctx, res)
+	msg := fmt.Sprintf("plan: %d to add, %d to change, %d to destroy", res.Status.LastRun.Summary.Add,
+		res.Status.LastRun.Summary.Change, res.Status.LastRun.Summary.Destroy)
+	setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionTrue, v1alpha1.ReasonApplied, msg)
+	setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonApplied, "infrastructure matches the spec")
+	if out.Applied {
+		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonApplied, "Apply", "%s", msg)
+	}
+	return ctrl.Result{RequeueAfter: r.syncInterval()}, nil
+}
+
+// runFailed records a failed run; input errors are not retried until the spec changes, Terraform
+// errors are returned so that the work queue retries them with exponential backoff.
+func (r *ResourceReconciler) runFailed(ctx context.Context, res *v1alpha1.InfraResource, err error, at time.Time) (ctrl.Result, error) {
+	var ie *inputError
+	var le *tfrunner.LockError
+	var re *tfrunner.RunError
+	switch {
+	case errors.As(err, &ie):
+		r.setRunFailed(res, res.Status.LastRun.Operation, ie.reason, ie.message, at)
+		res.Status.LastRun.Result = RunInvalid
+		return ctrl.Result{}, nil
+	case errors.As(err, &le):
+		res.Status.State.LockID = le.ID
+		r.setRunFailed(res, le.Op, v1alpha1.ReasonStateLocked, le.Error(), at)
+	case errors.As(err, &re):
+		r.setRunFailed(res, re.Op, failReason(re.Op), re.Message, at)
+	case errors.Is(err, context.Canceled):
+		r.setRunFailed(res, res.Status.LastRun.Operation, v1alpha1.ReasonApplyFailed, "run cancelled: the controller is shutting down", at)
+		return ctrl.Result{}, nil
+	default:
+		r.setRunFailed(res, res.Status.LastRun.Operation, failReason(res.Status.LastRun.Operation), err.Error(), at)
+	}
+	return ctrl.Result{}, fmt.Errorf("resource %s: %w", res.Name, err)
+}
+
+func failReason(op string) string {
+	switch op {
+	case "init", "get":
+		return v1alpha1.ReasonInitFailed
+	case "plan", "show":
+		return v1alpha1.ReasonPlanFailed
+	case "import":
+		return v1alpha1.ReasonImportFailed
+	case "destroy":
+		return v1alpha1.ReasonDestroyFailed
+	default:
+		return v1alpha1.ReasonApplyFailed
+	}
+}
+
+// setRunFailed records a run that ended in failure, and the conditions that say why.
+func (r *ResourceReconciler) setRunFailed(res *v1alpha1.InfraResource, op, reason, message string, at time.Time) {
+	if res.Status.LastRun == nil || res.Status.LastRun.Generation != res.Generation || res.Status.LastRun.StartTime == nil {
+		res.Status.LastRun = &v1alpha1.RunStatus{StartTime: &metav1.Time{Time: at}, Generation: res.Generation}
+	}
+	res.Status.LastRun.Operation = op
+	res.Status.LastRun.Result = RunFailed
+	res.Status.LastRun.CompletionTime = &metav1.Time{Time: at}
+	res.Status.LastRun.Message = message
+	if !everApplied(res) {
+		res.Status.Phase = v1alpha1.ResourceFailed
+	}
+	setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionFalse, reason, message)
+	if c := meta.FindStatusCondition(res.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || !everApplied(res) {
+		setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
+	}
+	r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, reason, "Sync", "%s", truncate(message, 1024))
+}
+
+// everApplied reports whether an apply of some generation succeeded.
+func everApplied(res *v1alpha1.InfraResource) bool { return res.Status.ObservedGeneration > 0 }
+
+func summaryOf(p *tfrunner.Plan) *v1alpha1.PlanSummary {
+	return &v1alpha1.PlanSummary{Add: int32(p.Summary.Add), Change: int32(p.Summary.Change),
+		Destroy: int32(p.Summary.Destroy), Import: int32(p.Summary.Import)}
+}
+
+// setOutputs keeps the non-sensitive outputs in status; sensitive ones never reach any status.
+func setOutputs(res *v1alpha1.InfraResource, outs map[string]tfrunner.Output) {
+	res.Status.Outputs = nil
+	for name, o := range outs {
+		if o.Sensitive {
+			continue
+		}
+		if res.Status.Outputs == nil {
+			res.Status.Outputs = v1alpha1.Variables{}
+		}
+		res.Status.Outputs[name] = jsonValue(o.Value)
+	}
+}
+
+// connectionData turns outputs into Secret data: strings as they are, other values as JSON.
+func connectionData(outs map[string]tfrunner.Output) map[string][]byte {
+	data := make(map[string][]byte, len(outs))
+	for name, o := range outs {
+		var s string
+		if err := json.Unmarshal(o.Value, &s); err == nil {
+			data[name] = []byte(s)
+		} else {
+			data[name] = append([]byte(nil), o.Value...)
+		}
+	}
+	return data
+}
+
+// writeConnectionSecret writes every output (sensitive ones included) to the bound claim's
+// connection Secret, owned by the claim, or to the resource's own writeConnectionSecretToRef.
+func (r *ResourceReconciler) writeConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, outs map[string]tfrunner.Output) error {
+	var target types.NamespacedName
+	var owner client.Object
+	if ref := res.Spec.ClaimRef; ref != nil {
+		claim := &v1alpha1.InfraClaim{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, claim); err == nil &&
+			(ref.UID == "" || ref.UID == claim.UID) && claim.Spec.WriteConnectionSecretToRef != nil && claim.DeletionTimestamp.IsZero() {
+			target = types.NamespacedName{Namespace: claim.Namespace, Name: claim.Spec.WriteConnectionSecretToRef.Name}
+			owner = claim
+		} else if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	if owner == nil && res.Spec.WriteConnectionSecretToRef != nil {
+		target = types.NamespacedName{Namespace: res.Spec.WriteConnectionSecretToRef.Namespace, Name: res.Spec.WriteConnectionSecretToRef.Name}
+		owner = res
+	}
+	if owner == nil {
+		return nil
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: target.Namespace, Name: target.Name}}
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
+		secret.Type = corev1.SecretTypeOpaque
+		secret.Data = connectionData(outs)
+		if secret.Labels == nil {
+			secret.Labels = map[string]string{}
+		}
+		secret.Labels[statebackend.LabelResource] = res.Name
+		return controllerutil.SetControllerReference(owner, secret, r.Scheme())
+	})
+	if err != nil {
+		return fmt.Errorf("writing connection Secret %s: %w", target, err)
+	}
+	return nil
+}
+
+// readState records the state Secret's serial and lineage and any lock in status.
+func (r *ResourceReconciler) readState(ctx context.Context, res *v1alpha1.InfraResource) {
+	st, found, err := statebackend.Read(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
+	res.Status.State = &v1alpha1.StateStatus{SecretName: st.SecretName}
+	if err != nil || !found {
+		return
+	}
+	res.Status.State.Serial = st.Serial
+	res.Status.State.Lineage = st.Lineage
+	if lock, err := statebackend.InspectLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res)); err == nil && lock != nil {
+		res.Status.State.LockID = lock.ID
+	}
+}
+
+// recoverOwnLock releases a state lock that a run of this controller left behind when it died:
+// status says a run was Running (recorded before it started) and the lock names the same holder
+// and was taken after that run started. Anyone else's lock is left alone: the run then fails with
+// StateLocked and says who holds it.
+func (r *ResourceReconciler) recoverOwnLock(ctx context.Context, res *v1alpha1.InfraResource) error {
+	last := res.Status.LastRun
+	if last == nil || last.Result != RunRunning || last.StartTime == nil {
+		return nil
+	}
+	lock, err := statebackend.InspectLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
+	if err != nil || lock == nil {
+		return err
+	}
+	if !statebackend.IsOwnStaleLock(lock, &statebackend.RunRecord{Who: last.Who, Started: last.StartTime.Time}) {
+		return nil
+	}
+	if err := statebackend.ReleaseLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res), lock.ID); err != nil {
+		return fmt.Errorf("recovering own stale lock %s: %w", lock.ID, err)
+	}
+	r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonStateLocked, "RecoverLock",
+		"released lock %s left by an interrupted %s run (%s, %s)", lock.ID, last.Operation, lock.Who, lock.Created.Format(time.RFC3339))
+	return nil
+}
+
+// patchStatusNow writes the status as it is in memory (used before an apply, to record it).
+func (r *ResourceReconciler) patchStatusNow(ctx context.Context, res *v1alpha1.InfraResource) error {
+	latest := &v1alpha1.InfraResource{}
+	if err := r.Get(ctx, client.ObjectKeyFromObject(res), latest); err != nil {
+		return err
+	}
+	before := latest.DeepCopy()
+	latest.Status = *res.Status.DeepCopy()
+	return r.Status().Patch(ctx, latest, client.MergeFrom(before))
+}
+
+// finalize carries out the reclaim policy of a resource being deleted: Delete destroys the
+// infrastructure and then deletes the state Secret; Retain orphans the state. Then the finalizer goes.
+func (r *ResourceReconciler) finalize(ctx context.Context, res *v1alpha1.InfraResource) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(res, v1alpha1.FinalizerResource) {
+		return ctrl.Result{}, nil
+	}
+	if r.Runs != nil {
+		before := res.DeepCopy()
+		res.Status.Phase = v1alpha1.ResourceDeleting
+		if res.Spec.ReclaimPolicy == v1alpha1.ReclaimRetain {
+			if err := statebackend.Orphan(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res), res.Name); err != nil {
+				return ctrl.Result{}, err
+			}
+			r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "StateOrphaned", "Reclaim",
+				"reclaim policy Retain: infrastructure kept, state Secret %s labelled %s=%s",
+				statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res)), statebackend.LabelOrphanedFrom, res.Name)
+			r.Runs.Forget(res.Name)
+		} else {
+			if err := r.destroy(ctx, res); err != nil {
+				if perr := r.Status().Patch(ctx, res, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
+					err = errors.Join(err, perr)
+				}
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	controllerutil.RemoveFinalizer(res, v1alpha1.FinalizerResource)
+	return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, res))
+}
+
+// destroy runs terraform destroy (when there is state), then deletes the state Secret and Lease.
+func (r *ResourceReconciler) destroy(ctx context.Context, res *v1alpha1.InfraResource) error {
+	st, found, err := statebackend.Read(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
+	if err != nil {
+		return err
+	}
+	if found && st.Resources > 0 {
+		spec, err := r.runSpec(ctx, res)
+		if err != nil {
+			r.setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, err.Error(), time.Now())
+			return err
+		}
+		if err := r.Runs.Destroy(ctx, res.Name, spec); err != nil {
+			msg := err.Error()
+			var re *tfrunner.RunError
+			if errors.As(err, &re) {
+				msg = re.Message
+			}
+			r.setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, msg, time.Now())
+			return err
+		}
+		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "Destroyed", "Reclaim", "reclaim policy Delete: infrastructure destroyed")
+	}
+	r.Runs.Forget(res.Name)
+	return statebackend.Delete(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
+}
+
+func (r *ResourceReconciler) syncInterval() time.Duration {
+	if r.SyncInterval > 0 {
+		return r.SyncInterval
+	}
+	return DefaultSyncInterval
+}
+
+func jsonValue(raw []byte) apiextensionsv1.JSON {
+	return apiextensionsv1.JSON{Raw: append([]byte(nil), raw...)}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,278 @@
+package tfrunner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// PoolOptions configure a Pool.
+type PoolOptions struct {
+	// Binary runs every command.
+	Binary Binary
+	// Dir holds one working directory per key (Dir/<key>).
+	Dir string
+	// Env is the whole environment of every command (see NewWorkspace).
+	Env map[string]string
+	// MaxConcurrent bounds the runs executing at once; runtime.NumCPU() when zero.
+	MaxConcurrent int
+	// GracePeriod is how long a cancelled command gets after SIGINT; DefaultGracePeriod when zero.
+	GracePeriod time.Duration
+}
+
+// Pool runs Terraform for many keys (one per resource) with bounded concurrency. It keeps one
+// Workspace per key, so init runs only when the module address, backend or binary changes, and it
+// serialises init across keys, because a shared provider plugin cache (TF_PLUGIN_CACHE_DIR) is not
+// safe for concurrent installs.
+type Pool struct {
+	opts   PoolOptions
+	slots  chan struct{}
+	initMu sync.Mutex
+
+	mu         sync.Mutex
+	workspaces map[string]*slot
+}
+
+type slot struct {
+	mu sync.Mutex
+	ws *Workspace
+}
+
+// NewPool creates the pool's directory (mode 0700) and returns the pool.
+func NewPool(opts PoolOptions) (*Pool, error) {
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = runtime.NumCPU()
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("runner pool directory: %w", err)
+	}
+	return &Pool{opts: opts, slots: make(chan struct{}, opts.MaxConcurrent), workspaces: map[string]*slot{}}, nil
+}
+
+// MaxConcurrent is the bound on runs executing at once.
+func (p *Pool) MaxConcurrent() int { return p.opts.MaxConcurrent }
+
+var validKey = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+
+// do runs fn with exclusive use of key's workspace while holding one of the pool's slots. It waits
+// for a slot until ctx is done.
+func (p *Pool) do(ctx context.Context, key string, fn func(*Workspace) error) error {
+	if !validKey.MatchString(key) {
+		return fmt.Errorf("invalid workspace key %q", key)
+	}
+	p.mu.Lock()
+	s, ok := p.workspaces[key]
+	if !ok {
+		s = &slot{}
+		p.workspaces[key] = s
+	}
+	p.mu.Unlock()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-p.slots }()
+	if s.ws == nil {
+		ws, err := NewWorkspace(filepath.Join(p.opts.Dir, key), p.opts.Binary, p.opts.Env, p.opts.GracePeriod)
+		if err != nil {
+			return err
+		}
+		s.ws = ws
+	}
+	return fn(s.ws)
+}
+
+// prepare writes spec into the workspace and runs init when needed, under the pool's init lock.
+// It reports whether init ran.
+func (p *Pool) prepare(ctx context.Context, ws *Workspace, spec Spec) (bool, error) {
+	needsInit, err := ws.Prepare(spec)
+	if err != nil || !needsInit {
+		return false, err
+	}
+	p.initMu.Lock()
+	defer p.initMu.Unlock()
+	return true, ws.Init(ctx)
+}
+
+// ApplyOptions are the controller's hooks into Apply.
+type ApplyOptions struct {
+	// Check is called after init with the module's schema, before anything is planned; an error
+	// stops the run (e.g. variables that do not fit the module's inputs).
+	Check func(*ModuleSchema) error
+	// Imports are imported, before planning, when their address is not in state yet.
+	Imports []ImportTarget
+	// BeforeApply is called with a plan that has changes, before it is applied; an error stops the
+	// run (the controller records the pending apply here, or holds a plan for approval).
+	BeforeApply func(*Plan) error
+}
+
+// ImportTarget is an existing object to import: a resource address inside the module and its id.
+type ImportTarget struct{ Address, ID string }
+
+// ImportResult is the outcome of one import.
+type ImportResult struct {
+	Address, ID string
+	// Imported is false when the address was already in state (nothing ran).
+	Imported bool
+	Err      error
+}
+
+// ApplyResult is what Apply did.
+type ApplyResult struct {
+	// Initialized is true when init ran.
+	Initialized bool
+	// Schema is the module's declared inputs and outputs.
+	Schema *ModuleSchema
+	// Imports lists each import's outcome.
+	Imports []ImportResult
+	// Plan is the plan made; Applied says whether it was applied (only plans with changes are).
+	Plan    *Plan
+	Applied bool
+	// Outputs are the root outputs after the run.
+	Outputs map[string]Output
+}
+
+// ErrStopped wraps the error a hook returned to stop a run.
+var ErrStopped = errors.New("run stopped")
+
+// Apply brings key's infrastructure to spec: init when needed, the Check hook, imports, plan, the
+// BeforeApply hook and apply when the plan has changes, then outputs. The result is returned with
+// what was done so far even when an error stops the run. Errors are *RunError or *LockError from
+// Terraform, ErrStopped-wrapped errors from hooks, or context errors.
+func (p *Pool) Apply(ctx context.Context, key string, spec Spec, opts ApplyOptions) (*ApplyResult, error) {
+	res := &ApplyResult{}
+	err := p.do(ctx, key, func(ws *Workspace) error {
+		var err error
+		if res.Initialized, err = p.prepare(ctx, ws, spec); err != nil {
+			return err
+		}
+		res.Schema = ws.Schema()
+		if opts.Check != nil {
+			if err := opts.Check(res.Schema); err != nil {
+				return fmt.Errorf("%w: %w", ErrStopped, err)
+			}
+		}
+		if len(opts.Imports) > 0 {
+			inState, err := ws.StateAddresses(ctx)
+			if err != nil {
+				return err
+			}
+			have := map[string]bool{}
+			for _, a := range inState {
+				have[a] = true
+			}
+			for _, imp := range opts.Imports {
+				r := ImportResult{Address: ModuleAddress(imp.Address), ID: imp.ID}
+				if !have[r.Address] {
+					r.Imported = true
+					r.Err = ws.Import(ctx, imp.Address, imp.ID)
+				}
+				res.Imports = append(res.Imports, r)
+				if r.Err != nil {
+					return r.Err
+				}
+			}
+		}
+		if res.Plan, err = ws.Plan(ctx, PlanOptions{}); err != nil {
+			return err
+		}
+		if res.Plan.HasChanges {
+			if opts.BeforeApply != nil {
+				if err := opts.BeforeApply(res.Plan); err != nil {
+					return fmt.Errorf("%w: %w", ErrStopped, err)
+				}
+			}
+			if err := ws.Apply(ctx, res.Plan); err != nil {
+				return err
+			}
+			res.Applied = true
+		}
+		res.Outputs, err = ws.Outputs(ctx)
+		return err
+	})
+	return res, err
+}
+
+// Destroy destroys everything in key's state (init first when needed), then forgets the workspace.
+func (p *Pool) Destroy(ctx context.Context, key string, spec Spec) error {
+	err := p.do(ctx, key, func(ws *Workspace) error {
+		if _, err := p.prepare(ctx, ws, spec); err != nil {
+			return err
+		}
+		return ws.Destroy(ctx)
+	})
+	if err == nil {
+		p.Forget(key)
+	}
+	return err
+}
+
+// Forget removes key's workspace directory; the next run of key starts with init.
+func (p *Pool) Forget(key string) {
+	if !validKey.MatchString(key) {
+		return
+	}
+	p.mu.Lock()
+	s := p.workspaces[key]
+	delete(p.workspaces, key)
+	p.mu.Unlock()
+	if s != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
+	_ = os.RemoveAll(filepath.Join(p.opts.Dir, key))
+}
+
+// ModuleCache resolves modules for classes: each module address is fetched once (terraform get:
+// no backend, no providers, no state) into its own directory under Dir and read with hcl/v2.
+// Fetches do not take one of a Pool's slots: they run no provider and write no state.
+type ModuleCache struct {
+	Binary Binary
+	Env    map[string]string
+	Dir    string
+
+	mu sync.Mutex
+}
+
+// Schema returns the module's declared inputs and outputs, fetching it first when needed. It
+// returns a *RunError with Terraform's message when the module cannot be fetched.
+func (c *ModuleCache) Schema(ctx context.Context, m Module) (*ModuleSchema, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sum := sha256.Sum256([]byte(m.Source + "\x00" + m.Version))
+	dir := filepath.Join(c.Dir, hex.EncodeToString(sum[:8]))
+	if _, err := InstalledModuleDir(dir); err == nil {
+		if s, err := (&Workspace{dir: dir}).loadSchema(); err == nil {
+			return s, nil
+		}
+	}
+	_ = os.RemoveAll(dir)
+	ws, err := NewWorkspace(dir, c.Binary, c.Env, 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ws.Prepare(Spec{Module: m}); err != nil {
+		return nil, err
+	}
+	tf, err := ws.tf()
+	if err != nil {
+		return nil, err
+	}
+	if err := tf.Get(ctx); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, classify("get", err)
+	}
+	return ws.loadSchema()
+}

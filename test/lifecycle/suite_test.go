@@ -1,0 +1,195 @@
+// Package lifecycle_test runs the whole controller — claim, resource and class controllers, the
+// runner pool — against a real API server, a real tofu/terraform binary and real providers from
+// the local mirror. Nothing here is faked.
+package lifecycle_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/test/harness"
+)
+
+const (
+	stateNamespace = "conductor-system"
+	// maxRuns is the pool's bound, asserted from the outside by the binary wrapper's log.
+	maxRuns      = 2
+	syncInterval = 4 * time.Second
+)
+
+var (
+	k8s       client.Client
+	kube      kubernetes.Interface
+	env       *harness.Env
+	cancel    context.CancelFunc
+	scheme    = runtime.NewScheme()
+	runLog    string // every command the binary ran: "start|end <pid> <subcommand> <dir>"
+	moduleDir string
+	binary    tfrunner.Binary
+)
+
+func TestLifecycle(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "lifecycle")
+}
+
+// wrap writes a script that records the start and end of every command, then runs the real
+// binary, forwarding SIGINT so that cancellation still reaches Terraform.
+func wrap(dir string, real tfrunner.Binary) (string, string) {
+	log := filepath.Join(dir, "runs.log")
+	path := filepath.Join(dir, "bin", string(real.Flavor))
+	Expect(os.MkdirAll(filepath.Dir(path), 0o755)).To(Succeed())
+	script := fmt.Sprintf(`#!/bin/sh
+echo "start $$ $1 $PWD" >> %[1]q
+%[2]q "$@" &
+child=$!
+trap 'kill -INT $child' INT
+wait $child; rc=$?
+if [ $rc -gt 128 ]; then wait $child; rc=$?; fi
+echo "end $$ $1 $PWD" >> %[1]q
+exit $rc
+`, log, real.Path)
+	Expect(os.WriteFile(path, []byte(script), 0o755)).To(Succeed())
+	return path, log
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())
+	dir, err := os.MkdirTemp("", "conductor-lifecycle-")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(os.RemoveAll, dir)
+	env, err = harness.Start(dir, harness.CRDDir())
+	Expect(err).NotTo(HaveOccurred())
+
+	ctx := context.Background()
+	bins, err := harness.Binaries(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	wrapper, log := wrap(dir, bins[0])
+	runLog = log
+	binary, err = tfrunner.FindBinary(ctx, tfrunner.FindOptions{ExplicitPath: wrapper})
+	Expect(err).NotTo(HaveOccurred())
+	moduleDir, _ = filepath.Abs("testdata/modules/file")
+
+	tfEnv, err := harness.TerraformEnv(filepath.Join(dir, "home"))
+	Expect(err).NotTo(HaveOccurred())
+	tfEnv["TF_PLUGIN_CACHE_DIR"] = filepath.Join(dir, "plugin-cache")
+	Expect(os.MkdirAll(tfEnv["TF_PLUGIN_CACHE_DIR"], 0o700)).To(Succeed())
+	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{Binary: binary, Dir: filepath.Join(dir, "runs"), Env: tfEnv, MaxConcurrent: maxRuns})
+	Expect(err).NotTo(HaveOccurred())
+
+	k8s, err = client.New(env.Config, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	kube = kubernetes.NewForConfigOrDie(env.Config)
+	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stateNamespace}})).To(Succeed())
+
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+	})
+	Expect(err).NotTo(HaveOccurred())
+	rec := mgr.GetEventRecorder("conductor-tf")
+	Expect((&controller.ClaimReconciler{Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: 4}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&controller.ResourceReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: pool,
+		State:        statebackend.Config{Namespace: stateNamespace, KubeconfigPath: env.Kubeconfig},
+		SyncInterval: syncInterval, MaxConcurrentReconciles: 4,
+	}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&controller.ClassReconciler{
+		Client: mgr.GetClient(), Recorder: rec,
+		Modules: &tfrunner.ModuleCache{Binary: binary, Env: tfEnv, Dir: filepath.Join(dir, "modules")},
+	}).SetupWithManager(mgr)).To(Succeed())
+
+	var mctx context.Context
+	mctx, cancel = context.WithCancel(context.Background())
+	go func() {
+		defer GinkgoRecover()
+		Expect(mgr.Start(mctx)).To(Succeed())
+	}()
+})
+
+var _ = AfterSuite(func() {
+	if cancel != nil {
+		cancel()
+	}
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+// command is one Terraform command the wrapper recorded.
+type command struct {
+	start bool
+	op    string
+	dir   string
+}
+
+func commands() []command {
+	f, err := os.Open(runLog)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	Expect(err).NotTo(HaveOccurred())
+	defer f.Close()
+	var out []command
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 4 {
+			continue
+		}
+		out = append(out, command{start: fields[0] == "start", op: fields[2], dir: fields[3]})
+	}
+	return out
+}
+
+// countOps counts the commands named op that started in a workspace directory ending in dirSuffix.
+func countOps(op, dirSuffix string) int {
+	n := 0
+	for _, c := range commands() {
+		if c.start && c.op == op && strings.HasSuffix(c.dir, "/"+dirSuffix) {
+			n++
+		}
+	}
+	return n
+}
+
+// maxOverlap is the largest number of run commands (not version checks or module fetches, which
+// do not take a pool slot) that were running at the same moment, from the log's append order.
+func maxOverlap() int {
+	running, peak := 0, 0
+	for _, c := range commands() {
+		if c.op == "version" || c.op == "get" || c.op == "-version" {
+			continue
+		}
+		if c.start {
+			running++
+		} else {
+			running--
+		}
+		peak = max(peak, running)
+	}
+	return peak
+}
