@@ -55,6 +55,10 @@ type ResourceReconciler struct {
 // +kubebuilder:rbac:groups=conductor.io,resources=infraresources,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=conductor.io,resources=infraresources/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=conductor.io,resources=infraresources/finalizers,verbs=update
+// +kubebuilder:rbac:groups=conductor.io,resources=infraclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile syncs one resource.
 func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -1,0 +1,92 @@
+package statebackend
+
+import (
+	"bytes"
+	"compress/gzip"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+func TestSuffixFor(t *testing.T) {
+	cases := []struct {
+		reason, name, want string
+	}{
+		{"a plain name is kept", "db-7f3k2", "db-7f3k2"},
+		{"a name ending in -digits gets -s", "pet-1", "pet-1-s"},
+		{"dots become dashes and a hash keeps names apart", "a.b", "a-b-" + hash8("a.b")},
+		{"long names are cut and hashed", strings.Repeat("x", 100), strings.Repeat("x", 52) + "-" + hash8(strings.Repeat("x", 100))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			got := SuffixFor(tc.name)
+			if got != tc.want {
+				t.Errorf("SuffixFor(%q) = %q, want %q", tc.name, got, tc.want)
+			}
+		})
+	}
+	// Every suffix is a valid label value, gives a valid Secret name, and never ends in -digits.
+	for _, name := range []string{"a", "a-1", "a.b-2", "x-123", strings.Repeat("y-", 80) + "9", "db.prod.eu-1"} {
+		s := SuffixFor(name)
+		if errs := validation.IsValidLabelValue(s); len(errs) > 0 {
+			t.Errorf("SuffixFor(%q) = %q: not a label value: %v", name, s, errs)
+		}
+		if errs := validation.IsDNS1123Subdomain(SecretName(DefaultWorkspace, s)); len(errs) > 0 {
+			t.Errorf("Secret name for %q invalid: %v", name, errs)
+		}
+		if regexp.MustCompile(`-[0-9]+$`).MatchString(s) {
+			t.Errorf("SuffixFor(%q) = %q ends in -digits", name, s)
+		}
+	}
+	if SuffixFor("a.b") == SuffixFor("a-b") {
+		t.Error("a.b and a-b share a suffix")
+	}
+}
+
+func hash8(s string) string {
+	full := SuffixFor(s)
+	return full[strings.LastIndex(full, "-")+1:]
+}
+
+func TestDecode(t *testing.T) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write([]byte(`{"version":4,"serial":7,"lineage":"abc","resources":[{},{}]}`))
+	_ = zw.Close()
+	st, err := Decode(map[string][]byte{"tfstate": buf.Bytes()})
+	if err != nil || st.Serial != 7 || st.Lineage != "abc" || st.Resources != 2 {
+		t.Fatalf("Decode = %+v, %v", st, err)
+	}
+	if _, err := Decode(map[string][]byte{}); err == nil {
+		t.Error("missing key accepted")
+	}
+	if _, err := Decode(map[string][]byte{"tfstate": []byte("plain")}); err == nil {
+		t.Error("non-gzip data accepted")
+	}
+}
+
+func TestIsOwnStaleLock(t *testing.T) {
+	start := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	run := &RunRecord{Who: "controller@pod-1", Started: start}
+	cases := []struct {
+		reason string
+		lock   *Lock
+		run    *RunRecord
+		want   bool
+	}{
+		{"our holder, taken during our run", &Lock{ID: "1", Who: "controller@pod-1", Created: start.Add(time.Second)}, run, true},
+		{"someone else's lock is never ours", &Lock{ID: "1", Who: "ops@laptop", Created: start.Add(time.Second)}, run, false},
+		{"our holder but taken long before the run", &Lock{ID: "1", Who: "controller@pod-1", Created: start.Add(-time.Hour)}, run, false},
+		{"no recorded run", &Lock{ID: "1", Who: "controller@pod-1", Created: start}, nil, false},
+		{"a run recorded without holder", &Lock{ID: "1", Who: "", Created: start}, &RunRecord{Started: start}, false},
+		{"no lock", nil, run, false},
+	}
+	for _, tc := range cases {
+		if got := IsOwnStaleLock(tc.lock, tc.run); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.reason, got, tc.want)
+		}
+	}
+}
