@@ -244,6 +244,24 @@ var _ = Describe("Bad input gets a clear condition and no run", func() {
 		Expect(condition(got.Status.Conditions, v1alpha1.ConditionSynced).Message).To(ContainSubstring(`"colour"`))
 	})
 
+	It("a module that cannot be fetched: the class says ModuleInvalid and no claim provisions from it", func() {
+		s := newScenario()
+		class := fileClass("nomodule-"+s.ns, s.kind, v1alpha1.ReclaimDelete, func(c *v1alpha1.InfraClass) {
+			c.Spec.Module = v1alpha1.ModuleSource{Source: "git::file:///nonexistent/modules.git//file", Version: "v9.9.9"}
+		})
+		Expect(k8s.Create(s.ctx, class)).To(Succeed())
+		Eventually(func() metav1.Condition {
+			got := &v1alpha1.InfraClass{}
+			Expect(k8s.Get(s.ctx, client.ObjectKeyFromObject(class), got)).To(Succeed())
+			return condition(got.Status.Conditions, v1alpha1.ConditionReady)
+		}, timeout).Should(And(HaveField("Reason", v1alpha1.ReasonModuleInvalid), HaveField("Message", ContainSubstring("nonexistent"))))
+		claim := fileClaim(s.ns, "nomodule", s.kind, s.dir, "x")
+		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
+		Eventually(func() string { return condition(s.claim(claim)().Status.Conditions, v1alpha1.ConditionBound).Reason }, timeout).
+			Should(Equal(v1alpha1.ReasonProvisioningFailed))
+		Expect(s.claim(claim)().Spec.ResourceName).To(BeEmpty())
+	})
+
 	It("a value of the wrong type: InvalidVariables", func() {
 		s := newScenario()
 		Expect(k8s.Create(s.ctx, fileClass("type-"+s.ns, s.kind, v1alpha1.ReclaimDelete, func(c *v1alpha1.InfraClass) {
