@@ -63,7 +63,7 @@ func RenderVariables(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (v1
 	if err != nil {
 		return nil, err
 	}
-	spec, err := json.Marshal(claim.Spec)
+	spec, err := templateSpec(claim)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +87,34 @@ func RenderVariables(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (v1
 		out[k] = apiextensionsv1.JSON{Raw: v}
 	}
 	return out, nil
+}
+
+// templateSpec is the claim's spec as templates see it: as the claim spells it, with the optional
+// maps templates commonly read (parameters, requirements, resources.requests) present even when
+// empty, so that lookup(claim.spec.parameters, "x", default) works on every claim.
+func templateSpec(claim *v1alpha1.InfraClaim) ([]byte, error) {
+	raw, err := json.Marshal(claim.Spec)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"parameters", "requirements"} {
+		if _, ok := m[k]; !ok {
+			m[k] = map[string]any{}
+		}
+	}
+	res, _ := m["resources"].(map[string]any)
+	if res == nil {
+		res = map[string]any{}
+		m["resources"] = res
+	}
+	if _, ok := res["requests"]; !ok {
+		res["requests"] = map[string]any{}
+	}
+	return json.Marshal(m)
 }
 
 func rawVariables(v v1alpha1.Variables) map[string][]byte {

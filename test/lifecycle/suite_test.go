@@ -47,6 +47,9 @@ var (
 	scheme    = runtime.NewScheme()
 	runLog    string // every command the binary ran: "start|end <pid> <subcommand> <dir>"
 	moduleDir string
+	// modulesURL is the git repository (tagged harness.ModulesVersion) that stands in for the
+	// samples' remote module repository.
+	modulesURL string
 	binary    tfrunner.Binary
 )
 
@@ -82,7 +85,12 @@ var _ = BeforeSuite(func() {
 	dir, err := os.MkdirTemp("", "conductor-lifecycle-")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(os.RemoveAll, dir)
-	env, err = harness.Start(dir, harness.CRDDir())
+	env, err = harness.Start(dir, harness.CRDDir(), harness.FixtureCRDDir())
+	Expect(err).NotTo(HaveOccurred())
+	// Namespace deletion and garbage collection, as on a cluster: the rook-minio module's
+	// namespace must really go away when it is destroyed.
+	Expect(env.StartControllerManager(dir)).To(Succeed())
+	modulesURL, err = harness.PublishModules(filepath.Join(dir, "modules.git"))
 	Expect(err).NotTo(HaveOccurred())
 
 	ctx := context.Background()
@@ -97,6 +105,7 @@ var _ = BeforeSuite(func() {
 	tfEnv, err := harness.TerraformEnv(filepath.Join(dir, "home"))
 	Expect(err).NotTo(HaveOccurred())
 	tfEnv["TF_PLUGIN_CACHE_DIR"] = filepath.Join(dir, "plugin-cache")
+	tfEnv["KUBE_CONFIG_PATH"] = env.Kubeconfig // the kubernetes provider of the rook-minio module
 	Expect(os.MkdirAll(tfEnv["TF_PLUGIN_CACHE_DIR"], 0o700)).To(Succeed())
 	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{Binary: binary, Dir: filepath.Join(dir, "runs"), Env: tfEnv, MaxConcurrent: maxRuns})
 	Expect(err).NotTo(HaveOccurred())

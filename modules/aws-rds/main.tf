@@ -1,0 +1,54 @@
+# An RDS instance with its subnet group and security group; the master password is generated.
+locals {
+  port = var.engine == "postgres" ? 5432 : 3306
+  tags = merge(var.tags, { "managed-by" = "conductor-tf" })
+}
+
+resource "random_password" "master" {
+  length           = 32
+  special          = true
+  override_special = "!#$%^&*()-_=+[]{}<>:?"
+}
+
+resource "aws_db_subnet_group" "this" {
+  name       = var.name
+  subnet_ids = var.subnet_ids
+  tags       = local.tags
+}
+
+resource "aws_security_group" "this" {
+  name        = "${var.name}-db"
+  description = "Database access for ${var.name}"
+  vpc_id      = var.vpc_id
+  tags        = local.tags
+}
+
+resource "aws_vpc_security_group_ingress_rule" "db" {
+  for_each          = toset(var.allowed_cidr_blocks)
+  security_group_id = aws_security_group.this.id
+  cidr_ipv4         = each.value
+  from_port         = local.port
+  to_port           = local.port
+  ip_protocol       = "tcp"
+}
+
+resource "aws_db_instance" "this" {
+  identifier                = var.name
+  engine                    = var.engine
+  engine_version            = var.engine_version
+  instance_class            = var.instance_class
+  allocated_storage         = var.allocated_storage
+  storage_encrypted         = true
+  multi_az                  = var.multi_az
+  backup_window             = var.backup_window
+  backup_retention_period   = var.backup_retention_days
+  deletion_protection       = var.deletion_protection
+  db_subnet_group_name      = aws_db_subnet_group.this.name
+  vpc_security_group_ids    = [aws_security_group.this.id]
+  username                  = var.username
+  password                  = random_password.master.result
+  port                      = local.port
+  skip_final_snapshot       = !var.deletion_protection
+  final_snapshot_identifier = var.deletion_protection ? "${var.name}-final" : null
+  tags                      = local.tags
+}

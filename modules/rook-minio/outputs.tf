@@ -1,0 +1,25 @@
+output "endpoint" {
+  value       = "http://${var.name}.${var.namespace}.svc.${var.cluster_domain}:9000"
+  description = "S3 endpoint of the object store inside the cluster."
+}
+
+output "namespace" {
+  value       = kubernetes_namespace_v1.this.metadata[0].name
+  description = "Namespace of the object store."
+}
+
+output "object_store" {
+  value       = kubernetes_manifest.object_store.manifest.metadata.name
+  description = "Name of the ObjectStore object."
+}
+
+output "access_key" {
+  value       = var.access_key
+  description = "Access key of the administrator."
+}
+
+output "secret_key" {
+  value       = random_password.secret_key.result
+  sensitive   = true
+  description = "Secret key of the administrator."
+}

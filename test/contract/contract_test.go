@@ -1,0 +1,164 @@
+// Package contract_test checks the modules' contracts with hcl/v2, without providers or a cloud:
+// their inputs and outputs parse, secrets are marked sensitive, and every sample class's template
+// renders against the sample claims to values of the types the module declares.
+package contract_test
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller"
+	"github.com/conductor-tf/conductor-tf/internal/render"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/test/harness"
+)
+
+func schema(t *testing.T, module string) *tfrunner.ModuleSchema {
+	t.Helper()
+	s, err := tfrunner.LoadModuleSchema(filepath.Join(harness.RepoRoot(), "modules", module))
+	if err != nil {
+		t.Fatalf("module %s: %v", module, err)
+	}
+	return s
+}
+
+func TestModuleContracts(t *testing.T) {
+	cases := []struct {
+		module    string
+		required  []string
+		outputs   []string
+		sensitive []string
+	}{
+		{"rook-minio", []string{"name", "namespace", "storage_gib"}, []string{"access_key", "endpoint", "namespace", "object_store", "secret_key"}, []string{"secret_key"}},
+		{"aws-rds", []string{"allocated_storage", "engine", "engine_version", "instance_class", "name", "subnet_ids", "vpc_id"},
+			[]string{"endpoint", "password", "port", "username"}, []string{"password"}},
+		{"gcs-bucket", []string{"name", "project"}, []string{"name", "self_link", "url"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.module, func(t *testing.T) {
+			s := schema(t, tc.module)
+			var required, outputs, sensitive []string
+			for _, in := range s.Inputs {
+				if in.Description == "" {
+					t.Errorf("input %s has no description", in.Name)
+				}
+				if in.TypeExpr == "" {
+					t.Errorf("input %s has no type", in.Name)
+				}
+				if in.Required {
+					required = append(required, in.Name)
+				}
+			}
+			for _, o := range s.Outputs {
+				outputs = append(outputs, o.Name)
+				if o.Sensitive {
+					sensitive = append(sensitive, o.Name)
+				}
+			}
+			for _, pair := range [][2][]string{{required, tc.required}, {outputs, tc.outputs}, {sensitive, tc.sensitive}} {
+				if strings.Join(pair[0], ",") != strings.Join(pair[1], ",") {
+					t.Errorf("got %v, want %v", pair[0], pair[1])
+				}
+			}
+			for _, f := range []string{"versions.tf", "variables.tf", "outputs.tf", "README.md"} {
+				if _, err := os.Stat(filepath.Join(harness.RepoRoot(), "modules", tc.module, f)); err != nil {
+					t.Errorf("missing %s", f)
+				}
+			}
+		})
+	}
+}
+
+func samples(t *testing.T) ([]v1alpha1.InfraClass, []v1alpha1.InfraClaim) {
+	t.Helper()
+	s, err := harness.LoadSamples("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Classes, s.Claims
+}
+
+func TestSampleClassesRenderToDeclaredTypes(t *testing.T) {
+	classes, claims := samples(t)
+	if len(classes) < 4 || len(claims) < 4 {
+		t.Fatalf("found %d classes and %d claims in config/samples", len(classes), len(claims))
+	}
+	rendered := map[string]map[string]cty.Value{} // class/claim -> values
+	for _, class := range classes {
+		module := class.Spec.Module.Source[strings.LastIndex(class.Spec.Module.Source, "/")+1:]
+		s := schema(t, module)
+		if !strings.HasPrefix(class.Spec.Module.Source, harness.SamplesRemote+"//modules/") || class.Spec.Module.Version != harness.ModulesVersion {
+			t.Errorf("class %s: module %s@%s is not pinned in the samples' repository", class.Name, class.Spec.Module.Source, class.Spec.Module.Version)
+		}
+		if err := controller.CheckClassTemplate(&class, s); err != nil {
+			t.Errorf("class %s: %v", class.Name, err)
+		}
+		matched := 0
+		for _, claim := range claims {
+			if claim.Spec.ResourceKind != class.Spec.ResourceKind {
+				continue
+			}
+			matched++
+			vars, err := controller.RenderVariables(&claim, &class)
+			if err != nil {
+				t.Errorf("class %s, claim %s: %v", class.Name, claim.Name, err)
+				continue
+			}
+			values := map[string]cty.Value{}
+			for name, v := range vars {
+				ty, _ := ctyjson.ImpliedType(v.Raw)
+				values[name], _ = ctyjson.Unmarshal(v.Raw, ty)
+			}
+			var fromSecrets []string
+			for _, in := range class.Spec.VariablesFrom {
+				fromSecrets = append(fromSecrets, in.Name)
+			}
+			inputs := make([]render.Input, len(s.Inputs))
+			for i, in := range s.Inputs {
+				inputs[i] = render.Input{Name: in.Name, Type: in.Type, Required: in.Required}
+			}
+			for _, err := range render.Check(values, fromSecrets, inputs) {
+				t.Errorf("class %s, claim %s: %v", class.Name, claim.Name, err)
+			}
+			rendered[class.Name+"/"+claim.Name] = values
+		}
+		if matched == 0 {
+			t.Errorf("class %s has no sample claim of kind %s", class.Name, class.Spec.ResourceKind)
+		}
+	}
+	// The templates turn requests into sizes as the samples say.
+	want := map[string]map[string]string{
+		"standard/wordpress-db":    {"allocated_storage": "25", "instance_class": `"db.t3.medium"`, "backup_window": `"02:00-03:00"`},
+		"performance/analytics-db": {"allocated_storage": "960", "instance_class": `"db.r6g.2xlarge"`, "backup_window": `"03:00-04:00"`},
+		"minio-standard/assets":    {"storage_gib": "2", "namespace": `"minio-default-assets"`},
+	}
+	for key, vals := range want {
+		got, ok := rendered[key]
+		if !ok {
+			t.Errorf("%s was not rendered (have %v)", key, keys(rendered))
+			continue
+		}
+		for name, w := range vals {
+			b, _ := ctyjson.Marshal(got[name], got[name].Type())
+			if string(b) != w {
+				t.Errorf("%s: %s = %s, want %s", key, name, b, w)
+			}
+		}
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
