@@ -50,7 +50,7 @@ var (
 	// modulesURL is the git repository (tagged harness.ModulesVersion) that stands in for the
 	// samples' remote module repository.
 	modulesURL string
-	binary    tfrunner.Binary
+	binary     tfrunner.Binary
 )
 
 func TestLifecycle(t *testing.T) {
