@@ -45,6 +45,14 @@ test: tools manifests generate fmt vet ## Unit tests and envtest suites against 
 bench: tools ## Benchmarks (figures, not pass/fail).
 	$(WITH_TOOLS) go test ./... -run '^$$' -bench . -benchmem $(BENCHFLAGS)
 
+##@ The main job
+.PHONY: demo validate-modules
+demo: ## From nothing: tools, control plane, controller, a claim that becomes a MinIO object store, and back.
+	@hack/demo.sh
+
+validate-modules: ## Opt-in: build the aws and google providers and `terraform validate` every module.
+	@hack/validate-modules.sh
+
 ##@ Build and run
 .PHONY: build run install uninstall cluster-up cluster-down
 build: generate ## Build the controller binary into bin/.

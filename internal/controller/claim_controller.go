@@ -78,7 +78,7 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !claim.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.release(ctx, claim)
+		return requeueOnConflict(ctrl.Result{}, r.release(ctx, claim))
 	}
 	if controllerutil.AddFinalizer(claim, v1alpha1.FinalizerClaim) {
 		if err := r.Update(ctx, claim); err != nil {
@@ -92,6 +92,15 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		err = errors.Join(err, perr)
 	}
 	r.recordTransition(before, claim)
+	return requeueOnConflict(result, err)
+}
+
+// requeueOnConflict turns an optimistic-concurrency conflict (another writer got there first)
+// into a prompt retry of the whole reconcile, instead of an error in the log and a backoff.
+func requeueOnConflict(result ctrl.Result, err error) (ctrl.Result, error) {
+	if err != nil && apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: retryDelay()}, nil
+	}
 	return result, err
 }
 

@@ -67,7 +67,7 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !res.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, res)
+		return requeueOnConflict(r.finalize(ctx, res))
 	}
 	if controllerutil.AddFinalizer(res, v1alpha1.FinalizerResource) {
 		if err := r.Update(ctx, res); err != nil {
@@ -100,7 +100,7 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if perr := r.Status().Patch(ctx, res, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
 		err = errors.Join(err, perr)
 	}
-	return result, err
+	return requeueOnConflict(result, err)
 }
 
 // claimState is what the resource controller observed of the claim a resource names.
