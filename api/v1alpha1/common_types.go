@@ -135,6 +135,9 @@ const (
 	ReasonModuleInvalid             = "ModuleInvalid"
 	ReasonTemplateInvalid           = "TemplateInvalid"
 	ReasonValid                     = "Valid"
+	ReasonReplaceNeedsApproval      = "ReplaceNeedsApproval"
+	ReasonAdoptionRefused           = "AdoptionRefused"
+	ReasonImported                  = "Imported"
 )
 
 // Well-known labels, annotations and finalizers.

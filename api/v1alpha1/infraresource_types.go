@@ -164,6 +164,9 @@ type StateStatus struct {
 	// Lineage of the state.
 	// +optional
 	Lineage string `json:"lineage,omitempty"`
+	// AdoptedFrom is the orphaned state Secret this resource adopted (spec.adoptState), once done.
+	// +optional
+	AdoptedFrom string `json:"adoptedFrom,omitempty"`
 	// LockID of a lock held on the state, if any.
 	// +optional
 	LockID string `json:"lockID,omitempty"`

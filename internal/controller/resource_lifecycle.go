@@ -42,7 +42,49 @@ const (
 	// RunInvalid: the run was refused before planning (variables do not fit the module); it is not
 	// retried until the spec changes.
 	RunInvalid = "Invalid"
+	// RunWaitingForApproval: the plan would destroy or replace imported objects; it is applied only
+	// once the approve-replace annotation names its plan id.
+	RunWaitingForApproval = "WaitingForApproval"
 )
+
+// Import results recorded in status.imports.
+const (
+	ImportImported       = "Imported"
+	ImportAlreadyInState = "AlreadyInState"
+	ImportFailed         = "Failed"
+)
+
+// approvalNeeded stops a plan that would destroy or replace imported objects.
+type approvalNeeded struct {
+	planID    string
+	addresses []string
+}
+
+func (e *approvalNeeded) Error() string {
+	return fmt.Sprintf("plan %s would destroy or replace imported objects (%s); nothing is applied until the resource is annotated %s=%s",
+		e.planID, strings.Join(e.addresses, ", "), v1alpha1.AnnotationApproveReplace, e.planID)
+}
+
+// approvalGate refuses a plan that destroys or replaces any object listed in spec.import, unless
+// the approve-replace annotation names that very plan. Adoption never destroys implicitly.
+func approvalGate(res *v1alpha1.InfraResource, p *tfrunner.Plan) error {
+	imported := map[string]bool{}
+	for _, imp := range res.Spec.Import {
+		imported[tfrunner.ModuleAddress(imp.Address)] = true
+	}
+	var risky []string
+	for _, c := range p.Changes {
+		if imported[c.Address] && c.Destroys() {
+			risky = append(risky, c.Address)
+		}
+	}
+	if len(risky) == 0 || res.Annotations[v1alpha1.AnnotationApproveReplace] == p.ID {
+		res.Status.PendingPlanID = ""
+		return nil
+	}
+	res.Status.PendingPlanID = p.ID
+	return &approvalNeeded{planID: p.ID, addresses: risky}
+}
 
 // DefaultSyncInterval is how often an unchanged resource is planned again to detect drift.
 const DefaultSyncInterval = 10 * time.Minute
@@ -65,6 +107,9 @@ func needsRun(res *v1alpha1.InfraResource, now time.Time, interval time.Duration
 		return true, 0
 	case last.Result == RunInvalid:
 		return false, 0
+	case last.Result == RunWaitingForApproval:
+		approved := res.Status.PendingPlanID != "" && res.Annotations[v1alpha1.AnnotationApproveReplace] == res.Status.PendingPlanID
+		return approved, 0
 	case last.Result != RunSucceeded:
 		return true, 0
 	case last.CompletionTime == nil:
@@ -183,6 +228,14 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res *v1alpha1.InfraR
 	if err := r.recoverOwnLock(ctx, res); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.adoptState(ctx, res); err != nil {
+		var ae *statebackend.AdoptError
+		if errors.As(err, &ae) {
+			r.setRunFailed(res, "adopt", v1alpha1.ReasonAdoptionRefused, ae.Message, time.Now())
+			return ctrl.Result{RequeueAfter: secretRetry}, nil
+		}
+		return ctrl.Result{}, err
+	}
 	spec, err := r.runSpec(ctx, res)
 	var ie *inputError
 	if errors.As(err, &ie) {
@@ -196,11 +249,14 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res *v1alpha1.InfraR
 	}
 	start := metav1.NewTime(now)
 	res.Status.LastRun = &v1alpha1.RunStatus{Operation: "plan", StartTime: &start, Result: RunRunning, Generation: res.Generation, Who: statebackend.Who()}
-	res.Status.State = &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))}
+	res.Status.State = &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res)), AdoptedFrom: adoptedFrom(res)}
 
 	opts := tfrunner.ApplyOptions{
 		Check: func(schema *tfrunner.ModuleSchema) error { return checkVariables(res, schema) },
 		BeforeApply: func(p *tfrunner.Plan) error {
+			if err := approvalGate(res, p); err != nil {
+				return err
+			}
 			res.Status.LastRun.Operation = "apply"
 			res.Status.LastRun.Summary = summaryOf(p)
 			return r.patchStatusNow(ctx, res)
@@ -213,6 +269,9 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res *v1alpha1.InfraR
 	done := time.Now()
 	if out != nil && out.Plan != nil && res.Status.LastRun.Summary == nil {
 		res.Status.LastRun.Summary = summaryOf(out.Plan)
+	}
+	if out != nil {
+		recordImports(res, out.Imports)
 	}
 	if err != nil {
 		return r.runFailed(ctx, res, err, done)
@@ -229,8 +288,8 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res *v1alpha1.InfraR
 		return ctrl.Result{}, err
 	}
 	r.readState(ctx, res)
-	msg := fmt.Sprintf("plan: %d to add, %d to change, %d to destroy", res.Status.LastRun.Summary.Add,
-		res.Status.LastRun.Summary.Change, res.Status.LastRun.Summary.Destroy)
+	msg := fmt.Sprintf("plan: %d to add, %d to change, %d to destroy%s", res.Status.LastRun.Summary.Add,
+		res.Status.LastRun.Summary.Change, res.Status.LastRun.Summary.Destroy, describeChanges(out.Plan))
 	setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionTrue, v1alpha1.ReasonApplied, msg)
 	setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonApplied, "infrastructure matches the spec")
 	if out.Applied {
@@ -239,13 +298,34 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res *v1alpha1.InfraR
 	return ctrl.Result{RequeueAfter: r.syncInterval()}, nil
 }
 
+// describeChanges lists up to ten changes of a plan as " (address: actions, …)".
+func describeChanges(p *tfrunner.Plan) string {
+	if p == nil || len(p.Changes) == 0 {
+		return ""
+	}
+	var parts []string
+	for i, c := range p.Changes {
+		if i == 10 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(p.Changes)-10))
+			break
+		}
+		parts = append(parts, c.Address+": "+strings.Join(c.Actions, "+"))
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
 // runFailed records a failed run; input errors are not retried until the spec changes, Terraform
 // errors are returned so that the work queue retries them with exponential backoff.
 func (r *ResourceReconciler) runFailed(ctx context.Context, res *v1alpha1.InfraResource, err error, at time.Time) (ctrl.Result, error) {
 	var ie *inputError
 	var le *tfrunner.LockError
 	var re *tfrunner.RunError
+	var an *approvalNeeded
 	switch {
+	case errors.As(err, &an):
+		r.setRunFailed(res, "plan", v1alpha1.ReasonReplaceNeedsApproval, an.Error(), at)
+		res.Status.LastRun.Result = RunWaitingForApproval
+		return ctrl.Result{}, nil
 	case errors.As(err, &ie):
 		r.setRunFailed(res, res.Status.LastRun.Operation, ie.reason, ie.message, at)
 		res.Status.LastRun.Result = RunInvalid
@@ -296,6 +376,55 @@ func (r *ResourceReconciler) setRunFailed(res *v1alpha1.InfraResource, op, reaso
 		setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
 	}
 	r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, reason, "Sync", "%s", truncate(message, 1024))
+}
+
+// recordImports keeps each import's outcome in status, and counts this run's imports in the summary.
+func recordImports(res *v1alpha1.InfraResource, imports []tfrunner.ImportResult) {
+	if len(imports) == 0 {
+		return
+	}
+	res.Status.Imports = nil
+	imported := int32(0)
+	for _, imp := range imports {
+		st := v1alpha1.ImportStatus{Address: imp.Address, ID: imp.ID, Result: ImportAlreadyInState}
+		switch {
+		case imp.Err != nil:
+			st.Result = ImportFailed
+			st.Message = imp.Err.Error()
+			var re *tfrunner.RunError
+			if errors.As(imp.Err, &re) {
+				st.Message = re.Message
+			}
+		case imp.Imported:
+			st.Result = ImportImported
+			imported++
+		}
+		res.Status.Imports = append(res.Status.Imports, st)
+	}
+	if res.Status.LastRun != nil && imported > 0 {
+		if res.Status.LastRun.Summary == nil {
+			res.Status.LastRun.Summary = &v1alpha1.PlanSummary{}
+		}
+		res.Status.LastRun.Summary.Import = imported
+	}
+}
+
+// adoptState makes the orphaned state Secret named in spec.adoptState this resource's state, once,
+// before its first plan (see statebackend.Adopt).
+func (r *ResourceReconciler) adoptState(ctx context.Context, res *v1alpha1.InfraResource) error {
+	from := res.Spec.AdoptState
+	if from == "" || (res.Status.State != nil && res.Status.State.AdoptedFrom == from) {
+		return nil
+	}
+	if err := statebackend.Adopt(ctx, r.Kube, r.State.Namespace, from, statebackend.DefaultWorkspace, suffix(res), res.Name); err != nil {
+		return err
+	}
+	if res.Status.State == nil {
+		res.Status.State = &v1alpha1.StateStatus{}
+	}
+	res.Status.State.AdoptedFrom = from
+	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "StateAdopted", "Adopt", "adopted orphaned state %s", from)
+	return nil
 }
 
 // everApplied reports whether an apply of some generation succeeded.
@@ -375,7 +504,7 @@ func (r *ResourceReconciler) writeConnectionSecret(ctx context.Context, res *v1a
 // readState records the state Secret's serial and lineage and any lock in status.
 func (r *ResourceReconciler) readState(ctx context.Context, res *v1alpha1.InfraResource) {
 	st, found, err := statebackend.Read(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
-	res.Status.State = &v1alpha1.StateStatus{SecretName: st.SecretName}
+	res.Status.State = &v1alpha1.StateStatus{SecretName: st.SecretName, AdoptedFrom: adoptedFrom(res)}
 	if err != nil || !found {
 		return
 	}
@@ -476,6 +605,13 @@ func (r *ResourceReconciler) destroy(ctx context.Context, res *v1alpha1.InfraRes
 	}
 	r.Runs.Forget(res.Name)
 	return statebackend.Delete(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
+}
+
+func adoptedFrom(res *v1alpha1.InfraResource) string {
+	if res.Status.State == nil {
+		return ""
+	}
+	return res.Status.State.AdoptedFrom
 }
 
 func (r *ResourceReconciler) syncInterval() time.Duration {

@@ -7,6 +7,7 @@ locals {
     "app.kubernetes.io/managed-by" = "conductor-tf"
   })
   credentials_name = "minio-${var.name}-access-keys"
+  secret_key       = var.secret_key != "" ? var.secret_key : random_password.secret_key[0].result
 }
 
 resource "kubernetes_namespace_v1" "this" {
@@ -17,6 +18,7 @@ resource "kubernetes_namespace_v1" "this" {
 }
 
 resource "random_password" "secret_key" {
+  count   = nonsensitive(var.secret_key == "") ? 1 : 0
   length  = 32
   special = false
 }
@@ -30,7 +32,7 @@ resource "kubernetes_secret_v1" "credentials" {
 
   data = {
     username = var.access_key
-    password = random_password.secret_key.result
+    password = local.secret_key
   }
 }
 

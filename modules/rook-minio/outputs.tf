@@ -9,7 +9,9 @@ output "namespace" {
 }
 
 output "object_store" {
-  value       = kubernetes_manifest.object_store.manifest.metadata.name
+  # From the variable, not the manifest: outputs are evaluated during an import, before the
+  # object's attributes are read.
+  value       = var.name
   description = "Name of the ObjectStore object."
 }
 
@@ -19,7 +21,7 @@ output "access_key" {
 }
 
 output "secret_key" {
-  value       = random_password.secret_key.result
+  value       = local.secret_key
   sensitive   = true
   description = "Secret key of the administrator."
 }

@@ -50,6 +50,13 @@ variable "access_key" {
   }
 }
 
+variable "secret_key" {
+  type        = string
+  default     = ""
+  sensitive   = true
+  description = "Secret key of the administrator; generated when empty. Set it to adopt an existing store's credentials."
+}
+
 variable "cluster_domain" {
   type        = string
   default     = "cluster.local"
