@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -117,19 +116,10 @@ func CheckClassTemplate(class *v1alpha1.InfraClass, schema *tfrunner.ModuleSchem
 	for _, name := range tmpl.Names() {
 		values[name] = tmpl.Partial(ctx, name)
 	}
-	var fromSecrets []string
-	for _, in := range class.Spec.VariablesFrom {
-		fromSecrets = append(fromSecrets, in.Name)
+	if problems := inputProblems(values, class.Spec.VariablesFrom, schema); problems != "" {
+		return &classError{v1alpha1.ReasonTemplateInvalid, problems}
 	}
-	errs := render.Check(values, fromSecrets, moduleInputs(schema))
-	if len(errs) == 0 {
-		return nil
-	}
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
-	}
-	return &classError{v1alpha1.ReasonTemplateInvalid, strings.Join(msgs, "; ")}
+	return nil
 }
 
 // SetupWithManager registers the controller.

@@ -185,19 +185,25 @@ func checkVariables(res *v1alpha1.InfraResource, schema *tfrunner.ModuleSchema) 
 		}
 		values[name] = val
 	}
-	var fromSecrets []string
-	for _, in := range res.Spec.VariablesFrom {
-		fromSecrets = append(fromSecrets, in.Name)
+	if problems := inputProblems(values, res.Spec.VariablesFrom, schema); problems != "" {
+		return &inputError{v1alpha1.ReasonInvalidVariables, problems}
 	}
-	errs := render.Check(values, fromSecrets, moduleInputs(schema))
-	if len(errs) == 0 {
-		return nil
+	return nil
+}
+
+// inputProblems checks variable values, and the names set from Secrets, against the module's
+// declared inputs (render.Check) and joins every problem with "; "; "" when there is none.
+func inputProblems(values map[string]cty.Value, fromSecrets []v1alpha1.SecretInput, schema *tfrunner.ModuleSchema) string {
+	names := make([]string, len(fromSecrets))
+	for i, in := range fromSecrets {
+		names[i] = in.Name
 	}
+	errs := render.Check(values, names, moduleInputs(schema))
 	msgs := make([]string, len(errs))
 	for i, e := range errs {
 		msgs[i] = e.Error()
 	}
-	return &inputError{v1alpha1.ReasonInvalidVariables, strings.Join(msgs, "; ")}
+	return strings.Join(msgs, "; ")
 }
 
 func moduleInputs(schema *tfrunner.ModuleSchema) []render.Input {

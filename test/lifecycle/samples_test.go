@@ -51,7 +51,9 @@ var _ = Describe("The worked example of the README", func() {
 		}
 		conn := &corev1.Secret{}
 		// The bind changes the resource's claimRef; its next run writes the claim's connection Secret.
-		Eventually(func() error { return k8s.Get(s.ctx, client.ObjectKey{Namespace: "default", Name: "legacy-assets-s3"}, conn) }, timeout).Should(Succeed())
+		Eventually(func() error {
+			return k8s.Get(s.ctx, client.ObjectKey{Namespace: "default", Name: "legacy-assets-s3"}, conn)
+		}, timeout).Should(Succeed())
 		Expect(string(conn.Data["secret_key"])).To(Equal("change-me-legacy-secret-key"))
 
 		By("Retain: deleting the claim keeps the store; deleting the resource orphans its state")
