@@ -4,7 +4,7 @@ terraform {
   required_providers {
     google = {
       source  = "hashicorp/google"
-      version = ">= 5.0.0, < 8.0.0"
+      version = ">= 5.0.0, < 9.0.0"
     }
   }
 }
