@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -96,7 +97,7 @@ func run(o options) error {
 			env[k] = v
 		}
 	}
-	switch kc := firstNonEmpty(o.kubeconfig, os.Getenv("KUBECONFIG")); {
+	switch kc := firstNonEmpty(o.kubeconfig, firstPath(os.Getenv("KUBECONFIG")), defaultKubeconfig()); {
 	case o.kubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != "":
 		state.InCluster = true
 	case kc != "":
@@ -153,6 +154,23 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// firstPath is the first file of a KUBECONFIG list.
+func firstPath(list string) string { return strings.Split(list, string(os.PathListSeparator))[0] }
+
+// defaultKubeconfig is ~/.kube/config of the user running the controller, when it exists: runs get
+// a HOME of their own, so the backend would not find it by itself.
+func defaultKubeconfig() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	p := filepath.Join(home, ".kube", "config")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
 }
 
 func firstNonEmpty(s ...string) string {

@@ -224,6 +224,14 @@ func (r *ClaimReconciler) rerender(ctx context.Context, claim *v1alpha1.InfraCla
 	if err := r.Get(ctx, types.NamespacedName{Name: res.Spec.ClassRef.Name}, class); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	if class.Spec.Module != res.Spec.Module {
+		// The class moved to another module version; its template is for that version's inputs,
+		// not for the module this resource is pinned to.
+		r.Recorder.Eventf(claim, res, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Render",
+			"variables not updated: class %s now uses %s@%s, resource %s is pinned to %s@%s", class.Name,
+			class.Spec.Module.Source, class.Spec.Module.Version, res.Name, res.Spec.Module.Source, res.Spec.Module.Version)
+		return nil
+	}
 	vars, err := RenderVariables(claim, class)
 	if err != nil {
 		r.Recorder.Eventf(claim, res, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Render", "variables not updated: %v", err)

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,11 +56,16 @@ func (r *ClassReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	err := r.validate(ctx, class)
 	class.Status.ObservedGeneration = class.Generation
 	var invalid *classError
+	var result ctrl.Result
 	switch {
 	case errors.As(err, &invalid):
 		setCondition(&class.Status.Conditions, class.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, invalid.reason, invalid.message)
 		r.Recorder.Eventf(class, nil, corev1.EventTypeWarning, invalid.reason, "Validate", "%s", truncate(invalid.message, 1024))
 		err = nil
+		if invalid.reason == v1alpha1.ReasonModuleInvalid {
+			// A module that cannot be fetched may be fetchable later (a tag pushed, a network back).
+			result.RequeueAfter = moduleRetry
+		}
 	case err == nil:
 		setCondition(&class.Status.Conditions, class.Generation, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonValid,
 			fmt.Sprintf("module %s@%s resolved; template checked against its %d inputs", class.Spec.Module.Source, class.Spec.Module.Version, len(class.Status.Inputs)))
@@ -67,8 +73,11 @@ func (r *ClassReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if perr := r.Status().Patch(ctx, class, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
 		err = errors.Join(err, perr)
 	}
-	return ctrl.Result{}, err
+	return result, err
 }
+
+// moduleRetry is how soon a class whose module could not be fetched is tried again.
+const moduleRetry = time.Minute
 
 type classError struct{ reason, message string }
 
@@ -83,7 +92,7 @@ func (r *ClassReconciler) validate(ctx context.Context, class *v1alpha1.InfraCla
 		if errors.As(err, &re) {
 			return &classError{v1alpha1.ReasonModuleInvalid, fmt.Sprintf("module %s@%s: %s", class.Spec.Module.Source, class.Spec.Module.Version, re.Message)}
 		}
-		return &classError{v1alpha1.ReasonModuleInvalid, err.Error()}
+		return err // not Terraform's verdict on the module (e.g. a cancelled context): retried
 	}
 	class.Status.Inputs, class.Status.Outputs = nil, nil
 	for _, in := range schema.Inputs {

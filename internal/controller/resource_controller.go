@@ -95,9 +95,12 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	case r.Runs == nil:
 		res.Status.Phase = phase
 	default:
-		result, err = r.syncInfra(ctx, res, phase)
+		result, err = r.syncInfra(ctx, res, before, phase)
 	}
-	if perr := r.Status().Patch(ctx, res, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
+	// The status is written even when the run was cancelled by shutdown.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if perr := r.Status().Patch(pctx, res, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
 		err = errors.Join(err, perr)
 	}
 	return requeueOnConflict(result, err)
@@ -163,12 +166,14 @@ func (r *ResourceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.InfraResource{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&v1alpha1.InfraClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			// The resource the claim names, and the one provisioned for it (pre-bound, in case the
+			// claim's resourceName was never written).
 			claim := o.(*v1alpha1.InfraClaim)
-			name := boundName(claim)
-			if name == "" {
-				return nil
+			reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: ResourceName(claim)}}}
+			if name := boundName(claim); name != "" && name != ResourceName(claim) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 			}
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+			return reqs
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Named("infraresource").

@@ -220,7 +220,10 @@ func moduleInputs(schema *tfrunner.ModuleSchema) []render.Input {
 // syncInfra plans and, when the plan has changes, applies the resource's module. Before the apply
 // it records status.lastRun as a Running apply (the crash window: a controller that dies during
 // the apply finds that record and runs again, recovering its own stale lock); after, how it ended.
-func (r *ResourceReconciler) syncInfra(ctx context.Context, res *v1alpha1.InfraResource, phase v1alpha1.ResourcePhase) (ctrl.Result, error) {
+//
+// before is the reconcile's snapshot that the final status patch is computed from; each record
+// written mid-run moves it forward, so the final patch carries every field that changed since.
+func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha1.InfraResource, phase v1alpha1.ResourcePhase) (ctrl.Result, error) {
 	now := time.Now()
 	run, wait := needsRun(res, now, r.syncInterval())
 	if !run {
@@ -255,7 +258,15 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res *v1alpha1.InfraR
 	}
 	start := metav1.NewTime(now)
 	res.Status.LastRun = &v1alpha1.RunStatus{Operation: "plan", StartTime: &start, Result: RunRunning, Generation: res.Generation, Who: statebackend.Who()}
-	res.Status.State = &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res)), AdoptedFrom: adoptedFrom(res)}
+	if res.Status.State == nil {
+		res.Status.State = &v1alpha1.StateStatus{}
+	}
+	res.Status.State.SecretName = statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
+	// The crash window: every command of the run may take the state lock, so the Running record
+	// is written before the first of them.
+	if err := r.record(ctx, res, before); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	opts := tfrunner.ApplyOptions{
 		Check: func(schema *tfrunner.ModuleSchema) error { return checkVariables(res, schema) },
@@ -265,7 +276,7 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res *v1alpha1.InfraR
 			}
 			res.Status.LastRun.Operation = "apply"
 			res.Status.LastRun.Summary = summaryOf(p)
-			return r.patchStatusNow(ctx, res)
+			return r.record(ctx, res, before)
 		},
 	}
 	for _, imp := range res.Spec.Import {
@@ -282,6 +293,17 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res *v1alpha1.InfraR
 	if err != nil {
 		return r.runFailed(ctx, res, err, done)
 	}
+	if err := r.writeConnectionSecret(ctx, res, out.Outputs); err != nil {
+		r.setRunFailed(res, "output", v1alpha1.ReasonApplyFailed, err.Error(), done)
+		return ctrl.Result{}, err
+	}
+	if out.Applied && res.Annotations[v1alpha1.AnnotationApproveReplace] != "" {
+		// An approval is for one plan: once applied it is consumed.
+		if err := r.Patch(ctx, res, client.RawPatch(types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"`+v1alpha1.AnnotationApproveReplace+`":null}}}`))); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	res.Status.LastRun.Result = RunSucceeded
 	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
 	if !out.Applied {
@@ -290,9 +312,6 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res *v1alpha1.InfraR
 	res.Status.ObservedGeneration = res.Generation
 	res.Status.Phase = phase
 	setOutputs(res, out.Outputs)
-	if err := r.writeConnectionSecret(ctx, res, out.Outputs); err != nil {
-		return ctrl.Result{}, err
-	}
 	r.readState(ctx, res)
 	msg := fmt.Sprintf("plan: %d to add, %d to change, %d to destroy%s", res.Status.LastRun.Summary.Add,
 		res.Status.LastRun.Summary.Change, res.Status.LastRun.Summary.Destroy, describeChanges(out.Plan))
@@ -328,6 +347,9 @@ func (r *ResourceReconciler) runFailed(ctx context.Context, res *v1alpha1.InfraR
 	var re *tfrunner.RunError
 	var an *approvalNeeded
 	switch {
+	case errors.Is(err, context.Canceled):
+		r.setRunFailed(res, res.Status.LastRun.Operation, failReason(res.Status.LastRun.Operation), "run cancelled: the controller is shutting down", at)
+		return ctrl.Result{}, nil
 	case errors.As(err, &an):
 		r.setRunFailed(res, "plan", v1alpha1.ReasonReplaceNeedsApproval, an.Error(), at)
 		res.Status.LastRun.Result = RunWaitingForApproval
@@ -341,9 +363,6 @@ func (r *ResourceReconciler) runFailed(ctx context.Context, res *v1alpha1.InfraR
 		r.setRunFailed(res, le.Op, v1alpha1.ReasonStateLocked, le.Error(), at)
 	case errors.As(err, &re):
 		r.setRunFailed(res, re.Op, failReason(re.Op), re.Message, at)
-	case errors.Is(err, context.Canceled):
-		r.setRunFailed(res, res.Status.LastRun.Operation, v1alpha1.ReasonApplyFailed, "run cancelled: the controller is shutting down", at)
-		return ctrl.Result{}, nil
 	default:
 		r.setRunFailed(res, res.Status.LastRun.Operation, failReason(res.Status.LastRun.Operation), err.Error(), at)
 	}
@@ -417,10 +436,25 @@ func recordImports(res *v1alpha1.InfraResource, imports []tfrunner.ImportResult)
 
 // adoptState makes the orphaned state Secret named in spec.adoptState this resource's state, once,
 // before its first plan (see statebackend.Adopt).
+//
+// A resource that does not ask to adopt never silently takes over state that a deleted Retain
+// resource of the same name orphaned: it is refused until spec.adoptState names that Secret.
 func (r *ResourceReconciler) adoptState(ctx context.Context, res *v1alpha1.InfraResource) error {
 	from := res.Spec.AdoptState
-	if from == "" || (res.Status.State != nil && res.Status.State.AdoptedFrom == from) {
+	if res.Status.State != nil && res.Status.State.AdoptedFrom == from && from != "" {
 		return nil
+	}
+	if from == "" {
+		if everApplied(res) {
+			return nil
+		}
+		orphanedFrom, err := statebackend.OrphanedFrom(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
+		if err != nil || orphanedFrom == "" {
+			return err
+		}
+		name := statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
+		return &statebackend.AdoptError{Message: fmt.Sprintf(
+			"state Secret %s was orphaned by the deleted resource %s; set spec.adoptState: %s to adopt it, or delete it", name, orphanedFrom, name)}
 	}
 	if err := statebackend.Adopt(ctx, r.Kube, r.State.Namespace, from, statebackend.DefaultWorkspace, suffix(res), res.Name); err != nil {
 		return err
@@ -493,6 +527,9 @@ func (r *ResourceReconciler) writeConnectionSecret(ctx context.Context, res *v1a
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: target.Namespace, Name: target.Name}}
 	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
+		if secret.ResourceVersion != "" && secret.Labels[statebackend.LabelResource] != res.Name {
+			return fmt.Errorf("Secret %s exists and is not the connection Secret of resource %s; choose another name", target, res.Name)
+		}
 		secret.Type = corev1.SecretTypeOpaque
 		secret.Data = connectionData(outs)
 		if secret.Labels == nil {
@@ -545,15 +582,14 @@ func (r *ResourceReconciler) recoverOwnLock(ctx context.Context, res *v1alpha1.I
 	return nil
 }
 
-// patchStatusNow writes the status as it is in memory (used before an apply, to record it).
-func (r *ResourceReconciler) patchStatusNow(ctx context.Context, res *v1alpha1.InfraResource) error {
-	latest := &v1alpha1.InfraResource{}
-	if err := r.Get(ctx, client.ObjectKeyFromObject(res), latest); err != nil {
-		return err
+// record writes the status as it is in memory, before a side effect, and moves the reconcile's
+// snapshot (before) forward to it, so that the final patch still carries every later change.
+func (r *ResourceReconciler) record(ctx context.Context, res, before *v1alpha1.InfraResource) error {
+	if err := r.Status().Patch(ctx, res, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("recording the run in status: %w", err)
 	}
-	before := latest.DeepCopy()
-	latest.Status = *res.Status.DeepCopy()
-	return r.Status().Patch(ctx, latest, client.MergeFrom(before))
+	before.Status = *res.Status.DeepCopy()
+	return nil
 }
 
 // finalize carries out the reclaim policy of a resource being deleted: Delete destroys the
@@ -574,7 +610,7 @@ func (r *ResourceReconciler) finalize(ctx context.Context, res *v1alpha1.InfraRe
 				statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res)), statebackend.LabelOrphanedFrom, res.Name)
 			r.Runs.Forget(res.Name)
 		} else {
-			if err := r.destroy(ctx, res); err != nil {
+			if err := r.destroy(ctx, res, before); err != nil {
 				if perr := r.Status().Patch(ctx, res, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
 					err = errors.Join(err, perr)
 				}
@@ -587,7 +623,8 @@ func (r *ResourceReconciler) finalize(ctx context.Context, res *v1alpha1.InfraRe
 }
 
 // destroy runs terraform destroy (when there is state), then deletes the state Secret and Lease.
-func (r *ResourceReconciler) destroy(ctx context.Context, res *v1alpha1.InfraResource) error {
+// Like every run it first releases its own stale lock and records itself as Running.
+func (r *ResourceReconciler) destroy(ctx context.Context, res, before *v1alpha1.InfraResource) error {
 	st, found, err := statebackend.Read(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
 	if err != nil {
 		return err
@@ -596,6 +633,14 @@ func (r *ResourceReconciler) destroy(ctx context.Context, res *v1alpha1.InfraRes
 		spec, err := r.runSpec(ctx, res)
 		if err != nil {
 			r.setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, err.Error(), time.Now())
+			return err
+		}
+		if err := r.recoverOwnLock(ctx, res); err != nil {
+			return err
+		}
+		start := metav1.Now()
+		res.Status.LastRun = &v1alpha1.RunStatus{Operation: "destroy", StartTime: &start, Result: RunRunning, Generation: res.Generation, Who: statebackend.Who()}
+		if err := r.record(ctx, res, before); err != nil {
 			return err
 		}
 		if err := r.Runs.Destroy(ctx, res.Name, spec); err != nil {

@@ -211,6 +211,9 @@ func Check(values map[string]cty.Value, also []string, inputs []Input) []error {
 		if _, ok := declared[n]; !ok {
 			errs = append(errs, &Error{Name: n, Message: "the module declares no such input"})
 		}
+		if _, ok := values[n]; ok {
+			errs = append(errs, &Error{Name: n, Message: "set twice: in variables and from a Secret"})
+		}
 	}
 	for _, in := range inputs {
 		if _, ok := values[in.Name]; in.Required && !ok && !set[in.Name] {

@@ -94,6 +94,7 @@ func TestCheck(t *testing.T) {
 		{"unknown name", map[string]cty.Value{"name": cty.StringVal("a"), "colour": cty.StringVal("red")}, []string{"password"}, []string{`"colour": the module declares no such input`}},
 		{"type mismatch", map[string]cty.Value{"name": cty.StringVal("a"), "size": cty.StringVal("big")}, []string{"password"}, []string{`"size": value of type string`}},
 		{"missing required", map[string]cty.Value{"size": cty.NumberIntVal(1)}, nil, []string{`"name": required`, `"password": required`}},
+		{"set twice", map[string]cty.Value{"name": cty.StringVal("a"), "password": cty.StringVal("x")}, []string{"password"}, []string{`"password": set twice`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {

@@ -93,3 +93,16 @@ func Adopt(ctx context.Context, kube kubernetes.Interface, namespace, from, work
 	}
 	return nil
 }
+
+// OrphanedFrom returns the LabelOrphanedFrom label of a workspace's state Secret: the resource
+// whose deletion orphaned it, or "" when the Secret is missing or not orphaned.
+func OrphanedFrom(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) (string, error) {
+	s, err := kube.CoreV1().Secrets(namespace).Get(ctx, SecretName(workspace, suffix), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return s.Labels[LabelOrphanedFrom], nil
+}

@@ -50,16 +50,15 @@ func InspectLock(ctx context.Context, kube kubernetes.Interface, namespace, work
 }
 
 // Who is the holder Terraform records in locks taken by this process's children: user@hostname,
-// computed the way Terraform's statemgr.NewLockInfo does.
+// computed the way Terraform's statemgr.NewLockInfo does (an empty part when it cannot be read).
+// A replacement pod has another hostname, so only a restarted controller in the same pod (or the
+// same host) recognises its own locks; others are reported, never taken.
 func Who() string {
-	name := "unknown"
+	name := ""
 	if u, err := user.Current(); err == nil {
 		name = u.Username
 	}
-	host, err := os.Hostname()
-	if err != nil {
-		host = "unknown"
-	}
+	host, _ := os.Hostname()
 	return name + "@" + host
 }
 

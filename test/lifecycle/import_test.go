@@ -171,6 +171,7 @@ var _ = Describe("Importing existing infrastructure", func() {
 			return k8s.Get(s.ctx, client.ObjectKey{Namespace: storeNS, Name: "legacy-creds"}, &corev1.Secret{})
 		}), timeout).Should(BeTrue())
 		Expect(s.resource(res.Name)().Status.PendingPlanID).To(BeEmpty())
+		Expect(s.resource(res.Name)().Annotations).NotTo(HaveKey(v1alpha1.AnnotationApproveReplace), "an approval is consumed by its apply")
 	})
 })
 

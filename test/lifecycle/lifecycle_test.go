@@ -167,6 +167,11 @@ var _ = Describe("A claim through the file module", func() {
 			return k8s.Update(s.ctx, c)
 		}, timeout).Should(Succeed())
 		Eventually(func() string { return fileContent(path) }, timeout, time.Second).Should(Equal("hello again"))
+		// The run's final status write carries its result, even though a Running record was
+		// written mid-run (no extra plan is needed to settle it).
+		Eventually(func() *v1alpha1.RunStatus { return s.resource(res.Name)().Status.LastRun }, timeout).Should(
+			And(HaveField("Operation", "apply"), HaveField("Result", "Succeeded")))
+		Consistently(func() string { return s.resource(res.Name)().Status.LastRun.Result }, 2*time.Second).Should(Equal("Succeeded"))
 
 		By("deleting the claim destroys the file, then the state Secret, then the resource")
 		Expect(k8s.Delete(s.ctx, claim)).To(Succeed())
@@ -197,6 +202,16 @@ var _ = Describe("A claim through the file module", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(secret.Labels).To(HaveKeyWithValue(statebackend.LabelOrphanedFrom, res.Name))
 		Expect(secret.Labels).NotTo(HaveKey(statebackend.LabelResource))
+
+		By("a new resource of the same name does not silently take over the orphaned state")
+		plans := countOps("plan", res.Name)
+		again := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: res.Name}, Spec: res.Spec}
+		again.Spec.ClaimRef = nil
+		Expect(k8s.Create(s.ctx, again)).To(Succeed())
+		Eventually(func() string { return condition(s.resource(res.Name)().Status.Conditions, v1alpha1.ConditionSynced).Reason }, timeout).
+			Should(Equal(v1alpha1.ReasonAdoptionRefused))
+		Expect(countOps("plan", res.Name)).To(Equal(plans), "the new resource ran no plan")
+		Expect(fileContent(path)).To(Equal("hello kept"))
 	})
 })
 
@@ -260,6 +275,24 @@ var _ = Describe("Bad input gets a clear condition and no run", func() {
 		Eventually(func() string { return condition(s.claim(claim)().Status.Conditions, v1alpha1.ConditionBound).Reason }, timeout).
 			Should(Equal(v1alpha1.ReasonProvisioningFailed))
 		Expect(s.claim(claim)().Spec.ResourceName).To(BeEmpty())
+	})
+
+	It("a connection Secret name already used by another Secret: the Secret is left alone", func() {
+		s := newScenario()
+		Expect(k8s.Create(s.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "taken-conn"},
+			Data: map[string][]byte{"tls.crt": []byte("mine")}})).To(Succeed())
+		Expect(k8s.Create(s.ctx, fileClass("taken-"+s.ns, s.kind, v1alpha1.ReclaimDelete))).To(Succeed())
+		claim := fileClaim(s.ns, "taken", s.kind, s.dir, "x")
+		claim.Spec.WriteConnectionSecretToRef.Name = "taken-conn"
+		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
+		Eventually(func() string { return s.claim(claim)().Spec.ResourceName }, timeout).ShouldNot(BeEmpty())
+		name := s.claim(claim)().Spec.ResourceName
+		Eventually(func() string { return condition(s.resource(name)().Status.Conditions, v1alpha1.ConditionSynced).Message }, timeout, time.Second).
+			Should(ContainSubstring("is not the connection Secret"))
+		other := &corev1.Secret{}
+		Expect(k8s.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "taken-conn"}, other)).To(Succeed())
+		Expect(other.Data).To(Equal(map[string][]byte{"tls.crt": []byte("mine")}))
+		Expect(other.OwnerReferences).To(BeEmpty())
 	})
 
 	It("a value of the wrong type: InvalidVariables", func() {
