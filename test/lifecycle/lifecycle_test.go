@@ -208,7 +208,9 @@ var _ = Describe("A claim through the file module", func() {
 		again := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: res.Name}, Spec: res.Spec}
 		again.Spec.ClaimRef = nil
 		Expect(k8s.Create(s.ctx, again)).To(Succeed())
-		Eventually(func() string { return condition(s.resource(res.Name)().Status.Conditions, v1alpha1.ConditionSynced).Reason }, timeout).
+		Eventually(func() string {
+			return condition(s.resource(res.Name)().Status.Conditions, v1alpha1.ConditionSynced).Reason
+		}, timeout).
 			Should(Equal(v1alpha1.ReasonAdoptionRefused))
 		Expect(countOps("plan", res.Name)).To(Equal(plans), "the new resource ran no plan")
 		Expect(fileContent(path)).To(Equal("hello kept"))
@@ -287,7 +289,9 @@ var _ = Describe("Bad input gets a clear condition and no run", func() {
 		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
 		Eventually(func() string { return s.claim(claim)().Spec.ResourceName }, timeout).ShouldNot(BeEmpty())
 		name := s.claim(claim)().Spec.ResourceName
-		Eventually(func() string { return condition(s.resource(name)().Status.Conditions, v1alpha1.ConditionSynced).Message }, timeout, time.Second).
+		Eventually(func() string {
+			return condition(s.resource(name)().Status.Conditions, v1alpha1.ConditionSynced).Message
+		}, timeout, time.Second).
 			Should(ContainSubstring("is not the connection Secret"))
 		other := &corev1.Secret{}
 		Expect(k8s.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "taken-conn"}, other)).To(Succeed())
