@@ -6,12 +6,14 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-version"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -32,6 +34,7 @@ type options struct {
 	leaderElect            bool
 	workers, maxRuns       int
 	terraformPath, workDir string
+	installVersion         string
 	namespace, kubeconfig  string
 	syncInterval, grace    time.Duration
 }
@@ -44,6 +47,7 @@ func main() {
 	flag.IntVar(&o.workers, "max-concurrent-reconciles", 8, "Reconciles of each kind that run at once.")
 	flag.IntVar(&o.maxRuns, "max-concurrent-runs", runtime.NumCPU(), "Terraform runs that execute at once.")
 	flag.StringVar(&o.terraformPath, "terraform-path", "", "The tofu or terraform binary; else tofu, then terraform, on PATH.")
+	flag.StringVar(&o.installVersion, "install-terraform-version", "1.11.4", "Terraform release hc-install downloads when no tofu or terraform is found (needs releases.hashicorp.com); empty disables it.")
 	flag.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "conductor-tf"), "Working directories of runs, the plugin cache and the module cache.")
 	flag.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "conductor-system"), "Namespace of the state Secrets and lock Leases (must exist).")
 	flag.StringVar(&o.kubeconfig, "state-kubeconfig", "", "Kubeconfig Terraform's kubernetes backend and provider use; empty: in-cluster config in a pod, else $KUBECONFIG.")
@@ -80,7 +84,18 @@ func run(o options) error {
 	}
 
 	ctx := context.Background()
-	bin, err := tfrunner.FindBinary(ctx, tfrunner.FindOptions{ExplicitPath: o.terraformPath})
+	find := tfrunner.FindOptions{ExplicitPath: o.terraformPath}
+	if o.installVersion != "" {
+		v, err := version.NewVersion(o.installVersion)
+		if err != nil {
+			return fmt.Errorf("--install-terraform-version: %w", err)
+		}
+		find.InstallVersion, find.InstallDir = v, filepath.Join(o.workDir, "bin")
+		if err := os.MkdirAll(find.InstallDir, 0o755); err != nil {
+			return err
+		}
+	}
+	bin, err := tfrunner.FindBinary(ctx, find)
 	if err != nil {
 		return err
 	}
