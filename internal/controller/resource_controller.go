@@ -23,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -31,6 +32,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+)
+
+// Backoff of failed runs: the first retry after FailureBackoffBase, doubling up to FailureBackoffMax.
+const (
+	FailureBackoffBase = time.Second
+	FailureBackoffMax  = 5 * time.Minute
 )
 
 // ResourceReconciler keeps InfraResources' finalizers, phases, Terraform runs and reclaim.
@@ -175,7 +182,12 @@ func (r *ResourceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return reqs
 		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: workers,
+			// A failed Terraform run is retried after 1 s, doubling up to 5 min: not at the
+			// default's 5 ms, which would re-run a failing apply several times a second at first.
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](FailureBackoffBase, FailureBackoffMax),
+		}).
 		Named("infraresource").
 		Complete(r)
 }

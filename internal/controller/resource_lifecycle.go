@@ -253,7 +253,8 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 	} else if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !everApplied(res) {
+	if !everApplied(res) && res.Status.Phase != v1alpha1.ResourceFailed {
+		// A first provisioning; a failed one stays Failed while it is retried, until it succeeds.
 		res.Status.Phase = v1alpha1.ResourceProvisioning
 	}
 	start := metav1.NewTime(now)
@@ -403,10 +404,15 @@ func (r *ResourceReconciler) setRunFailed(res *v1alpha1.InfraResource, op, reaso
 	r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, reason, "Sync", "%s", truncate(message, 1024))
 }
 
-// recordImports keeps each import's outcome in status, and counts this run's imports in the summary.
+// recordImports keeps each import's outcome in status, and counts this run's imports in the
+// summary. An address imported by an earlier run stays "Imported" when later runs find it in state.
 func recordImports(res *v1alpha1.InfraResource, imports []tfrunner.ImportResult) {
 	if len(imports) == 0 {
 		return
+	}
+	earlier := map[string]v1alpha1.ImportStatus{}
+	for _, st := range res.Status.Imports {
+		earlier[st.Address+"\x00"+st.ID] = st
 	}
 	res.Status.Imports = nil
 	imported := int32(0)
@@ -423,6 +429,8 @@ func recordImports(res *v1alpha1.InfraResource, imports []tfrunner.ImportResult)
 		case imp.Imported:
 			st.Result = ImportImported
 			imported++
+		case earlier[imp.Address+"\x00"+imp.ID].Result == ImportImported:
+			st.Result = ImportImported
 		}
 		res.Status.Imports = append(res.Status.Imports, st)
 	}

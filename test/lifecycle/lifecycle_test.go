@@ -337,12 +337,13 @@ var _ = Describe("A failing apply", func() {
 			Should(Equal(v1alpha1.ReasonApplyFailed))
 		res := s.resource(name)()
 		Expect(condition(res.Status.Conditions, v1alpha1.ConditionReady).Message).To(ContainSubstring("Error"))
-		Expect(res.Status.Phase).To(Equal(v1alpha1.ResourceFailed))
-		Expect(res.Status.LastRun.Result).To(Equal("Failed"))
+		Expect(res.Status.Phase).To(Equal(v1alpha1.ResourceFailed), "and stays Failed while it is retried")
+		// A retry records itself as Running before it starts; between retries the result is Failed.
+		Eventually(func() string { return s.resource(name)().Status.LastRun.Result }, timeout, 100*time.Millisecond).Should(Equal("Failed"))
 		Expect(readyStatus(s.claim(claim)())).To(Equal(metav1.ConditionFalse))
 
-		// Backoff: the work queue's exponential delays (5 ms doubling) allow a handful of retries
-		// in 20 seconds; a loop driven by its own status writes would make dozens.
+		// Backoff: retries after 1 s, 2 s, 4 s, 8 s… allow a handful in 20 seconds; a loop driven by
+		// its own status writes would retry every run (about one a second or more).
 		before := countOps("apply", name)
 		time.Sleep(20 * time.Second)
 		Expect(countOps("apply", name) - before).To(BeNumerically("<=", 8))

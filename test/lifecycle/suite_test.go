@@ -36,7 +36,7 @@ const (
 	stateNamespace = "conductor-system"
 	// maxRuns is the pool's bound, asserted from the outside by the binary wrapper's log.
 	maxRuns      = 2
-	syncInterval = 4 * time.Second
+	syncInterval = 8 * time.Second
 )
 
 var (
