@@ -73,6 +73,13 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Get(ctx, req.NamespacedName, res); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if last := res.Status.LastRun; last != nil && last.Result == RunRunning && r.APIReader != nil {
+		// A Running record in the cache is either a run that died with the controller or this
+		// controller's own record whose outcome the cache has not caught up with: ask the API server.
+		if err := r.APIReader.Get(ctx, req.NamespacedName, res); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
 	if !res.DeletionTimestamp.IsZero() {
 		return requeueOnConflict(r.finalize(ctx, res))
 	}
@@ -104,9 +111,11 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	default:
 		result, err = r.syncInfra(ctx, res, before, phase)
 	}
-	// The status is written even when the run was cancelled by shutdown.
+	// The status is written even when the run was cancelled by shutdown, and without a
+	// resourceVersion: a run's outcome must not be lost to a concurrent metadata write.
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	before.ResourceVersion = res.ResourceVersion
 	if perr := r.Status().Patch(pctx, res, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
 		err = errors.Join(err, perr)
 	}

@@ -592,10 +592,15 @@ func (r *ResourceReconciler) recoverOwnLock(ctx context.Context, res *v1alpha1.I
 
 // record writes the status as it is in memory, before a side effect, and moves the reconcile's
 // snapshot (before) forward to it, so that the final patch still carries every later change.
+//
+// The patch carries status fields only, never a resourceVersion: other writers (the claim
+// controller binding the resource) must not make the record fail.
 func (r *ResourceReconciler) record(ctx context.Context, res, before *v1alpha1.InfraResource) error {
+	before.ResourceVersion = res.ResourceVersion
 	if err := r.Status().Patch(ctx, res, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("recording the run in status: %w", err)
 	}
+	before.ResourceVersion = res.ResourceVersion
 	before.Status = *res.Status.DeepCopy()
 	return nil
 }

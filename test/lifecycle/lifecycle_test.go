@@ -146,7 +146,7 @@ var _ = Describe("A claim through the file module", func() {
 		Expect(secret.Labels).To(HaveKeyWithValue(statebackend.LabelResource, res.Name))
 		Expect(res.Status.State.SecretName).To(Equal(secret.Name))
 		Expect(res.Status.State.Serial).To(BeNumerically(">", 0))
-		Expect(res.Status.LastRun.Operation).To(Equal("apply"))
+		Expect(res.Status.LastRun.Operation).To(Equal("apply"), "generation %d, lastRun %+v, annotations %v", res.Generation, *res.Status.LastRun, res.Annotations)
 		Expect(res.Status.LastRun.Summary).To(Equal(&v1alpha1.PlanSummary{Add: 2}))
 
 		By("the connection Secret has every output; the sensitive password is only there")
