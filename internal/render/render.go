@@ -12,7 +12,9 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
+	"slices"
 	"sort"
 	"strings"
 
@@ -46,7 +48,7 @@ type Template struct {
 // variable (in name order) that does not parse or refers to something other than claim and class.
 func Compile(vars map[string][]byte) (*Template, error) {
 	t := &Template{exprs: map[string]hcl.Expression{}, static: map[string]cty.Value{}}
-	for _, name := range sortedKeys(vars) {
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
 		raw := vars[name]
 		var s string
 		if err := json.Unmarshal(raw, &s); err == nil {
@@ -133,7 +135,7 @@ func (t *Template) Render(ctx *hcl.EvalContext) (map[string]cty.Value, error) {
 	for name, v := range t.static {
 		out[name] = v
 	}
-	for _, name := range sortedKeys(t.exprs) {
+	for _, name := range slices.Sorted(maps.Keys(t.exprs)) {
 		v, diags := t.exprs[name].Value(ctx)
 		if diags.HasErrors() {
 			return nil, &Error{Name: name, Message: diagText(diags)}
@@ -194,7 +196,7 @@ func Check(values map[string]cty.Value, also []string, inputs []Input) []error {
 		declared[in.Name] = in
 	}
 	var errs []error
-	for _, name := range sortedKeys(values) {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		in, ok := declared[name]
 		if !ok {
 			errs = append(errs, &Error{Name: name, Message: "the module declares no such input"})
@@ -300,13 +302,4 @@ func diagText(diags hcl.Diagnostics) string {
 		}
 	}
 	return strings.Join(parts, "; ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

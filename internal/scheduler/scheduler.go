@@ -9,6 +9,8 @@ package scheduler
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -93,14 +95,14 @@ func NewMatcher(claim *v1alpha1.InfraClaim) (*Matcher, error) {
 		}
 		m.selector = sel
 	}
-	for _, k := range sortedKeys(claim.Spec.Requirements) {
+	for _, k := range slices.Sorted(maps.Keys(claim.Spec.Requirements)) {
 		r, err := parseRequirement(k, claim.Spec.Requirements[k])
 		if err != nil {
 			return nil, err
 		}
 		m.requirements = append(m.requirements, r)
 	}
-	m.requestKeys = sortedKeys(claim.Spec.Resources.Requests)
+	m.requestKeys = slices.Sorted(maps.Keys(claim.Spec.Resources.Requests))
 	return m, nil
 }
 
@@ -262,13 +264,4 @@ func SelectClass(claim *v1alpha1.InfraClaim, classes []v1alpha1.InfraClass) (*v1
 		sort.Strings(names)
 		return nil, errorf(v1alpha1.ReasonMultipleDefaultClasses, "kind %s has %d default classes (%s); name one in spec.className", kind, len(names), strings.Join(names, ", "))
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -2,8 +2,10 @@ package tfrunner
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -125,7 +127,7 @@ func RenderRoot(r RootModule) ([]byte, error) {
 	tf := body.AppendNewBlock("terraform", nil).Body()
 	if r.Backend.Type != "" {
 		be := tf.AppendNewBlock("backend", []string{r.Backend.Type}).Body()
-		for _, k := range sortedKeys(r.Backend.Config) {
+		for _, k := range slices.Sorted(maps.Keys(r.Backend.Config)) {
 			be.SetAttributeValue(k, r.Backend.Config[k])
 		}
 	}
@@ -173,13 +175,4 @@ func RenderRoot(r RootModule) ([]byte, error) {
 		}
 	}
 	return f.Bytes(), nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
