@@ -122,7 +122,6 @@ const (
 	ReasonReleased                  = "Released"
 	ReasonAvailable                 = "Available"
 	ReasonApplied                   = "Applied"
-	ReasonRunning                   = "Running"
 	ReasonRenderFailed              = "RenderFailed"
 	ReasonInvalidVariables          = "InvalidVariables"
 	ReasonSecretNotFound            = "SecretNotFound"
@@ -137,7 +136,6 @@ const (
 	ReasonValid                     = "Valid"
 	ReasonReplaceNeedsApproval      = "ReplaceNeedsApproval"
 	ReasonAdoptionRefused           = "AdoptionRefused"
-	ReasonImported                  = "Imported"
 )
 
 // Well-known labels, annotations and finalizers.

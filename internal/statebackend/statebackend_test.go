@@ -3,6 +3,8 @@ package statebackend
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"regexp"
 	"strings"
 	"testing"
@@ -46,9 +48,10 @@ func TestSuffixFor(t *testing.T) {
 	}
 }
 
+// hash8 is the first 8 hex characters of the name's SHA-256, computed here independently.
 func hash8(s string) string {
-	full := SuffixFor(s)
-	return full[strings.LastIndex(full, "-")+1:]
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:8]
 }
 
 func TestDecode(t *testing.T) {

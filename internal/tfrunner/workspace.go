@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
@@ -336,7 +337,7 @@ func (w *Workspace) Import(ctx context.Context, address, id string) error {
 // ModuleAddress prefixes a resource address inside the module with "module.main.".
 func ModuleAddress(address string) string {
 	prefix := "module." + ModuleName + "."
-	if len(address) >= len(prefix) && address[:len(prefix)] == prefix {
+	if strings.HasPrefix(address, prefix) {
 		return address
 	}
 	return prefix + address
