@@ -13,6 +13,9 @@ TEST_TIMEOUT ?= 60m
 CLUSTER_KUBECONFIG := $(or $(CONDUCTOR_TF_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/conductor-tf)/cluster/kubeconfig
 KUBECONFIG ?= $(CLUSTER_KUBECONFIG)
 export KUBECONFIG
+# The controller image (make docker-build, deploy, build-installer).
+IMG ?= conductor-tf/controller:dev
+export IMG
 
 ##@ General
 .PHONY: help
@@ -26,7 +29,7 @@ tools: ## Build every pinned tool into the cache (idempotent).
 
 manifests: ## Generate CRDs and RBAC with controller-gen.
 	@$(TOOLS) controller-gen
-	@$(WITH_TOOLS) "$$CONTROLLER_GEN" rbac:roleName=conductor-tf-manager crd:allowDangerousTypes=false paths=./... \
+	@$(WITH_TOOLS) "$$CONTROLLER_GEN" rbac:roleName=manager-role crd:allowDangerousTypes=false paths=./... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 
 generate: ## Generate deepcopy code with controller-gen.
@@ -71,5 +74,31 @@ install: manifests ## Apply the CRDs to the cluster of $KUBECONFIG.
 uninstall: ## Delete the CRDs from the cluster of $KUBECONFIG.
 	$(WITH_TOOLS) "$$CONDUCTOR_TF_K8S_BIN/kubectl" delete --ignore-not-found -f config/crd/bases
 
-run: tools manifests generate ## Run the controller against the cluster of $KUBECONFIG.
-	$(WITH_TOOLS) go run ./cmd/conductor-tf --terraform-path "$$CONDUCTOR_TF_TOFU" --work-dir "$${CONDUCTOR_TF_WORK_DIR:-/tmp/conductor-tf}" $(RUN_ARGS)
+run: tools manifests generate ## Run the controller against the cluster of $KUBECONFIG (metrics: plain HTTP on 127.0.0.1:8080).
+	$(WITH_TOOLS) go run ./cmd/conductor-tf --terraform-path "$$CONDUCTOR_TF_TOFU" --work-dir "$${CONDUCTOR_TF_WORK_DIR:-/tmp/conductor-tf}" \
+		--metrics-bind-address 127.0.0.1:8080 --metrics-secure=false $(RUN_ARGS)
+
+##@ Deployment
+.PHONY: base-image docker-build build-installer deploy undeploy test-image
+base-image: ## Make the runtime base image offline (debootstrap bookworm minbase + git, ca-certificates, openssh-client).
+	@hack/base-image.sh
+
+docker-build: manifests generate ## Build the controller image offline as IMG (PROVIDER_MIRROR=true bakes in the provider mirror; BASE_IMAGE overrides the base).
+	@hack/docker-build.sh
+
+docker-push: ## Push IMG to its registry.
+	docker push $(IMG)
+
+build-installer: manifests ## Render everything to install into dist/install.yaml, with IMG.
+	@mkdir -p dist
+	@hack/kustomize.sh $(IMG) > dist/install.yaml
+	@echo "dist/install.yaml ($(IMG))"
+
+deploy: manifests ## Install CRDs, RBAC and the manager with IMG into the cluster of $KUBECONFIG.
+	@hack/kustomize.sh $(IMG) | $(WITH_TOOLS) "$$CONDUCTOR_TF_K8S_BIN/kubectl" apply --server-side -f -
+
+undeploy: ## Remove what deploy installed (CRDs included: every claim, class and resource goes).
+	@hack/kustomize.sh $(IMG) | $(WITH_TOOLS) "$$CONDUCTOR_TF_K8S_BIN/kubectl" delete --ignore-not-found --wait=false -f -
+
+test-image: ## Build the image offline and drive the sample class and claim to Ready and back with it (docker run against a local control plane).
+	@hack/test-image.sh

@@ -145,10 +145,18 @@ type RunStatus struct {
 	// Generation of the spec the run was for.
 	// +optional
 	Generation int64 `json:"generation,omitempty"`
-	// Who is the holder the run's state locks name (user@host), recorded before the run so that a
-	// lock it leaves behind when the controller dies can be recognised and released.
+	// ID names this run; it is recorded before the run starts.
+	// +optional
+	ID string `json:"id,omitempty"`
+	// Who is the holder the run's state locks name (user@host, as Terraform computes it), recorded
+	// before the run so that a lock it leaves behind when the controller dies can be recognised and
+	// released. In a cluster it names the deployment (every pod of it has the same hostname), not
+	// the pod, so a replacement pod recognises the locks of its predecessor.
 	// +optional
 	Who string `json:"who,omitempty"`
+	// Controller is the pod (or host process) that started the run.
+	// +optional
+	Controller string `json:"controller,omitempty"`
 	// Message is Terraform's error, trimmed, when the run failed.
 	// +optional
 	Message string `json:"message,omitempty"`
@@ -170,6 +178,12 @@ type StateStatus struct {
 	// LockID of a lock held on the state, if any.
 	// +optional
 	LockID string `json:"lockID,omitempty"`
+	// LockHolder is who holds that lock (Terraform's lock info: user@host).
+	// +optional
+	LockHolder string `json:"lockHolder,omitempty"`
+	// LockedSince is when that lock was taken.
+	// +optional
+	LockedSince *metav1.Time `json:"lockedSince,omitempty"`
 }
 
 // ImportStatus records the outcome of one import.

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"os"
@@ -14,23 +15,29 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-version"
+	corev1 "k8s.io/api/core/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	conductorv1alpha1 "github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller"
+	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
 type options struct {
 	metricsAddr, probeAddr string
+	metricsSecure, http2   bool
+	podName                string
 	leaderElect            bool
 	workers, maxRuns       int
 	terraformPath, workDir string
@@ -41,7 +48,10 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint; 0 disables it.")
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint (e.g. :8443 for HTTPS, 127.0.0.1:8080 for HTTP); 0 disables it.")
+	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, only to callers the API server authenticates and authorizes (get on the /metrics non-resource URL).")
+	flag.BoolVar(&o.http2, "enable-http2", false, "Allow HTTP/2 on the metrics server (off: CVE-2023-44487, CVE-2023-39325).")
+	flag.StringVar(&o.podName, "pod-name", envOr("POD_NAME", hostname()), "Name of this controller's pod, recorded in each run it starts.")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes.")
 	flag.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader, so that only one replica reconciles.")
 	flag.IntVar(&o.workers, "max-concurrent-reconciles", 8, "Reconciles of each kind that run at once.")
@@ -70,14 +80,31 @@ func run(o options) error {
 	utilruntime.Must(conductorv1alpha1.AddToScheme(scheme))
 
 	cfg := ctrl.GetConfigOrDie()
+	// Runs get SIGINT on shutdown and up to the grace period to stop; the manager waits a little
+	// longer, so that each run's outcome is recorded before the pod goes.
 	grace := o.grace + 10*time.Second
+	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure}
+	if o.metricsSecure {
+		// kubebuilder v4: TokenReview authenticates the caller, SubjectAccessReview authorizes
+		// get on /metrics; the certificate is self-signed unless one is mounted.
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	if !o.http2 {
+		metricsOpts.TLSOpts = append(metricsOpts.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:  o.probeAddr,
-		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        "conductor-tf.conductor.io",
-		GracefulShutdownTimeout: &grace,
+		Scheme:                        scheme,
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        o.probeAddr,
+		LeaderElection:                o.leaderElect,
+		LeaderElectionID:              "conductor-tf.conductor.io",
+		LeaderElectionNamespace:       o.namespace,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &grace,
+		// Secrets are read and written one at a time (inputs, connection Secrets, state): never
+		// cached, so the controller neither holds every Secret of the cluster in memory nor needs
+		// to list and watch them cluster-wide.
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 	})
 	if err != nil {
 		return err
@@ -130,6 +157,7 @@ func run(o options) error {
 	}
 	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{
 		Binary: bin, Dir: filepath.Join(o.workDir, "runs"), Env: env, MaxConcurrent: o.maxRuns, GracePeriod: o.grace,
+		Observer: metrics.Pool{},
 	})
 	if err != nil {
 		return err
@@ -139,11 +167,15 @@ func run(o options) error {
 		return err
 	}
 	rec := mgr.GetEventRecorder("conductor-tf")
-	if err := (&controller.ClaimReconciler{Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: o.workers}).SetupWithManager(mgr); err != nil {
+	metrics.Register(mgr.GetCache())
+	if err := (&controller.ClaimReconciler{
+		Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: o.workers, Ready: &metrics.ClaimReady{},
+	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&controller.ResourceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: pool, State: state,
+		Identity:     controller.RunIdentity{Who: statebackend.Who(), Controller: o.podName},
 		SyncInterval: o.syncInterval, MaxConcurrentReconciles: o.workers,
 	}).SetupWithManager(mgr); err != nil {
 		return err
@@ -160,8 +192,14 @@ func run(o options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	log.Info("starting the manager", "maxConcurrentRuns", pool.MaxConcurrent(), "stateNamespace", state.Namespace)
+	log.Info("starting the manager", "maxConcurrentRuns", pool.MaxConcurrent(), "stateNamespace", state.Namespace,
+		"lockHolder", statebackend.Who(), "pod", o.podName)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
 }
 
 func envOr(name, def string) string {

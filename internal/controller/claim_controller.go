@@ -48,6 +48,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/scheduler"
 )
 
@@ -61,6 +62,8 @@ type ClaimReconciler struct {
 	Recorder events.EventRecorder
 	// MaxConcurrentReconciles bounds parallel reconciles (1 when zero).
 	MaxConcurrentReconciles int
+	// Ready, when set, observes each claim's creation → first Ready (conductor_tf_claim_ready_seconds).
+	Ready *metrics.ClaimReady
 }
 
 // +kubebuilder:rbac:groups=conductor.io,resources=infraclaims,verbs=get;list;watch;update;patch
@@ -78,6 +81,9 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !claim.DeletionTimestamp.IsZero() {
+		if r.Ready != nil {
+			r.Ready.Forget(claim.UID)
+		}
 		return requeueOnConflict(ctrl.Result{}, r.release(ctx, claim))
 	}
 	if controllerutil.AddFinalizer(claim, v1alpha1.FinalizerClaim) {
@@ -88,10 +94,14 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	before := claim.DeepCopy()
 	result, err := r.sync(ctx, claim)
 	claim.Status.ObservedGeneration = claim.Generation
-	if perr := r.Status().Patch(ctx, claim, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
+	perr := r.Status().Patch(ctx, claim, client.MergeFrom(before))
+	if perr != nil && !apierrors.IsNotFound(perr) {
 		err = errors.Join(err, perr)
 	}
 	r.recordTransition(before, claim)
+	if r.Ready != nil && perr == nil && becameReady(before, claim) {
+		r.Ready.Observe(claim, time.Now())
+	}
 	return requeueOnConflict(result, err)
 }
 
@@ -322,6 +332,12 @@ func (r *ClaimReconciler) recordTransition(before, after *v1alpha1.InfraClaim) {
 		kind = corev1.EventTypeWarning
 	}
 	r.Recorder.Eventf(after, nil, kind, now.Reason, "Bind", "%s", now.Message)
+}
+
+// becameReady reports a claim whose Ready condition has just turned True.
+func becameReady(before, after *v1alpha1.InfraClaim) bool {
+	return !meta.IsStatusConditionTrue(before.Status.Conditions, v1alpha1.ConditionReady) &&
+		meta.IsStatusConditionTrue(after.Status.Conditions, v1alpha1.ConditionReady)
 }
 
 // ResourceName is the name of the resource dynamically provisioned for a claim: the claim's name

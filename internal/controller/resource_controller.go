@@ -53,6 +53,8 @@ type ResourceReconciler struct {
 	Runs Runs
 	// State says where state Secrets live.
 	State statebackend.Config
+	// Identity names this controller's runs (lock holder and pod).
+	Identity RunIdentity
 	// SyncInterval is how often an unchanged resource is planned again (DefaultSyncInterval when zero).
 	SyncInterval time.Duration
 	// MaxConcurrentReconciles bounds parallel reconciles (1 when zero).
@@ -63,8 +65,13 @@ type ResourceReconciler struct {
 // +kubebuilder:rbac:groups=conductor.io,resources=infraresources/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=conductor.io,resources=infraresources/finalizers,verbs=update
 // +kubebuilder:rbac:groups=conductor.io,resources=infraclaims,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// Secrets anywhere: Secret inputs (variablesFrom, env) are read from the namespace their reference
+// names, and connection Secrets are written in the claims' namespaces. Secrets are never cached,
+// so no list or watch is needed cluster-wide. State (Secrets and lock Leases) is kept only in the
+// controller's namespace, which is the only place it may list and delete them.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update;patch
+// +kubebuilder:rbac:groups="",namespace=conductor-system,resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=conductor-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile syncs one resource.

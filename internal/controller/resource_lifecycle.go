@@ -22,6 +22,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/render"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
@@ -32,6 +33,8 @@ type Runs interface {
 	Apply(ctx context.Context, key string, spec tfrunner.Spec, opts tfrunner.ApplyOptions) (*tfrunner.ApplyResult, error)
 	Destroy(ctx context.Context, key string, spec tfrunner.Spec) error
 	Forget(key string)
+	// Busy reports whether a run of key is waiting or running: its lock is alive.
+	Busy(key string) bool
 }
 
 // Run results recorded in status.lastRun.result.
@@ -257,8 +260,7 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 		// A first provisioning; a failed one stays Failed while it is retried, until it succeeds.
 		res.Status.Phase = v1alpha1.ResourceProvisioning
 	}
-	start := metav1.NewTime(now)
-	res.Status.LastRun = &v1alpha1.RunStatus{Operation: "plan", StartTime: &start, Result: RunRunning, Generation: res.Generation, Who: statebackend.Who()}
+	res.Status.LastRun = r.newRun(res, "plan", now)
 	if res.Status.State == nil {
 		res.Status.State = &v1alpha1.StateStatus{}
 	}
@@ -285,6 +287,7 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 	}
 	out, err := r.Runs.Apply(ctx, res.Name, spec, opts)
 	done := time.Now()
+	defer func() { metrics.ObserveRun(res.Status.LastRun.Operation, runResult(res.Status.LastRun, err), done.Sub(now)) }()
 	if out != nil && out.Plan != nil && res.Status.LastRun.Summary == nil {
 		res.Status.LastRun.Summary = summaryOf(out.Plan)
 	}
@@ -360,7 +363,8 @@ func (r *ResourceReconciler) runFailed(ctx context.Context, res *v1alpha1.InfraR
 		res.Status.LastRun.Result = RunInvalid
 		return ctrl.Result{}, nil
 	case errors.As(err, &le):
-		res.Status.State.LockID = le.ID
+		metrics.LockConflict()
+		r.lockHeld(ctx, res)
 		r.setRunFailed(res, le.Op, v1alpha1.ReasonStateLocked, le.Error(), at)
 	case errors.As(err, &re):
 		r.setRunFailed(res, re.Op, failReason(re.Op), re.Message, at)
@@ -561,33 +565,9 @@ func (r *ResourceReconciler) readState(ctx context.Context, res *v1alpha1.InfraR
 	}
 	res.Status.State.Serial = st.Serial
 	res.Status.State.Lineage = st.Lineage
-	if lock, err := statebackend.InspectLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res)); err == nil && lock != nil {
-		res.Status.State.LockID = lock.ID
+	if lock, err := statebackend.InspectLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res)); err == nil {
+		setLock(res, lock)
 	}
-}
-
-// recoverOwnLock releases a state lock that a run of this controller left behind when it died:
-// status says a run was Running (recorded before it started) and the lock names the same holder
-// and was taken after that run started. Anyone else's lock is left alone: the run then fails with
-// StateLocked and says who holds it.
-func (r *ResourceReconciler) recoverOwnLock(ctx context.Context, res *v1alpha1.InfraResource) error {
-	last := res.Status.LastRun
-	if last == nil || last.Result != RunRunning || last.StartTime == nil {
-		return nil
-	}
-	lock, err := statebackend.InspectLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
-	if err != nil || lock == nil {
-		return err
-	}
-	if !statebackend.IsOwnStaleLock(lock, &statebackend.RunRecord{Who: last.Who, Started: last.StartTime.Time}) {
-		return nil
-	}
-	if err := statebackend.ReleaseLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res), lock.ID); err != nil {
-		return fmt.Errorf("recovering own stale lock %s: %w", lock.ID, err)
-	}
-	r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonStateLocked, "RecoverLock",
-		"released lock %s left by an interrupted %s run (%s, %s)", lock.ID, last.Operation, lock.Who, lock.Created.Format(time.RFC3339))
-	return nil
 }
 
 // record writes the status as it is in memory, before a side effect, and moves the reconcile's
@@ -651,12 +631,13 @@ func (r *ResourceReconciler) destroy(ctx context.Context, res, before *v1alpha1.
 		if err := r.recoverOwnLock(ctx, res); err != nil {
 			return err
 		}
-		start := metav1.Now()
-		res.Status.LastRun = &v1alpha1.RunStatus{Operation: "destroy", StartTime: &start, Result: RunRunning, Generation: res.Generation, Who: statebackend.Who()}
+		res.Status.LastRun = r.newRun(res, "destroy", time.Now())
 		if err := r.record(ctx, res, before); err != nil {
 			return err
 		}
-		if err := r.Runs.Destroy(ctx, res.Name, spec); err != nil {
+		err = r.Runs.Destroy(ctx, res.Name, spec)
+		metrics.ObserveRun("destroy", runResult(nil, err), time.Since(res.Status.LastRun.StartTime.Time))
+		if err != nil {
 			msg := err.Error()
 			var re *tfrunner.RunError
 			if errors.As(err, &re) {

@@ -51,8 +51,10 @@ func InspectLock(ctx context.Context, kube kubernetes.Interface, namespace, work
 
 // Who is the holder Terraform records in locks taken by this process's children: user@hostname,
 // computed the way Terraform's statemgr.NewLockInfo does (an empty part when it cannot be read).
-// A replacement pod has another hostname, so only a restarted controller in the same pod (or the
-// same host) recognises its own locks; others are reported, never taken.
+//
+// In a cluster every pod of the controller's Deployment has the same hostname (the pod template
+// sets spec.hostname), so Who names the deployment, not the pod: a replacement pod recognises the
+// locks its dead predecessor's runs left behind. On a workstation it names the user and host.
 func Who() string {
 	name := ""
 	if u, err := user.Current(); err == nil {
@@ -62,24 +64,41 @@ func Who() string {
 	return name + "@" + host
 }
 
-// RunRecord is what the controller records before each run, so that a lock it leaves behind when
-// it dies can be told from anyone else's.
+// RunRecord is what the controller recorded of a resource's last run before it started, and what
+// it knows of that run now, so that a lock the run left behind can be told from anyone else's.
 type RunRecord struct {
-	// Who the run's locks name as holder (see Who).
+	// Who the run's locks name as holder (see Who), as recorded before the run.
 	Who string
 	// Started is when the run began; the lock must have been taken after it.
 	Started time.Time
+	// Ended is when the run was recorded as finished; zero while it is recorded as Running (which,
+	// found after a restart, means the controller died during it).
+	Ended time.Time
+	// Alive is true when the run is still running (waiting for or holding a slot of this
+	// controller's pool). A live run's lock is never taken.
+	Alive bool
 }
 
-// IsOwnStaleLock decides whether lock is one the recorded run left behind: held by the same
-// holder, taken no earlier than the run started (allowing one minute of clock skew), and the run is
-// known to have ended (the controller restarted or the run returned). It never claims a lock
-// someone else holds.
-func IsOwnStaleLock(lock *Lock, run *RunRecord) bool {
-	if lock == nil || run == nil || run.Who == "" {
+// lockClockSkew is how far lock and run timestamps may disagree (they come from the same host's
+// clock in a pod, but from two hosts when a person runs the controller elsewhere).
+const lockClockSkew = time.Minute
+
+// IsOwnStaleLock decides whether lock is one a dead run of this deployment left behind: the lock
+// names self as holder, the recorded run was ours (same holder), the lock was taken while that run
+// went on (from its start, or up to its recorded end, each ±1 minute of skew), and the run is no
+// longer alive. It never claims a lock someone else holds (another user or host, a person running
+// terraform by hand) nor one whose run is still alive.
+func IsOwnStaleLock(lock *Lock, run *RunRecord, self string) bool {
+	if lock == nil || run == nil || run.Who == "" || run.Alive {
 		return false
 	}
-	return lock.Who == run.Who && !lock.Created.Before(run.Started.Add(-time.Minute))
+	if lock.Who != self || run.Who != self {
+		return false
+	}
+	if lock.Created.Before(run.Started.Add(-lockClockSkew)) {
+		return false
+	}
+	return run.Ended.IsZero() || !lock.Created.After(run.Ended.Add(lockClockSkew))
 }
 
 // ReleaseLock removes the lock with this ID from a workspace's Lease, as `force-unlock ID` would.

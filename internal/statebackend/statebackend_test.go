@@ -73,22 +73,34 @@ func TestDecode(t *testing.T) {
 
 func TestIsOwnStaleLock(t *testing.T) {
 	start := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	run := &RunRecord{Who: "controller@pod-1", Started: start}
+	self := "conductor@conductor-tf"
+	dead := &RunRecord{Who: self, Started: start}
+	ended := &RunRecord{Who: self, Started: start, Ended: start.Add(2 * time.Minute)}
+	alive := &RunRecord{Who: self, Started: start, Alive: true}
 	cases := []struct {
 		reason string
 		lock   *Lock
 		run    *RunRecord
+		self   string
 		want   bool
 	}{
-		{"our holder, taken during our run", &Lock{ID: "1", Who: "controller@pod-1", Created: start.Add(time.Second)}, run, true},
-		{"someone else's lock is never ours", &Lock{ID: "1", Who: "ops@laptop", Created: start.Add(time.Second)}, run, false},
-		{"our holder but taken long before the run", &Lock{ID: "1", Who: "controller@pod-1", Created: start.Add(-time.Hour)}, run, false},
-		{"no recorded run", &Lock{ID: "1", Who: "controller@pod-1", Created: start}, nil, false},
-		{"a run recorded without holder", &Lock{ID: "1", Who: "", Created: start}, &RunRecord{Started: start}, false},
-		{"no lock", nil, run, false},
+		{"our deployment's holder, taken during a run recorded Running that is not alive (the pod died)",
+			&Lock{ID: "1", Who: self, Created: start.Add(time.Second)}, dead, self, true},
+		{"a run that ended (its process was killed) left the lock while it ran",
+			&Lock{ID: "1", Who: self, Created: start.Add(time.Minute)}, ended, self, true},
+		{"a lock taken long after our run ended is not that run's",
+			&Lock{ID: "1", Who: self, Created: start.Add(time.Hour)}, ended, self, false},
+		{"a live run's lock is never taken", &Lock{ID: "1", Who: self, Created: start.Add(time.Second)}, alive, self, false},
+		{"someone else's lock is never ours", &Lock{ID: "1", Who: "ops@laptop", Created: start.Add(time.Second)}, dead, self, false},
+		{"a run recorded by another controller is not ours to recover",
+			&Lock{ID: "1", Who: "conductor@other", Created: start.Add(time.Second)}, &RunRecord{Who: "conductor@other", Started: start}, self, false},
+		{"our holder but taken long before the run", &Lock{ID: "1", Who: self, Created: start.Add(-time.Hour)}, dead, self, false},
+		{"no recorded run", &Lock{ID: "1", Who: self, Created: start}, nil, self, false},
+		{"a run recorded without holder", &Lock{ID: "1", Who: "", Created: start}, &RunRecord{Started: start}, "", false},
+		{"no lock", nil, dead, self, false},
 	}
 	for _, tc := range cases {
-		if got := IsOwnStaleLock(tc.lock, tc.run); got != tc.want {
+		if got := IsOwnStaleLock(tc.lock, tc.run, tc.self); got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.reason, got, tc.want)
 		}
 	}

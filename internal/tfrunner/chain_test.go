@@ -217,7 +217,7 @@ func TestLockedState(t *testing.T) {
 			if err != nil || lock == nil || lock.ID != "held-by-ops" {
 				t.Fatalf("InspectLock = %+v, %v", lock, err)
 			}
-			if statebackend.IsOwnStaleLock(lock, &statebackend.RunRecord{Who: statebackend.Who(), Started: time.Now().Add(-time.Hour)}) {
+			if statebackend.IsOwnStaleLock(lock, &statebackend.RunRecord{Who: statebackend.Who(), Started: time.Now().Add(-time.Hour)}, statebackend.Who()) {
 				t.Fatal("someone else's lock taken for ours")
 			}
 			if err := statebackend.ReleaseLock(ctx, kube, ns, "default", suffix, lock.ID); err != nil {

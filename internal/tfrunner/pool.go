@@ -26,6 +26,16 @@ type PoolOptions struct {
 	MaxConcurrent int
 	// GracePeriod is how long a cancelled command gets after SIGINT; DefaultGracePeriod when zero.
 	GracePeriod time.Duration
+	// Observer, when set, is told when runs take and give back slots (the controller's metrics).
+	Observer Observer
+}
+
+// Observer is told about the pool's slots.
+type Observer interface {
+	// SlotAcquired reports a run that got a slot after waiting wait.
+	SlotAcquired(wait time.Duration)
+	// SlotReleased reports a run that gave its slot back.
+	SlotReleased()
 }
 
 // Pool runs Terraform for many keys (one per resource) with bounded concurrency. It keeps one
@@ -44,6 +54,8 @@ type Pool struct {
 type slot struct {
 	mu sync.Mutex
 	ws *Workspace
+	// busy counts the runs of this key that are waiting or running (guarded by Pool.mu).
+	busy int
 }
 
 // NewPool creates the pool's directory (mode 0700) and returns the pool.
@@ -62,11 +74,23 @@ func (p *Pool) MaxConcurrent() int { return p.opts.MaxConcurrent }
 
 var validKey = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 
+// Busy reports whether a run of key is waiting or running in this pool: a lock its run holds is
+// alive and must not be taken.
+func (p *Pool) Busy(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, ok := p.workspaces[key]
+	return ok && s.busy > 0
+}
+
 // do runs fn with exclusive use of key's workspace while holding one of the pool's slots. It waits
-// for a slot until ctx is done.
+// for a slot until ctx is done; a ctx already done starts nothing (shutdown stops starting runs).
 func (p *Pool) do(ctx context.Context, key string, fn func(*Workspace) error) error {
 	if !validKey.MatchString(key) {
 		return fmt.Errorf("invalid workspace key %q", key)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	p.mu.Lock()
 	s, ok := p.workspaces[key]
@@ -74,14 +98,29 @@ func (p *Pool) do(ctx context.Context, key string, fn func(*Workspace) error) er
 		s = &slot{}
 		p.workspaces[key] = s
 	}
+	s.busy++
 	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		s.busy--
+		p.mu.Unlock()
+	}()
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	waitStart := time.Now()
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+	if ctx.Err() != nil { // both were ready and select chose the slot: still start nothing
+		<-p.slots
+		return ctx.Err()
+	}
+	if o := p.opts.Observer; o != nil {
+		o.SlotAcquired(time.Since(waitStart))
+		defer o.SlotReleased()
 	}
 	defer func() { <-p.slots }()
 	if s.ws == nil {

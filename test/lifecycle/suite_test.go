@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller"
+	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 	"github.com/conductor-tf/conductor-tf/test/harness"
@@ -51,7 +53,16 @@ var (
 	// samples' remote module repository.
 	modulesURL string
 	binary     tfrunner.Binary
+	// realBinary is the binary the wrapper runs; tfEnv the environment of every run.
+	realBinary tfrunner.Binary
+	tfEnv      map[string]string
+	// metricsURL is the manager's metrics endpoint (plain HTTP on loopback, as `make run` serves it).
+	metricsURL string
 )
+
+// Identities of the controller under test: every pod of a deployment shares the lock holder (Who),
+// each has its own name.
+const podName = "conductor-tf-7c9d5-pod-b"
 
 func TestLifecycle(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -102,12 +113,15 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	moduleDir, _ = filepath.Abs("testdata/modules/file")
 
-	tfEnv, err := harness.TerraformEnv(filepath.Join(dir, "home"))
+	realBinary = bins[0]
+	tfEnv, err = harness.TerraformEnv(filepath.Join(dir, "home"))
 	Expect(err).NotTo(HaveOccurred())
 	tfEnv["TF_PLUGIN_CACHE_DIR"] = filepath.Join(dir, "plugin-cache")
 	tfEnv["KUBE_CONFIG_PATH"] = env.Kubeconfig // the kubernetes provider of the rook-minio module
 	Expect(os.MkdirAll(tfEnv["TF_PLUGIN_CACHE_DIR"], 0o700)).To(Succeed())
-	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{Binary: binary, Dir: filepath.Join(dir, "runs"), Env: tfEnv, MaxConcurrent: maxRuns})
+	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{
+		Binary: binary, Dir: filepath.Join(dir, "runs"), Env: tfEnv, MaxConcurrent: maxRuns, Observer: metrics.Pool{},
+	})
 	Expect(err).NotTo(HaveOccurred())
 
 	k8s, err = client.New(env.Config, client.Options{Scheme: scheme})
@@ -115,16 +129,23 @@ var _ = BeforeSuite(func() {
 	kube = kubernetes.NewForConfigOrDie(env.Config)
 	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stateNamespace}})).To(Succeed())
 
+	metricsAddr := freeAddr()
+	metricsURL = "http://" + metricsAddr + "/metrics"
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: metricsAddr}, HealthProbeBindAddress: "0",
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 	})
 	Expect(err).NotTo(HaveOccurred())
+	metrics.Register(mgr.GetCache())
 	rec := mgr.GetEventRecorder("conductor-tf")
-	Expect((&controller.ClaimReconciler{Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: 4}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&controller.ClaimReconciler{
+		Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: 4, Ready: &metrics.ClaimReady{},
+	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&controller.ResourceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: pool,
 		State:        statebackend.Config{Namespace: stateNamespace, KubeconfigPath: env.Kubeconfig},
 		SyncInterval: syncInterval, MaxConcurrentReconciles: 4,
+		Identity: controller.RunIdentity{Who: statebackend.Who(), Controller: podName},
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&controller.ClassReconciler{
 		Client: mgr.GetClient(), Recorder: rec,
@@ -147,6 +168,14 @@ var _ = AfterSuite(func() {
 		Expect(env.Stop()).To(Succeed())
 	}
 })
+
+// freeAddr is a loopback address with a port nobody listens on now.
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer l.Close()
+	return l.Addr().String()
+}
 
 // command is one Terraform command the wrapper recorded.
 type command struct {

@@ -1,0 +1,122 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/metrics"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// RunIdentity names the runs of one controller deployment.
+type RunIdentity struct {
+	// Who is the holder Terraform records in the locks of this controller's runs (user@host, see
+	// statebackend.Who). Every pod of the Deployment shares it, so the leader recognises locks
+	// that runs of an earlier pod left behind. statebackend.Who() when empty.
+	Who string
+	// Controller names the pod (or process) that starts runs, recorded in each run for people.
+	Controller string
+}
+
+func (id RunIdentity) who() string {
+	if id.Who != "" {
+		return id.Who
+	}
+	return statebackend.Who()
+}
+
+// newRun is the record of a run about to start (written before its first command: the crash
+// window), with a fresh run ID, this deployment's lock holder and this pod's name.
+func (r *ResourceReconciler) newRun(res *v1alpha1.InfraResource, op string, now time.Time) *v1alpha1.RunStatus {
+	start := metav1.NewTime(now)
+	return &v1alpha1.RunStatus{
+		Operation: op, StartTime: &start, Result: RunRunning, Generation: res.Generation,
+		ID: string(uuid.NewUUID()), Who: r.Identity.who(), Controller: r.Identity.Controller,
+	}
+}
+
+// runResult is the result label of conductor_tf_run_duration_seconds for a run that returned err.
+func runResult(last *v1alpha1.RunStatus, err error) string {
+	var le *tfrunner.LockError
+	switch {
+	case err == nil:
+		return RunSucceeded
+	case errors.Is(err, context.Canceled):
+		return "Cancelled"
+	case errors.As(err, &le):
+		return v1alpha1.ReasonStateLocked
+	case last != nil && last.Result != "" && last.Result != RunRunning:
+		return last.Result
+	}
+	return RunFailed
+}
+
+// recoverOwnLock releases a state lock that a dead run of this deployment left behind, before the
+// next run: the resource's last run was recorded (before it started) by this deployment, it is no
+// longer alive in this controller's pool, and the lock names this deployment as holder and was
+// taken while that run went on (statebackend.IsOwnStaleLock). The run may have died with its pod
+// (recorded Running) or alone (killed, recorded Failed). Anyone else's lock, and a live run's, is
+// left alone: the run then fails with StateLocked and status shows the holder.
+func (r *ResourceReconciler) recoverOwnLock(ctx context.Context, res *v1alpha1.InfraResource) error {
+	last := res.Status.LastRun
+	if last == nil || last.StartTime == nil {
+		return nil
+	}
+	lock, err := statebackend.InspectLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
+	if err != nil || lock == nil {
+		return err
+	}
+	run := &statebackend.RunRecord{Who: last.Who, Started: last.StartTime.Time, Alive: r.Runs.Busy(res.Name)}
+	if last.Result != RunRunning && last.CompletionTime != nil {
+		run.Ended = last.CompletionTime.Time
+	}
+	if !statebackend.IsOwnStaleLock(lock, run, r.Identity.who()) {
+		return nil
+	}
+	if err := statebackend.ReleaseLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res), lock.ID); err != nil {
+		return fmt.Errorf("recovering own stale lock %s: %w", lock.ID, err)
+	}
+	metrics.LockRecovered()
+	if res.Status.State != nil {
+		setLock(res, nil)
+	}
+	started := "an earlier controller"
+	if last.Controller != "" {
+		started = last.Controller
+	}
+	r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, "StateLockRecovered", "RecoverLock",
+		"released lock %s (holder %s, since %s) left by %s run %s started by %s, which is no longer running",
+		lock.ID, lock.Who, lock.Created.Format(time.RFC3339), last.Operation, last.ID, started)
+	return nil
+}
+
+// lockHeld records in status who holds the state lock that refused a run.
+func (r *ResourceReconciler) lockHeld(ctx context.Context, res *v1alpha1.InfraResource) {
+	if res.Status.State == nil {
+		res.Status.State = &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))}
+	}
+	if lock, err := statebackend.InspectLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res)); err == nil {
+		setLock(res, lock)
+	}
+}
+
+// setLock shows lock (nil: none) in status.state.
+func setLock(res *v1alpha1.InfraResource, lock *statebackend.Lock) {
+	st := res.Status.State
+	st.LockID, st.LockHolder, st.LockedSince = "", "", nil
+	if lock == nil {
+		return
+	}
+	st.LockID, st.LockHolder = lock.ID, lock.Who
+	if !lock.Created.IsZero() {
+		st.LockedSince = &metav1.Time{Time: lock.Created}
+	}
+}
