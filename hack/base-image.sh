@@ -32,7 +32,7 @@ ROOTFS=$DIR/rootfs
 TARBALL=$DIR/rootfs-$SUITE.tar.gz
 STAMP=$TARBALL.stamp
 ARCH=$(dpkg --print-architecture 2>/dev/null || uname -m)
-# Bump v1 whenever the steps below change what ends up in the root filesystem.
+# Bump the vN whenever the steps below change what ends up in the root filesystem.
 RECIPE="base-image v2 $SUITE $ARCH minbase include=$INCLUDE updates=$UPDATES user=$USER_NAME:$USER_ID"
 RECIPE_ID=$(printf '%s' "$RECIPE" | sha256sum | cut -c1-16)
 LABEL=org.conductor-tf.base-recipe

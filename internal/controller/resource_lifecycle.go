@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
@@ -287,7 +286,9 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 	}
 	out, err := r.Runs.Apply(ctx, res.Name, spec, opts)
 	done := time.Now()
-	defer func() { metrics.ObserveRun(res.Status.LastRun.Operation, runResult(res.Status.LastRun, err), done.Sub(now)) }()
+	defer func() {
+		metrics.ObserveRun(res.Status.LastRun.Operation, runResult(res.Status.LastRun, err), done.Sub(now))
+	}()
 	if out != nil && out.Plan != nil && res.Status.LastRun.Summary == nil {
 		res.Status.LastRun.Summary = summaryOf(out.Plan)
 	}
@@ -408,152 +409,12 @@ func (r *ResourceReconciler) setRunFailed(res *v1alpha1.InfraResource, op, reaso
 	r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, reason, "Sync", "%s", truncate(message, 1024))
 }
 
-// recordImports keeps each import's outcome in status, and counts this run's imports in the
-// summary. An address imported by an earlier run stays "Imported" when later runs find it in state.
-func recordImports(res *v1alpha1.InfraResource, imports []tfrunner.ImportResult) {
-	if len(imports) == 0 {
-		return
-	}
-	earlier := map[string]v1alpha1.ImportStatus{}
-	for _, st := range res.Status.Imports {
-		earlier[st.Address+"\x00"+st.ID] = st
-	}
-	res.Status.Imports = nil
-	imported := int32(0)
-	for _, imp := range imports {
-		st := v1alpha1.ImportStatus{Address: imp.Address, ID: imp.ID, Result: ImportAlreadyInState}
-		switch {
-		case imp.Err != nil:
-			st.Result = ImportFailed
-			st.Message = imp.Err.Error()
-			var re *tfrunner.RunError
-			if errors.As(imp.Err, &re) {
-				st.Message = re.Message
-			}
-		case imp.Imported:
-			st.Result = ImportImported
-			imported++
-		case earlier[imp.Address+"\x00"+imp.ID].Result == ImportImported:
-			st.Result = ImportImported
-		}
-		res.Status.Imports = append(res.Status.Imports, st)
-	}
-	if res.Status.LastRun != nil && imported > 0 {
-		if res.Status.LastRun.Summary == nil {
-			res.Status.LastRun.Summary = &v1alpha1.PlanSummary{}
-		}
-		res.Status.LastRun.Summary.Import = imported
-	}
-}
-
-// adoptState makes the orphaned state Secret named in spec.adoptState this resource's state, once,
-// before its first plan (see statebackend.Adopt).
-//
-// A resource that does not ask to adopt never silently takes over state that a deleted Retain
-// resource of the same name orphaned: it is refused until spec.adoptState names that Secret.
-func (r *ResourceReconciler) adoptState(ctx context.Context, res *v1alpha1.InfraResource) error {
-	from := res.Spec.AdoptState
-	if res.Status.State != nil && res.Status.State.AdoptedFrom == from && from != "" {
-		return nil
-	}
-	if from == "" {
-		if everApplied(res) {
-			return nil
-		}
-		orphanedFrom, err := statebackend.OrphanedFrom(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
-		if err != nil || orphanedFrom == "" {
-			return err
-		}
-		name := statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
-		return &statebackend.AdoptError{Message: fmt.Sprintf(
-			"state Secret %s was orphaned by the deleted resource %s; set spec.adoptState: %s to adopt it, or delete it", name, orphanedFrom, name)}
-	}
-	if err := statebackend.Adopt(ctx, r.Kube, r.State.Namespace, from, statebackend.DefaultWorkspace, suffix(res), res.Name); err != nil {
-		return err
-	}
-	if res.Status.State == nil {
-		res.Status.State = &v1alpha1.StateStatus{}
-	}
-	res.Status.State.AdoptedFrom = from
-	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "StateAdopted", "Adopt", "adopted orphaned state %s", from)
-	return nil
-}
-
 // everApplied reports whether an apply of some generation succeeded.
 func everApplied(res *v1alpha1.InfraResource) bool { return res.Status.ObservedGeneration > 0 }
 
 func summaryOf(p *tfrunner.Plan) *v1alpha1.PlanSummary {
 	return &v1alpha1.PlanSummary{Add: int32(p.Summary.Add), Change: int32(p.Summary.Change),
 		Destroy: int32(p.Summary.Destroy), Import: int32(p.Summary.Import)}
-}
-
-// setOutputs keeps the non-sensitive outputs in status; sensitive ones never reach any status.
-func setOutputs(res *v1alpha1.InfraResource, outs map[string]tfrunner.Output) {
-	res.Status.Outputs = nil
-	for name, o := range outs {
-		if o.Sensitive {
-			continue
-		}
-		if res.Status.Outputs == nil {
-			res.Status.Outputs = v1alpha1.Variables{}
-		}
-		res.Status.Outputs[name] = jsonValue(o.Value)
-	}
-}
-
-// connectionData turns outputs into Secret data: strings as they are, other values as JSON.
-func connectionData(outs map[string]tfrunner.Output) map[string][]byte {
-	data := make(map[string][]byte, len(outs))
-	for name, o := range outs {
-		var s string
-		if err := json.Unmarshal(o.Value, &s); err == nil {
-			data[name] = []byte(s)
-		} else {
-			data[name] = append([]byte(nil), o.Value...)
-		}
-	}
-	return data
-}
-
-// writeConnectionSecret writes every output (sensitive ones included) to the bound claim's
-// connection Secret, owned by the claim, or to the resource's own writeConnectionSecretToRef.
-func (r *ResourceReconciler) writeConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, outs map[string]tfrunner.Output) error {
-	var target types.NamespacedName
-	var owner client.Object
-	if ref := res.Spec.ClaimRef; ref != nil {
-		claim := &v1alpha1.InfraClaim{}
-		if err := r.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, claim); err == nil &&
-			(ref.UID == "" || ref.UID == claim.UID) && claim.Spec.WriteConnectionSecretToRef != nil && claim.DeletionTimestamp.IsZero() {
-			target = types.NamespacedName{Namespace: claim.Namespace, Name: claim.Spec.WriteConnectionSecretToRef.Name}
-			owner = claim
-		} else if err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-	}
-	if owner == nil && res.Spec.WriteConnectionSecretToRef != nil {
-		target = types.NamespacedName{Namespace: res.Spec.WriteConnectionSecretToRef.Namespace, Name: res.Spec.WriteConnectionSecretToRef.Name}
-		owner = res
-	}
-	if owner == nil {
-		return nil
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: target.Namespace, Name: target.Name}}
-	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
-		if secret.ResourceVersion != "" && secret.Labels[statebackend.LabelResource] != res.Name {
-			return fmt.Errorf("Secret %s exists and is not the connection Secret of resource %s; choose another name", target, res.Name)
-		}
-		secret.Type = corev1.SecretTypeOpaque
-		secret.Data = connectionData(outs)
-		if secret.Labels == nil {
-			secret.Labels = map[string]string{}
-		}
-		secret.Labels[statebackend.LabelResource] = res.Name
-		return controllerutil.SetControllerReference(owner, secret, r.Scheme())
-	})
-	if err != nil {
-		return fmt.Errorf("writing connection Secret %s: %w", target, err)
-	}
-	return nil
 }
 
 // readState records the state Secret's serial and lineage and any lock in status.
@@ -583,73 +444,6 @@ func (r *ResourceReconciler) record(ctx context.Context, res, before *v1alpha1.I
 	before.ResourceVersion = res.ResourceVersion
 	before.Status = *res.Status.DeepCopy()
 	return nil
-}
-
-// finalize carries out the reclaim policy of a resource being deleted: Delete destroys the
-// infrastructure and then deletes the state Secret; Retain orphans the state. Then the finalizer goes.
-func (r *ResourceReconciler) finalize(ctx context.Context, res *v1alpha1.InfraResource) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(res, v1alpha1.FinalizerResource) {
-		return ctrl.Result{}, nil
-	}
-	if r.Runs != nil {
-		before := res.DeepCopy()
-		res.Status.Phase = v1alpha1.ResourceDeleting
-		if res.Spec.ReclaimPolicy == v1alpha1.ReclaimRetain {
-			if err := statebackend.Orphan(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res), res.Name); err != nil {
-				return ctrl.Result{}, err
-			}
-			r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "StateOrphaned", "Reclaim",
-				"reclaim policy Retain: infrastructure kept, state Secret %s labelled %s=%s",
-				statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res)), statebackend.LabelOrphanedFrom, res.Name)
-			r.Runs.Forget(res.Name)
-		} else {
-			if err := r.destroy(ctx, res, before); err != nil {
-				if perr := r.Status().Patch(ctx, res, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
-					err = errors.Join(err, perr)
-				}
-				return ctrl.Result{}, err
-			}
-		}
-	}
-	controllerutil.RemoveFinalizer(res, v1alpha1.FinalizerResource)
-	return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, res))
-}
-
-// destroy runs terraform destroy (when there is state), then deletes the state Secret and Lease.
-// Like every run it first releases its own stale lock and records itself as Running.
-func (r *ResourceReconciler) destroy(ctx context.Context, res, before *v1alpha1.InfraResource) error {
-	st, found, err := statebackend.Read(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
-	if err != nil {
-		return err
-	}
-	if found && st.Resources > 0 {
-		spec, err := r.runSpec(ctx, res)
-		if err != nil {
-			r.setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, err.Error(), time.Now())
-			return err
-		}
-		if err := r.recoverOwnLock(ctx, res); err != nil {
-			return err
-		}
-		res.Status.LastRun = r.newRun(res, "destroy", time.Now())
-		if err := r.record(ctx, res, before); err != nil {
-			return err
-		}
-		err = r.Runs.Destroy(ctx, res.Name, spec)
-		metrics.ObserveRun("destroy", runResult(nil, err), time.Since(res.Status.LastRun.StartTime.Time))
-		if err != nil {
-			msg := err.Error()
-			var re *tfrunner.RunError
-			if errors.As(err, &re) {
-				msg = re.Message
-			}
-			r.setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, msg, time.Now())
-			return err
-		}
-		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "Destroyed", "Reclaim", "reclaim policy Delete: infrastructure destroyed")
-	}
-	r.Runs.Forget(res.Name)
-	return statebackend.Delete(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
 }
 
 func adoptedFrom(res *v1alpha1.InfraResource) string {

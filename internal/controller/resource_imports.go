@@ -1,0 +1,86 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// Imports and adoption: existing infrastructure and orphaned state brought under a resource.
+
+// recordImports keeps each import's outcome in status, and counts this run's imports in the
+// summary. An address imported by an earlier run stays "Imported" when later runs find it in state.
+func recordImports(res *v1alpha1.InfraResource, imports []tfrunner.ImportResult) {
+	if len(imports) == 0 {
+		return
+	}
+	earlier := map[string]v1alpha1.ImportStatus{}
+	for _, st := range res.Status.Imports {
+		earlier[st.Address+"\x00"+st.ID] = st
+	}
+	res.Status.Imports = nil
+	imported := int32(0)
+	for _, imp := range imports {
+		st := v1alpha1.ImportStatus{Address: imp.Address, ID: imp.ID, Result: ImportAlreadyInState}
+		switch {
+		case imp.Err != nil:
+			st.Result = ImportFailed
+			st.Message = imp.Err.Error()
+			var re *tfrunner.RunError
+			if errors.As(imp.Err, &re) {
+				st.Message = re.Message
+			}
+		case imp.Imported:
+			st.Result = ImportImported
+			imported++
+		case earlier[imp.Address+"\x00"+imp.ID].Result == ImportImported:
+			st.Result = ImportImported
+		}
+		res.Status.Imports = append(res.Status.Imports, st)
+	}
+	if res.Status.LastRun != nil && imported > 0 {
+		if res.Status.LastRun.Summary == nil {
+			res.Status.LastRun.Summary = &v1alpha1.PlanSummary{}
+		}
+		res.Status.LastRun.Summary.Import = imported
+	}
+}
+
+// adoptState makes the orphaned state Secret named in spec.adoptState this resource's state, once,
+// before its first plan (see statebackend.Adopt).
+//
+// A resource that does not ask to adopt never silently takes over state that a deleted Retain
+// resource of the same name orphaned: it is refused until spec.adoptState names that Secret.
+func (r *ResourceReconciler) adoptState(ctx context.Context, res *v1alpha1.InfraResource) error {
+	from := res.Spec.AdoptState
+	if res.Status.State != nil && res.Status.State.AdoptedFrom == from && from != "" {
+		return nil
+	}
+	if from == "" {
+		if everApplied(res) {
+			return nil
+		}
+		orphanedFrom, err := statebackend.OrphanedFrom(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
+		if err != nil || orphanedFrom == "" {
+			return err
+		}
+		name := statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
+		return &statebackend.AdoptError{Message: fmt.Sprintf(
+			"state Secret %s was orphaned by the deleted resource %s; set spec.adoptState: %s to adopt it, or delete it", name, orphanedFrom, name)}
+	}
+	if err := statebackend.Adopt(ctx, r.Kube, r.State.Namespace, from, statebackend.DefaultWorkspace, suffix(res), res.Name); err != nil {
+		return err
+	}
+	if res.Status.State == nil {
+		res.Status.State = &v1alpha1.StateStatus{}
+	}
+	res.Status.State.AdoptedFrom = from
+	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "StateAdopted", "Adopt", "adopted orphaned state %s", from)
+	return nil
+}
