@@ -94,7 +94,7 @@ func holdLock(s *scenario, res *v1alpha1.InfraResource) *exec.Cmd {
 	}
 	stdin, err := cmd.StdinPipe() // kept open: the apply waits at "Enter a value:"
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(stdin.Close)
+	DeferCleanup(func() { _ = stdin.Close() })
 	cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
 	Expect(cmd.Start()).To(Succeed())
 	DeferCleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
