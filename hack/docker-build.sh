@@ -32,8 +32,10 @@ cp "$CONDUCTOR_TF_TOFU" "$stage/tofu"
 target=prebuilt
 if [[ $PROVIDER_MIRROR == true ]]; then
   target=prebuilt-mirror
-  mkdir -p "$stage/providers"
-  cp -a "$CONDUCTOR_TF_PROVIDER_MIRROR" "$stage/providers/mirror"
+  # The image runs OpenTofu, which installs hashicorp/* from registry.opentofu.org: only that
+  # hostname's plugins go in (a module naming registry.terraform.io/… installs from there).
+  mkdir -p "$stage/providers/mirror"
+  cp -a "$CONDUCTOR_TF_PROVIDER_MIRROR/registry.opentofu.org" "$stage/providers/mirror/"
   # The mirror serves the providers it holds; every other provider is installed from its registry.
   mapfile -t have < <(cd "$stage/providers/mirror" && find . -mindepth 3 -maxdepth 3 -type d | sed 's|^\./||' | sort)
   list=$(printf '"%s", ' "${have[@]}"); list=${list%, }

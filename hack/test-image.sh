@@ -90,12 +90,15 @@ contexts:
 current-context: local
 KC
 chmod 0644 "$DIR/kube/kubeconfig"
-MODULES_URL=$("$ROOT/hack/publish-modules.sh" "$DIR/modules.git" v0.1.0)
+# The modules' repository, owned by the container's user (git refuses a repository of another
+# owner) and mounted where that user can reach it.
+"$ROOT/hack/publish-modules.sh" "$DIR/modules.git" v0.1.0 >/dev/null
 chown -R 65532:65532 "$DIR/modules.git"
+MODULES_URL=git::file:///srv/modules.git
 docker run -d --name "$NAME" --network host --read-only \
   --tmpfs /tmp:rw,exec,size=512m --tmpfs /work:rw,exec,uid=65532,gid=65532,size=2g \
   -v "$DIR/kube:/etc/conductor-tf:ro" -e KUBECONFIG=/etc/conductor-tf/kubeconfig \
-  -v "$DIR/modules.git:$DIR/modules.git:ro" \
+  -v "$DIR/modules.git:/srv/modules.git:ro" \
   "$IMG" --leader-elect --namespace "$SYS" --work-dir /work --grace-period 20s \
   --metrics-bind-address "$METRICS" --health-probe-bind-address "$PROBES" >/dev/null
 for _ in $(seq 60); do curl -sf "http://$PROBES/readyz" >/dev/null && break; sleep 1; done

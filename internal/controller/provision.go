@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/render"
 )
 
@@ -32,8 +33,8 @@ func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (
 			Name: ResourceName(claim),
 			Labels: map[string]string{
 				v1alpha1.LabelClaimNamespace: claim.Namespace,
-				v1alpha1.LabelClaimName:      claim.Name,
-				v1alpha1.LabelClass:          class.Name,
+				v1alpha1.LabelClaimName:      statebackend.LabelValue(claim.Name),
+				v1alpha1.LabelClass:          statebackend.LabelValue(class.Name),
 			},
 			Annotations: map[string]string{
 				v1alpha1.AnnotationProvisionedBy:      "conductor-tf",

@@ -74,7 +74,7 @@ func (r *ResourceReconciler) adoptState(ctx context.Context, res *v1alpha1.Infra
 		return &statebackend.AdoptError{Message: fmt.Sprintf(
 			"state Secret %s was orphaned by the deleted resource %s; set spec.adoptState: %s to adopt it, or delete it", name, orphanedFrom, name)}
 	}
-	if err := statebackend.Adopt(ctx, r.Kube, r.State.Namespace, from, statebackend.DefaultWorkspace, suffix(res), res.Name); err != nil {
+	if err := statebackend.Adopt(ctx, r.Kube, r.State.Namespace, from, statebackend.DefaultWorkspace, suffix(res), statebackend.LabelValue(res.Name)); err != nil {
 		return err
 	}
 	if res.Status.State == nil {

@@ -132,7 +132,7 @@ func (r *ResourceReconciler) runSpec(ctx context.Context, res *v1alpha1.InfraRes
 	spec := tfrunner.Spec{
 		Module: tfrunner.Module{Source: res.Spec.Module.Source, Version: res.Spec.Module.Version},
 		Backend: tfrunner.Backend{Type: "kubernetes", Config: r.State.Attributes(suffix(res),
-			map[string]string{statebackend.LabelResource: res.Name})},
+			map[string]string{statebackend.LabelResource: statebackend.LabelValue(res.Name)})},
 		Variables:          map[string]any{},
 		SensitiveVariables: map[string]string{},
 		Env:                map[string]string{},

@@ -71,7 +71,7 @@ func (r *ResourceReconciler) writeConnectionSecret(ctx context.Context, res *v1a
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: target.Namespace, Name: target.Name}}
 	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
-		if secret.ResourceVersion != "" && secret.Labels[statebackend.LabelResource] != res.Name {
+		if secret.ResourceVersion != "" && secret.Labels[statebackend.LabelResource] != statebackend.LabelValue(res.Name) {
 			return fmt.Errorf("Secret %s exists and is not the connection Secret of resource %s; choose another name", target, res.Name)
 		}
 		secret.Type = corev1.SecretTypeOpaque
@@ -79,7 +79,7 @@ func (r *ResourceReconciler) writeConnectionSecret(ctx context.Context, res *v1a
 		if secret.Labels == nil {
 			secret.Labels = map[string]string{}
 		}
-		secret.Labels[statebackend.LabelResource] = res.Name
+		secret.Labels[statebackend.LabelResource] = statebackend.LabelValue(res.Name)
 		return controllerutil.SetControllerReference(owner, secret, r.Scheme())
 	})
 	if err != nil {

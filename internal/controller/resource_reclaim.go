@@ -29,12 +29,12 @@ func (r *ResourceReconciler) finalize(ctx context.Context, res *v1alpha1.InfraRe
 		before := res.DeepCopy()
 		res.Status.Phase = v1alpha1.ResourceDeleting
 		if res.Spec.ReclaimPolicy == v1alpha1.ReclaimRetain {
-			if err := statebackend.Orphan(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res), res.Name); err != nil {
+			if err := statebackend.Orphan(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res), statebackend.LabelValue(res.Name)); err != nil {
 				return ctrl.Result{}, err
 			}
 			r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "StateOrphaned", "Reclaim",
 				"reclaim policy Retain: infrastructure kept, state Secret %s labelled %s=%s",
-				statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res)), statebackend.LabelOrphanedFrom, res.Name)
+				statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res)), statebackend.LabelOrphanedFrom, statebackend.LabelValue(res.Name))
 			r.Runs.Forget(res.Name)
 		} else {
 			if err := r.destroy(ctx, res, before); err != nil {

@@ -61,6 +61,9 @@ func Compile(vars map[string][]byte) (*Template, error) {
 					return nil, &Error{Name: name, Message: fmt.Sprintf("unknown variable %q: templates see only claim and class", root)}
 				}
 			}
+			if fn := unknownFunction(expr); fn != "" {
+				return nil, &Error{Name: name, Message: fmt.Sprintf("call to unknown function %q: templates may call only the functions conductor-tf provides (a subset of go-cty's standard library, and gibibytes, mebibytes, bytes)", fn)}
+			}
 			t.exprs[name] = expr
 			continue
 		}
@@ -71,6 +74,23 @@ func Compile(vars map[string][]byte) (*Template, error) {
 		t.static[name] = v
 	}
 	return t, nil
+}
+
+// unknownFunction returns the name of the first function the expression calls that Functions()
+// does not define, or "" when every call is to a known function. HCL itself reports an unknown
+// function only when the call is evaluated, which for a class is at provisioning time.
+func unknownFunction(expr hclsyntax.Expression) string {
+	known := Functions()
+	var unknown string
+	hclsyntax.VisitAll(expr, func(n hclsyntax.Node) hcl.Diagnostics {
+		if call, ok := n.(*hclsyntax.FunctionCallExpr); ok && unknown == "" {
+			if _, ok := known[call.Name]; !ok {
+				unknown = call.Name
+			}
+		}
+		return nil
+	})
+	return unknown
 }
 
 // Names lists the variables the template sets, sorted.

@@ -63,8 +63,10 @@ func TestRender(t *testing.T) {
 
 func TestCompileRejects(t *testing.T) {
 	cases := map[string]string{
-		"an unknown root variable": `"${var.x}"`,
-		"a syntax error":           `"${claim.name"`,
+		"an unknown root variable":                         `"${var.x}"`,
+		"a syntax error":                                   `"${claim.name"`,
+		"a function that does not exist, even deep inside": `"${upper(nosuchfn(claim.name))}"`,
+		"a provider function":                              `"${provider::aws::arn_parse(claim.name)}"`,
 	}
 	for reason, tmpl := range cases {
 		t.Run(reason, func(t *testing.T) {
@@ -74,6 +76,9 @@ func TestCompileRejects(t *testing.T) {
 				t.Fatalf("err = %v, want *Error for v", err)
 			}
 		})
+	}
+	if _, err := Compile(map[string][]byte{"v": []byte(`"${max(1, ceil(gibibytes(claim.x)))}"`)}); err != nil {
+		t.Errorf("known functions refused: %v", err)
 	}
 }
 
