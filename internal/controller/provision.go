@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/render"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
 // ResourceFromClass builds the InfraResource dynamically provisioned for a claim: the class's module
