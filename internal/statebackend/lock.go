@@ -18,14 +18,24 @@ import (
 const lockInfoAnnotation = "app.terraform.io/lock-info"
 
 // Lock is a state lock as the kubernetes backend records it: the Lease's holderIdentity is the lock
-// ID and an annotation holds Terraform's LockInfo.
+// ID and an annotation holds Terraform's LockInfo. It is also the LockInfo JSON body of the http
+// backend's LOCK and UNLOCK requests. Fields and their order are those of Terraform's
+// statemgr.LockInfo (internal/states/statemgr/locker.go), so that the JSON is the same.
 type Lock struct {
-	ID        string    `json:"ID"`
-	Operation string    `json:"Operation"`
-	Who       string    `json:"Who"`
-	Version   string    `json:"Version"`
-	Created   time.Time `json:"Created"`
-	Path      string    `json:"Path"`
+	// ID is the lock's ID, a UUID the client makes.
+	ID string `json:"ID"`
+	// Operation is the Terraform operation, e.g. "OperationTypeApply".
+	Operation string `json:"Operation"`
+	// Info is extra information; a lock taken through Server names the run ("conductor-tf run <id>").
+	Info string `json:"Info"`
+	// Who is user@hostname of the process that took the lock.
+	Who string `json:"Who"`
+	// Version is the Terraform or OpenTofu version that took the lock.
+	Version string `json:"Version"`
+	// Created is when the lock was taken (UTC).
+	Created time.Time `json:"Created"`
+	// Path is the state's path, when the backend sets one (empty for kubernetes and http).
+	Path string `json:"Path"`
 }
 
 // InspectLock returns the lock held on a workspace's state, or nil when it is not locked.

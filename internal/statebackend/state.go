@@ -1,12 +1,9 @@
 package statebackend
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,21 +25,23 @@ type State struct {
 	Resources int
 }
 
-// Decode reads serial, lineage and resource count from a state Secret's data ("tfstate", gzip JSON).
-// It returns an error when the data is missing or malformed.
+// Decode reads serial, lineage and resource count from a single state Secret's data ("tfstate",
+// gzip JSON). It returns an error when the data is missing or malformed. A state of several chunks
+// (see layout.go) decodes only through Read.
 func Decode(data map[string][]byte) (State, error) {
 	raw, ok := data[stateKey]
 	if !ok {
 		return State{}, fmt.Errorf("no %q key in state Secret", stateKey)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	plain, err := gunzipBytes(raw)
 	if err != nil {
 		return State{}, fmt.Errorf("state is not gzip data: %w", err)
 	}
-	plain, err := io.ReadAll(zr)
-	if err != nil {
-		return State{}, fmt.Errorf("reading state: %w", err)
-	}
+	return decodeJSON(plain)
+}
+
+// decodeJSON reads serial, lineage and resource count from state JSON.
+func decodeJSON(plain []byte) (State, error) {
 	var doc struct {
 		Serial    int64             `json:"serial"`
 		Lineage   string            `json:"lineage"`
@@ -54,28 +53,32 @@ func Decode(data map[string][]byte) (State, error) {
 	return State{Serial: doc.Serial, Lineage: doc.Lineage, Resources: len(doc.Resources)}, nil
 }
 
-// Read returns the state of a workspace and suffix, or found=false when there is no state Secret.
+// Read returns the state of a workspace and suffix, assembled from all its chunks (ReadState), or
+// found=false when there is none (no Secret, or no "tfstate" key in it).
 func Read(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) (st State, found bool, err error) {
 	name := SecretName(workspace, suffix)
-	s, err := kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return State{SecretName: name}, false, nil
-	}
+	plain, found, err := ReadState(ctx, kube, namespace, workspace, suffix)
 	if err != nil {
 		return State{}, false, err
 	}
-	st, err = Decode(s.Data)
+	if !found {
+		return State{SecretName: name}, false, nil
+	}
+	st, err = decodeJSON(plain)
 	st.SecretName = name
 	return st, true, err
 }
 
-// Delete removes a workspace's state Secret and lock Lease. Objects already gone are not an error.
+// Delete removes a workspace's state: every chunk Secret, the kept history (history.go) and the
+// lock Lease. Objects already gone are not an error.
 func Delete(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) error {
-	err := kube.CoreV1().Secrets(namespace).Delete(ctx, SecretName(workspace, suffix), metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err := deleteState(ctx, kube, namespace, workspace, suffix); err != nil {
 		return fmt.Errorf("deleting state Secret: %w", err)
 	}
-	err = kube.CoordinationV1().Leases(namespace).Delete(ctx, LeaseName(workspace, suffix), metav1.DeleteOptions{})
+	if err := deleteHistory(ctx, kube, namespace, workspace, suffix); err != nil {
+		return fmt.Errorf("deleting state history: %w", err)
+	}
+	err := kube.CoordinationV1().Leases(namespace).Delete(ctx, LeaseName(workspace, suffix), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting state lock Lease: %w", err)
 	}

@@ -294,11 +294,17 @@ func summarize(raw *tfjson.Plan) *Plan {
 		}
 		p.Changes = append(p.Changes, Change{Address: rc.Address, Actions: actions, Importing: importing})
 	}
+	p.sortAndHash()
+	return p
+}
+
+// sortAndHash sorts the changes by address and sets ID from them, so that the same changes made
+// by show -json of a saved plan or by a -json stream have the same ID.
+func (p *Plan) sortAndHash() {
 	sort.Slice(p.Changes, func(i, j int) bool { return p.Changes[i].Address < p.Changes[j].Address })
 	h := sha256.New()
 	_ = json.NewEncoder(h).Encode(p.Changes)
 	p.ID = hex.EncodeToString(h.Sum(nil))[:12]
-	return p
 }
 
 // Apply applies a saved plan made by Plan in this workspace.

@@ -1,0 +1,177 @@
+package statebackend
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Settings of the http backend that a run gets through its environment. The variable names and
+// defaults are those of hashicorp/terraform v1.11.4 (internal/backend/remote-state/http/backend.go,
+// Configure: GetAttrEnvDefaultFallback) and opentofu/opentofu v1.12.6 (same path, Backend schema:
+// EnvDefaultFunc), which agree: TF_HTTP_ADDRESS, TF_HTTP_UPDATE_METHOD (POST), TF_HTTP_LOCK_ADDRESS,
+// TF_HTTP_UNLOCK_ADDRESS, TF_HTTP_LOCK_METHOD (LOCK), TF_HTTP_UNLOCK_METHOD (UNLOCK),
+// TF_HTTP_USERNAME, TF_HTTP_PASSWORD, TF_HTTP_RETRY_MAX (2), TF_HTTP_RETRY_WAIT_MIN (1 s),
+// TF_HTTP_RETRY_WAIT_MAX (30 s). Both clients retry (go-retryablehttp) on connection errors and
+// 5xx responses other than 501.
+const (
+	// LockMethod and UnlockMethod are the HTTP methods of lock and unlock requests.
+	LockMethod   = "LOCK"
+	UnlockMethod = "UNLOCK"
+	// retryMax, retryWaitMin and retryWaitMax (seconds) bound the retries of a run's requests: a
+	// local server answers fast, and a write that failed is kept (Server.Pending), so a few short
+	// retries are enough.
+	retryMax     = 3
+	retryWaitMin = 1
+	retryWaitMax = 5
+)
+
+// RunCredentials are what one run needs to use the server for its resource's state.
+type RunCredentials struct {
+	// RunID names the run in the locks it takes through the server (Lock.Info).
+	RunID string
+	// Suffix is the state the credentials are valid for.
+	Suffix string
+	// Address is the state URL (GET, POST, DELETE); LockAddress and UnlockAddress are the URLs of
+	// LOCK and UNLOCK requests (the same URL).
+	Address, LockAddress, UnlockAddress string
+	// Username and Password are the run's HTTP basic auth credentials.
+	Username, Password string
+}
+
+// Env returns the environment that configures a `backend "http" {}` block with these credentials:
+// every TF_HTTP_* setting the run needs (see the constants above), for terraform and tofu alike.
+// It holds the password: pass it to the run's process only.
+func (c RunCredentials) Env() map[string]string {
+	return map[string]string{
+		"TF_HTTP_ADDRESS":        c.Address,
+		"TF_HTTP_UPDATE_METHOD":  "POST",
+		"TF_HTTP_LOCK_ADDRESS":   c.LockAddress,
+		"TF_HTTP_UNLOCK_ADDRESS": c.UnlockAddress,
+		"TF_HTTP_LOCK_METHOD":    LockMethod,
+		"TF_HTTP_UNLOCK_METHOD":  UnlockMethod,
+		"TF_HTTP_USERNAME":       c.Username,
+		"TF_HTTP_PASSWORD":       c.Password,
+		"TF_HTTP_RETRY_MAX":      strconv.Itoa(retryMax),
+		"TF_HTTP_RETRY_WAIT_MIN": strconv.Itoa(retryWaitMin),
+		"TF_HTTP_RETRY_WAIT_MAX": strconv.Itoa(retryWaitMax),
+	}
+}
+
+// EnvList is Env as KEY=VALUE strings, sorted, for exec.Cmd.Env.
+func (c RunCredentials) EnvList() []string {
+	env := c.Env()
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sortStrings(out)
+	return out
+}
+
+// run is one run's credentials as the server keeps them.
+type run struct {
+	id      string
+	suffix  string
+	pwHash  [sha256.Size]byte
+	labels  map[string]string
+	lockIDs map[string]bool // locks taken with these credentials, by lock ID
+}
+
+// randomToken returns n random bytes, base64url without padding.
+func randomToken(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// newLockID returns a random UUID (version 4), the form of Terraform's lock IDs.
+func newLockID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// IssueRun issues credentials for one run of the resource whose state has this suffix (in
+// DefaultWorkspace), with a new random run ID; see IssueRunAs.
+func (s *Server) IssueRun(suffix string, labels map[string]string) (RunCredentials, func()) {
+	return s.IssueRunAs(randomToken(6), suffix, labels)
+}
+
+// IssueRunAs issues credentials for the run runID of the resource whose state has this suffix:
+// a username and a random 256-bit password for HTTP basic auth, valid for that suffix only and
+// until revoke is called (revoke is idempotent). labels are put on the state's Secrets and Lease
+// when the server writes them (besides the backend's own), like the backend's `labels` setting.
+// The server must have been started (Start), since the addresses name its port.
+func (s *Server) IssueRunAs(runID, suffix string, labels map[string]string) (creds RunCredentials, revoke func()) {
+	user := "run-" + randomToken(12)
+	password := randomToken(32)
+	r := &run{id: runID, suffix: suffix, pwHash: sha256.Sum256([]byte(password)), labels: maps.Clone(labels), lockIDs: map[string]bool{}}
+	s.mu.Lock()
+	s.runs[user] = r
+	addr := s.addr
+	s.mu.Unlock()
+	u := url.URL{Scheme: "http", Host: addr, Path: statePath + url.PathEscape(suffix)}
+	creds = RunCredentials{
+		RunID: runID, Suffix: suffix,
+		Address: u.String(), LockAddress: u.String(), UnlockAddress: u.String(),
+		Username: user, Password: password,
+	}
+	return creds, func() {
+		s.mu.Lock()
+		delete(s.runs, user)
+		s.mu.Unlock()
+	}
+}
+
+// authenticate returns the run whose credentials these are, or nil. The password is compared in
+// constant time.
+func (s *Server) authenticate(user, password string) *run {
+	s.mu.Lock()
+	r := s.runs[user]
+	s.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	h := sha256.Sum256([]byte(password))
+	if subtle.ConstantTimeCompare(h[:], r.pwHash[:]) != 1 {
+		return nil
+	}
+	return r
+}
+
+// runInfoPrefix starts the Info of every lock taken through the server.
+const runInfoPrefix = "conductor-tf run "
+
+// runLockInfo is the Info of a lock run runID takes through the server: it names the run, then
+// keeps what the client sent, if anything.
+func runLockInfo(runID, clientInfo string) string {
+	if clientInfo == "" {
+		return runInfoPrefix + runID
+	}
+	return runInfoPrefix + runID + ": " + clientInfo
+}
+
+// RunOfLock returns the ID of the run that took lock through a Server, or ok=false when it was not
+// taken through one (a person's terraform, say).
+func RunOfLock(lock *Lock) (runID string, ok bool) {
+	if lock == nil || !strings.HasPrefix(lock.Info, runInfoPrefix) {
+		return "", false
+	}
+	rest := strings.TrimPrefix(lock.Info, runInfoPrefix)
+	id, _, _ := strings.Cut(rest, ": ")
+	return id, id != ""
+}
+
+// errNotStarted is IssueRun's complaint, in the addresses, when the server is not listening.
+var _ = fmt.Sprintf

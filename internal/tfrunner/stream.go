@@ -1,0 +1,165 @@
+package tfrunner
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// The machine-readable UI: `plan -json`, `apply -json` and `destroy -json` write one JSON object
+// per line (Terraform's internal/command/views/json: message types "planned_change",
+// "change_summary", "outputs", "diagnostic", …; OpenTofu writes the same). terraform-json has no
+// types for these messages, so the few fields conductor-tf reads are declared here.
+
+// streamMessage is one line of the stream, with only the fields read.
+type streamMessage struct {
+	Level      string               `json:"@level"`
+	Message    string               `json:"@message"`
+	Type       string               `json:"type"`
+	Change     *streamChange        `json:"change,omitempty"`
+	Changes    *streamChangeSummary `json:"changes,omitempty"`
+	Outputs    map[string]streamOut `json:"outputs,omitempty"`
+	Diagnostic *streamDiagnostic    `json:"diagnostic,omitempty"`
+}
+
+// streamChange is a planned_change or resource_drift message's change.
+type streamChange struct {
+	Resource struct {
+		Addr string `json:"addr"`
+	} `json:"resource"`
+	// Action: noop, create, read, update, replace, delete, move, forget, import.
+	Action    string          `json:"action"`
+	Importing json.RawMessage `json:"importing,omitempty"`
+}
+
+// streamChangeSummary is a change_summary message: operation "plan", "apply" or "destroy".
+type streamChangeSummary struct {
+	Add       int    `json:"add"`
+	Change    int    `json:"change"`
+	Import    int    `json:"import"`
+	Remove    int    `json:"remove"`
+	Operation string `json:"operation"`
+}
+
+// streamOut is one root output of an outputs message; Value is absent for sensitive outputs.
+type streamOut struct {
+	Sensitive bool            `json:"sensitive"`
+	Value     json.RawMessage `json:"value,omitempty"`
+}
+
+type streamDiagnostic struct {
+	Severity string `json:"severity"`
+	Summary  string `json:"summary"`
+	Detail   string `json:"detail"`
+}
+
+// StreamResult is what a run's JSON stream said.
+type StreamResult struct {
+	// Plan is the plan the run made: its changes (from planned_change) and summary (from the
+	// plan's change_summary). HasChanges is false when nothing was to change.
+	Plan *Plan
+	// Applied is the apply's change_summary, when the run applied something.
+	Applied *Summary
+	// Outputs are the root outputs the run reported; sensitive ones have no Value.
+	Outputs map[string]Output
+	// Drift lists the addresses whose real objects changed outside Terraform (resource_drift).
+	Drift []string
+	// Errors are the error diagnostics, as "summary: detail".
+	Errors []string
+}
+
+// ReadStream reads a JSON stream to its end. Lines that are not JSON objects (a wrapper's output,
+// a provider's stray print) are skipped. It returns an error only when r fails.
+func ReadStream(r io.Reader) (*StreamResult, error) {
+	res := &StreamResult{Plan: &Plan{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var m streamMessage
+		if json.Unmarshal(line, &m) != nil {
+			continue
+		}
+		res.add(&m)
+	}
+	res.Plan.sortAndHash()
+	return res, sc.Err()
+}
+
+func (res *StreamResult) add(m *streamMessage) {
+	switch m.Type {
+	case "planned_change":
+		if c := m.Change; c != nil {
+			if ch, ok := planChange(c); ok {
+				res.Plan.Changes = append(res.Plan.Changes, ch)
+			}
+		}
+	case "resource_drift":
+		if m.Change != nil {
+			res.Drift = append(res.Drift, m.Change.Resource.Addr)
+		}
+	case "change_summary":
+		if s := m.Changes; s != nil {
+			sum := Summary{Add: s.Add, Change: s.Change, Destroy: s.Remove, Import: s.Import}
+			if s.Operation == "plan" {
+				res.Plan.Summary = sum
+				res.Plan.HasChanges = s.Add+s.Change+s.Remove+s.Import > 0
+			} else {
+				res.Applied = &sum
+			}
+		}
+	case "outputs":
+		res.Outputs = make(map[string]Output, len(m.Outputs))
+		for name, o := range m.Outputs {
+			res.Outputs[name] = Output{Value: o.Value, Sensitive: o.Sensitive}
+		}
+	case "diagnostic":
+		if d := m.Diagnostic; d != nil && d.Severity == "error" {
+			msg := d.Summary
+			if d.Detail != "" {
+				msg += ": " + d.Detail
+			}
+			res.Errors = append(res.Errors, msg)
+		}
+	}
+}
+
+// planChange turns a planned_change into a Change with the actions show -json would list.
+func planChange(c *streamChange) (Change, bool) {
+	ch := Change{Address: c.Resource.Addr, Importing: len(c.Importing) > 0 && string(c.Importing) != "null"}
+	switch c.Action {
+	case "create":
+		ch.Actions = []string{"create"}
+	case "update":
+		ch.Actions = []string{"update"}
+	case "delete":
+		ch.Actions = []string{"delete"}
+	case "replace":
+		ch.Actions = []string{"delete", "create"}
+	case "import", "noop", "read", "move", "forget", "":
+		if !ch.Importing && c.Action != "import" {
+			return ch, false
+		}
+		ch.Importing = true
+		ch.Actions = []string{"no-op"}
+	default:
+		ch.Actions = []string{c.Action}
+	}
+	return ch, true
+}
+
+// errorText joins a stream's error diagnostics, for a *RunError's message.
+func (res *StreamResult) errorText() string {
+	return strings.Join(res.Errors, "\n")
+}
+
+// String summarises the result for logs.
+func (res *StreamResult) String() string {
+	return fmt.Sprintf("plan +%d ~%d -%d (%d changes), outputs %d", res.Plan.Summary.Add, res.Plan.Summary.Change,
+		res.Plan.Summary.Destroy, len(res.Plan.Changes), len(res.Outputs))
+}
