@@ -259,7 +259,14 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 		// A first provisioning; a failed one stays Failed while it is retried, until it succeeds.
 		res.Status.Phase = v1alpha1.ResourceProvisioning
 	}
-	res.Status.LastRun = r.newRun(res, "plan", now)
+	// The common run is one apply -json process; a resource with imports stops between plan and
+	// apply (the approval gate for imported objects) and records "apply" when it gets there.
+	savedPlan := len(res.Spec.Import) > 0
+	op := "apply"
+	if savedPlan {
+		op = "plan"
+	}
+	res.Status.LastRun = r.newRun(res, op, now)
 	if res.Status.State == nil {
 		res.Status.State = &v1alpha1.StateStatus{}
 	}
@@ -271,7 +278,8 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 	}
 
 	opts := tfrunner.ApplyOptions{
-		Check: func(schema *tfrunner.ModuleSchema) error { return checkVariables(res, schema) },
+		SavedPlan: savedPlan,
+		Check:     func(schema *tfrunner.ModuleSchema) error { return checkVariables(res, schema) },
 		BeforeApply: func(p *tfrunner.Plan) error {
 			if err := approvalGate(res, p); err != nil {
 				return err

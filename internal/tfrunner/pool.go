@@ -152,8 +152,13 @@ type ApplyOptions struct {
 	Check func(*ModuleSchema) error
 	// Imports are imported, before planning, when their address is not in state yet.
 	Imports []ImportTarget
-	// BeforeApply is called with a plan that has changes, before it is applied; an error stops the
-	// run (the controller records the pending apply here, or holds a plan for approval).
+	// SavedPlan makes the run stop between plan and apply: plan to a file, read it (show -json),
+	// call BeforeApply, then apply that very plan. Without it (the common path) the run is one
+	// process, apply -auto-approve -json, and BeforeApply is not called. Runs with Imports always
+	// use a saved plan.
+	SavedPlan bool
+	// BeforeApply is called with a saved plan that has changes, before it is applied; an error
+	// stops the run (the controller holds a plan for approval here).
 	BeforeApply func(*Plan) error
 }
 
@@ -224,6 +229,9 @@ func (p *Pool) Apply(ctx context.Context, key string, spec Spec, opts ApplyOptio
 				}
 			}
 		}
+		if !opts.SavedPlan && len(opts.Imports) == 0 {
+			return p.applyJSON(ctx, ws, res)
+		}
 		if res.Plan, err = ws.Plan(ctx, PlanOptions{}); err != nil {
 			return err
 		}
@@ -242,6 +250,27 @@ func (p *Pool) Apply(ctx context.Context, key string, spec Spec, opts ApplyOptio
 		return err
 	})
 	return res, err
+}
+
+// applyJSON is the common run: one apply -json gives the plan, the apply and the non-sensitive
+// outputs; output -json runs only when the module has sensitive outputs, for their values.
+func (p *Pool) applyJSON(ctx context.Context, ws *Workspace, res *ApplyResult) error {
+	stream, err := ws.ApplyJSON(ctx)
+	if stream != nil {
+		res.Plan = stream.Plan
+		res.Applied = stream.Applied != nil && stream.Plan.HasChanges
+		res.Outputs = stream.Outputs
+	}
+	if err != nil {
+		return err
+	}
+	for _, o := range res.Outputs {
+		if o.Sensitive {
+			res.Outputs, err = ws.Outputs(ctx)
+			return err
+		}
+	}
+	return nil
 }
 
 // Destroy destroys everything in key's state (init first when needed), then forgets the workspace.

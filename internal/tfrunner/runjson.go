@@ -1,0 +1,62 @@
+package tfrunner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+)
+
+// ApplyJSON brings the infrastructure to the workspace's spec in one process:
+// `apply -auto-approve -input=false -json -var-file=…` (terraform-exec ApplyJSON). Its stream gives
+// the planned changes, the plan's and the apply's change summaries and the non-sensitive outputs
+// (sensitive outputs come without a value: read them with Outputs). The result is returned even
+// when the run fails, with what the stream said so far. Errors: *LockError when the state is
+// locked by someone else, else *RunError with Terraform's diagnostics, or a context error.
+func (w *Workspace) ApplyJSON(ctx context.Context) (*StreamResult, error) {
+	tf, err := w.tf()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	runErr := tf.ApplyJSON(ctx, &buf, tfexec.VarFile(varsFile))
+	res, _ := ReadStream(&buf)
+	if runErr != nil {
+		return res, classify("apply", streamError(runErr, res))
+	}
+	return res, nil
+}
+
+// DriftCheck plans without taking the lock and without saving a plan:
+// `plan -json -detailed-exitcode -lock=false -input=false` (terraform-exec PlanJSON). The result's
+// Plan says what applying would change; Drift lists the objects changed outside Terraform. It is
+// read-only: nothing is written to state. Errors are as for ApplyJSON, with operation "plan".
+func (w *Workspace) DriftCheck(ctx context.Context) (*StreamResult, error) {
+	tf, err := w.tf()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	hasChanges, runErr := tf.PlanJSON(ctx, &buf, tfexec.VarFile(varsFile), tfexec.Lock(false))
+	res, _ := ReadStream(&buf)
+	if runErr != nil {
+		return res, classify("plan", streamError(runErr, res))
+	}
+	res.Plan.HasChanges = hasChanges
+	return res, nil
+}
+
+// streamError adds the stream's error diagnostics to the error terraform-exec returned (with -json
+// they are on stdout, which terraform-exec does not include), in the "Error: summary" form that
+// classify and TrimMessage read.
+func streamError(err error, res *StreamResult) error {
+	if res == nil || len(res.Errors) == 0 {
+		return err
+	}
+	var b bytes.Buffer
+	for _, e := range res.Errors {
+		fmt.Fprintf(&b, "Error: %s\n\n", e)
+	}
+	return fmt.Errorf("%s\n%w", b.String(), err)
+}
