@@ -136,6 +136,7 @@ const (
 	ReasonValid                     = "Valid"
 	ReasonReplaceNeedsApproval      = "ReplaceNeedsApproval"
 	ReasonAdoptionRefused           = "AdoptionRefused"
+	ReasonWaitingForRunner          = "WaitingForRunner"
 )
 
 // Well-known labels, annotations and finalizers.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
@@ -123,6 +124,15 @@ func needsRun(res *v1alpha1.InfraResource, now time.Time, interval time.Duration
 	return true, 0
 }
 
+// tenant is who a resource's runs are for, for the pool's fair share: the bound claim's namespace,
+// or "" for a static resource.
+func tenant(res *v1alpha1.InfraResource) string {
+	if res.Spec.ClaimRef != nil {
+		return res.Spec.ClaimRef.Namespace
+	}
+	return ""
+}
+
 // suffix is the state Secret suffix of a resource.
 func suffix(res *v1alpha1.InfraResource) string { return statebackend.SuffixFor(res.Name) }
 
@@ -130,6 +140,7 @@ func suffix(res *v1alpha1.InfraResource) string { return statebackend.SuffixFor(
 // Secret inputs read now (never stored). It returns an *inputError when a Secret or key is missing.
 func (r *ResourceReconciler) runSpec(ctx context.Context, res *v1alpha1.InfraResource) (tfrunner.Spec, error) {
 	spec := tfrunner.Spec{
+		Tenant: tenant(res),
 		Module: tfrunner.Module{Source: res.Spec.Module.Source, Version: res.Spec.Module.Version},
 		Backend: tfrunner.Backend{Type: "kubernetes", Config: r.State.Attributes(suffix(res),
 			map[string]string{statebackend.LabelResource: statebackend.LabelValue(res.Name)})},
@@ -291,6 +302,13 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 	}
 	for _, imp := range res.Spec.Import {
 		opts.Imports = append(opts.Imports, tfrunner.ImportTarget{Address: imp.Address, ID: imp.ID})
+	}
+	opts.Queued = func(position, waiting int) {
+		setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionUnknown, v1alpha1.ReasonWaitingForRunner,
+			fmt.Sprintf("waiting for a runner: %d in line of %d waiting (runs are served across namespaces in turn)", position, waiting))
+		if err := r.record(ctx, res, before); err != nil {
+			log.FromContext(ctx).V(1).Info("could not record the place in line", "error", err.Error())
+		}
 	}
 	out, err := r.Runs.Apply(ctx, res.Name, spec, opts)
 	done := time.Now()

@@ -44,7 +44,7 @@ type Observer interface {
 // safe for concurrent installs.
 type Pool struct {
 	opts   PoolOptions
-	slots  chan struct{}
+	slots  *fairSlots
 	initMu sync.Mutex
 
 	mu         sync.Mutex
@@ -66,7 +66,7 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("runner pool directory: %w", err)
 	}
-	return &Pool{opts: opts, slots: make(chan struct{}, opts.MaxConcurrent), workspaces: map[string]*slot{}}, nil
+	return &Pool{opts: opts, slots: newFairSlots(opts.MaxConcurrent), workspaces: map[string]*slot{}}, nil
 }
 
 // MaxConcurrent is the bound on runs executing at once.
@@ -84,8 +84,10 @@ func (p *Pool) Busy(key string) bool {
 }
 
 // do runs fn with exclusive use of key's workspace while holding one of the pool's slots. It waits
-// for a slot until ctx is done; a ctx already done starts nothing (shutdown stops starting runs).
-func (p *Pool) do(ctx context.Context, key string, fn func(*Workspace) error) error {
+// for a slot, in turn with other tenants' runs (fairSlots), until ctx is done; queued, when set,
+// is told the run's place in line if it has to wait. A ctx already done starts nothing (shutdown
+// stops starting runs).
+func (p *Pool) do(ctx context.Context, key, tenant string, queued func(position, waiting int), fn func(*Workspace) error) error {
 	if !validKey.MatchString(key) {
 		return fmt.Errorf("invalid workspace key %q", key)
 	}
@@ -109,20 +111,18 @@ func (p *Pool) do(ctx context.Context, key string, fn func(*Workspace) error) er
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	waitStart := time.Now()
-	select {
-	case p.slots <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := p.slots.acquire(ctx, tenant, queued); err != nil {
+		return err
 	}
-	if ctx.Err() != nil { // both were ready and select chose the slot: still start nothing
-		<-p.slots
+	if ctx.Err() != nil { // handed a slot as ctx ended: still start nothing
+		p.slots.release()
 		return ctx.Err()
 	}
 	if o := p.opts.Observer; o != nil {
 		o.SlotAcquired(time.Since(waitStart))
 		defer o.SlotReleased()
 	}
-	defer func() { <-p.slots }()
+	defer p.slots.release()
 	if s.ws == nil {
 		ws, err := NewWorkspace(filepath.Join(p.opts.Dir, key), p.opts.Binary, p.opts.Env, p.opts.GracePeriod)
 		if err != nil {
@@ -160,6 +160,9 @@ type ApplyOptions struct {
 	// BeforeApply is called with a saved plan that has changes, before it is applied; an error
 	// stops the run (the controller holds a plan for approval here).
 	BeforeApply func(*Plan) error
+	// Queued, when set, is called once if the run must wait for a slot, with its place in line
+	// (1 = next) and the number of runs waiting.
+	Queued func(position, waiting int)
 }
 
 // ImportTarget is an existing object to import: a resource address inside the module and its id.
@@ -197,7 +200,7 @@ var ErrStopped = errors.New("run stopped")
 // Terraform, ErrStopped-wrapped errors from hooks, or context errors.
 func (p *Pool) Apply(ctx context.Context, key string, spec Spec, opts ApplyOptions) (*ApplyResult, error) {
 	res := &ApplyResult{}
-	err := p.do(ctx, key, func(ws *Workspace) error {
+	err := p.do(ctx, key, spec.Tenant, opts.Queued, func(ws *Workspace) error {
 		var err error
 		if res.Initialized, err = p.prepare(ctx, ws, spec); err != nil {
 			return err
@@ -275,7 +278,7 @@ func (p *Pool) applyJSON(ctx context.Context, ws *Workspace, res *ApplyResult) e
 
 // Destroy destroys everything in key's state (init first when needed), then forgets the workspace.
 func (p *Pool) Destroy(ctx context.Context, key string, spec Spec) error {
-	err := p.do(ctx, key, func(ws *Workspace) error {
+	err := p.do(ctx, key, spec.Tenant, nil, func(ws *Workspace) error {
 		if _, err := p.prepare(ctx, ws, spec); err != nil {
 			return err
 		}

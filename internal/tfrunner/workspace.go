@@ -41,8 +41,12 @@ type Spec struct {
 	Variables map[string]any
 	// SensitiveVariables are input variables read from Secrets; they are declared sensitive.
 	SensitiveVariables map[string]string
-	// Env are extra environment variables of every command (provider credentials).
+	// Env are extra environment variables of every command (provider credentials, the state
+	// server's per-run TF_HTTP_* settings).
 	Env map[string]string
+	// Tenant is who the run is for (the claim's namespace; "" for static resources): waiting runs
+	// are served across tenants in turn. It is not part of the workspace.
+	Tenant string
 }
 
 // Workspace is the working directory of one resource. It is not safe for concurrent use: the Pool

@@ -1,0 +1,115 @@
+package tfrunner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestFairShare: with both slots busy and 300 runs of namespace a waiting, a run of namespace b
+// queued last is told it is second in line and starts within the next two runs, not after the 300.
+// The pool is real; the runs' work is a sleep (this tests the pool's decision, not Terraform).
+func TestFairShare(t *testing.T) {
+	p, err := NewPool(PoolOptions{Dir: t.TempDir(), MaxConcurrent: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var mu sync.Mutex
+	var order []string
+	run := func(key, tenant string, queued func(int, int)) {
+		err := p.do(ctx, key, tenant, queued, func(*Workspace) error {
+			mu.Lock()
+			order = append(order, tenant+"/"+key)
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	// Hold both slots until every run of a is queued.
+	hold := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = p.do(ctx, fmt.Sprintf("holder-%d", i), "a", nil, func(*Workspace) error { <-hold; return nil })
+		}()
+	}
+	waitFor(t, func() bool { return p.slots.free == 0 })
+	for i := range 300 {
+		wg.Add(1)
+		go func() { defer wg.Done(); run(fmt.Sprintf("r-%d", i), "a", nil) }()
+	}
+	waitFor(t, func() bool { p.slots.mu.Lock(); defer p.slots.mu.Unlock(); return p.slots.waitingLocked() == 300 })
+	var pos, waiting int
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		run("late", "b", func(position, n int) { pos, waiting = position, n })
+	}()
+	waitFor(t, func() bool { p.slots.mu.Lock(); defer p.slots.mu.Unlock(); return p.slots.waitingLocked() == 301 })
+	close(hold)
+	wg.Wait()
+
+	at := -1
+	for i, o := range order {
+		if o == "b/late" {
+			at = i
+		}
+	}
+	if at < 0 || at > 2 {
+		t.Errorf("namespace b's run started as run %d of %d, want within the first 3 after it was queued", at+1, len(order))
+	}
+	if pos != 2 || waiting != 301 {
+		t.Errorf("b's place in line = %d of %d, want 2 of 301", pos, waiting)
+	}
+}
+
+// TestFairSlotsOrder checks the round robin itself: three tenants' waiting runs are served one of
+// each in turn, first come first served within a tenant, and positions predict the order.
+func TestFairSlotsOrder(t *testing.T) {
+	f := newFairSlots(0)
+	ctx := context.Background()
+	arrivals := []string{"a1", "a2", "a3", "b1", "c1", "c2"}
+	got := make(chan string, len(arrivals))
+	positions := map[string]int{}
+	var mu sync.Mutex
+	for _, name := range arrivals {
+		done := make(chan struct{})
+		go func() {
+			_ = f.acquire(ctx, name[:1], func(pos, _ int) { mu.Lock(); positions[name] = pos; mu.Unlock(); close(done) })
+			got <- name
+		}()
+		<-done
+	}
+	var order []string
+	for range arrivals {
+		f.release()
+		order = append(order, <-got)
+	}
+	want := []string{"a1", "b1", "c1", "a2", "c2", "a3"}
+	if fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Errorf("served %v, want %v", order, want)
+	}
+	// Positions were computed on arrival: a later arrival of another tenant can move ahead.
+	if positions["a1"] != 1 || positions["b1"] != 2 || positions["c2"] != 5 {
+		t.Errorf("positions on arrival %v", positions)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
