@@ -47,8 +47,9 @@ type Pool struct {
 	slots  *fairSlots
 	initMu sync.Mutex
 
-	mu         sync.Mutex
-	workspaces map[string]*slot
+	mu          sync.Mutex
+	workspaces  map[string]*slot
+	sharedInits map[string]*sharedInit
 }
 
 type slot struct {
@@ -133,16 +134,19 @@ func (p *Pool) do(ctx context.Context, key, tenant string, queued func(position,
 	return fn(s.ws)
 }
 
-// prepare writes spec into the workspace and runs init when needed, under the pool's init lock.
-// It reports whether init ran.
+// prepare writes spec into the workspace and, when its init key changed, links it to the shared
+// initialised directory of that key (running init there once per key; see shared.go). It reports
+// whether init ran.
 func (p *Pool) prepare(ctx context.Context, ws *Workspace, spec Spec) (bool, error) {
 	needsInit, err := ws.Prepare(spec)
 	if err != nil || !needsInit {
 		return false, err
 	}
-	p.initMu.Lock()
-	defer p.initMu.Unlock()
-	return true, ws.Init(ctx)
+	s, ran, err := p.shared(ctx, ws, spec)
+	if err != nil {
+		return false, err
+	}
+	return ran, ws.link(s)
 }
 
 // ApplyOptions are the controller's hooks into Apply.

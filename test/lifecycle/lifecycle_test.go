@@ -204,7 +204,7 @@ var _ = Describe("A claim through the file module", func() {
 		Expect(secret.Labels).NotTo(HaveKey(statebackend.LabelResource))
 
 		By("a new resource of the same name does not silently take over the orphaned state")
-		plans := countOps("plan", res.Name)
+		plans := runs(res.Name)
 		again := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: res.Name}, Spec: res.Spec}
 		again.Spec.ClaimRef = nil
 		Expect(k8s.Create(s.ctx, again)).To(Succeed())
@@ -212,7 +212,7 @@ var _ = Describe("A claim through the file module", func() {
 			return condition(s.resource(res.Name)().Status.Conditions, v1alpha1.ConditionSynced).Reason
 		}, timeout).
 			Should(Equal(v1alpha1.ReasonAdoptionRefused))
-		Expect(countOps("plan", res.Name)).To(Equal(plans), "the new resource ran no plan")
+		Expect(runs(res.Name)).To(Equal(plans), "the new resource ran nothing")
 		Expect(fileContent(path)).To(Equal("hello kept"))
 	})
 })
@@ -352,8 +352,9 @@ var _ = Describe("A failing apply", func() {
 })
 
 var _ = Describe("The runner pool", func() {
-	It("never runs more than --max-concurrent-runs commands at once, and does not init an unchanged resource again", func() {
+	It("never runs more than --max-concurrent-runs commands at once, and inits a module version once for all its resources", func() {
 		s := newScenario()
+		initsBefore := sharedInits()
 		Expect(k8s.Create(s.ctx, fileClass("pool-"+s.ns, s.kind, v1alpha1.ReclaimDelete))).To(Succeed())
 		claims := make([]*v1alpha1.InfraClaim, 5)
 		var wg sync.WaitGroup
@@ -374,11 +375,14 @@ var _ = Describe("The runner pool", func() {
 		}
 		Expect(maxOverlap()).To(Equal(maxRuns), "the pool ran commands in parallel, up to its bound and not beyond")
 
-		// The sync interval plans every resource again; none of them runs init a second time.
+		// One module version, one backend block (the state server's, configured per run): one
+		// init for the five resources. The sync interval runs every resource again; none inits.
 		for _, n := range names {
-			Eventually(func() int { return countOps("plan", n) }, timeout, time.Second).Should(BeNumerically(">=", 2))
-			Expect(countOps("init", n)).To(Equal(1), "resource %s", n)
+			Eventually(func() int { return runs(n) }, timeout, time.Second).Should(BeNumerically(">=", 2))
+			Expect(countOps("init", n)).To(BeZero(), "resource %s ran init in its own directory", n)
+			Expect(countOps("apply", n)).To(Equal(runs(n)), "resource %s: every run is one apply -json process", n)
 		}
+		Expect(sharedInits() - initsBefore).To(Equal(1), "one init for one module version")
 		Expect(maxOverlap()).To(BeNumerically("<=", maxRuns))
 	})
 })

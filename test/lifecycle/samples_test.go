@@ -68,11 +68,9 @@ var _ = Describe("The worked example of the README", func() {
 		Expect(k8s.Get(s.ctx, client.ObjectKey{Namespace: "minio-legacy", Name: "legacy"}, objectStore())).To(Succeed())
 
 		By("a new resource adopts the orphaned state and plans zero changes")
-		applies := 0
 		applySample(s, "adopt_orphaned_state.yaml")
 		Eventually(func() *v1alpha1.RunStatus { return s.resource("legacy-minio-again")().Status.LastRun }, timeout, time.Second).Should(
 			And(HaveField("Result", "Succeeded"), HaveField("Operation", "plan"), HaveField("Summary", Equal(&v1alpha1.PlanSummary{}))))
-		Expect(countOps("apply", "legacy-minio-again")).To(Equal(applies))
 		Expect(s.resource("legacy-minio-again")().Status.State.AdoptedFrom).To(Equal(orphan.Name))
 	})
 })

@@ -214,6 +214,22 @@ func countOps(op, dirSuffix string) int {
 	return n
 }
 
+// runs counts the run commands (plan, apply) of a resource's workspace: a run is one apply -json,
+// or plan then apply for a resource that stops between them.
+func runs(resource string) int { return countOps("plan", resource) + countOps("apply", resource) }
+
+// sharedInits counts the inits run in the pool's shared init directories (one per module version
+// and backend block).
+func sharedInits() int {
+	n := 0
+	for _, c := range commands() {
+		if c.start && c.op == "init" && strings.Contains(c.dir, "/.modules/") {
+			n++
+		}
+	}
+	return n
+}
+
 // maxOverlap is the largest number of run commands (not version checks or module fetches, which
 // do not take a pool slot) that were running at the same moment, from the log's append order.
 func maxOverlap() int {

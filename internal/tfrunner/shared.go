@@ -1,0 +1,120 @@
+package tfrunner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/hashicorp/go-version"
+)
+
+// One init per module version. Workspaces whose init would be identical — same binary, module
+// address and backend block (initKey) — share one initialised data directory: init runs once, in
+// Dir/.modules/<key>, and each workspace's .terraform is a symbolic link to that directory's
+// .terraform (the module manifest's paths are relative to the working directory, so they resolve
+// through the link) with a copy of its dependency lock file. With the state server's http backend,
+// configured per run from TF_HTTP_* variables, every resource of a module version has the same
+// backend block, so 1,000 claims of one class cost one init. Runs only read the shared directory
+// (providers, modules, the backend's settings); init is the only writer.
+
+const sharedDirName = ".modules"
+
+// sharedInit is one initialised data directory.
+type sharedInit struct {
+	mu     sync.Mutex
+	dir    string
+	ready  bool
+	schema *ModuleSchema
+}
+
+// shared returns the initialised directory for ws's init key, running init there first when it is
+// not yet, and reports whether init ran. spec (with the run's env) is the one the triggering run
+// uses: init may read the state through the backend.
+func (p *Pool) shared(ctx context.Context, ws *Workspace, spec Spec) (*sharedInit, bool, error) {
+	key, err := ws.initKey()
+	if err != nil {
+		return nil, false, err
+	}
+	p.mu.Lock()
+	if p.sharedInits == nil {
+		p.sharedInits = map[string]*sharedInit{}
+	}
+	s, ok := p.sharedInits[key]
+	if !ok {
+		s = &sharedInit{dir: filepath.Join(p.opts.Dir, sharedDirName, key[:24])}
+		p.sharedInits[key] = s
+	}
+	p.mu.Unlock()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ready {
+		return s, false, nil
+	}
+	init, err := NewWorkspace(s.dir, ws.bin, ws.baseEnv, ws.grace)
+	if err != nil {
+		return nil, false, err
+	}
+	needsInit, err := init.Prepare(spec)
+	if err != nil {
+		return nil, false, err
+	}
+	ran := false
+	if needsInit {
+		if serializeInit(ws.bin) {
+			p.initMu.Lock()
+			defer p.initMu.Unlock()
+		}
+		if err := init.Init(ctx); err != nil {
+			return nil, false, err
+		}
+		ran = true
+	}
+	s.schema, s.ready = init.Schema(), true
+	return s, ran, nil
+}
+
+// tofuLocksPluginCache is the first OpenTofu release that locks its plugin cache directory itself
+// (OpenTofu 1.10 changelog: "the provider plugin cache is now safe for concurrent use").
+var tofuLocksPluginCache = version.Must(version.NewVersion("1.10.0"))
+
+// serializeInit reports whether inits must not overlap: Terraform's plugin cache is not safe for
+// concurrent installs (its documentation says so); OpenTofu >= 1.10 locks it.
+func serializeInit(bin Binary) bool {
+	return bin.Flavor != OpenTofu || bin.Version == nil || bin.Version.LessThan(tofuLocksPluginCache)
+}
+
+// link makes w use the shared initialised directory s: .terraform becomes a link to s's, the lock
+// file is copied, the root module is written with the module's outputs, and the init stamp is set.
+func (w *Workspace) link(s *sharedInit) error {
+	data := filepath.Join(w.dir, ".terraform")
+	if err := os.RemoveAll(data); err != nil {
+		return err
+	}
+	if err := os.Symlink(filepath.Join(s.dir, ".terraform"), data); err != nil {
+		return fmt.Errorf("linking the shared init: %w", err)
+	}
+	lock, err := os.ReadFile(filepath.Join(s.dir, lockFile))
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	if err == nil {
+		if err := writeFileAtomic(filepath.Join(w.dir, lockFile), lock, 0o600); err != nil {
+			return err
+		}
+	}
+	w.schema = s.schema
+	if err := w.writeRoot(); err != nil {
+		return err
+	}
+	key, err := w.initKey()
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(w.dir, stampFile), []byte(key), 0o600)
+}
+
+// lockFile is Terraform's dependency lock file.
+const lockFile = ".terraform.lock.hcl"
