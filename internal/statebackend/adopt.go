@@ -3,6 +3,7 @@ package statebackend
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,7 +22,8 @@ func (e *AdoptError) Error() string { return e.Message }
 
 // Adopt makes the orphaned state Secret `from` the state of resource, whose state lives in the
 // workspace's Secret for suffix: the data is copied to that Secret (with the backend's labels for
-// the new suffix and LabelResource), then `from` is deleted. Each step is idempotent, so an
+// the new suffix and LabelResource), then `from` is deleted. A state of several chunks (layout.go)
+// moves whole: its -part-N Secrets are copied before and deleted before chunk 0. Each step is idempotent, so an
 // adoption interrupted between the two finishes on the next call. It returns an *AdoptError when
 // `from` does not exist, is not labelled LabelOrphanedFrom, is labelled as another resource's
 // state, or when the resource already has state with resources in it.
@@ -51,47 +53,111 @@ func Adopt(ctx context.Context, kube kubernetes.Interface, namespace, from, work
 	if src.Labels[LabelOrphanedFrom] == "" {
 		return &AdoptError{fmt.Sprintf("state Secret %s is not orphaned (no %s label)", from, LabelOrphanedFrom)}
 	}
-	if from == target {
-		// The resource's own name: only the labels change.
-		delete(src.Labels, LabelOrphanedFrom)
-		src.Labels[LabelResource] = resource
-		_, err := secrets.Update(ctx, src, metav1.UpdateOptions{})
+	srcParts, err := sourceParts(ctx, kube, namespace, src)
+	if err != nil {
 		return err
 	}
+	if from == target {
+		// The resource's own name: only the labels change (of every chunk, chunk 0 last).
+		for _, p := range slices.Backward(append([]*corev1.Secret{src}, srcParts...)) {
+			delete(p.Labels, LabelOrphanedFrom)
+			p.Labels[LabelResource] = resource
+			if _, err := secrets.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if existing != nil && existing.Annotations[AnnotationAdoptedFrom] != from {
-		if st, err := Decode(existing.Data); err == nil && st.Resources > 0 {
+		if st, found, err := Read(ctx, kube, namespace, workspace, suffix); err == nil && found && st.Resources > 0 {
 			return &AdoptError{fmt.Sprintf("resource %s already has state with %d resources in %s", resource, st.Resources, target)}
 		}
-		if err := secrets.Delete(ctx, target, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := deleteState(ctx, kube, namespace, workspace, suffix); err != nil {
 			return err
 		}
 		existing = nil
 	}
 	if existing == nil {
+		// The labels the kubernetes backend itself puts on a workspace's Secret, and LabelResource.
+		labels := backendLabels(workspace, suffix, map[string]string{LabelResource: resource})
+		// The -part-N chunks of a large state first, so that chunk 0, the mark of a finished copy
+		// that a resumed adoption trusts, is written last.
+		for i, p := range srcParts {
+			if err := putChunk(ctx, kube, namespace, chunkName(workspace, suffix, i+1), labels, p); err != nil {
+				return fmt.Errorf("writing adopted state %s: %w", target, err)
+			}
+		}
+		if cs, err := listChunks(ctx, kube, namespace, workspace, suffix); err != nil {
+			return err
+		} else if err := deleteChunks(ctx, kube, namespace, cs, len(srcParts)+1); err != nil {
+			return err
+		}
 		annotations := map[string]string{AnnotationAdoptedFrom: from}
 		for k, v := range src.Annotations {
 			annotations[k] = v
 		}
 		adopted := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: target, Namespace: namespace, Annotations: annotations,
-				// The labels the kubernetes backend itself puts on a workspace's Secret.
-				Labels: map[string]string{
-					"tfstate": "true", "tfstateSecretSuffix": suffix, "tfstateWorkspace": workspace,
-					"app.kubernetes.io/managed-by": "terraform", LabelResource: resource,
-				},
-			},
-			Type: src.Type,
-			Data: src.Data,
+			ObjectMeta: metav1.ObjectMeta{Name: target, Namespace: namespace, Annotations: annotations, Labels: labels},
+			Type:       src.Type,
+			Data:       src.Data,
 		}
 		if _, err := secrets.Create(ctx, adopted, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("writing adopted state %s: %w", target, err)
+		}
+	}
+	for _, p := range slices.Backward(srcParts) {
+		if err := secrets.Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing adopted state %s: %w", p.Name, err)
 		}
 	}
 	if err := secrets.Delete(ctx, from, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing adopted state %s: %w", from, err)
 	}
 	return nil
+}
+
+// sourceParts returns the -part-1.. chunks of the state whose chunk 0 is src (layout.go), in
+// order: those of the workspace and suffix its backend labels name, when its name is that
+// workspace's state Secret name; none otherwise. It returns an error when a chunk is missing.
+func sourceParts(ctx context.Context, kube kubernetes.Interface, namespace string, src *corev1.Secret) ([]*corev1.Secret, error) {
+	ws, sfx := src.Labels[labelWorkspace], src.Labels[labelSuffix]
+	if ws == "" || sfx == "" || SecretName(ws, sfx) != src.Name {
+		return nil, nil
+	}
+	cs, err := listChunks(ctx, kube, namespace, ws, sfx)
+	if err != nil {
+		return nil, err
+	}
+	parts := make([]*corev1.Secret, 0, len(cs))
+	for i := 1; i < len(cs); i++ {
+		if cs[i] == nil {
+			return nil, fmt.Errorf("state %s: chunk %s is missing", src.Name, chunkName(ws, sfx, i))
+		}
+		parts = append(parts, cs[i])
+	}
+	return parts, nil
+}
+
+// putChunk creates or updates the Secret name as a copy of the chunk src's data, type and
+// annotations, with labels.
+func putChunk(ctx context.Context, kube kubernetes.Interface, namespace, name string, labels map[string]string, src *corev1.Secret) error {
+	secrets := kube.CoreV1().Secrets(namespace)
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, Annotations: src.Annotations},
+		Type:       src.Type,
+		Data:       src.Data,
+	}
+	_, err := secrets.Create(ctx, s, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	existing, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	s.ResourceVersion = existing.ResourceVersion
+	_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+	return err
 }
 
 // OrphanedFrom returns the LabelOrphanedFrom label of a workspace's state Secret: the resource

@@ -6,9 +6,8 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
-	"fmt"
 	"maps"
-	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -72,7 +71,7 @@ func (c RunCredentials) EnvList() []string {
 	for k, v := range env {
 		out = append(out, k+"="+v)
 	}
-	sortStrings(out)
+	slices.Sort(out)
 	return out
 }
 
@@ -121,10 +120,10 @@ func (s *Server) IssueRunAs(runID, suffix string, labels map[string]string) (cre
 	s.runs[user] = r
 	addr := s.addr
 	s.mu.Unlock()
-	u := url.URL{Scheme: "http", Host: addr, Path: statePath + url.PathEscape(suffix)}
+	u := stateURL(addr, suffix)
 	creds = RunCredentials{
 		RunID: runID, Suffix: suffix,
-		Address: u.String(), LockAddress: u.String(), UnlockAddress: u.String(),
+		Address: u, LockAddress: u, UnlockAddress: u,
 		Username: user, Password: password,
 	}
 	return creds, func() {
@@ -172,6 +171,3 @@ func RunOfLock(lock *Lock) (runID string, ok bool) {
 	id, _, _ := strings.Cut(rest, ": ")
 	return id, id != ""
 }
-
-// errNotStarted is IssueRun's complaint, in the addresses, when the server is not listening.
-var _ = fmt.Sprintf

@@ -2,8 +2,6 @@ package statebackend
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -244,9 +242,7 @@ func (h *Handle) Version(ctx context.Context, serial int64) ([]byte, error) {
 // lineage; the version it replaces goes to history as every replaced version does, so a restore
 // can itself be undone. Without a current state the version is written with its own serial.
 func (h *Handle) Restore(ctx context.Context, serial int64) error {
-	id := make([]byte, 16)
-	_, _ = rand.Read(id)
-	lockID := hex.EncodeToString(id)
+	lockID := newLockID()
 	if _, err := h.Lock(ctx, Lock{
 		ID: lockID, Operation: "restore", Info: fmt.Sprintf("conductor-tf restore of serial %d", serial),
 		Who: Who(), Version: "conductor-tf", Created: time.Now().UTC(),

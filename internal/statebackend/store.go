@@ -99,7 +99,7 @@ func (h *Handle) Delete(ctx context.Context) error {
 type ConflictError struct {
 	// Stored is the serial and lineage of the state in the Secret; Sent those of the state refused.
 	Stored, Sent State
-	Message    string
+	Message      string
 }
 
 func (e *ConflictError) Error() string { return e.Message }

@@ -1,0 +1,230 @@
+package statebackend
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+)
+
+// The handlers of the http backend protocol's requests (see Server for the protocol and its
+// sources). Each returns nil after writing a success response, or the error response to write.
+
+// unavailable is a 503 for an error of the API server (the clients retry 5xx).
+func unavailable(err error) *httpError {
+	return &httpError{status: http.StatusServiceUnavailable, err: err}
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request, h *Handle) *httpError {
+	if err := s.flushPending(r.Context(), h.suffix); err != nil {
+		return unavailable(err)
+	}
+	state, found, err := h.Read(r.Context())
+	if err != nil {
+		return unavailable(err)
+	}
+	if !found {
+		w.WriteHeader(http.StatusNotFound)
+		return nil
+	}
+	sum := md5.Sum(state)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
+	_, _ = w.Write(state)
+	return nil
+}
+
+// readBody reads a request body, checking its Content-MD5 header when present.
+func readBody(r *http.Request, w http.ResponseWriter) ([]byte, *httpError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxStateBytes))
+	if err != nil {
+		return nil, &httpError{status: http.StatusBadRequest, err: fmt.Errorf("reading the request body: %w", err)}
+	}
+	if raw := r.Header.Get("Content-MD5"); raw != "" {
+		sum := md5.Sum(body)
+		if raw != base64.StdEncoding.EncodeToString(sum[:]) {
+			return nil, &httpError{status: http.StatusBadRequest, err: errors.New("the body does not match its Content-MD5")}
+		}
+	}
+	return body, nil
+}
+
+// checkLock returns a 423 with the holder when the state is locked under another ID than id
+// (an empty id: the client holds no lock).
+func checkLock(ctx context.Context, h *Handle, id string) *httpError {
+	lock, err := h.InspectLock(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	if lock != nil && lock.ID != id {
+		return &httpError{status: http.StatusLocked, holder: lock, err: &LockedError{Holder: lock}}
+	}
+	return nil
+}
+
+func (s *Server) post(w http.ResponseWriter, r *http.Request, h *Handle, rn *run) *httpError {
+	body, e := readBody(r, w)
+	if e != nil {
+		return e
+	}
+	ctx := r.Context()
+	if e := checkLock(ctx, h, r.URL.Query().Get("ID")); e != nil {
+		return e
+	}
+	sent, err := decodeJSON(body)
+	if err != nil {
+		return &httpError{status: http.StatusBadRequest, err: &InvalidStateError{Err: err}}
+	}
+	s.mu.Lock()
+	p, hasPending := s.pending[h.suffix]
+	s.mu.Unlock()
+	if hasPending {
+		// The pending state is the newest accepted: the new one must follow it, and is then
+		// written in its place whatever is stored.
+		if prev, err := decodeJSON(p.state); err == nil {
+			if err := checkFollows(prev, sent, SecretName(h.workspace, h.suffix)+" (pending)"); err != nil {
+				return &httpError{status: http.StatusConflict, err: err}
+			}
+		}
+		if err := h.write(ctx, body, false); err != nil {
+			s.keepPending(h, body, err)
+			return unavailable(err)
+		}
+		s.mu.Lock()
+		delete(s.pending, h.suffix)
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	err = h.Write(ctx, body)
+	var conflict *ConflictError
+	var invalid *InvalidStateError
+	switch {
+	case errors.As(err, &conflict):
+		return &httpError{status: http.StatusConflict, err: err}
+	case errors.As(err, &invalid):
+		return &httpError{status: http.StatusBadRequest, err: err}
+	case err != nil:
+		s.keepPending(h, body, err)
+		return unavailable(err)
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// delete removes the state's Secrets (its last version kept in history), when the state is not
+// locked or locked by a lock this run took; the Lease and history stay.
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, h *Handle, rn *run) *httpError {
+	ctx := r.Context()
+	lock, err := h.InspectLock(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	s.mu.Lock()
+	ours := lock != nil && rn.lockIDs[lock.ID]
+	s.mu.Unlock()
+	if lock != nil && !ours {
+		return &httpError{status: http.StatusLocked, holder: lock, err: &LockedError{Holder: lock}}
+	}
+	if stored, found, err := h.Read(ctx); err != nil {
+		return unavailable(err)
+	} else if found && h.store.HistoryLimit > 0 {
+		if cur, err := decodeJSON(stored); err == nil {
+			if err := h.keepVersion(ctx, cur, stored); err != nil {
+				return unavailable(err)
+			}
+		}
+	}
+	if err := deleteState(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix); err != nil {
+		return unavailable(err)
+	}
+	s.mu.Lock()
+	delete(s.pending, h.suffix)
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+func (s *Server) lock(w http.ResponseWriter, r *http.Request, h *Handle, rn *run) *httpError {
+	body, e := readBody(r, w)
+	if e != nil {
+		return e
+	}
+	var info Lock
+	if err := json.Unmarshal(body, &info); err != nil || info.ID == "" {
+		return &httpError{status: http.StatusBadRequest, err: fmt.Errorf("the body is not a LockInfo with an ID: %v", err)}
+	}
+	info.Info = runLockInfo(rn.id, info.Info)
+	held, err := h.Lock(r.Context(), info)
+	var locked *LockedError
+	if errors.As(err, &locked) {
+		return &httpError{status: http.StatusLocked, holder: locked.Holder, err: err}
+	}
+	if err != nil {
+		return unavailable(err)
+	}
+	s.mu.Lock()
+	rn.lockIDs[held.ID] = true
+	s.mu.Unlock()
+	raw, _ := json.Marshal(held)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(raw)
+	return nil
+}
+
+func (s *Server) unlock(w http.ResponseWriter, r *http.Request, h *Handle, rn *run) *httpError {
+	body, e := readBody(r, w)
+	if e != nil {
+		return e
+	}
+	ctx := r.Context()
+	var info Lock
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &info); err != nil {
+			return &httpError{status: http.StatusBadRequest, err: fmt.Errorf("the body is not a LockInfo: %w", err)}
+		}
+	}
+	id := info.ID
+	if id == "" {
+		// terraform's force-unlock sends no body: only a lock this run took is released so.
+		lock, err := h.InspectLock(ctx)
+		if err != nil {
+			return unavailable(err)
+		}
+		if lock == nil {
+			return nil
+		}
+		s.mu.Lock()
+		ours := rn.lockIDs[lock.ID]
+		s.mu.Unlock()
+		if !ours {
+			return &httpError{status: http.StatusConflict, err: errors.New("unlock without a lock ID: the state is locked by a lock this run did not take")}
+		}
+		id = lock.ID
+	}
+	err := h.Unlock(ctx, id)
+	var locked *LockedError
+	if errors.As(err, &locked) {
+		return &httpError{status: http.StatusLocked, holder: locked.Holder, err: err}
+	}
+	if err != nil {
+		return unavailable(err)
+	}
+	s.mu.Lock()
+	delete(rn.lockIDs, id)
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// stateURL is the address of a state on a server listening at addr.
+func stateURL(addr, suffix string) string {
+	u := url.URL{Scheme: "http", Host: addr, Path: statePath + url.PathEscape(suffix)}
+	return u.String()
+}
