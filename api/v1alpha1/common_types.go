@@ -137,6 +137,15 @@ const (
 	ReasonReplaceNeedsApproval      = "ReplaceNeedsApproval"
 	ReasonAdoptionRefused           = "AdoptionRefused"
 	ReasonWaitingForRunner          = "WaitingForRunner"
+	// ReasonStateNotSaved: a run's state could not be saved; the controller keeps it and runs
+	// nothing until it is saved. ReasonStateSaved: it was saved later.
+	ReasonStateNotSaved = "StateNotSaved"
+	ReasonStateSaved    = "StateSaved"
+	// ReasonStateMissing: a resource that was applied has no state; it is not planned from empty state.
+	ReasonStateMissing = "StateMissing"
+	// ReasonStateRestored and ReasonStateRestoreFailed: the restore annotation's outcome.
+	ReasonStateRestored      = "StateRestored"
+	ReasonStateRestoreFailed = "StateRestoreFailed"
 )
 
 // Well-known labels, annotations and finalizers.
@@ -161,4 +170,10 @@ const (
 	AnnotationRenderedGeneration = "conductor.io/rendered-from-generation"
 	// AnnotationApproveReplace approves, by plan id, a plan that destroys or replaces imported objects.
 	AnnotationApproveReplace = "conductor.io/approve-replace"
+	// AnnotationRestoreState names the serial of a version in the state's history to restore as
+	// the current state, before the next run; the controller removes it once done.
+	AnnotationRestoreState = "conductor.io/restore-state-serial"
+	// AnnotationStartFresh ("true") lets a resource that was applied, and whose state is gone, plan
+	// from empty state (creating everything again); removed after the next successful apply.
+	AnnotationStartFresh = "conductor.io/start-fresh"
 )

@@ -44,6 +44,8 @@ type options struct {
 	installVersion         string
 	namespace, kubeconfig  string
 	syncInterval, grace    time.Duration
+	stateHistory           int
+	stateServerAddr        string
 }
 
 func main() {
@@ -62,6 +64,8 @@ func main() {
 	flag.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "conductor-system"), "Namespace of the state Secrets and lock Leases (must exist).")
 	flag.StringVar(&o.kubeconfig, "state-kubeconfig", "", "Kubeconfig Terraform's kubernetes backend and provider use; empty: in-cluster config in a pod, else $KUBECONFIG.")
 	flag.DurationVar(&o.syncInterval, "sync-interval", controller.DefaultSyncInterval, "How often an unchanged resource is planned again to detect drift.")
+	flag.IntVar(&o.stateHistory, "state-history", statebackend.DefaultHistoryLimit, "Earlier versions of each state kept beside it, for restore.")
+	flag.StringVar(&o.stateServerAddr, "state-server-address", "127.0.0.1:0", "Loopback address the state server (Terraform's http backend, for the controller's own runs) listens on; port 0 picks one.")
 	flag.DurationVar(&o.grace, "grace-period", tfrunner.DefaultGracePeriod, "How long a run gets to stop after SIGINT on shutdown.")
 	zapOpts := zap.Options{Development: true}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -166,6 +170,21 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	// The state server outlives the manager: runs cancelled at shutdown still save their state
+	// and release their lock through it while the manager waits for them.
+	stateServer := statebackend.NewServer(kube, state.Namespace, o.stateHistory)
+	stateLog := ctrl.Log.WithName("state-server")
+	stateServer.OnError = func(runID, suffix string, status int, err error) {
+		stateLog.Info("request refused", "run", runID, "state", suffix, "status", status, "reason", err.Error())
+	}
+	stateServer.OnPending = func(suffix string, _ []byte, err error) {
+		stateLog.Error(err, "a run's state could not be saved; it is kept until it is", "state", suffix)
+	}
+	serverCtx, stopServer := context.WithCancel(context.Background())
+	defer stopServer()
+	if err := stateServer.Start(serverCtx, o.stateServerAddr); err != nil {
+		return fmt.Errorf("state server: %w", err)
+	}
 	rec := mgr.GetEventRecorder("conductor-tf")
 	metrics.Register(mgr.GetCache())
 	if err := (&controller.ClaimReconciler{
@@ -174,7 +193,7 @@ func run(o options) error {
 		return err
 	}
 	if err := (&controller.ResourceReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: pool, State: state,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: pool, State: state, StateServer: stateServer,
 		Identity:     controller.RunIdentity{Who: statebackend.Who(), Controller: o.podName},
 		SyncInterval: o.syncInterval, MaxConcurrentReconciles: o.workers,
 	}).SetupWithManager(mgr); err != nil {
@@ -193,7 +212,7 @@ func run(o options) error {
 		return err
 	}
 	log.Info("starting the manager", "maxConcurrentRuns", pool.MaxConcurrent(), "stateNamespace", state.Namespace,
-		"lockHolder", statebackend.Who(), "pod", o.podName)
+		"lockHolder", statebackend.Who(), "pod", o.podName, "stateServer", stateServer.Addr())
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 

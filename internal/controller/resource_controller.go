@@ -53,6 +53,9 @@ type ResourceReconciler struct {
 	Runs Runs
 	// State says where state Secrets live.
 	State statebackend.Config
+	// StateServer serves state to runs (Terraform's http backend) from State.Namespace; nil makes
+	// runs use Terraform's kubernetes backend on the same Secrets.
+	StateServer *statebackend.Server
 	// Identity names this controller's runs (lock holder and pod).
 	Identity RunIdentity
 	// SyncInterval is how often an unchanged resource is planned again (DefaultSyncInterval when zero).

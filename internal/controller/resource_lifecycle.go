@@ -35,6 +35,10 @@ type Runs interface {
 	Forget(key string)
 	// Busy reports whether a run of key is waiting or running: its lock is alive.
 	Busy(key string) bool
+	// ErroredState returns the state a run of key left because it could not save it, if any;
+	// ClearErroredState forgets it once saved.
+	ErroredState(key string) ([]byte, bool)
+	ClearErroredState(key string)
 }
 
 // Run results recorded in status.lastRun.result.
@@ -92,6 +96,10 @@ func approvalGate(res *v1alpha1.InfraResource, p *tfrunner.Plan) error {
 // DefaultSyncInterval is how often an unchanged resource is planned again to detect drift.
 const DefaultSyncInterval = 10 * time.Minute
 
+// stateRetry is how soon a resource whose state stops its runs (not saved, missing, a failed
+// restore) is tried again.
+const stateRetry = 10 * time.Second
+
 // secretRetry is how soon a resource whose Secret input is missing is tried again.
 const secretRetry = 30 * time.Second
 
@@ -140,10 +148,8 @@ func suffix(res *v1alpha1.InfraResource) string { return statebackend.SuffixFor(
 // Secret inputs read now (never stored). It returns an *inputError when a Secret or key is missing.
 func (r *ResourceReconciler) runSpec(ctx context.Context, res *v1alpha1.InfraResource) (tfrunner.Spec, error) {
 	spec := tfrunner.Spec{
-		Tenant: tenant(res),
-		Module: tfrunner.Module{Source: res.Spec.Module.Source, Version: res.Spec.Module.Version},
-		Backend: tfrunner.Backend{Type: "kubernetes", Config: r.State.Attributes(suffix(res),
-			map[string]string{statebackend.LabelResource: statebackend.LabelValue(res.Name)})},
+		Tenant:             tenant(res),
+		Module:             tfrunner.Module{Source: res.Spec.Module.Source, Version: res.Spec.Module.Version},
 		Variables:          map[string]any{},
 		SensitiveVariables: map[string]string{},
 		Env:                map[string]string{},
@@ -258,6 +264,14 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 		}
 		return ctrl.Result{}, err
 	}
+	if err := r.stateChecks(ctx, res); err != nil {
+		var se *stateError
+		if errors.As(err, &se) {
+			r.setRunFailed(res, "state", se.reason, se.message, time.Now())
+			return ctrl.Result{RequeueAfter: stateRetry}, nil
+		}
+		return ctrl.Result{}, err
+	}
 	spec, err := r.runSpec(ctx, res)
 	var ie *inputError
 	if errors.As(err, &ie) {
@@ -287,6 +301,8 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 	if err := r.record(ctx, res, before); err != nil {
 		return ctrl.Result{}, err
 	}
+	revoke := r.backend(res, &spec)
+	defer revoke()
 
 	opts := tfrunner.ApplyOptions{
 		SavedPlan: savedPlan,
@@ -330,8 +346,13 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 	}
 	if out.Applied && res.Annotations[v1alpha1.AnnotationApproveReplace] != "" {
 		// An approval is for one plan: once applied it is consumed.
-		if err := r.Patch(ctx, res, client.RawPatch(types.MergePatchType,
-			[]byte(`{"metadata":{"annotations":{"`+v1alpha1.AnnotationApproveReplace+`":null}}}`))); err != nil {
+		if err := r.removeAnnotation(ctx, res, v1alpha1.AnnotationApproveReplace); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if _, ok := res.Annotations[v1alpha1.AnnotationStartFresh]; ok {
+		// Starting from empty state is allowed once.
+		if err := r.removeAnnotation(ctx, res, v1alpha1.AnnotationStartFresh); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

@@ -52,6 +52,14 @@ func (r *ResourceReconciler) finalize(ctx context.Context, res *v1alpha1.InfraRe
 // destroy runs terraform destroy (when there is state), then deletes the state Secret and Lease.
 // Like every run it first releases its own stale lock and records itself as Running.
 func (r *ResourceReconciler) destroy(ctx context.Context, res, before *v1alpha1.InfraResource) error {
+	// A state a run could not save is saved first: destroy must see every object.
+	if err := r.putBackState(ctx, res); err != nil {
+		var se *stateError
+		if errors.As(err, &se) {
+			r.setRunFailed(res, "destroy", se.reason, se.message, time.Now())
+		}
+		return err
+	}
 	st, found, err := statebackend.Read(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
 	if err != nil {
 		return err
@@ -69,7 +77,9 @@ func (r *ResourceReconciler) destroy(ctx context.Context, res, before *v1alpha1.
 		if err := r.record(ctx, res, before); err != nil {
 			return err
 		}
+		revoke := r.backend(res, &spec)
 		err = r.Runs.Destroy(ctx, res.Name, spec)
+		revoke()
 		metrics.ObserveRun("destroy", runResult(nil, err), time.Since(res.Status.LastRun.StartTime.Time))
 		if err != nil {
 			msg := err.Error()

@@ -78,7 +78,7 @@ func (r *ResourceReconciler) recoverOwnLock(ctx context.Context, res *v1alpha1.I
 	if last.Result != RunRunning && last.CompletionTime != nil {
 		run.Ended = last.CompletionTime.Time
 	}
-	if !statebackend.IsOwnStaleLock(lock, run, r.Identity.who()) {
+	if !statebackend.IsOwnStaleLock(lock, run, r.Identity.who()) && !isRecordedRunLock(lock, last, run.Alive, r.Identity.who()) {
 		return nil
 	}
 	if err := statebackend.ReleaseLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res), lock.ID); err != nil {
@@ -96,6 +96,14 @@ func (r *ResourceReconciler) recoverOwnLock(ctx context.Context, res *v1alpha1.I
 		"released lock %s (holder %s, since %s) left by %s run %s started by %s, which is no longer running",
 		lock.ID, lock.Who, lock.Created.Format(time.RFC3339), last.Operation, last.ID, started)
 	return nil
+}
+
+// isRecordedRunLock reports a lock taken through the state server by the very run recorded in
+// status (the server names the run in the lock's Info), when that run was this deployment's and is
+// not alive: the lock is that dead run's whatever the clocks say.
+func isRecordedRunLock(lock *statebackend.Lock, last *v1alpha1.RunStatus, alive bool, self string) bool {
+	runID, ok := statebackend.RunOfLock(lock)
+	return ok && !alive && last.ID != "" && runID == last.ID && last.Who == self
 }
 
 // lockHeld records in status who holds the state lock that refused a run.

@@ -294,6 +294,27 @@ func (p *Pool) Destroy(ctx context.Context, key string, spec Spec) error {
 	return err
 }
 
+// erroredStateFile is where Terraform writes the state it could not save to its backend, in the
+// working directory ("Failed to save state … written to errored.tfstate").
+const erroredStateFile = "errored.tfstate"
+
+// ErroredState returns the state Terraform left in key's workspace because it could not save it
+// to the backend, if there is one.
+func (p *Pool) ErroredState(key string) ([]byte, bool) {
+	if !validKey.MatchString(key) {
+		return nil, false
+	}
+	data, err := os.ReadFile(filepath.Join(p.opts.Dir, key, erroredStateFile))
+	return data, err == nil && len(data) > 0
+}
+
+// ClearErroredState removes key's errored.tfstate once its state is saved.
+func (p *Pool) ClearErroredState(key string) {
+	if validKey.MatchString(key) {
+		_ = os.Remove(filepath.Join(p.opts.Dir, key, erroredStateFile))
+	}
+}
+
 // Forget removes key's workspace directory; the next run of key starts with init.
 func (p *Pool) Forget(key string) {
 	if !validKey.MatchString(key) {

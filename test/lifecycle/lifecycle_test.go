@@ -382,7 +382,7 @@ var _ = Describe("The runner pool", func() {
 			Expect(countOps("init", n)).To(BeZero(), "resource %s ran init in its own directory", n)
 			Expect(countOps("apply", n)).To(Equal(runs(n)), "resource %s: every run is one apply -json process", n)
 		}
-		Expect(sharedInits() - initsBefore).To(Equal(1), "one init for one module version")
+		Expect(sharedInits()-initsBefore).To(Equal(1), "one init for one module version")
 		Expect(maxOverlap()).To(BeNumerically("<=", maxRuns))
 	})
 })

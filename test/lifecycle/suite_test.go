@@ -58,6 +58,8 @@ var (
 	tfEnv      map[string]string
 	// metricsURL is the manager's metrics endpoint (plain HTTP on loopback, as `make run` serves it).
 	metricsURL string
+	// stateServer serves state to the runs, as in the manager.
+	stateServer *statebackend.Server
 )
 
 // Identities of the controller under test: every pod of a deployment shares the lock holder (Who),
@@ -128,6 +130,10 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	kube = kubernetes.NewForConfigOrDie(env.Config)
 	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stateNamespace}})).To(Succeed())
+	stateServer = statebackend.NewServer(kube, stateNamespace, statebackend.DefaultHistoryLimit)
+	serverCtx, stopServer := context.WithCancel(context.Background())
+	DeferCleanup(stopServer)
+	Expect(stateServer.Start(serverCtx, "127.0.0.1:0")).To(Succeed())
 
 	metricsAddr := freeAddr()
 	metricsURL = "http://" + metricsAddr + "/metrics"
@@ -144,6 +150,7 @@ var _ = BeforeSuite(func() {
 	Expect((&controller.ResourceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: pool,
 		State:        statebackend.Config{Namespace: stateNamespace, KubeconfigPath: env.Kubeconfig},
+		StateServer:  stateServer,
 		SyncInterval: syncInterval, MaxConcurrentReconciles: 4,
 		Identity: controller.RunIdentity{Who: statebackend.Who(), Controller: podName},
 	}).SetupWithManager(mgr)).To(Succeed())

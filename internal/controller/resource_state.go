@@ -1,0 +1,172 @@
+package controller
+
+// The state phases that run before any plan or apply of a resource, in this order:
+//  1. putBackState: a state a run produced but could not save (kept by the state server, or left
+//     by Terraform in the workspace as errored.tfstate) is written first — else the next run
+//     would plan from the older state and create every object again;
+//  2. restoreState: an admin's restore annotation puts an earlier version back;
+//  3. guardEmptyState: a resource that was ever applied never plans from empty state.
+// Each phase returns a *stateError when the run must not happen; the resource then says why.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// stateError stops a run because of the resource's state; it is retried after stateRetry.
+type stateError struct{ reason, message string }
+
+func (e *stateError) Error() string { return e.message }
+
+// stateHandle is the resource's state in the state namespace, labelled with the resource.
+func (r *ResourceReconciler) stateHandle(res *v1alpha1.InfraResource) *statebackend.Handle {
+	return r.states().For(suffix(res)).WithLabels(stateLabels(res))
+}
+
+func (r *ResourceReconciler) states() *statebackend.Store {
+	if r.StateServer != nil {
+		return r.StateServer.Store()
+	}
+	return statebackend.NewStore(r.Kube, r.State.Namespace)
+}
+
+func stateLabels(res *v1alpha1.InfraResource) map[string]string {
+	return map[string]string{statebackend.LabelResource: statebackend.LabelValue(res.Name)}
+}
+
+// backend configures a run's state: the state server's http backend, with credentials issued
+// for this run and this resource only (revoke when the run ends), or, without a server, Terraform's
+// kubernetes backend on the same Secrets.
+func (r *ResourceReconciler) backend(res *v1alpha1.InfraResource, spec *tfrunner.Spec) (revoke func()) {
+	if r.StateServer == nil {
+		spec.Backend = tfrunner.Backend{Type: "kubernetes", Config: r.State.Attributes(suffix(res), stateLabels(res))}
+		return func() {}
+	}
+	runID := ""
+	if res.Status.LastRun != nil {
+		runID = res.Status.LastRun.ID
+	}
+	creds, revoke := r.StateServer.IssueRunAs(runID, suffix(res), stateLabels(res))
+	spec.Backend = tfrunner.Backend{Type: "http"}
+	for k, v := range creds.Env() {
+		spec.Env[k] = v
+	}
+	return revoke
+}
+
+// putBackState writes the state a run produced but could not save, before anything else runs for
+// the resource: first what the state server received and kept (Server.Pending), then Terraform's
+// errored.tfstate in the workspace (a state the server never received, e.g. when the controller
+// restarted). A state older than the stored one is already saved and is dropped.
+func (r *ResourceReconciler) putBackState(ctx context.Context, res *v1alpha1.InfraResource) error {
+	sfx := suffix(res)
+	if r.StateServer != nil {
+		if _, ok := r.StateServer.Pending(sfx); ok {
+			if err := r.StateServer.RetryPending(ctx, sfx); err != nil {
+				return &stateError{v1alpha1.ReasonStateNotSaved, fmt.Sprintf(
+					"the state the last run produced could not be saved to %s and is kept by the controller (%v); nothing runs until it is saved",
+					statebackend.SecretName(statebackend.DefaultWorkspace, sfx), err)}
+			}
+			r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateSaved, "SaveState",
+				"saved the state the last run produced, which could not be saved when it ended")
+		}
+	}
+	data, ok := r.Runs.ErroredState(res.Name)
+	if !ok {
+		return nil
+	}
+	err := r.stateHandle(res).Write(ctx, data)
+	var conflict *statebackend.ConflictError
+	switch {
+	case errors.As(err, &conflict):
+		// Older than (or another lineage than) what is stored: the stored state is newer; keep it.
+	case err != nil:
+		return &stateError{v1alpha1.ReasonStateNotSaved, fmt.Sprintf(
+			"Terraform could not save the state of the last run (errored.tfstate in its workspace) and it cannot be saved now: %v; nothing runs until it is", err)}
+	default:
+		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateSaved, "SaveState",
+			"saved the state the last run left in errored.tfstate")
+	}
+	r.Runs.ClearErroredState(res.Name)
+	return nil
+}
+
+// restoreState carries out the restore annotation: the version of the state with that serial,
+// from the state's history, becomes the current state (with the next serial; the replaced
+// version stays in history, so a restore can be undone). The annotation is removed once done.
+func (r *ResourceReconciler) restoreState(ctx context.Context, res *v1alpha1.InfraResource) error {
+	want, ok := res.Annotations[v1alpha1.AnnotationRestoreState]
+	if !ok {
+		return nil
+	}
+	serial, err := strconv.ParseInt(want, 10, 64)
+	if err == nil {
+		err = r.stateHandle(res).Restore(ctx, serial)
+	}
+	if err != nil {
+		return &stateError{v1alpha1.ReasonStateRestoreFailed, fmt.Sprintf(
+			"%s=%q: %v (remove the annotation, or name a serial from the state's history)", v1alpha1.AnnotationRestoreState, want, err)}
+	}
+	if err := r.removeAnnotation(ctx, res, v1alpha1.AnnotationRestoreState); err != nil {
+		return err
+	}
+	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateRestored, "RestoreState",
+		"restored serial %d of the state from its history", serial)
+	return nil
+}
+
+// guardEmptyState refuses to plan a resource that was ever applied from an empty state: its state
+// Secret is gone, and a plan would create every object again beside the existing ones. The
+// start-fresh annotation (removed after the next successful apply) lets it start from empty state.
+func (r *ResourceReconciler) guardEmptyState(ctx context.Context, res *v1alpha1.InfraResource) error {
+	applied := everApplied(res) || (res.Status.State != nil && res.Status.State.Serial > 0)
+	if !applied || res.Annotations[v1alpha1.AnnotationStartFresh] == "true" {
+		return nil
+	}
+	_, found, err := r.stateHandle(res).Status(ctx)
+	if err != nil || found {
+		return err
+	}
+	return &stateError{v1alpha1.ReasonStateMissing, fmt.Sprintf(
+		"the resource was applied (state serial %d) but its state %s is gone: planning from empty state would create every object again; "+
+			"restore the state (kubectl conductor restore-state, or the %s annotation), or annotate %s=true to start from empty state",
+		serialOf(res), statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res)), v1alpha1.AnnotationRestoreState, v1alpha1.AnnotationStartFresh)}
+}
+
+func serialOf(res *v1alpha1.InfraResource) int64 {
+	if res.Status.State == nil {
+		return 0
+	}
+	return res.Status.State.Serial
+}
+
+// stateChecks runs the state phases, in order, before a run.
+func (r *ResourceReconciler) stateChecks(ctx context.Context, res *v1alpha1.InfraResource) error {
+	for _, phase := range []func(context.Context, *v1alpha1.InfraResource) error{r.putBackState, r.restoreState, r.guardEmptyState} {
+		if err := phase(ctx, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeAnnotation deletes one annotation of the resource (a merge patch: no conflict with other
+// writers) and from the object in memory.
+func (r *ResourceReconciler) removeAnnotation(ctx context.Context, res *v1alpha1.InfraResource, key string) error {
+	if err := r.Patch(ctx, res, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+key+`":null}}}`))); err != nil {
+		return err
+	}
+	delete(res.Annotations, key)
+	return nil
+}
