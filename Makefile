@@ -23,7 +23,7 @@ help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 ##@ Development
-.PHONY: tools manifests generate fmt vet test bench
+.PHONY: tools manifests generate fmt vet test bench bench-scale
 tools: ## Build every pinned tool into the cache (idempotent).
 	@$(TOOLS) all
 
@@ -47,6 +47,11 @@ test: tools manifests generate fmt vet ## Unit tests and envtest suites against 
 
 bench: tools ## Benchmarks (figures, not pass/fail).
 	$(WITH_TOOLS) go test ./... -run '^$$' -bench . -benchmem $(BENCHFLAGS)
+
+N ?= 200
+bench-scale: tools ## N claims to Ready through the controller vs a naive init && apply loop and bare apply (N=200).
+	$(WITH_TOOLS) go test -tags scale ./test/scale -run TestBenchScale -count 1 -timeout 180m -v -args -n=$(N) | grep -v '^=== RUN'
+
 
 ##@ The main job
 .PHONY: demo validate-modules

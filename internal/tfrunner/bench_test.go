@@ -13,14 +13,15 @@ import (
 	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
-// benchWorkspace is a pre-initialised workspace of the pet module with state in the API server.
+// benchWorkspace is a pre-initialised workspace of the one-resource module with state in the API
+// server (Terraform's kubernetes backend, for the controller's run and the baseline alike).
 func benchWorkspace(b *testing.B, name string) (*tfrunner.Workspace, tfrunner.Spec) {
 	ctx := context.Background()
 	tfEnv, err := harness.TerraformEnv(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
-	src, _ := filepath.Abs("testdata/modules/pet")
+	src, _ := filepath.Abs("testdata/modules/one")
 	ws, err := tfrunner.NewWorkspace(b.TempDir(), bins[0], tfEnv, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -29,7 +30,7 @@ func benchWorkspace(b *testing.B, name string) (*tfrunner.Workspace, tfrunner.Sp
 		Module: tfrunner.Module{Source: src},
 		Backend: tfrunner.Backend{Type: "kubernetes", Config: statebackend.Config{Namespace: "default", KubeconfigPath: env.Kubeconfig}.
 			Attributes(statebackend.SuffixFor(name), nil)},
-		Variables: map[string]any{"prefix": "bench", "length": 1},
+		Variables: map[string]any{"prefix": "bench"},
 	}
 	if _, err := ws.Prepare(spec); err != nil {
 		b.Fatal(err)
@@ -41,7 +42,10 @@ func benchWorkspace(b *testing.B, name string) (*tfrunner.Workspace, tfrunner.Sp
 }
 
 // BenchmarkBareApply is the baseline: `apply -auto-approve` run directly in a pre-initialised
-// directory, each iteration changing a variable so that there is something to apply.
+// directory, each iteration changing a variable so that there is something to apply (a replace).
+// Compare with BenchmarkWorkspaceApply in one run:
+//
+//	go test ./internal/tfrunner -run '^$' -bench 'Apply$' -count 6 | benchstat -col /name -
 func BenchmarkBareApply(b *testing.B) {
 	ws, _ := benchWorkspace(b, "bench-bare")
 	tfEnv, _ := harness.TerraformEnv(b.TempDir())
@@ -53,7 +57,7 @@ func BenchmarkBareApply(b *testing.B) {
 	for b.Loop() {
 		i++
 		cmd := exec.Command(ws.Binary().Path, "apply", "-auto-approve", "-input=false", "-no-color",
-			"-var-file=conductor.tfvars.json", fmt.Sprintf("-var=length=%d", 1+i%3))
+			"-var-file=conductor.tfvars.json", fmt.Sprintf("-var=prefix=bench%d", i))
 		cmd.Dir, cmd.Env = ws.Dir(), envList
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("%v\n%s", err, out)
@@ -62,27 +66,24 @@ func BenchmarkBareApply(b *testing.B) {
 }
 
 // BenchmarkWorkspaceApply is one run as the controller makes it, through tfrunner in a
-// pre-initialised workspace: write root and variables, plan to a file, show -json, apply the
-// plan, read outputs.
+// pre-initialised workspace, for the same change as BenchmarkBareApply: write the root module and
+// variables, then one apply -auto-approve -json whose stream gives plan, summaries and outputs.
 func BenchmarkWorkspaceApply(b *testing.B) {
 	ws, spec := benchWorkspace(b, "bench-ws")
 	ctx := context.Background()
 	i := 0
 	for b.Loop() {
 		i++
-		spec.Variables = map[string]any{"prefix": "bench", "length": 1 + i%3}
+		spec.Variables = map[string]any{"prefix": fmt.Sprintf("bench%d", i)}
 		if needsInit, err := ws.Prepare(spec); err != nil || needsInit {
 			b.Fatalf("prepare: init=%v %v", needsInit, err)
 		}
-		plan, err := ws.Plan(ctx, tfrunner.PlanOptions{})
+		res, err := ws.ApplyJSON(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := ws.Apply(ctx, plan); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := ws.Outputs(ctx); err != nil {
-			b.Fatal(err)
+		if !res.Plan.HasChanges || len(res.Outputs) != 1 {
+			b.Fatalf("run: %s", res)
 		}
 	}
 }

@@ -10,10 +10,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,54 +36,18 @@ const (
 	claimsPerNS    = 4
 )
 
-// controller is the controller process of one round.
-type controller struct {
-	cmd *exec.Cmd
-}
-
-func startController(t *testing.T, bin, dir string, env []string, round int) *controller {
+// startController starts round's controller process.
+func startController(t *testing.T, env *harness.Env, bin, dir string, tfEnv map[string]string, round int) *harness.Controller {
 	t.Helper()
-	log, err := os.Create(filepath.Join(dir, fmt.Sprintf("controller-%02d.log", round)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--namespace", stateNamespace, "--work-dir", filepath.Join(dir, "work"),
+	c, err := env.StartController(bin, filepath.Join(dir, fmt.Sprintf("controller-%02d.log", round)), tfEnv,
+		"--namespace", stateNamespace, "--work-dir", filepath.Join(dir, "work"),
 		"--terraform-path", os.Getenv("CONDUCTOR_TF_TOFU"), "--max-concurrent-runs", "2", "--sync-interval", "3s",
 		"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--grace-period", "5s",
 		"--pod-name", fmt.Sprintf("chaos-%02d", round), "--zap-devel=false")
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
-	return &controller{cmd: cmd}
-}
-
-// busy reports whether the controller has a child running (tofu or a provider): a kill now hits
-// a run.
-func (c *controller) busy() bool {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …: tofu is the controller's child (in a process group of its own,
-		// and killed with it: terraform-exec sets Pdeathsig).
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(fields) > 1 && fields[1] == fmt.Sprint(c.cmd.Process.Pid) {
-			return true
-		}
-	}
-	return false
-}
-
-// kill sends SIGKILL to the controller and its process group; its tofu children get SIGKILL from
-// the kernel as it dies (Pdeathsig), as everything in a pod dies with its container.
-func (c *controller) kill() {
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-	_, _ = c.cmd.Process.Wait()
+	return c
 }
 
 func TestSIGKILLAtRandomPoints(t *testing.T) {
@@ -105,17 +67,13 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 	kube := kubernetes.NewForConfigOrDie(env.Config)
 	ctx := context.Background()
 
-	bin := filepath.Join(dir, "conductor-tf")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/conductor-tf/conductor-tf/cmd/conductor-tf").CombinedOutput(); err != nil {
-		t.Fatalf("building the controller: %v\n%s", err, out)
+	bin, err := harness.BuildController(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	tfEnv, err := harness.TerraformEnv(filepath.Join(dir, "home"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	procEnv := []string{"KUBECONFIG=" + env.Kubeconfig}
-	for k, v := range tfEnv {
-		procEnv = append(procEnv, k+"="+v)
 	}
 
 	files := filepath.Join(dir, "files")
@@ -188,16 +146,16 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 				deleted[c.Namespace+"/"+c.Name] = true
 			}
 		}
-		c := startController(t, bin, dir, procEnv, round)
+		c := startController(t, env, bin, dir, tfEnv, round)
 		time.Sleep(time.Duration(1500+rng.IntN(3500)) * time.Millisecond)
-		if c.busy() {
+		if c.Busy() {
 			midRun++
 		}
-		c.kill()
+		c.Kill()
 		observe()
 	}
-	final := startController(t, bin, dir, procEnv, kills)
-	defer final.kill()
+	final := startController(t, env, bin, dir, tfEnv, kills)
+	defer final.Kill()
 
 	// Everything converges: the surviving claims Bound and Ready, the deleted ones and their
 	// resources gone.
@@ -215,8 +173,7 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 	observe()
 	// The last controller keeps re-running resources (every 3 s): stop it as Kubernetes stops a
 	// pod (SIGTERM, then wait) so that no run is in flight when locks are counted.
-	_ = final.cmd.Process.Signal(syscall.SIGTERM)
-	_, _ = final.cmd.Process.Wait()
+	final.Stop()
 
 	// 0 locks left held.
 	leases, err := kube.CoordinationV1().Leases(stateNamespace).List(ctx, metav1.ListOptions{})

@@ -382,7 +382,8 @@ var _ = Describe("The runner pool", func() {
 			Expect(countOps("init", n)).To(BeZero(), "resource %s ran init in its own directory", n)
 			Expect(countOps("apply", n)).To(Equal(runs(n)), "resource %s: every run is one apply -json process", n)
 		}
-		Expect(sharedInits()-initsBefore).To(Equal(1), "one init for one module version")
+		// Earlier specs may have initialised this module version already: then none at all.
+		Expect(sharedInits()-initsBefore).To(BeNumerically("<=", 1), "at most one init for one module version")
 		Expect(maxOverlap()).To(BeNumerically("<=", maxRuns))
 	})
 })

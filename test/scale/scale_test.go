@@ -1,0 +1,284 @@
+//go:build scale
+
+// Package scale_test measures throughput in one run (make bench-scale; figures, not pass/fail):
+// N dynamic claims of one class to Ready through the real controller (the cmd/conductor-tf binary,
+// as a process of its own), against two baselines with the same binary, provider mirror, state
+// storage (Secrets of the same API server) and concurrency:
+//
+//	naive: a loop running `tofu init && tofu apply -auto-approve` in N directories;
+//	bare:  `tofu apply -auto-approve` in N directories already initialised (init not timed).
+//
+// It also reports the controller's RSS at the end, and the latency from creating a claim to its
+// being Bound to an existing (static) resource, p50 and p90.
+package scale_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/test/harness"
+)
+
+var (
+	n           = flag.Int("n", 200, "claims (and baseline directories)")
+	concurrency = flag.Int("concurrency", 2, "runs at once, for the controller and the baselines")
+	static      = flag.Int("static", 30, "static claims whose claim → Bound latency is measured")
+)
+
+const stateNamespace = "conductor-system"
+
+func TestBenchScale(t *testing.T) {
+	dir := t.TempDir()
+	env, err := harness.Start(dir, harness.CRDDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	k8s, err := client.New(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, ns := range []string{stateNamespace, "bench", "baseline"} {
+		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	module, _ := filepath.Abs(filepath.Join("..", "..", "internal", "tfrunner", "testdata", "modules", "one"))
+	tofu := os.Getenv("CONDUCTOR_TF_TOFU")
+	tfEnv, err := harness.TerraformEnv(filepath.Join(dir, "home"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tfEnv["TF_PLUGIN_CACHE_DIR"] = filepath.Join(dir, "plugin-cache")
+	_ = os.MkdirAll(tfEnv["TF_PLUGIN_CACHE_DIR"], 0o700)
+
+	// The controller.
+	bin, err := harness.BuildController(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl, err := env.StartController(bin, filepath.Join(dir, "controller.log"), tfEnv,
+		"--namespace", stateNamespace, "--work-dir", filepath.Join(dir, "work"), "--terraform-path", tofu,
+		"--max-concurrent-runs", fmt.Sprint(*concurrency), "--max-concurrent-reconciles", "16", "--sync-interval", "10h",
+		"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--zap-devel=false", "--zap-log-level=error")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Stop()
+	class := &v1alpha1.InfraClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "pets"},
+		Spec: v1alpha1.InfraClassSpec{ResourceKind: "Pet", Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete,
+			Module:    v1alpha1.ModuleSource{Source: module, Version: "v1"},
+			Variables: v1alpha1.Variables{"prefix": {Raw: []byte(`"${claim.name}"`)}}},
+	}
+	if err := k8s.Create(ctx, class); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, func() bool {
+		got := &v1alpha1.InfraClass{}
+		return k8s.Get(ctx, client.ObjectKeyFromObject(class), got) == nil && meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady)
+	})
+	start := time.Now()
+	parallel(*n, 8, func(i int) error {
+		return k8s.Create(ctx, &v1alpha1.InfraClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("pet-%04d", i)},
+			Spec: v1alpha1.InfraClaimSpec{ResourceKind: "Pet",
+				Resources: v1alpha1.ClaimResources{Requests: v1alpha1.Quantities{"storage": resource.MustParse("1Gi")}}},
+		})
+	})
+	waitFor(t, time.Duration(*n)*10*time.Second, func() bool {
+		var list v1alpha1.InfraClaimList
+		if err := k8s.List(ctx, &list, client.InNamespace("bench")); err != nil {
+			return false
+		}
+		ready := 0
+		for _, c := range list.Items {
+			if meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionReady) {
+				ready++
+			}
+		}
+		return ready == *n
+	})
+	controllerTime := time.Since(start)
+
+	// Static claims: each binds to an existing Available resource.
+	latencies := staticBindLatencies(t, ctx, k8s, module, *static)
+	rss, peak, _ := ctl.RSS()
+
+	// The baselines, same binary, mirror, state storage and concurrency.
+	naiveTime := baseline(t, dir, "naive", tofu, tfEnv, module, env.Kubeconfig, true)
+	bareTime := baseline(t, dir, "bare", tofu, tfEnv, module, env.Kubeconfig, false)
+
+	p50, p90 := percentile(latencies, 50), percentile(latencies, 90)
+	fmt.Printf("\nbench-scale: N=%d claims, concurrency %d, %s, module with one random_pet\n", *n, *concurrency, filepath.Base(tofu))
+	fmt.Printf("| measure | value |\n|---|---|\n")
+	fmt.Printf("| controller: %d claims to Ready | %.1f s |\n", *n, controllerTime.Seconds())
+	fmt.Printf("| naive loop: init && apply × %d | %.1f s |\n", *n, naiveTime.Seconds())
+	fmt.Printf("| bare apply × %d (initialised) | %.1f s |\n", *n, bareTime.Seconds())
+	fmt.Printf("| controller / naive | %.2f× (target ≤ 0.7×) |\n", controllerTime.Seconds()/naiveTime.Seconds())
+	fmt.Printf("| controller / bare | %.2f× (target ≤ 1.2×) |\n", controllerTime.Seconds()/bareTime.Seconds())
+	fmt.Printf("| controller RSS at the end (peak) | %.0f MiB (%.0f MiB) |\n", float64(rss)/(1<<20), float64(peak)/(1<<20))
+	fmt.Printf("| static claim → Bound, p50 / p90 (%d claims) | %d ms / %d ms |\n", len(latencies), p50.Milliseconds(), p90.Milliseconds())
+}
+
+// staticBindLatencies creates count static resources, waits until they are Available, then
+// creates one claim at a time that only they can satisfy and measures creation → Bound.
+func staticBindLatencies(t *testing.T, ctx context.Context, k8s client.Client, module string, count int) []time.Duration {
+	parallel(count, 8, func(i int) error {
+		return k8s.Create(ctx, &v1alpha1.InfraResource{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("static-%03d", i)},
+			Spec: v1alpha1.InfraResourceSpec{ResourceKind: "StaticPet", Module: v1alpha1.ModuleSource{Source: module, Version: "v1"},
+				Variables:     v1alpha1.Variables{"prefix": {Raw: []byte(fmt.Sprintf(`"static-%03d"`, i))}},
+				Capacity:      v1alpha1.Quantities{"storage": resource.MustParse("1Gi")},
+				ReclaimPolicy: v1alpha1.ReclaimDelete},
+		})
+	})
+	waitFor(t, time.Duration(count)*10*time.Second, func() bool {
+		var list v1alpha1.InfraResourceList
+		if err := k8s.List(ctx, &list); err != nil {
+			return false
+		}
+		available := 0
+		for _, r := range list.Items {
+			if r.Spec.ResourceKind == "StaticPet" && r.Status.Phase == v1alpha1.ResourceAvailable {
+				available++
+			}
+		}
+		return available == count
+	})
+	var out []time.Duration
+	for i := range count {
+		c := &v1alpha1.InfraClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("static-claim-%03d", i)},
+			Spec: v1alpha1.InfraClaimSpec{ResourceKind: "StaticPet",
+				Resources: v1alpha1.ClaimResources{Requests: v1alpha1.Quantities{"storage": resource.MustParse("1Gi")}}},
+		}
+		start := time.Now()
+		if err := k8s.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, time.Minute, func() bool {
+			got := &v1alpha1.InfraClaim{}
+			return k8s.Get(ctx, client.ObjectKeyFromObject(c), got) == nil && got.Status.Phase == v1alpha1.ClaimBound
+		})
+		out = append(out, time.Since(start))
+	}
+	return out
+}
+
+// baseline times N directories of the module with state in Secrets of the same API server
+// (Terraform's kubernetes backend): init && apply each (naive), or apply each after an untimed init.
+func baseline(t *testing.T, dir, name, tofu string, tfEnv map[string]string, module, kubeconfig string, timeInit bool) time.Duration {
+	var envList []string
+	for k, v := range tfEnv {
+		envList = append(envList, k+"="+v)
+	}
+	run := func(d string, args ...string) error {
+		cmd := exec.Command(tofu, args...)
+		cmd.Dir, cmd.Env = d, envList
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s %v: %w\n%s", d, args, err, out)
+		}
+		return nil
+	}
+	dirs := make([]string, *n)
+	for i := range dirs {
+		dirs[i] = filepath.Join(dir, name, fmt.Sprint(i))
+		root, _ := json.Marshal(map[string]any{
+			"terraform": map[string]any{"backend": map[string]any{"kubernetes": map[string]any{
+				"secret_suffix": statebackend.SuffixFor(fmt.Sprintf("%s-%d", name, i)), "namespace": "baseline", "config_path": kubeconfig}}},
+			"module": map[string]any{"main": map[string]any{"source": module, "prefix": fmt.Sprintf("%s-%d", name, i)}},
+		})
+		if err := os.MkdirAll(dirs[i], 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dirs[i], "main.tf.json"), root, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	initArgs := []string{"init", "-input=false", "-no-color"}
+	applyArgs := []string{"apply", "-auto-approve", "-input=false", "-no-color"}
+	if !timeInit {
+		parallel(*n, *concurrency, func(i int) error { return run(dirs[i], initArgs...) })
+	}
+	start := time.Now()
+	parallel(*n, *concurrency, func(i int) error {
+		if timeInit {
+			if err := run(dirs[i], initArgs...); err != nil {
+				return err
+			}
+		}
+		return run(dirs[i], applyArgs...)
+	})
+	return time.Since(start)
+}
+
+// parallel runs fn(0..count-1) with at most width at once; the first error panics the test.
+func parallel(count, width int, fn func(int) error) {
+	sem := make(chan struct{}, width)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for i := range count {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := fn(i); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		panic(first)
+	}
+}
+
+func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not done after %s", timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func percentile(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[(len(s)-1)*p/100]
+}
