@@ -192,9 +192,13 @@ func staticBindLatencies(t *testing.T, ctx context.Context, k8s client.Client, m
 // baseline times N directories of the module with state in Secrets of the same API server
 // (Terraform's kubernetes backend): init && apply each (naive), or apply each after an untimed init.
 func baseline(t *testing.T, dir, name, tofu string, tfEnv map[string]string, module, kubeconfig string, timeInit bool) time.Duration {
+	// A plain loop has no shared plugin cache: each init installs the provider from the same
+	// mirror (with one, OpenTofu 1.12's concurrent inits made applies fail: see tfrunner/shared.go).
 	var envList []string
 	for k, v := range tfEnv {
-		envList = append(envList, k+"="+v)
+		if k != "TF_PLUGIN_CACHE_DIR" {
+			envList = append(envList, k+"="+v)
+		}
 	}
 	run := func(d string, args ...string) error {
 		cmd := exec.Command(tofu, args...)
