@@ -99,6 +99,9 @@ const (
 	ConditionReady = "Ready"
 	// ConditionBound is True when a claim is bound to a resource.
 	ConditionBound = "Bound"
+	// ConditionDrifted is True when the last drift check found the infrastructure changed outside
+	// Terraform.
+	ConditionDrifted = "Drifted"
 	// ConditionSynced is True when a resource's infrastructure matches its spec (last plan/apply succeeded).
 	ConditionSynced = "Synced"
 )
@@ -137,6 +140,13 @@ const (
 	ReasonReplaceNeedsApproval      = "ReplaceNeedsApproval"
 	ReasonAdoptionRefused           = "AdoptionRefused"
 	ReasonWaitingForRunner          = "WaitingForRunner"
+	// ReasonWaitingForApproval: a plan waits for the approve-plan annotation (Manual approval, or a
+	// destructive change); ReasonPlanDiscarded: an approved or pending plan went stale.
+	ReasonWaitingForApproval = "WaitingForApproval"
+	ReasonPlanDiscarded      = "PlanDiscarded"
+	// ReasonDriftDetected and ReasonNoDrift are the reasons of the Drifted condition.
+	ReasonDriftDetected = "DriftDetected"
+	ReasonNoDrift       = "NoDrift"
 	// ReasonStateNotSaved: a run's state could not be saved; the controller keeps it and runs
 	// nothing until it is saved. ReasonStateSaved: it was saved later.
 	ReasonStateNotSaved = "StateNotSaved"
@@ -176,4 +186,52 @@ const (
 	// AnnotationStartFresh ("true") lets a resource that was applied, and whose state is gone, plan
 	// from empty state (creating everything again); removed after the next successful apply.
 	AnnotationStartFresh = "conductor.io/start-fresh"
+	// AnnotationApprovePlan approves, by plan id, the plan that waits for approval
+	// (status.pendingPlan.id); a newer plan discards the approval.
+	AnnotationApprovePlan = "conductor.io/approve-plan"
 )
+
+// ApprovalMode says when a plan with changes is applied.
+// +kubebuilder:validation:Enum=Automatic;Manual
+type ApprovalMode string
+
+// Approval modes.
+const (
+	// ApprovalAutomatic applies plans as they come (the destructive-change guard still applies).
+	ApprovalAutomatic ApprovalMode = "Automatic"
+	// ApprovalManual holds every plan with changes until the resource is annotated
+	// conductor.io/approve-plan=<plan id>.
+	ApprovalManual ApprovalMode = "Manual"
+)
+
+// DriftPolicy says what happens when the real infrastructure drifted from the state.
+// +kubebuilder:validation:Enum=Correct;Report
+type DriftPolicy string
+
+// Drift policies.
+const (
+	// DriftCorrect re-applies the spec (through the same approval rules as any change).
+	DriftCorrect DriftPolicy = "Correct"
+	// DriftReport only reports the drift: condition Drifted and an event.
+	DriftReport DriftPolicy = "Report"
+)
+
+// Operations are the day-2 rules of a resource, set on a class and copied into the resources it
+// provisions.
+type Operations struct {
+	// Approval: Automatic (default) applies plans as they come; Manual holds every plan with changes
+	// until the resource is annotated conductor.io/approve-plan=<plan id>.
+	// +optional
+	// +kubebuilder:default=Automatic
+	Approval ApprovalMode `json:"approval,omitempty"`
+	// AllowDestructiveChanges lets plans that delete or replace existing objects apply without
+	// approval. Off by default: such plans wait for approval as in Manual. Destroy on reclaim
+	// (reclaimPolicy Delete) is not affected.
+	// +optional
+	AllowDestructiveChanges bool `json:"allowDestructiveChanges,omitempty"`
+	// DriftPolicy: Correct (default) re-applies when the infrastructure drifted from its state;
+	// Report only reports it (condition Drifted, an event).
+	// +optional
+	// +kubebuilder:default=Correct
+	DriftPolicy DriftPolicy `json:"driftPolicy,omitempty"`
+}

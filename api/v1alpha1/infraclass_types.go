@@ -48,6 +48,9 @@ type InfraClassSpec struct {
 	// +optional
 	// +kubebuilder:default=Delete
 	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+
+	// Operations: approval, the destructive-change guard and the drift policy.
+	Operations `json:",inline"`
 }
 
 // ModuleInput is an input variable the module declares.

@@ -88,6 +88,9 @@ type InfraResourceSpec struct {
 	// +kubebuilder:default=Delete
 	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
 
+	// Operations: approval, the destructive-change guard and the drift policy.
+	Operations `json:",inline"`
+
 	// Import adopts existing infrastructure with terraform import before the first plan.
 	// +optional
 	// +listType=map
@@ -160,6 +163,13 @@ type RunStatus struct {
 	// Message is Terraform's error, trimmed, when the run failed.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// PlanID of the plan the run made or applied.
+	// +optional
+	PlanID string `json:"planID,omitempty"`
+	// LogSecret (in the controller's namespace) holds the run's log (key log): Terraform's output,
+	// sensitive values redacted by Terraform.
+	// +optional
+	LogSecret string `json:"logSecret,omitempty"`
 }
 
 // StateStatus describes the resource's Terraform state.
@@ -184,6 +194,11 @@ type StateStatus struct {
 	// LockedSince is when that lock was taken.
 	// +optional
 	LockedSince *metav1.Time `json:"lockedSince,omitempty"`
+	// LockStale is true when the controller reports the lock as stale: held by someone other than
+	// this deployment's live runs for longer than --stale-lock-after. Only such a lock may be
+	// released by hand (kubectl conductor unlock); the controller never takes it itself.
+	// +optional
+	LockStale bool `json:"lockStale,omitempty"`
 }
 
 // ImportStatus records the outcome of one import.
@@ -224,9 +239,51 @@ type InfraResourceStatus struct {
 	// Imports records each import's outcome.
 	// +optional
 	Imports []ImportStatus `json:"imports,omitempty"`
-	// PendingPlanID identifies a plan that waits for approval (annotation conductor.io/approve-replace).
+	// PendingPlanID identifies a plan that waits for approval (pendingPlan.id).
 	// +optional
 	PendingPlanID string `json:"pendingPlanID,omitempty"`
+	// PendingPlan is the plan that waits for approval, if any.
+	// +optional
+	PendingPlan *PendingPlan `json:"pendingPlan,omitempty"`
+	// Drift is what the last drift check found.
+	// +optional
+	Drift *DriftStatus `json:"drift,omitempty"`
+	// Runs are the last runs, newest first (at most 5).
+	// +optional
+	Runs []RunStatus `json:"runs,omitempty"`
+}
+
+// PendingPlan is a saved plan waiting for approval.
+type PendingPlan struct {
+	// ID of the plan (12 hex characters of a hash of its changes); approve it with the annotation
+	// conductor.io/approve-plan=<id>.
+	ID string `json:"id"`
+	// Reason it waits: Manual, DestructiveChange or ImportedObjectReplaced.
+	Reason string `json:"reason"`
+	// Summary of the plan.
+	Summary PlanSummary `json:"summary"`
+	// Changes lists "address: actions" of the plan's changes (at most 50).
+	// +optional
+	Changes []string `json:"changes,omitempty"`
+	// Generation of the spec the plan was made for.
+	Generation int64 `json:"generation"`
+	// CreatedAt is when the plan was made.
+	CreatedAt metav1.Time `json:"createdAt"`
+	// Secret (in the controller's namespace) holds Terraform's rendering of the plan (key plan.txt;
+	// sensitive values redacted by Terraform), readable by admins.
+	// +optional
+	Secret string `json:"secret,omitempty"`
+}
+
+// DriftStatus is what a drift check found.
+type DriftStatus struct {
+	// CheckedAt is when the check ran.
+	CheckedAt metav1.Time `json:"checkedAt"`
+	// Drifted is true when objects changed outside Terraform, or the plan has changes.
+	Drifted bool `json:"drifted"`
+	// Addresses of the objects that drifted.
+	// +optional
+	Addresses []string `json:"addresses,omitempty"`
 }
 
 // InfraResource is one piece of infrastructure managed with Terraform: a versioned module, its
