@@ -65,6 +65,7 @@ validate-modules: ## Opt-in: build the aws and google providers and `terraform v
 .PHONY: build run install uninstall cluster-up cluster-down
 build: generate ## Build the controller binary into bin/.
 	go build -o bin/conductor-tf ./cmd/conductor-tf
+	go build -o bin/kubectl-conductor ./cmd/kubectl-conductor
 
 cluster-up: ## Start etcd + kube-apiserver + kube-controller-manager on loopback.
 	@hack/cluster.sh up

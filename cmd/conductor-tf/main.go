@@ -45,6 +45,8 @@ type options struct {
 	namespace, kubeconfig  string
 	syncInterval, grace    time.Duration
 	stateHistory           int
+	driftChecks            int
+	staleLockAfter         time.Duration
 	stateServerAddr        string
 }
 
@@ -64,6 +66,8 @@ func main() {
 	flag.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "conductor-system"), "Namespace of the state Secrets and lock Leases (must exist).")
 	flag.StringVar(&o.kubeconfig, "state-kubeconfig", "", "Kubeconfig Terraform's kubernetes backend and provider use; empty: in-cluster config in a pod, else $KUBECONFIG.")
 	flag.DurationVar(&o.syncInterval, "sync-interval", controller.DefaultSyncInterval, "How often an unchanged resource is planned again to detect drift.")
+	flag.IntVar(&o.driftChecks, "max-concurrent-drift-checks", 1, "Drift checks that run at once: the share of the runner pool drift checks may take.")
+	flag.DurationVar(&o.staleLockAfter, "stale-lock-after", controller.DefaultStaleLockAfter, "How long a state lock held by anyone but a live run of this controller is held before status reports it as stale (kubectl conductor unlock releases only such locks).")
 	flag.IntVar(&o.stateHistory, "state-history", statebackend.DefaultHistoryLimit, "Earlier versions of each state kept beside it, for restore.")
 	flag.StringVar(&o.stateServerAddr, "state-server-address", "127.0.0.1:0", "Loopback address the state server (Terraform's http backend, for the controller's own runs) listens on; port 0 picks one.")
 	flag.DurationVar(&o.grace, "grace-period", tfrunner.DefaultGracePeriod, "How long a run gets to stop after SIGINT on shutdown.")
@@ -194,7 +198,8 @@ func run(o options) error {
 	}
 	if err := (&controller.ResourceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: pool, State: state, StateServer: stateServer,
-		Identity:     controller.RunIdentity{Who: statebackend.Who(), Controller: o.podName},
+		Identity:                 controller.RunIdentity{Who: statebackend.Who(), Controller: o.podName},
+		MaxConcurrentDriftChecks: o.driftChecks, StaleLockAfter: o.staleLockAfter,
 		SyncInterval: o.syncInterval, MaxConcurrentReconciles: o.workers,
 	}).SetupWithManager(mgr); err != nil {
 		return err

@@ -52,6 +52,7 @@ func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (
 			Capabilities:  maps.Clone(class.Spec.Capabilities),
 			ClaimRef:      &v1alpha1.ClaimReference{Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID},
 			ReclaimPolicy: policy,
+			Operations:    class.Spec.Operations,
 		},
 	}, nil
 }

@@ -11,6 +11,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,6 +63,15 @@ type ResourceReconciler struct {
 	SyncInterval time.Duration
 	// MaxConcurrentReconciles bounds parallel reconciles (1 when zero).
 	MaxConcurrentReconciles int
+	// MaxConcurrentDriftChecks bounds the drift checks running at once (1 when zero), so that they
+	// take at most that share of the runner pool.
+	MaxConcurrentDriftChecks int
+	// StaleLockAfter is how long a lock held by anyone but a live run of this deployment is held
+	// before status reports it as stale (DefaultStaleLockAfter when zero).
+	StaleLockAfter time.Duration
+
+	driftOnce  sync.Once
+	driftSlots chan struct{}
 }
 
 // +kubebuilder:rbac:groups=conductor.io,resources=infraresources,verbs=get;list;watch;create;update;patch;delete

@@ -39,6 +39,8 @@ type Runs interface {
 	// ClearErroredState forgets it once saved.
 	ErroredState(key string) ([]byte, bool)
 	ClearErroredState(key string)
+	// DriftCheck plans key's infrastructure read-only.
+	DriftCheck(ctx context.Context, key string, spec tfrunner.Spec) (*tfrunner.StreamResult, error)
 }
 
 // Run results recorded in status.lastRun.result.
@@ -60,38 +62,6 @@ const (
 	ImportAlreadyInState = "AlreadyInState"
 	ImportFailed         = "Failed"
 )
-
-// approvalNeeded stops a plan that would destroy or replace imported objects.
-type approvalNeeded struct {
-	planID    string
-	addresses []string
-}
-
-func (e *approvalNeeded) Error() string {
-	return fmt.Sprintf("plan %s would destroy or replace imported objects (%s); nothing is applied until the resource is annotated %s=%s",
-		e.planID, strings.Join(e.addresses, ", "), v1alpha1.AnnotationApproveReplace, e.planID)
-}
-
-// approvalGate refuses a plan that destroys or replaces any object listed in spec.import, unless
-// the approve-replace annotation names that very plan. Adoption never destroys implicitly.
-func approvalGate(res *v1alpha1.InfraResource, p *tfrunner.Plan) error {
-	imported := map[string]bool{}
-	for _, imp := range res.Spec.Import {
-		imported[tfrunner.ModuleAddress(imp.Address)] = true
-	}
-	var risky []string
-	for _, c := range p.Changes {
-		if imported[c.Address] && c.Destroys() {
-			risky = append(risky, c.Address)
-		}
-	}
-	if len(risky) == 0 || res.Annotations[v1alpha1.AnnotationApproveReplace] == p.ID {
-		res.Status.PendingPlanID = ""
-		return nil
-	}
-	res.Status.PendingPlanID = p.ID
-	return &approvalNeeded{planID: p.ID, addresses: risky}
-}
 
 // DefaultSyncInterval is how often an unchanged resource is planned again to detect drift.
 const DefaultSyncInterval = 10 * time.Minute
@@ -119,8 +89,7 @@ func needsRun(res *v1alpha1.InfraResource, now time.Time, interval time.Duration
 	case last.Result == RunInvalid:
 		return false, 0
 	case last.Result == RunWaitingForApproval:
-		approved := res.Status.PendingPlanID != "" && res.Annotations[v1alpha1.AnnotationApproveReplace] == res.Status.PendingPlanID
-		return approved, 0
+		return approved(res), 0
 	case last.Result != RunSucceeded:
 		return true, 0
 	case last.CompletionTime == nil:
@@ -253,24 +222,8 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 		}
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	if err := r.recoverOwnLock(ctx, res); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.adoptState(ctx, res); err != nil {
-		var ae *statebackend.AdoptError
-		if errors.As(err, &ae) {
-			r.setRunFailed(res, "adopt", v1alpha1.ReasonAdoptionRefused, ae.Message, time.Now())
-			return ctrl.Result{RequeueAfter: secretRetry}, nil
-		}
-		return ctrl.Result{}, err
-	}
-	if err := r.stateChecks(ctx, res); err != nil {
-		var se *stateError
-		if errors.As(err, &se) {
-			r.setRunFailed(res, "state", se.reason, se.message, time.Now())
-			return ctrl.Result{RequeueAfter: stateRetry}, nil
-		}
-		return ctrl.Result{}, err
+	if result, err, stop := r.beforeRun(ctx, res); stop {
+		return result, err
 	}
 	spec, err := r.runSpec(ctx, res)
 	var ie *inputError
@@ -280,13 +233,56 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 	} else if err != nil {
 		return ctrl.Result{}, err
 	}
+	if isDriftCheck(res) {
+		// The spec was applied and the sync interval passed: a read-only check comes first.
+		correct, result, err := r.checkDrift(ctx, res, before, spec)
+		if !correct || err != nil {
+			if err == nil {
+				res.Status.Phase = phase
+			}
+			return result, err
+		}
+		spec, err = r.runSpec(ctx, res) // a fresh Env: the check's credentials are revoked
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.applyRun(ctx, res, before, phase, spec, now)
+}
+
+// beforeRun runs the phases every run needs first: recover a dead run's lock, adopt orphaned
+// state, and the state checks. stop says the run must not happen now (result and err say why).
+func (r *ResourceReconciler) beforeRun(ctx context.Context, res *v1alpha1.InfraResource) (ctrl.Result, error, bool) {
+	if err := r.recoverOwnLock(ctx, res); err != nil {
+		return ctrl.Result{}, err, true
+	}
+	if err := r.adoptState(ctx, res); err != nil {
+		var ae *statebackend.AdoptError
+		if errors.As(err, &ae) {
+			r.setRunFailed(res, "adopt", v1alpha1.ReasonAdoptionRefused, ae.Message, time.Now())
+			return ctrl.Result{RequeueAfter: secretRetry}, nil, true
+		}
+		return ctrl.Result{}, err, true
+	}
+	if err := r.stateChecks(ctx, res); err != nil {
+		var se *stateError
+		if errors.As(err, &se) {
+			r.setRunFailed(res, "state", se.reason, se.message, time.Now())
+			return ctrl.Result{RequeueAfter: stateRetry}, nil, true
+		}
+		return ctrl.Result{}, err, true
+	}
+	return ctrl.Result{}, nil, false
+}
+
+// applyRun brings the infrastructure to the spec: one apply -json, or, when the run must stop
+// between plan and apply (needsSavedPlan), plan, the approval gate, and apply of that plan.
+func (r *ResourceReconciler) applyRun(ctx context.Context, res, before *v1alpha1.InfraResource, phase v1alpha1.ResourcePhase, spec tfrunner.Spec, now time.Time) (ctrl.Result, error) {
 	if !everApplied(res) && res.Status.Phase != v1alpha1.ResourceFailed {
 		// A first provisioning; a failed one stays Failed while it is retried, until it succeeds.
 		res.Status.Phase = v1alpha1.ResourceProvisioning
 	}
-	// The common run is one apply -json process; a resource with imports stops between plan and
-	// apply (the approval gate for imported objects) and records "apply" when it gets there.
-	savedPlan := len(res.Spec.Import) > 0
+	savedPlan := needsSavedPlan(res)
 	op := "apply"
 	if savedPlan {
 		op = "plan"
@@ -307,35 +303,34 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 	opts := tfrunner.ApplyOptions{
 		SavedPlan: savedPlan,
 		Check:     func(schema *tfrunner.ModuleSchema) error { return checkVariables(res, schema) },
-		BeforeApply: func(p *tfrunner.Plan) error {
-			if err := approvalGate(res, p); err != nil {
+		BeforeApply: func(p *tfrunner.Plan, render func() (string, error)) error {
+			if err := r.gate(ctx, res, p, render); err != nil {
 				return err
 			}
 			res.Status.LastRun.Operation = "apply"
 			res.Status.LastRun.Summary = summaryOf(p)
+			res.Status.LastRun.PlanID = p.ID
 			return r.record(ctx, res, before)
 		},
+		Queued: r.queued(ctx, res, before),
 	}
 	for _, imp := range res.Spec.Import {
 		opts.Imports = append(opts.Imports, tfrunner.ImportTarget{Address: imp.Address, ID: imp.ID})
-	}
-	opts.Queued = func(position, waiting int) {
-		setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionUnknown, v1alpha1.ReasonWaitingForRunner,
-			fmt.Sprintf("waiting for a runner: %d in line of %d waiting (runs are served across namespaces in turn)", position, waiting))
-		if err := r.record(ctx, res, before); err != nil {
-			log.FromContext(ctx).V(1).Info("could not record the place in line", "error", err.Error())
-		}
 	}
 	out, err := r.Runs.Apply(ctx, res.Name, spec, opts)
 	done := time.Now()
 	defer func() {
 		metrics.ObserveRun(res.Status.LastRun.Operation, runResult(res.Status.LastRun, err), done.Sub(now))
 	}()
-	if out != nil && out.Plan != nil && res.Status.LastRun.Summary == nil {
-		res.Status.LastRun.Summary = summaryOf(out.Plan)
+	if out != nil && out.Plan != nil {
+		if res.Status.LastRun.Summary == nil {
+			res.Status.LastRun.Summary = summaryOf(out.Plan)
+		}
+		res.Status.LastRun.PlanID = out.Plan.ID
 	}
 	if out != nil {
 		recordImports(res, out.Imports)
+		defer func() { r.recordRun(ctx, res, out.Log) }()
 	}
 	if err != nil {
 		return r.runFailed(ctx, res, err, done)
@@ -344,17 +339,8 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 		r.setRunFailed(res, "output", v1alpha1.ReasonApplyFailed, err.Error(), done)
 		return ctrl.Result{}, err
 	}
-	if out.Applied && res.Annotations[v1alpha1.AnnotationApproveReplace] != "" {
-		// An approval is for one plan: once applied it is consumed.
-		if err := r.removeAnnotation(ctx, res, v1alpha1.AnnotationApproveReplace); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if _, ok := res.Annotations[v1alpha1.AnnotationStartFresh]; ok {
-		// Starting from empty state is allowed once.
-		if err := r.removeAnnotation(ctx, res, v1alpha1.AnnotationStartFresh); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := r.consumeAnnotations(ctx, res, out.Applied); err != nil {
+		return ctrl.Result{}, err
 	}
 	res.Status.LastRun.Result = RunSucceeded
 	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
@@ -363,16 +349,49 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 	}
 	res.Status.ObservedGeneration = res.Generation
 	res.Status.Phase = phase
+	res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""
 	setOutputs(res, out.Outputs)
 	r.readState(ctx, res)
 	msg := fmt.Sprintf("plan: %d to add, %d to change, %d to destroy%s", res.Status.LastRun.Summary.Add,
 		res.Status.LastRun.Summary.Change, res.Status.LastRun.Summary.Destroy, describeChanges(out.Plan))
 	setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionTrue, v1alpha1.ReasonApplied, msg)
 	setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonApplied, "infrastructure matches the spec")
+	if res.Status.Drift != nil && res.Status.Drift.Drifted && out.Applied {
+		res.Status.Drift.Drifted = false
+		setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionDrifted, metav1.ConditionFalse, v1alpha1.ReasonNoDrift, "the drift was corrected")
+	}
 	if out.Applied {
 		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonApplied, "Apply", "%s", msg)
 	}
-	return ctrl.Result{RequeueAfter: r.syncInterval()}, nil
+	return ctrl.Result{RequeueAfter: jitter(r.syncInterval())}, nil
+}
+
+// queued records a waiting run's place in line (Synced=Unknown, WaitingForRunner).
+func (r *ResourceReconciler) queued(ctx context.Context, res, before *v1alpha1.InfraResource) func(position, waiting int) {
+	return func(position, waiting int) {
+		setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionUnknown, v1alpha1.ReasonWaitingForRunner,
+			fmt.Sprintf("waiting for a runner: %d in line of %d waiting (runs are served across namespaces in turn)", position, waiting))
+		if err := r.record(ctx, res, before); err != nil {
+			log.FromContext(ctx).V(1).Info("could not record the place in line", "error", err.Error())
+		}
+	}
+}
+
+// consumeAnnotations removes the one-shot annotations a successful run used: an approval is for
+// one plan, starting from empty state is allowed once.
+func (r *ResourceReconciler) consumeAnnotations(ctx context.Context, res *v1alpha1.InfraResource, applied bool) error {
+	keys := []string{v1alpha1.AnnotationStartFresh}
+	if applied {
+		keys = append(keys, v1alpha1.AnnotationApprovePlan, v1alpha1.AnnotationApproveReplace)
+	}
+	for _, k := range keys {
+		if _, ok := res.Annotations[k]; ok {
+			if err := r.removeAnnotation(ctx, res, k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // describeChanges lists up to ten changes of a plan as " (address: actions, …)".
@@ -403,7 +422,7 @@ func (r *ResourceReconciler) runFailed(ctx context.Context, res *v1alpha1.InfraR
 		r.setRunFailed(res, res.Status.LastRun.Operation, failReason(res.Status.LastRun.Operation), "run cancelled: the controller is shutting down", at)
 		return ctrl.Result{}, nil
 	case errors.As(err, &an):
-		r.setRunFailed(res, "plan", v1alpha1.ReasonReplaceNeedsApproval, an.Error(), at)
+		r.setRunFailed(res, "plan", an.conditionReason(), an.Error(), at)
 		res.Status.LastRun.Result = RunWaitingForApproval
 		return ctrl.Result{}, nil
 	case errors.As(err, &ie):
@@ -475,6 +494,7 @@ func (r *ResourceReconciler) readState(ctx context.Context, res *v1alpha1.InfraR
 	res.Status.State.Lineage = st.Lineage
 	if lock, err := statebackend.InspectLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res)); err == nil {
 		setLock(res, lock)
+		res.Status.State.LockStale = r.isStale(res, lock, time.Now())
 	}
 }
 

@@ -113,13 +113,32 @@ func (r *ResourceReconciler) lockHeld(ctx context.Context, res *v1alpha1.InfraRe
 	}
 	if lock, err := statebackend.InspectLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res)); err == nil {
 		setLock(res, lock)
+		res.Status.State.LockStale = r.isStale(res, lock, time.Now())
 	}
+}
+
+// DefaultStaleLockAfter is how long a lock that is not a live run's of this deployment is held
+// before status reports it as stale.
+const DefaultStaleLockAfter = time.Hour
+
+// isStale reports a lock to show as stale: held for longer than StaleLockAfter, and not by a run of
+// this controller that is alive. Only a person releases it (kubectl conductor unlock); the
+// controller itself releases only its own dead runs' locks (recoverOwnLock).
+func (r *ResourceReconciler) isStale(res *v1alpha1.InfraResource, lock *statebackend.Lock, now time.Time) bool {
+	after := r.StaleLockAfter
+	if after <= 0 {
+		after = DefaultStaleLockAfter
+	}
+	if lock == nil || lock.Created.IsZero() || r.Runs.Busy(res.Name) {
+		return false
+	}
+	return now.Sub(lock.Created) > after
 }
 
 // setLock shows lock (nil: none) in status.state.
 func setLock(res *v1alpha1.InfraResource, lock *statebackend.Lock) {
 	st := res.Status.State
-	st.LockID, st.LockHolder, st.LockedSince = "", "", nil
+	st.LockID, st.LockHolder, st.LockedSince, st.LockStale = "", "", nil, false
 	if lock == nil {
 		return
 	}

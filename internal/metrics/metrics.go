@@ -13,6 +13,8 @@
 //	conductor_tf_resources{phase}                        gauge      InfraResources by status.phase
 //	conductor_tf_state_lock_conflicts_total              counter    runs refused by a held state lock
 //	conductor_tf_state_locks_recovered_total             counter    stale locks of dead runs released
+//	conductor_tf_drift_detected_total{policy}            counter    drift checks that found drift
+//	conductor_tf_approvals_pending{reason}               gauge      plans waiting for approval
 package metrics
 
 import (
@@ -59,6 +61,12 @@ var (
 		Name: "conductor_tf_state_locks_recovered_total",
 		Help: "State locks left by dead runs of this deployment that the leader released.",
 	})
+	driftDetected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "conductor_tf_drift_detected_total",
+		Help: "Drift checks that found the infrastructure changed outside Terraform, by driftPolicy.",
+	}, []string{"policy"})
+	approvalsDesc = prometheus.NewDesc("conductor_tf_approvals_pending",
+		"InfraResources with a plan waiting for approval, by reason (Manual, DestructiveChange, ImportedObjectReplaced).", []string{"reason"}, nil)
 	resourcesDesc = prometheus.NewDesc("conductor_tf_resources",
 		"InfraResources by status.phase (an empty phase is reported as Pending).", []string{"phase"}, nil)
 )
@@ -70,7 +78,7 @@ var registerOnce sync.Once
 // nil leaves that series out.
 func Register(reader client.Reader) {
 	registerOnce.Do(func() {
-		ctrlmetrics.Registry.MustRegister(runDuration, runsInFlight, runWait, claimReady, lockConflicts, locksRecovered)
+		ctrlmetrics.Registry.MustRegister(runDuration, runsInFlight, runWait, claimReady, lockConflicts, locksRecovered, driftDetected)
 		if reader != nil {
 			ctrlmetrics.Registry.MustRegister(&phaseCollector{reader: reader})
 		}
@@ -81,6 +89,9 @@ func Register(reader client.Reader) {
 func ObserveRun(operation, result string, d time.Duration) {
 	runDuration.WithLabelValues(operation, result).Observe(d.Seconds())
 }
+
+// DriftDetected counts a drift check that found drift, under the resource's driftPolicy.
+func DriftDetected(policy string) { driftDetected.WithLabelValues(policy).Inc() }
 
 // LockConflict counts a run refused because its state was locked by someone else or a live run.
 func LockConflict() { lockConflicts.Inc() }
@@ -132,7 +143,10 @@ func (c *ClaimReady) Forget(uid types.UID) {
 // kube-state-metrics counts objects: the series is exact at each scrape, with no bookkeeping.
 type phaseCollector struct{ reader client.Reader }
 
-func (p *phaseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- resourcesDesc }
+func (p *phaseCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- resourcesDesc
+	ch <- approvalsDesc
+}
 
 func (p *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -141,6 +155,15 @@ func (p *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	if err := p.reader.List(ctx, &list); err != nil {
 		ch <- prometheus.NewInvalidMetric(resourcesDesc, err)
 		return
+	}
+	pending := map[string]int{"Manual": 0, "DestructiveChange": 0, "ImportedObjectReplaced": 0}
+	for i := range list.Items {
+		if pp := list.Items[i].Status.PendingPlan; pp != nil {
+			pending[pp.Reason]++
+		}
+	}
+	for reason, n := range pending {
+		ch <- prometheus.MustNewConstMetric(approvalsDesc, prometheus.GaugeValue, float64(n), reason)
 	}
 	counts := map[v1alpha1.ResourcePhase]int{}
 	for _, phase := range []v1alpha1.ResourcePhase{v1alpha1.ResourcePending, v1alpha1.ResourceProvisioning,

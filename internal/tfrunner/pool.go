@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 )
@@ -162,8 +163,10 @@ type ApplyOptions struct {
 	// use a saved plan.
 	SavedPlan bool
 	// BeforeApply is called with a saved plan that has changes, before it is applied; an error
-	// stops the run (the controller holds a plan for approval here).
-	BeforeApply func(*Plan) error
+	// stops the run (the controller holds a plan for approval here). render returns Terraform's
+	// human-readable rendering of the plan (show -no-color; sensitive values redacted by
+	// Terraform): it runs one more command, so call it only when a person will read it.
+	BeforeApply func(p *Plan, render func() (string, error)) error
 	// Queued, when set, is called once if the run must wait for a slot, with its place in line
 	// (1 = next) and the number of runs waiting.
 	Queued func(position, waiting int)
@@ -193,7 +196,13 @@ type ApplyResult struct {
 	Applied bool
 	// Outputs are the root outputs after the run.
 	Outputs map[string]Output
+	// Log is the run's output as people read it (the human-readable messages of the -json stream,
+	// or the plan and apply output), sensitive values redacted by Terraform; at most MaxLogBytes.
+	Log string
 }
+
+// MaxLogBytes bounds a run's log (ApplyResult.Log): 512 KiB, the end kept.
+const MaxLogBytes = 512 << 10
 
 // ErrStopped wraps the error a hook returned to stop a run.
 var ErrStopped = errors.New("run stopped")
@@ -239,16 +248,19 @@ func (p *Pool) Apply(ctx context.Context, key string, spec Spec, opts ApplyOptio
 		if !opts.SavedPlan && len(opts.Imports) == 0 {
 			return p.applyJSON(ctx, ws, res)
 		}
-		if res.Plan, err = ws.Plan(ctx, PlanOptions{}); err != nil {
+		var log strings.Builder
+		defer func() { res.Log = tailBytes(log.String(), MaxLogBytes) }()
+		if res.Plan, err = ws.Plan(ctx, PlanOptions{Log: &log}); err != nil {
 			return err
 		}
 		if res.Plan.HasChanges {
 			if opts.BeforeApply != nil {
-				if err := opts.BeforeApply(res.Plan); err != nil {
+				render := func() (string, error) { return ws.ShowPlanText(ctx) }
+				if err := opts.BeforeApply(res.Plan, render); err != nil {
 					return fmt.Errorf("%w: %w", ErrStopped, err)
 				}
 			}
-			if err := ws.Apply(ctx, res.Plan); err != nil {
+			if err := ws.Apply(ctx, res.Plan, &log); err != nil {
 				return err
 			}
 			res.Applied = true
@@ -264,6 +276,7 @@ func (p *Pool) Apply(ctx context.Context, key string, spec Spec, opts ApplyOptio
 func (p *Pool) applyJSON(ctx context.Context, ws *Workspace, res *ApplyResult) error {
 	stream, err := ws.ApplyJSON(ctx)
 	if stream != nil {
+		res.Log = tailBytes(strings.Join(stream.Log, "\n"), MaxLogBytes)
 		res.Plan = stream.Plan
 		res.Applied = stream.Applied != nil && stream.Plan.HasChanges
 		res.Outputs = stream.Outputs
@@ -278,6 +291,30 @@ func (p *Pool) applyJSON(ctx context.Context, ws *Workspace, res *ApplyResult) e
 		}
 	}
 	return nil
+}
+
+// DriftCheck plans key's infrastructure read-only (no lock, no saved plan, nothing written): what
+// applying would change now, and which objects changed outside Terraform. It waits for a slot as
+// runs do. Errors as for Workspace.DriftCheck.
+func (p *Pool) DriftCheck(ctx context.Context, key string, spec Spec) (*StreamResult, error) {
+	var res *StreamResult
+	err := p.do(ctx, key, spec.Tenant, nil, func(ws *Workspace) error {
+		if _, err := p.prepare(ctx, ws, spec); err != nil {
+			return err
+		}
+		var err error
+		res, err = ws.DriftCheck(ctx)
+		return err
+	})
+	return res, err
+}
+
+// tailBytes keeps the last n bytes of s, marking the cut.
+func tailBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…(earlier output cut)\n" + s[len(s)-n:]
 }
 
 // Destroy destroys everything in key's state (init first when needed), then forgets the workspace.

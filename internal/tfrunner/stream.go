@@ -68,6 +68,9 @@ type StreamResult struct {
 	Drift []string
 	// Errors are the error diagnostics, as "summary: detail".
 	Errors []string
+	// Log is every message's human-readable text (@message), in order: the run as people read it,
+	// sensitive values redacted by Terraform.
+	Log []string
 }
 
 // ReadStream reads a JSON stream to its end. Lines that are not JSON objects (a wrapper's output,
@@ -84,6 +87,9 @@ func ReadStream(r io.Reader) (*StreamResult, error) {
 		var m streamMessage
 		if json.Unmarshal(line, &m) != nil {
 			continue
+		}
+		if m.Message != "" {
+			res.Log = append(res.Log, m.Message)
 		}
 		res.add(&m)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -240,6 +241,8 @@ type Plan struct {
 type PlanOptions struct {
 	// Destroy plans the destruction of everything in state.
 	Destroy bool
+	// Log, when set, receives the plan's output as people read it.
+	Log io.Writer
 }
 
 // Plan runs plan into a saved plan file and reads it back with show -json.
@@ -252,6 +255,9 @@ func (w *Workspace) Plan(ctx context.Context, opts PlanOptions) (*Plan, error) {
 	planOpts := []tfexec.PlanOption{tfexec.Out(planFile), tfexec.VarFile(varsFile)}
 	if opts.Destroy {
 		planOpts = append(planOpts, tfexec.Destroy(true))
+	}
+	if opts.Log != nil {
+		tf.SetStdout(opts.Log)
 	}
 	hasChanges, err := tf.Plan(ctx, planOpts...)
 	if err != nil {
@@ -311,9 +317,9 @@ func (p *Plan) sortAndHash() {
 	p.ID = hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-// Apply applies a saved plan made by Plan in this workspace.
-// It returns a *LockError when the state is locked by someone else, else a *RunError on failure.
-func (w *Workspace) Apply(ctx context.Context, p *Plan) error {
+// Apply applies a saved plan made by Plan in this workspace; log, when not nil, receives its
+// output. It returns a *LockError when the state is locked by someone else, else a *RunError.
+func (w *Workspace) Apply(ctx context.Context, p *Plan, log io.Writer) error {
 	if p == nil {
 		return errors.New("apply: no plan")
 	}
@@ -321,7 +327,24 @@ func (w *Workspace) Apply(ctx context.Context, p *Plan) error {
 	if err != nil {
 		return err
 	}
+	if log != nil {
+		tf.SetStdout(log)
+	}
 	return classify("apply", tf.Apply(ctx, tfexec.DirOrPlan(planFile)))
+}
+
+// ShowPlanText is Terraform's human-readable rendering of the saved plan (show -no-color <plan>),
+// sensitive values redacted by Terraform. It returns a *RunError when show fails.
+func (w *Workspace) ShowPlanText(ctx context.Context) (string, error) {
+	tf, err := w.tf()
+	if err != nil {
+		return "", err
+	}
+	text, err := tf.ShowPlanFileRaw(ctx, planFile)
+	if err != nil {
+		return "", classify("show", err)
+	}
+	return text, nil
 }
 
 // Destroy destroys everything in state.

@@ -39,6 +39,7 @@ func fileResource(s *scenario, name, content string) *v1alpha1.InfraResource {
 				"content": js(fmt.Sprintf("%q", content)),
 			},
 			ReclaimPolicy: v1alpha1.ReclaimDelete,
+			Operations:    v1alpha1.Operations{AllowDestructiveChanges: true},
 		},
 	}
 }

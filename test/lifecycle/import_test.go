@@ -105,11 +105,12 @@ var _ = Describe("Importing existing infrastructure", func() {
 		Expect(got.Status.LastRun.Summary).To(And(HaveField("Add", int32(0)), HaveField("Destroy", int32(0))), "%s", synced(s, res.Name)())
 		Expect(got.Status.Phase).To(Equal(v1alpha1.ResourceAvailable))
 
-		By("the next plan of the imported infrastructure has zero changes")
+		By("the next plan of the imported infrastructure (the periodic drift check) has zero changes")
 		applies := countOps("apply", res.Name)
 		Eventually(func() int { return countOps("plan", res.Name) }, timeout, time.Second).Should(BeNumerically(">=", 2))
 		Eventually(func() *v1alpha1.RunStatus { return s.resource(res.Name)().Status.LastRun }, timeout, time.Second).Should(
-			And(HaveField("Operation", "plan"), HaveField("Summary", Equal(&v1alpha1.PlanSummary{}))))
+			And(HaveField("Operation", "drift"), HaveField("Summary", Equal(&v1alpha1.PlanSummary{}))))
+		Expect(s.resource(res.Name)().Status.Drift).To(HaveField("Drifted", false))
 		Expect(countOps("apply", res.Name)).To(Equal(applies))
 		creds := &corev1.Secret{}
 		Expect(k8s.Get(s.ctx, client.ObjectKey{Namespace: storeNS, Name: "minio-legacy-access-keys"}, creds)).To(Succeed())

@@ -1,0 +1,212 @@
+package controller
+
+// Approval: which plans wait for a person, and how one approves them.
+//
+// A plan waits when (first match):
+//   - it would destroy or replace an object listed in spec.import (ImportedObjectReplaced);
+//   - the resource's approval is Manual and the plan has changes (Manual);
+//   - it would delete or replace an existing object and the resource does not allow destructive
+//     changes, the default (DestructiveChange).
+// A waiting plan is kept in status.pendingPlan (id, summary, changes) with Terraform's rendering in
+// a Secret of the controller's namespace, and the resource says WaitingForApproval (or
+// ReplaceNeedsApproval). Annotating the resource conductor.io/approve-plan=<id> (the older
+// conductor.io/approve-replace is read too) makes the next run plan again and apply that plan only
+// if its id is the approved one; a plan with other changes — a newer generation, or the world
+// changed — is not applied: it waits in turn, and the resource says PlanDiscarded. Destroy on
+// reclaim never waits (the reclaim policy is the approval).
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// Reasons a plan waits, in status.pendingPlan.reason.
+const (
+	WaitManual            = "Manual"
+	WaitDestructive       = "DestructiveChange"
+	WaitImportedReplaced  = "ImportedObjectReplaced"
+	maxPendingPlanChanges = 50
+)
+
+// approvalNeeded stops a run whose plan waits for approval.
+type approvalNeeded struct {
+	planID, reason string
+	addresses      []string
+	discarded      string // the approved plan id that no longer matches, if any
+}
+
+func (e *approvalNeeded) Error() string {
+	what := map[string]string{
+		WaitManual:           "approval is Manual",
+		WaitDestructive:      "it would delete or replace existing objects (" + strings.Join(e.addresses, ", ") + ")",
+		WaitImportedReplaced: "it would destroy or replace imported objects (" + strings.Join(e.addresses, ", ") + ")",
+	}[e.reason]
+	msg := fmt.Sprintf("plan %s waits for approval: %s; annotate the resource %s=%s to apply it", e.planID, what, v1alpha1.AnnotationApprovePlan, e.planID)
+	if e.discarded != "" {
+		msg = fmt.Sprintf("the approved plan %s no longer matches (the spec or the infrastructure changed); %s", e.discarded, msg)
+	}
+	return msg
+}
+
+func (e *approvalNeeded) conditionReason() string {
+	if e.reason == WaitImportedReplaced {
+		return v1alpha1.ReasonReplaceNeedsApproval
+	}
+	if e.discarded != "" {
+		return v1alpha1.ReasonPlanDiscarded
+	}
+	return v1alpha1.ReasonWaitingForApproval
+}
+
+// approvedID is the plan id the resource's annotations approve ("" when none).
+func approvedID(res *v1alpha1.InfraResource) string {
+	if id := res.Annotations[v1alpha1.AnnotationApprovePlan]; id != "" {
+		return id
+	}
+	return res.Annotations[v1alpha1.AnnotationApproveReplace]
+}
+
+// approved reports whether the plan that waits has been approved.
+func approved(res *v1alpha1.InfraResource) bool {
+	id := approvedID(res)
+	return id != "" && id == res.Status.PendingPlanID
+}
+
+// needsSavedPlan reports whether the resource's runs must stop between plan and apply: Manual
+// approval, imports, or the destructive-change guard on a resource that has objects to destroy.
+// A first provisioning under the guard is one apply -json: there is nothing to delete yet.
+func needsSavedPlan(res *v1alpha1.InfraResource) bool {
+	hasState := everApplied(res) || res.Spec.AdoptState != "" || (res.Status.State != nil && res.Status.State.Serial > 0)
+	return res.Spec.Approval == v1alpha1.ApprovalManual || len(res.Spec.Import) > 0 ||
+		(!res.Spec.AllowDestructiveChanges && hasState)
+}
+
+// waitReason says why plan p must wait for approval, with the addresses concerned ("" when it
+// need not).
+func waitReason(res *v1alpha1.InfraResource, p *tfrunner.Plan) (string, []string) {
+	imported := map[string]bool{}
+	for _, imp := range res.Spec.Import {
+		imported[tfrunner.ModuleAddress(imp.Address)] = true
+	}
+	var importedRisky, destructive []string
+	for _, c := range p.Changes {
+		if c.Destroys() {
+			destructive = append(destructive, c.Address)
+			if imported[c.Address] {
+				importedRisky = append(importedRisky, c.Address)
+			}
+		}
+	}
+	switch {
+	case len(importedRisky) > 0:
+		return WaitImportedReplaced, importedRisky
+	case res.Spec.Approval == v1alpha1.ApprovalManual:
+		return WaitManual, nil
+	case len(destructive) > 0 && !res.Spec.AllowDestructiveChanges:
+		return WaitDestructive, destructive
+	}
+	return "", nil
+}
+
+// gate decides, before a saved plan is applied, whether it may be: when it must wait and is not
+// the approved plan, it records the plan in status.pendingPlan, stores Terraform's rendering of it
+// for admins, and returns *approvalNeeded.
+func (r *ResourceReconciler) gate(ctx context.Context, res *v1alpha1.InfraResource, p *tfrunner.Plan, render func() (string, error)) error {
+	reason, addresses := waitReason(res, p)
+	if reason == "" || approvedID(res) == p.ID {
+		res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""
+		return nil
+	}
+	an := &approvalNeeded{planID: p.ID, reason: reason, addresses: addresses}
+	if id := approvedID(res); id != "" && id != p.ID {
+		an.discarded = id
+	}
+	if pp := res.Status.PendingPlan; pp != nil && pp.ID == p.ID && pp.Generation == res.Generation {
+		return an // the same plan already waits: nothing new to show
+	}
+	secret := "tfplan-" + statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
+	text, err := render()
+	if err != nil {
+		text = "the plan could not be rendered: " + err.Error()
+	}
+	if err := r.writeTextSecret(ctx, secret, res, "plan.txt", text); err != nil {
+		return err
+	}
+	pending := &v1alpha1.PendingPlan{ID: p.ID, Reason: reason, Summary: *summaryOf(p), Generation: res.Generation,
+		CreatedAt: metav1.Now(), Secret: secret}
+	for i, c := range p.Changes {
+		if i == maxPendingPlanChanges {
+			break
+		}
+		pending.Changes = append(pending.Changes, c.Address+": "+strings.Join(c.Actions, "+"))
+	}
+	res.Status.PendingPlan, res.Status.PendingPlanID = pending, p.ID
+	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, an.conditionReason(), "Plan", "%s", an.Error())
+	return an
+}
+
+// writeTextSecret writes text under key in the Secret name of the controller's namespace,
+// labelled with the resource: plans and run logs, for admins (Secrets, because a plan or a log
+// may show values that are not marked sensitive but are still private).
+func (r *ResourceReconciler) writeTextSecret(ctx context.Context, name string, res *v1alpha1.InfraResource, key, text string) error {
+	s := &corev1.Secret{}
+	s.Namespace, s.Name = r.State.Namespace, name
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, s, func() error {
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		s.Labels[statebackend.LabelResource] = statebackend.LabelValue(res.Name)
+		s.Type = corev1.SecretTypeOpaque
+		s.Data = map[string][]byte{key: []byte(text)}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("writing Secret %s/%s: %w", r.State.Namespace, name, err)
+	}
+	return nil
+}
+
+// recordRun keeps the finished last run in status.runs (newest first, at most maxRuns) and its
+// log in a Secret of the controller's namespace.
+func (r *ResourceReconciler) recordRun(ctx context.Context, res *v1alpha1.InfraResource, log string) {
+	last := res.Status.LastRun
+	if last == nil {
+		return
+	}
+	if log != "" {
+		name := "tflog-" + statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
+		if err := r.writeTextSecret(ctx, name, res, "log", log); err == nil {
+			last.LogSecret = name
+		}
+	}
+	runs := []v1alpha1.RunStatus{*last.DeepCopy()}
+	for _, old := range res.Status.Runs {
+		if len(runs) == maxRunHistory {
+			break
+		}
+		if old.ID != "" && old.ID == last.ID {
+			continue
+		}
+		runs = append(runs, old)
+	}
+	res.Status.Runs = runs
+}
+
+// maxRunHistory is how many runs status.runs keeps.
+const maxRunHistory = 5
+
+// jitter spreads d by up to ±10 %, so that resources created together are not checked together.
+func jitter(d time.Duration) time.Duration {
+	return d - d/10 + time.Duration(float64(d)/5*rand.Float64())
+}
