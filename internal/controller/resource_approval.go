@@ -83,6 +83,18 @@ func approved(res *v1alpha1.InfraResource) bool {
 	return id != "" && id == res.Status.PendingPlanID
 }
 
+// staleApproval says so when the approval annotation names another plan than the one that waits
+// (it was approved after a newer plan replaced it): nothing is applied.
+func staleApproval(res *v1alpha1.InfraResource) {
+	id, pp := approvedID(res), res.Status.PendingPlan
+	if id == "" || pp == nil || id == pp.ID {
+		return
+	}
+	setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionFalse, v1alpha1.ReasonPlanDiscarded,
+		fmt.Sprintf("the approved plan %s is not the plan that waits: plan %s replaced it (a newer generation, or the infrastructure changed); "+
+			"nothing is applied until %s=%s", id, pp.ID, v1alpha1.AnnotationApprovePlan, pp.ID))
+}
+
 // needsSavedPlan reports whether the resource's runs must stop between plan and apply: Manual
 // approval, imports, or the destructive-change guard on a resource that has objects to destroy.
 // A first provisioning under the guard is one apply -json: there is nothing to delete yet.

@@ -215,6 +215,7 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 	now := time.Now()
 	run, wait := needsRun(res, now, r.syncInterval())
 	if !run {
+		staleApproval(res)
 		if !everApplied(res) {
 			res.Status.Phase = v1alpha1.ResourceFailed
 		} else {

@@ -219,6 +219,10 @@ type Change struct {
 	Actions []string
 	// Importing is true when the plan imports the object.
 	Importing bool
+
+	// values are the change's before and after values (JSON, from show -json), hashed into the
+	// plan's ID so that plans with the same actions but other values differ; not exposed.
+	values []byte
 }
 
 // Destroys reports whether the change deletes or replaces its object.
@@ -231,7 +235,9 @@ type Plan struct {
 	Summary    Summary
 	// Changes lists every resource change that is not a no-op, sorted by address.
 	Changes []Change
-	// ID identifies the plan's changes: equal plans have equal IDs. 12 hex characters.
+	// ID identifies the plan's changes, with their values for a saved plan (show -json): equal
+	// plans have equal IDs, and a plan that would set other values has another. IDs compare
+	// between plans made the same way (saved plans, or -json streams). 12 hex characters.
 	ID string
 	// Destroy is true for a destroy plan.
 	Destroy bool
@@ -302,7 +308,8 @@ func summarize(raw *tfjson.Plan) *Plan {
 		for i, x := range a {
 			actions[i] = string(x)
 		}
-		p.Changes = append(p.Changes, Change{Address: rc.Address, Actions: actions, Importing: importing})
+		values, _ := json.Marshal([]any{rc.Change.Before, rc.Change.After, rc.Change.AfterUnknown})
+		p.Changes = append(p.Changes, Change{Address: rc.Address, Actions: actions, Importing: importing, values: values})
 	}
 	p.sortAndHash()
 	return p
@@ -314,6 +321,9 @@ func (p *Plan) sortAndHash() {
 	sort.Slice(p.Changes, func(i, j int) bool { return p.Changes[i].Address < p.Changes[j].Address })
 	h := sha256.New()
 	_ = json.NewEncoder(h).Encode(p.Changes)
+	for _, c := range p.Changes {
+		h.Write(c.values)
+	}
 	p.ID = hex.EncodeToString(h.Sum(nil))[:12]
 }
 
