@@ -63,7 +63,7 @@ validate-modules: ## Opt-in: build the aws and google providers and `terraform v
 
 ##@ Build and run
 .PHONY: build run install uninstall cluster-up cluster-down
-build: generate ## Build the controller binary into bin/.
+build: generate ## Build the controller and the kubectl plugin (kubectl-conductor) into bin/
 	go build -o bin/conductor-tf ./cmd/conductor-tf
 	go build -o bin/kubectl-conductor ./cmd/kubectl-conductor
 
