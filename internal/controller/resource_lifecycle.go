@@ -425,6 +425,9 @@ func (r *ResourceReconciler) runFailed(ctx context.Context, res *v1alpha1.InfraR
 	case errors.As(err, &an):
 		r.setRunFailed(res, "plan", an.conditionReason(), an.Error(), at)
 		res.Status.LastRun.Result = RunWaitingForApproval
+		if !everApplied(res) {
+			res.Status.Phase = v1alpha1.ResourcePending // not failed: waiting for a person
+		}
 		return ctrl.Result{}, nil
 	case errors.As(err, &ie):
 		r.setRunFailed(res, res.Status.LastRun.Operation, ie.reason, ie.message, at)

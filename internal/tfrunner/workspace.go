@@ -269,6 +269,10 @@ func (w *Workspace) Plan(ctx context.Context, opts PlanOptions) (*Plan, error) {
 	if err != nil {
 		return nil, classify("plan", err)
 	}
+	// show -json holds every value, sensitive ones included: never through the log's writer.
+	if tf, err = w.tf(); err != nil {
+		return nil, err
+	}
 	raw, err := tf.ShowPlanFile(ctx, planFile)
 	if err != nil {
 		return nil, classify("show", err)
