@@ -216,9 +216,12 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 	run, wait := needsRun(res, now, r.syncInterval())
 	if !run {
 		staleApproval(res)
-		if !everApplied(res) {
+		switch {
+		case !everApplied(res) && res.Status.LastRun != nil && res.Status.LastRun.Result == RunWaitingForApproval:
+			res.Status.Phase = v1alpha1.ResourcePending
+		case !everApplied(res):
 			res.Status.Phase = v1alpha1.ResourceFailed
-		} else {
+		default:
 			res.Status.Phase = phase
 		}
 		return ctrl.Result{RequeueAfter: wait}, nil

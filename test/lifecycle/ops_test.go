@@ -52,6 +52,7 @@ var _ = Describe("Day-2 operations", func() {
 		Expect(syncedReason(s, res.Name)()).To(Equal(v1alpha1.ReasonWaitingForApproval))
 		Expect(s.resource(res.Name)().Status.Phase).To(Equal(v1alpha1.ResourcePending), "waiting for a person is not a failure")
 		Consistently(func() string { return fileContent(path) }, 3*time.Second, time.Second).Should(HavePrefix("<"), "nothing applied")
+		Expect(s.resource(res.Name)().Status.Phase).To(Equal(v1alpha1.ResourcePending), "still waiting, not failed, after later reconciles")
 
 		By("a newer generation discards that plan; approving the stale id applies nothing")
 		setContent(s, res.Name, "second version")
