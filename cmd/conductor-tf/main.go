@@ -40,6 +40,7 @@ type options struct {
 	podName                string
 	leaderElect            bool
 	workers, maxRuns       int
+	resourceWorkers        int
 	terraformPath, workDir string
 	installVersion         string
 	namespace, kubeconfig  string
@@ -59,6 +60,7 @@ func main() {
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes.")
 	flag.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader, so that only one replica reconciles.")
 	flag.IntVar(&o.workers, "max-concurrent-reconciles", 8, "Reconciles of each kind that run at once.")
+	flag.IntVar(&o.resourceWorkers, "max-concurrent-resource-reconciles", 256, "Resource reconciles that run at once. Most of them wait for a runner slot, where waiting runs are served across namespaces in turn: keep it well above --max-concurrent-runs, or the work queue, first come first served, decides the order instead.")
 	flag.IntVar(&o.maxRuns, "max-concurrent-runs", runtime.NumCPU(), "Terraform runs that execute at once.")
 	flag.StringVar(&o.terraformPath, "terraform-path", "", "The tofu or terraform binary; else tofu, then terraform, on PATH.")
 	flag.StringVar(&o.installVersion, "install-terraform-version", "1.11.4", "Terraform release hc-install downloads when no tofu or terraform is found (needs releases.hashicorp.com); empty disables it.")
@@ -200,7 +202,7 @@ func run(o options) error {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: pool, State: state, StateServer: stateServer,
 		Identity:                 controller.RunIdentity{Who: statebackend.Who(), Controller: o.podName},
 		MaxConcurrentDriftChecks: o.driftChecks, StaleLockAfter: o.staleLockAfter,
-		SyncInterval: o.syncInterval, MaxConcurrentReconciles: o.workers,
+		SyncInterval: o.syncInterval, MaxConcurrentReconciles: o.resourceWorkers,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

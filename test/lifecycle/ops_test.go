@@ -3,6 +3,7 @@ package lifecycle_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -163,3 +164,46 @@ func sensitiveWord(res *v1alpha1.InfraResource) string {
 	Fail("no random_password in state")
 	return ""
 }
+
+var _ = Describe("Fair share of the runner pool", func() {
+	It("a claim in a second namespace is served within a few runs while dozens wait in the first, and shows its place in line", func() {
+		busy, other := newScenario(), newScenario()
+		other.kind = busy.kind
+		Expect(k8s.Create(busy.ctx, fileClass("fair-"+busy.ns, busy.kind, v1alpha1.ReclaimDelete))).To(Succeed())
+		const many = 40
+		var claims []*v1alpha1.InfraClaim
+		for i := range many {
+			c := fileClaim(busy.ns, fmt.Sprintf("q%02d", i), busy.kind, busy.dir, "queued")
+			Expect(k8s.Create(busy.ctx, c)).To(Succeed())
+			claims = append(claims, c)
+		}
+		readyCount := func() int {
+			n := 0
+			for _, c := range claims {
+				if readyStatus(busy.claim(c)()) == metav1.ConditionTrue {
+					n++
+				}
+			}
+			return n
+		}
+		// Wait until the first namespace's runs hold the pool and the rest queue behind them.
+		Eventually(func() int {
+			n := 0
+			for _, c := range claims {
+				if name := busy.claim(c)().Status.ResourceName; name != "" &&
+					syncedCondition(busy.resource(name)()).Reason == v1alpha1.ReasonWaitingForRunner {
+					n++
+				}
+			}
+			return n
+		}, timeout, 200*time.Millisecond).Should(BeNumerically(">=", 20))
+
+		late := fileClaim(other.ns, "late", other.kind, other.dir, "fair")
+		Expect(k8s.Create(other.ctx, late)).To(Succeed())
+		Eventually(other.claim(late), timeout, 200*time.Millisecond).Should(WithTransform(readyStatus, Equal(metav1.ConditionTrue)))
+		Expect(many - readyCount()).To(BeNumerically(">=", 25), "the late claim did not wait for the first namespace's queue")
+		for _, c := range claims {
+			Eventually(busy.claim(c), timeout, time.Second).Should(WithTransform(readyStatus, Equal(metav1.ConditionTrue)))
+		}
+	})
+})
