@@ -201,7 +201,7 @@ var _ = Describe("Fair share of the runner pool", func() {
 		late := fileClaim(other.ns, "late", other.kind, other.dir, "fair")
 		Expect(k8s.Create(other.ctx, late)).To(Succeed())
 		Eventually(other.claim(late), timeout, 200*time.Millisecond).Should(WithTransform(readyStatus, Equal(metav1.ConditionTrue)))
-		Expect(many - readyCount()).To(BeNumerically(">=", 25), "the late claim did not wait for the first namespace's queue")
+		Expect(many-readyCount()).To(BeNumerically(">=", 25), "the late claim did not wait for the first namespace's queue")
 		for _, c := range claims {
 			Eventually(busy.claim(c), timeout, time.Second).Should(WithTransform(readyStatus, Equal(metav1.ConditionTrue)))
 		}

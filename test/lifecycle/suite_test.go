@@ -149,8 +149,8 @@ var _ = BeforeSuite(func() {
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&controller.ResourceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: pool,
-		State:        statebackend.Config{Namespace: stateNamespace, KubeconfigPath: env.Kubeconfig},
-		StateServer:  stateServer,
+		State:       statebackend.Config{Namespace: stateNamespace, KubeconfigPath: env.Kubeconfig},
+		StateServer: stateServer,
 		// As in the manager: many resource reconciles, most of them waiting in the pool's fair queue.
 		SyncInterval: syncInterval, MaxConcurrentReconciles: 64,
 		Identity: controller.RunIdentity{Who: statebackend.Who(), Controller: podName},
