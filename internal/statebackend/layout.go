@@ -145,7 +145,25 @@ func listChunks(ctx context.Context, kube kubernetes.Interface, namespace, works
 // (as Terraform reads it).
 // It returns an error when a chunk is missing (parts 1..n-1 must all exist) or the data is not
 // one gzip stream with a valid checksum. Single-Secret states written by OpenTofu read the same.
+//
+// A first chunk shorter than a whole chunk is the whole state (Put cuts whole chunks first): it is
+// read with one GET, and the Secrets are listed only for a state of two chunks or more.
 func ReadState(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) (state []byte, found bool, err error) {
+	main, err := kube.CoreV1().Secrets(namespace).Get(ctx, SecretName(workspace, suffix), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if data, ok := main.Data[stateKey]; !ok {
+		return nil, false, nil
+	} else if len(data) < chunkSize {
+		if state, err = gunzipBytes(data); err != nil {
+			return nil, false, fmt.Errorf("state %s: %w", SecretName(workspace, suffix), err)
+		}
+		return state, true, nil
+	}
 	cs, err := listChunks(ctx, kube, namespace, workspace, suffix)
 	if err != nil {
 		return nil, false, err
