@@ -147,7 +147,7 @@ func (r *ResourceReconciler) gate(ctx context.Context, res *v1alpha1.InfraResour
 	if pp := res.Status.PendingPlan; pp != nil && pp.ID == p.ID && pp.Generation == res.Generation {
 		return an // the same plan already waits: nothing new to show
 	}
-	secret := "tfplan-" + statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
+	secret := planSecretName(res)
 	text, err := render()
 	if err != nil {
 		text = "the plan could not be rendered: " + err.Error()
@@ -181,7 +181,8 @@ func (r *ResourceReconciler) writeTextSecret(ctx context.Context, name string, r
 		s.Labels[statebackend.LabelResource] = statebackend.LabelValue(res.Name)
 		s.Type = corev1.SecretTypeOpaque
 		s.Data = map[string][]byte{key: []byte(text)}
-		return nil
+		// Owned by the resource: deleted with it (a cluster-scoped owner of a namespaced object).
+		return controllerutil.SetOwnerReference(res, s, r.Scheme())
 	})
 	if err != nil {
 		return fmt.Errorf("writing Secret %s/%s: %w", r.State.Namespace, name, err)
@@ -197,7 +198,7 @@ func (r *ResourceReconciler) recordRun(ctx context.Context, res *v1alpha1.InfraR
 		return
 	}
 	if log != "" {
-		name := "tflog-" + statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
+		name := logSecretName(res)
 		if err := r.writeTextSecret(ctx, name, res, "log", log); err == nil {
 			last.LogSecret = name
 		}
@@ -213,6 +214,16 @@ func (r *ResourceReconciler) recordRun(ctx context.Context, res *v1alpha1.InfraR
 		runs = append(runs, old)
 	}
 	res.Status.Runs = runs
+}
+
+// planSecretName and logSecretName are the Secrets, in the controller's namespace, of a
+// resource's waiting plan (key plan.txt) and last run's log (key log).
+func planSecretName(res *v1alpha1.InfraResource) string {
+	return "tfplan-" + statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
+}
+
+func logSecretName(res *v1alpha1.InfraResource) string {
+	return "tflog-" + statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
 }
 
 // maxRunHistory is how many runs status.runs keeps.

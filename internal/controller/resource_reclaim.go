@@ -3,10 +3,12 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -45,8 +47,23 @@ func (r *ResourceReconciler) finalize(ctx context.Context, res *v1alpha1.InfraRe
 			}
 		}
 	}
+	if err := r.deleteRunRecords(ctx, res); err != nil {
+		return ctrl.Result{}, err
+	}
 	controllerutil.RemoveFinalizer(res, v1alpha1.FinalizerResource)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, res))
+}
+
+// deleteRunRecords deletes the resource's plan and log Secrets (they are also owned by the
+// resource, so the garbage collector removes any a crash left behind).
+func (r *ResourceReconciler) deleteRunRecords(ctx context.Context, res *v1alpha1.InfraResource) error {
+	for _, name := range []string{planSecretName(res), logSecretName(res)} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.State.Namespace, Name: name}}
+		if err := r.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting Secret %s/%s: %w", r.State.Namespace, name, err)
+		}
+	}
+	return nil
 }
 
 // destroy runs terraform destroy (when there is state), then deletes the state Secret and Lease.
