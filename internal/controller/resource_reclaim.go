@@ -47,8 +47,10 @@ func (r *ResourceReconciler) finalize(ctx context.Context, res *v1alpha1.InfraRe
 			}
 		}
 	}
-	if err := r.deleteRunRecords(ctx, res); err != nil {
-		return ctrl.Result{}, err
+	if r.Runs != nil {
+		if err := r.deleteRunRecords(ctx, res); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	controllerutil.RemoveFinalizer(res, v1alpha1.FinalizerResource)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, res))
