@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,8 +90,11 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 			Module: v1alpha1.ModuleSource{Source: module, Version: "v1"},
 			Variables: v1alpha1.Variables{
 				"path":    {Raw: []byte(`"` + files + `/${claim.namespace}-${claim.name}.txt"`)},
-				"content": {Raw: []byte(`"hello ${claim.name}"`)},
-			}},
+				"content": {Raw: []byte(`"${claim.spec.parameters.greeting}"`)},
+			},
+			// Each round changes a claim's greeting: the file is replaced, through applies that
+			// take the state lock, all along the kills.
+			Operations: v1alpha1.Operations{AllowDestructiveChanges: true}},
 	}
 	if err := k8s.Create(ctx, class); err != nil {
 		t.Fatal(err)
@@ -102,6 +106,7 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("c%d", i)},
 				Spec: v1alpha1.InfraClaimSpec{ResourceKind: "File",
 					Resources:                  v1alpha1.ClaimResources{Requests: v1alpha1.Quantities{"storage": resource.MustParse("1Gi")}},
+					Parameters:                 v1alpha1.Variables{"greeting": {Raw: []byte(`"hello"`)}},
 					WriteConnectionSecretToRef: &v1alpha1.LocalSecretReference{Name: fmt.Sprintf("c%d-conn", i)}},
 			}
 			if err := k8s.Create(ctx, c); err != nil {
@@ -146,8 +151,20 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 				deleted[c.Namespace+"/"+c.Name] = true
 			}
 		}
+		if live := claims[len(claims)/2:]; round > 0 {
+			// A surviving claim gets a new greeting: its resource applies again this round.
+			target := live[round%len(live)]
+			patch := fmt.Sprintf(`{"spec":{"parameters":{"greeting":"round %d"}}}`, round)
+			if err := k8s.Patch(ctx, target.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+				t.Fatal(err)
+			}
+		}
 		c := startController(t, env, bin, dir, tfEnv, round)
-		time.Sleep(time.Duration(1500+rng.IntN(3500)) * time.Millisecond)
+		// Kill at a random point of a run: wait until one runs (up to 10 s), then up to 1.5 s more.
+		for deadline := time.Now().Add(10 * time.Second); !c.Busy() && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
 		if c.Busy() {
 			midRun++
 		}
