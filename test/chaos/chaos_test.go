@@ -38,11 +38,11 @@ const (
 )
 
 // startController starts round's controller process.
-func startController(t *testing.T, env *harness.Env, bin, dir string, tfEnv map[string]string, round int) *harness.Controller {
+func startController(t *testing.T, env *harness.Env, bin, dir string, tfEnv map[string]string, round int, syncInterval string) *harness.Controller {
 	t.Helper()
 	c, err := env.StartController(bin, filepath.Join(dir, fmt.Sprintf("controller-%02d.log", round)), tfEnv,
 		"--namespace", stateNamespace, "--work-dir", filepath.Join(dir, "work"),
-		"--terraform-path", os.Getenv("CONDUCTOR_TF_TOFU"), "--max-concurrent-runs", "2", "--sync-interval", "3s",
+		"--terraform-path", os.Getenv("CONDUCTOR_TF_TOFU"), "--max-concurrent-runs", "2", "--sync-interval", syncInterval,
 		"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--grace-period", "5s",
 		"--pod-name", fmt.Sprintf("chaos-%02d", round), "--zap-devel=false")
 	if err != nil {
@@ -159,7 +159,7 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		c := startController(t, env, bin, dir, tfEnv, round)
+		c := startController(t, env, bin, dir, tfEnv, round, "3s")
 		// Kill at a random point of a run: wait until one runs (up to 10 s), then up to 1.5 s more.
 		for deadline := time.Now().Add(10 * time.Second); !c.Busy() && time.Now().Before(deadline); {
 			time.Sleep(20 * time.Millisecond)
@@ -171,7 +171,9 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 		c.Kill()
 		observe()
 	}
-	final := startController(t, env, bin, dir, tfEnv, kills)
+	// The last controller converges what the kills left, and then has nothing to do: no periodic
+	// drift checks, so that it can be stopped between runs.
+	final := startController(t, env, bin, dir, tfEnv, kills, "1h")
 	defer final.Kill()
 
 	// Everything converges: the surviving claims Bound and Ready, the deleted ones and their
@@ -188,8 +190,17 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 		time.Sleep(2 * time.Second)
 	}
 	observe()
-	// The last controller keeps re-running resources (every 3 s): stop it as Kubernetes stops a
-	// pod (SIGTERM, then wait) so that no run is in flight when locks are counted.
+	// Stop it as Kubernetes stops a pod (SIGTERM, then wait), once no run is in flight, so that
+	// the locks counted are what the kills left. (What a run cancelled by SIGTERM leaves is the
+	// subject of tfrunner's cancellation test.)
+	for idle := 0; idle < 10; {
+		if final.Busy() {
+			idle = 0
+		} else {
+			idle++
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	final.Stop()
 
 	// 0 locks left held.
