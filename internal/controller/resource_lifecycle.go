@@ -245,10 +245,7 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 			}
 			return result, err
 		}
-		spec, err = r.runSpec(ctx, res) // a fresh Env: the check's credentials are revoked
-		if err != nil {
-			return ctrl.Result{}, err
-		}
+		// The same spec serves the apply: backend() replaces the check's revoked TF_HTTP_* credentials.
 	}
 	return r.applyRun(ctx, res, before, phase, spec, now)
 }

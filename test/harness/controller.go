@@ -2,13 +2,33 @@ package harness
 
 import (
 	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 )
+
+// Client returns a controller-runtime client of the environment with the Kubernetes and
+// conductor.io schemes.
+func (e *Env) Client() (client.Client, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return client.New(e.Config, client.Options{Scheme: scheme})
+}
 
 // BuildController builds cmd/conductor-tf into dir and returns the binary's path.
 func BuildController(dir string) (string, error) {
