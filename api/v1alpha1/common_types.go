@@ -156,6 +156,18 @@ const (
 	// ReasonStateRestored and ReasonStateRestoreFailed: the restore annotation's outcome.
 	ReasonStateRestored      = "StateRestored"
 	ReasonStateRestoreFailed = "StateRestoreFailed"
+	// ReasonResourceInUse: a Bound resource's deletion waits until its claim is gone (as
+	// kubernetes.io/pv-protection).
+	ReasonResourceInUse = "ResourceInUse"
+	// ReasonStateNotOwned: the state under the resource's name is not its own (orphaned by another
+	// resource, or adoption refused): reclaim leaves it, and the infrastructure, as they are.
+	ReasonStateNotOwned = "StateNotOwned"
+	// ReasonAbandoned: an operator abandoned the infrastructure of a resource whose state is missing
+	// (conductor.io/abandon=true); it is left as it is.
+	ReasonAbandoned = "Abandoned"
+	// ReasonInterruptedCreate: a run that created objects died before it completed them; the plan
+	// that would create them again waits for an approval (interruptedCreates: Hold).
+	ReasonInterruptedCreate = "InterruptedCreate"
 )
 
 // Well-known labels, annotations and finalizers.
@@ -164,6 +176,9 @@ const (
 	FinalizerClaim = "conductor.io/claim-protection"
 	// FinalizerResource keeps a resource until its reclaim policy has been carried out.
 	FinalizerResource = "conductor.io/reclaim"
+	// FinalizerInUse keeps a Bound resource until its claim is gone, as kubernetes.io/pv-protection
+	// keeps a PV bound to a PVC.
+	FinalizerInUse = "conductor.io/resource-protection"
 	// LabelClaimNamespace and LabelClaimName label a dynamically provisioned resource with its claim.
 	LabelClaimNamespace = "conductor.io/claim-namespace"
 	LabelClaimName      = "conductor.io/claim-name"
@@ -189,6 +204,9 @@ const (
 	// AnnotationApprovePlan approves, by plan id, the plan that waits for approval
 	// (status.pendingPlan.id); a newer plan discards the approval.
 	AnnotationApprovePlan = "conductor.io/approve-plan"
+	// AnnotationAbandon ("true") lets a Delete resource whose state is missing be deleted without a
+	// destroy: its infrastructure is left as it is (an event says so).
+	AnnotationAbandon = "conductor.io/abandon"
 )
 
 // ApprovalMode says when a plan with changes is applied.
@@ -234,4 +252,23 @@ type Operations struct {
 	// +optional
 	// +kubebuilder:default=Correct
 	DriftPolicy DriftPolicy `json:"driftPolicy,omitempty"`
+	// InterruptedCreates: Hold (default) makes a plan that would create again an object whose
+	// create started in a run that died (status.createsPending) wait for approval with reason
+	// InterruptedCreate, since the first create may have happened; Retry applies it, for modules
+	// whose creates are idempotent.
+	// +optional
+	// +kubebuilder:default=Hold
+	InterruptedCreates InterruptedCreatesPolicy `json:"interruptedCreates,omitempty"`
 }
+
+// InterruptedCreatesPolicy says what happens to a create that a dead run may have carried out.
+// +kubebuilder:validation:Enum=Hold;Retry
+type InterruptedCreatesPolicy string
+
+// Interrupted-create policies (crossplane-runtime's create-pending protocol, for Terraform).
+const (
+	// InterruptedCreatesHold waits for an approval of the plan that would create again.
+	InterruptedCreatesHold InterruptedCreatesPolicy = "Hold"
+	// InterruptedCreatesRetry applies it: the module's creates are idempotent.
+	InterruptedCreatesRetry InterruptedCreatesPolicy = "Retry"
+)

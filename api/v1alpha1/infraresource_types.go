@@ -251,6 +251,16 @@ type InfraResourceStatus struct {
 	// Runs are the last runs, newest first (at most 5).
 	// +optional
 	Runs []RunStatus `json:"runs,omitempty"`
+	// CreatesPending lists the module addresses whose create started (Terraform's apply_start) in a
+	// run that has not ended: each is written before the run's next event is read, and the list is
+	// cleared when the run's process ends on its own (its state saved). A list left by a run that
+	// died (SIGKILL, pod deleted, OOM, node lost) makes the next plan that would create any of them
+	// wait (interruptedCreates: Hold) with reason InterruptedCreate.
+	// +optional
+	CreatesPending []string `json:"createsPending,omitempty"`
+	// CreatesPendingRun is the id of the run that started the creates in createsPending.
+	// +optional
+	CreatesPendingRun string `json:"createsPendingRun,omitempty"`
 }
 
 // PendingPlan is a saved plan waiting for approval.
@@ -258,7 +268,7 @@ type PendingPlan struct {
 	// ID of the plan (12 hex characters of a hash of its changes); approve it with the annotation
 	// conductor.io/approve-plan=<id>.
 	ID string `json:"id"`
-	// Reason it waits: Manual, DestructiveChange or ImportedObjectReplaced.
+	// Reason it waits: InterruptedCreate, Manual, DestructiveChange or ImportedObjectReplaced.
 	Reason string `json:"reason"`
 	// Summary of the plan.
 	Summary PlanSummary `json:"summary"`

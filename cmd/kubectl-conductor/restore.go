@@ -52,7 +52,7 @@ func runRestoreState(ctx context.Context, out io.Writer, cl *Clients, name strin
 		return err
 	}
 	res := t.Resource
-	suffix := statebackend.SuffixFor(res.Name)
+	suffix := stateSuffix(res)
 	versions, err := statebackend.NewStore(cl.Kube, cl.ControllerNamespace).For(suffix).History(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: reading the state's history in %s: %w", t, cl.ControllerNamespace, err)

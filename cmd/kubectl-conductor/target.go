@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
 // targetArg is the argument name of the commands that act on a resource.
@@ -116,4 +117,16 @@ func short(s string, n int) string {
 		return s[:n]
 	}
 	return s
+}
+
+// stateSuffix is the suffix of res's state Secret as the controller recorded it in
+// status.state.secretName when it chose the state's name; for a resource with none recorded, the
+// suffix its name gives (statebackend.SuffixFor).
+func stateSuffix(res *v1alpha1.InfraResource) string {
+	if st := res.Status.State; st != nil {
+		if s := statebackend.SuffixOf(st.SecretName); s != "" {
+			return s
+		}
+	}
+	return statebackend.SuffixFor(res.Name)
 }

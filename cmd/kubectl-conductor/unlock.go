@@ -56,7 +56,7 @@ func runUnlock(ctx context.Context, out io.Writer, cl *Clients, name string) err
 			"(status.state.lockStale) can be released, never a live run's or anyone's current lock",
 			t, orDash(st.LockHolder), since, st.LockID)
 	}
-	suffix := statebackend.SuffixFor(t.Resource.Name)
+	suffix := stateSuffix(t.Resource)
 	lease := cl.ControllerNamespace + "/" + statebackend.LeaseName(statebackend.DefaultWorkspace, suffix)
 	err = statebackend.ReleaseLock(ctx, cl.Kube, cl.ControllerNamespace, statebackend.DefaultWorkspace, suffix, st.LockID)
 	if apierrors.IsNotFound(err) {

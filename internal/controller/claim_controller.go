@@ -301,8 +301,10 @@ func (r *ClaimReconciler) release(ctx context.Context, claim *v1alpha1.InfraClai
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		if err == nil && scheduler.IsPreBoundTo(res, claim) && res.Status.Phase != v1alpha1.ResourceReleased {
-			// Claim deleted, resource bound to it: Released; the resource controller reclaims.
+		if err == nil && res.Spec.ClaimRef != nil && res.Spec.ClaimRef.UID == claim.UID && scheduler.IsPreBoundTo(res, claim) &&
+			res.Status.Phase != v1alpha1.ResourceReleased {
+			// Claim deleted, resource bound to it (UID match; a reservation without a UID is not a
+			// bind, as in the PV controller): Released; the resource controller reclaims.
 			before := res.DeepCopy()
 			res.Status.Phase = v1alpha1.ResourceReleased
 			if err := r.Status().Patch(ctx, res, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {

@@ -3,6 +3,8 @@ package controller
 // Approval: which plans wait for a person, and how one approves them.
 //
 // A plan waits when (first match):
+//   - it would create again an object whose create a dead run started (InterruptedCreate,
+//     resource_creates.go), unless interruptedCreates is Retry;
 //   - it would destroy or replace an object listed in spec.import (ImportedObjectReplaced);
 //   - the resource's approval is Manual and the plan has changes (Manual);
 //   - it would delete or replace an existing object and the resource does not allow destructive
@@ -47,6 +49,9 @@ type approvalNeeded struct {
 }
 
 func (e *approvalNeeded) Error() string {
+	if e.reason == WaitInterruptedCreate {
+		return fmt.Sprintf("plan %s waits: %s (%s=%s)", e.planID, interruptedMessage(e.addresses), v1alpha1.AnnotationApprovePlan, e.planID)
+	}
 	what := map[string]string{
 		WaitManual:           "approval is Manual",
 		WaitDestructive:      "it would delete or replace existing objects (" + strings.Join(e.addresses, ", ") + ")",
@@ -60,6 +65,9 @@ func (e *approvalNeeded) Error() string {
 }
 
 func (e *approvalNeeded) conditionReason() string {
+	if e.reason == WaitInterruptedCreate {
+		return v1alpha1.ReasonInterruptedCreate
+	}
 	if e.reason == WaitImportedReplaced {
 		return v1alpha1.ReasonReplaceNeedsApproval
 	}
@@ -100,7 +108,7 @@ func staleApproval(res *v1alpha1.InfraResource) {
 // A first provisioning under the guard is one apply -json: there is nothing to delete yet.
 func needsSavedPlan(res *v1alpha1.InfraResource) bool {
 	hasState := everApplied(res) || res.Spec.AdoptState != "" || (res.Status.State != nil && res.Status.State.Serial > 0)
-	return res.Spec.Approval == v1alpha1.ApprovalManual || len(res.Spec.Import) > 0 ||
+	return res.Spec.Approval == v1alpha1.ApprovalManual || len(res.Spec.Import) > 0 || holdsCreates(res) ||
 		(!res.Spec.AllowDestructiveChanges && hasState)
 }
 
@@ -110,6 +118,11 @@ func waitReason(res *v1alpha1.InfraResource, p *tfrunner.Plan) (string, []string
 	imported := map[string]bool{}
 	for _, imp := range res.Spec.Import {
 		imported[tfrunner.ModuleAddress(imp.Address)] = true
+	}
+	if holdsCreates(res) {
+		if again := interruptedCreates(res, p); len(again) > 0 {
+			return WaitInterruptedCreate, again
+		}
 	}
 	var importedRisky, destructive []string
 	for _, c := range p.Changes {
@@ -138,6 +151,11 @@ func (r *ResourceReconciler) gate(ctx context.Context, res *v1alpha1.InfraResour
 	reason, addresses := waitReason(res, p)
 	if reason == "" || approvedID(res) == p.ID {
 		res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""
+		if res.Status.CreatesPendingRun != runID(res) {
+			// Creates a dead run left are settled: the plan does not create them again, or it
+			// was approved. This apply records its own.
+			res.Status.CreatesPending, res.Status.CreatesPendingRun = nil, ""
+		}
 		return nil
 	}
 	an := &approvalNeeded{planID: p.ID, reason: reason, addresses: addresses}

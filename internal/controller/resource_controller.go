@@ -2,8 +2,9 @@
 //
 // An InfraResource is one piece of infrastructure. This controller keeps its finalizer, derives its
 // phase from its claimRef the way the PV controller derives a PV's (syncVolume): no claimRef →
-// Available; a claimRef naming a live claim with that UID → Bound; a claimRef naming a claim that
-// is gone, being deleted, or has another UID → Released. Running Terraform for the resource and
+// Available; a claimRef without a UID (a reservation) → Available; a claimRef naming a live claim
+// with that UID → Bound; a claimRef with a UID naming a claim that is gone, being deleted, or has
+// another UID → Released. Running Terraform for the resource and
 // reclaiming it are in resource_lifecycle.go; without a runner (Runs nil) a resource has nothing
 // to run and is Available as soon as it exists.
 package controller
@@ -103,12 +104,17 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if !res.DeletionTimestamp.IsZero() {
 		return requeueOnConflict(r.finalize(ctx, res))
 	}
-	if controllerutil.AddFinalizer(res, v1alpha1.FinalizerResource) {
+	if added := controllerutil.AddFinalizer(res, v1alpha1.FinalizerResource); controllerutil.AddFinalizer(res, v1alpha1.FinalizerInUse) || added {
 		if err := r.Update(ctx, res); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	before := res.DeepCopy()
+	if r.Runs != nil {
+		if _, err := r.chooseStateName(ctx, res); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	claimState, err := r.observeClaim(ctx, res)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -146,10 +152,10 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 type claimState int
 
 const (
-	claimNone    claimState = iota // no claimRef
-	claimLive                      // the claim exists, with the claimRef's UID (or the claimRef has none)
-	claimGone                      // not found, being deleted, or another UID
-	claimWaiting                   // pre-bound by name to a claim that does not exist yet
+	claimNone     claimState = iota // no claimRef
+	claimLive                       // bound: the claim exists, with the claimRef's UID
+	claimGone                       // bound, and the claim is not found, being deleted, or of another UID
+	claimReserved                   // pre-bound by name (no UID): a reservation, not a bind
 )
 
 func (r *ResourceReconciler) observeClaim(ctx context.Context, res *v1alpha1.InfraResource) (claimState, error) {
@@ -157,16 +163,19 @@ func (r *ResourceReconciler) observeClaim(ctx context.Context, res *v1alpha1.Inf
 	if ref == nil {
 		return claimNone, nil
 	}
+	if ref.UID == "" {
+		// pv_controller.go syncVolume: "volume is pre-bound to claim" — it stays Available
+		// whatever becomes of a claim of that name until the bind sets the UID.
+		return claimReserved, nil
+	}
 	claim := &v1alpha1.InfraClaim{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, claim)
 	switch {
-	case apierrors.IsNotFound(err) && ref.UID == "":
-		return claimWaiting, nil
 	case apierrors.IsNotFound(err):
 		return claimGone, nil
 	case err != nil:
 		return claimNone, err
-	case ref.UID != "" && claim.UID != ref.UID, !claim.DeletionTimestamp.IsZero():
+	case claim.UID != ref.UID, !claim.DeletionTimestamp.IsZero():
 		return claimGone, nil
 	}
 	return claimLive, nil
@@ -178,7 +187,7 @@ func bindingPhase(res *v1alpha1.InfraResource, claim claimState) v1alpha1.Resour
 	switch {
 	case res.Status.Phase == v1alpha1.ResourceReleased && res.Spec.ClaimRef != nil:
 		return v1alpha1.ResourceReleased
-	case claim == claimNone, claim == claimWaiting:
+	case claim == claimNone, claim == claimReserved:
 		return v1alpha1.ResourceAvailable
 	case claim == claimLive:
 		return v1alpha1.ResourceBound

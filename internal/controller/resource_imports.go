@@ -66,11 +66,14 @@ func (r *ResourceReconciler) adoptState(ctx context.Context, res *v1alpha1.Infra
 		if everApplied(res) {
 			return nil
 		}
-		orphanedFrom, err := statebackend.OrphanedFrom(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
+		// An orphaned state under the resource's own name (chooseStateName then gave it another)
+		// is likely the infrastructure this resource means: creating it again would duplicate it.
+		own := statebackend.SuffixFor(res.Name)
+		orphanedFrom, err := statebackend.OrphanedFrom(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, own)
 		if err != nil || orphanedFrom == "" {
 			return err
 		}
-		name := statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
+		name := statebackend.SecretName(statebackend.DefaultWorkspace, own)
 		return &statebackend.AdoptError{Message: fmt.Sprintf(
 			"state Secret %s was orphaned by the deleted resource %s; set spec.adoptState: %s to adopt it, or delete it", name, orphanedFrom, name)}
 	}

@@ -109,8 +109,14 @@ func tenant(res *v1alpha1.InfraResource) string {
 	return ""
 }
 
-// suffix is the state Secret suffix of a resource.
-func suffix(res *v1alpha1.InfraResource) string { return statebackend.SuffixFor(res.Name) }
+// suffix is the state Secret suffix of a resource: the one recorded in status.state.secretName when
+// its state name was chosen (chooseStateName), or "" for a resource that never had one.
+func suffix(res *v1alpha1.InfraResource) string {
+	if res.Status.State == nil {
+		return ""
+	}
+	return statebackend.SuffixOf(res.Status.State.SecretName)
+}
 
 // runSpec assembles what a run needs: the module, the backend, the rendered variables, and the
 // Secret inputs read now (never stored). It returns an *inputError when a Secret or key is missing.
@@ -288,10 +294,6 @@ func (r *ResourceReconciler) applyRun(ctx context.Context, res, before *v1alpha1
 		op = "plan"
 	}
 	res.Status.LastRun = r.newRun(res, op, now)
-	if res.Status.State == nil {
-		res.Status.State = &v1alpha1.StateStatus{}
-	}
-	res.Status.State.SecretName = statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
 	// The crash window: every command of the run may take the state lock, so the Running record
 	// is written before the first of them.
 	if err := r.record(ctx, res, before); err != nil {
@@ -312,13 +314,15 @@ func (r *ResourceReconciler) applyRun(ctx context.Context, res, before *v1alpha1
 			res.Status.LastRun.PlanID = p.ID
 			return r.record(ctx, res, before)
 		},
-		Queued: r.queued(ctx, res, before),
+		Queued:        r.queued(ctx, res, before),
+		OnCreateStart: r.recordCreateStart(ctx, res, before),
 	}
 	for _, imp := range res.Spec.Import {
 		opts.Imports = append(opts.Imports, tfrunner.ImportTarget{Address: imp.Address, ID: imp.ID})
 	}
 	out, err := r.Runs.Apply(ctx, res.Name, spec, opts)
 	done := time.Now()
+	settleCreates(res, err)
 	defer func() {
 		metrics.ObserveRun(res.Status.LastRun.Operation, runResult(res.Status.LastRun, err), done.Sub(now))
 	}()

@@ -49,13 +49,15 @@ func connectionData(outs map[string]tfrunner.Output) map[string][]byte {
 
 // writeConnectionSecret writes every output (sensitive ones included) to the bound claim's
 // connection Secret, owned by the claim, or to the resource's own writeConnectionSecretToRef.
+// A claim that only reserves the resource (a claimRef without its UID, or a claim that does not
+// name the resource back) gets nothing: outputs reach a namespace only through a bind.
 func (r *ResourceReconciler) writeConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, outs map[string]tfrunner.Output) error {
 	var target types.NamespacedName
 	var owner client.Object
 	if ref := res.Spec.ClaimRef; ref != nil {
 		claim := &v1alpha1.InfraClaim{}
 		if err := r.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, claim); err == nil &&
-			(ref.UID == "" || ref.UID == claim.UID) && claim.Spec.WriteConnectionSecretToRef != nil && claim.DeletionTimestamp.IsZero() {
+			isBoundPair(res, claim) && claim.Spec.WriteConnectionSecretToRef != nil && claim.DeletionTimestamp.IsZero() {
 			target = types.NamespacedName{Namespace: claim.Namespace, Name: claim.Spec.WriteConnectionSecretToRef.Name}
 			owner = claim
 		} else if err != nil && !apierrors.IsNotFound(err) {
@@ -86,4 +88,15 @@ func (r *ResourceReconciler) writeConnectionSecret(ctx context.Context, res *v1a
 		return fmt.Errorf("writing connection Secret %s: %w", target, err)
 	}
 	return nil
+}
+
+// isBoundPair reports whether res and claim are bound to each other, as the PV controller's
+// IsVolumeBoundToClaim and its check of pvc.Spec.VolumeName (pv_controller.go, syncBoundClaim):
+// the resource's claimRef names the claim with its UID (only a bind writes it), and the claim
+// names no other resource (it names this one, or the bind has not written the claim yet). A
+// claimRef without a UID is a reservation (pre-binding), not a bind.
+func isBoundPair(res *v1alpha1.InfraResource, claim *v1alpha1.InfraClaim) bool {
+	ref := res.Spec.ClaimRef
+	return ref != nil && ref.UID != "" && ref.UID == claim.UID && ref.Namespace == claim.Namespace &&
+		ref.Name == claim.Name && (claim.Spec.ResourceName == res.Name || claim.Spec.ResourceName == "")
 }

@@ -109,7 +109,7 @@ func isRecordedRunLock(lock *statebackend.Lock, last *v1alpha1.RunStatus, alive 
 // lockHeld records in status who holds the state lock that refused a run.
 func (r *ResourceReconciler) lockHeld(ctx context.Context, res *v1alpha1.InfraResource) {
 	if res.Status.State == nil {
-		res.Status.State = &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))}
+		return
 	}
 	if lock, err := statebackend.InspectLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res)); err == nil {
 		setLock(res, lock)

@@ -170,3 +170,29 @@ func (r *ResourceReconciler) removeAnnotation(ctx context.Context, res *v1alpha1
 	delete(res.Annotations, key)
 	return nil
 }
+
+// chooseStateName gives a resource its state name once, before anything touches state, and records
+// it in status.state.secretName; it is never derived again, so a resource keeps the state it
+// started with (resources made before this rule keep the name their first run recorded). The name
+// is statebackend.SuffixFor of the resource's name, collision-free by construction, unless a state
+// Secret or lock Lease of that suffix already exists — an orphaned state of an earlier resource of
+// the same name, say — which is never this new resource's: then the suffix of name/uid. It reports
+// whether the status changed.
+func (r *ResourceReconciler) chooseStateName(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
+	if suffix(res) != "" {
+		return false, nil
+	}
+	sfx := statebackend.SuffixFor(res.Name)
+	taken, err := statebackend.Exists(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, sfx)
+	if err != nil {
+		return false, err
+	}
+	if taken {
+		sfx = statebackend.SuffixFor(res.Name + "/" + string(res.UID))
+	}
+	if res.Status.State == nil {
+		res.Status.State = &v1alpha1.StateStatus{}
+	}
+	res.Status.State.SecretName = statebackend.SecretName(statebackend.DefaultWorkspace, sfx)
+	return true, nil
+}

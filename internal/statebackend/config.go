@@ -44,34 +44,49 @@ func (c Config) Attributes(suffix string, labels map[string]string) map[string]c
 	return attrs
 }
 
-// maxSuffix keeps "lock-tfstate-default-<suffix>" within the 63 characters of a Lease name label…
-// Leases and Secrets accept 253, but the backend also uses the suffix as a label value (63).
-const maxSuffix = 63
+// maxVerbatim is the longest resource name used as a state suffix unchanged. The backend uses the
+// suffix as a label value (63 characters); a kept name leaves room for nothing else.
+const maxVerbatim = 63
+
+// hashedPrefix is how much of a changed name a hashed suffix keeps: prefix + "--h" + 16 hex
+// characters is 59 characters, within a label value.
+const hashedPrefix = 40
 
 var (
-	invalidChars  = regexp.MustCompile(`[^a-z0-9-]+`)
+	verbatimName  = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+	invalidChars  = regexp.MustCompile(`[^a-z0-9]+`)
 	trailingDigit = regexp.MustCompile(`-[0-9]+$`)
 )
 
-// SuffixFor derives the state Secret suffix of a resource from its name: lowercase, characters other
-// than [a-z0-9-] replaced by '-', at most 63 characters (a label value), and never ending in
-// "-<digits>", which the backend's chunk reader would misread as the index of a chunk of a larger
-// state; such names get an "-s" appended. Names that must be shortened keep a hash of the whole
-// name so two resources never share a suffix.
-func SuffixFor(resourceName string) string {
-	s := strings.Trim(invalidChars.ReplaceAllString(strings.ToLower(resourceName), "-"), "-")
-	if s != resourceName || len(s) > maxSuffix-2 {
-		sum := sha256.Sum256([]byte(resourceName))
-		h := hex.EncodeToString(sum[:])[:8]
-		if len(s) > maxSuffix-len(h)-3 {
-			s = strings.Trim(s[:maxSuffix-len(h)-3], "-")
-		}
-		s = s + "-" + h
+// SuffixFor derives the state Secret suffix of a state name (a resource's name, or the name
+// StateNameFor gives it) so that two different names never share a suffix, by construction:
+//
+//   - a name that is already a suffix the backend handles — a label value of [a-z0-9-], at most
+//     63 characters, with no "--" and not ending in "-<digits>" (which the backend's chunk reader
+//     would take for the index of a chunk, layout.go) — is its own suffix;
+//   - every other name becomes its first 40 characters with each run of characters other than
+//     [a-z0-9] replaced by one '-', then "--h" and 16 hex characters of the SHA-256 of the whole
+//     name (64 bits).
+//
+// Kept names never contain "--" and hashed ones always do, so a kept name never equals a hashed
+// one; two hashed names are equal only when 64 bits of their SHA-256 are. The result is a valid
+// label value and never ends in -<digits>. (Before 2026-11 a name ending in -<digits> got "-s"
+// appended, so "x-1" and "x-1-s" shared one state; resources keep the name recorded in
+// status.state.secretName, so states written then are still found.)
+func SuffixFor(name string) string {
+	if len(name) <= maxVerbatim && verbatimName.MatchString(name) && !strings.Contains(name, "--") && !trailingDigit.MatchString(name) {
+		return name
 	}
-	if trailingDigit.MatchString(s) {
-		s += "-s"
+	sum := sha256.Sum256([]byte(name))
+	prefix := strings.ToLower(name)
+	if len(prefix) > hashedPrefix {
+		prefix = prefix[:hashedPrefix]
 	}
-	return s
+	prefix = strings.Trim(invalidChars.ReplaceAllString(prefix, "-"), "-")
+	if prefix == "" {
+		prefix = "state"
+	}
+	return prefix + "--h" + hex.EncodeToString(sum[:8])
 }
 
 // SecretName is the name of the Secret the backend keeps a workspace's state in.
@@ -79,3 +94,13 @@ func SecretName(workspace, suffix string) string { return "tfstate-" + workspace
 
 // LeaseName is the name of the Lease the backend locks a workspace's state with.
 func LeaseName(workspace, suffix string) string { return "lock-" + SecretName(workspace, suffix) }
+
+// SuffixOf is the suffix of the default workspace's state Secret secretName (as recorded in a
+// resource's status.state.secretName): "" when secretName is empty or of another workspace.
+func SuffixOf(secretName string) string {
+	prefix := SecretName(DefaultWorkspace, "")
+	if !strings.HasPrefix(secretName, prefix) {
+		return ""
+	}
+	return strings.TrimPrefix(secretName, prefix)
+}

@@ -84,3 +84,17 @@ func Delete(ctx context.Context, kube kubernetes.Interface, namespace, workspace
 	}
 	return nil
 }
+
+// Exists reports whether anything of a workspace's state is in namespace: its chunk-0 Secret or its
+// lock Lease. A state name whose Secret or Lease exists is taken, whoever wrote it.
+func Exists(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) (bool, error) {
+	_, err := kube.CoreV1().Secrets(namespace).Get(ctx, SecretName(workspace, suffix), metav1.GetOptions{})
+	if err == nil || !apierrors.IsNotFound(err) {
+		return err == nil, err
+	}
+	_, err = kube.CoordinationV1().Leases(namespace).Get(ctx, LeaseName(workspace, suffix), metav1.GetOptions{})
+	if err == nil || !apierrors.IsNotFound(err) {
+		return err == nil, err
+	}
+	return false, nil
+}

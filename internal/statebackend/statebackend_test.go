@@ -18,9 +18,11 @@ func TestSuffixFor(t *testing.T) {
 		reason, name, want string
 	}{
 		{"a plain name is kept", "db-7f3k2", "db-7f3k2"},
-		{"a name ending in -digits gets -s", "pet-1", "pet-1-s"},
-		{"dots become dashes and a hash keeps names apart", "a.b", "a-b-" + hash8("a.b")},
-		{"long names are cut and hashed", strings.Repeat("x", 100), strings.Repeat("x", 52) + "-" + hash8(strings.Repeat("x", 100))},
+		{"a name ending in -digits is hashed", "pet-1", "pet-1--h" + hash16("pet-1")},
+		{"dots become dashes and a hash keeps names apart", "a.b", "a-b--h" + hash16("a.b")},
+		{"a name with -- is hashed", "a--b", "a-b--h" + hash16("a--b")},
+		{"long names are cut and hashed", strings.Repeat("x", 100), strings.Repeat("x", 40) + "--h" + hash16(strings.Repeat("x", 100))},
+		{"a name of nothing but symbols still has a prefix", "...", "state--h" + hash16("...")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -30,28 +32,55 @@ func TestSuffixFor(t *testing.T) {
 			}
 		})
 	}
-	// Every suffix is a valid label value, gives a valid Secret name, and never ends in -digits.
-	for _, name := range []string{"a", "a-1", "a.b-2", "x-123", strings.Repeat("y-", 80) + "9", "db.prod.eu-1"} {
-		s := SuffixFor(name)
-		if errs := validation.IsValidLabelValue(s); len(errs) > 0 {
-			t.Errorf("SuffixFor(%q) = %q: not a label value: %v", name, s, errs)
-		}
-		if errs := validation.IsDNS1123Subdomain(SecretName(DefaultWorkspace, s)); len(errs) > 0 {
-			t.Errorf("Secret name for %q invalid: %v", name, errs)
-		}
-		if regexp.MustCompile(`-[0-9]+$`).MatchString(s) {
-			t.Errorf("SuffixFor(%q) = %q ends in -digits", name, s)
+	// The defect of issue 17: "x-1" became "x-1-s", which is also the suffix of "x-1-s".
+	for _, pair := range [][2]string{{"x-1", "x-1-s"}, {"a.b", "a-b"}, {"pet-1", "pet-1--h" + hash16("pet-1")}} {
+		if SuffixFor(pair[0]) == SuffixFor(pair[1]) {
+			t.Errorf("%q and %q share the suffix %q", pair[0], pair[1], SuffixFor(pair[0]))
 		}
 	}
-	if SuffixFor("a.b") == SuffixFor("a-b") {
-		t.Error("a.b and a-b share a suffix")
+	for _, name := range []string{"a", "a-1", "a.b-2", "x-123", strings.Repeat("y-", 80) + "9", "db.prod.eu-1", "Up/Per"} {
+		checkSuffix(t, name)
 	}
 }
 
-// hash8 is the first 8 hex characters of the name's SHA-256, computed here independently.
-func hash8(s string) string {
+// checkSuffix asserts what every suffix must be: a valid label value that gives a valid Secret
+// and Lease name and never ends in -digits.
+func checkSuffix(t *testing.T, name string) {
+	t.Helper()
+	s := SuffixFor(name)
+	if errs := validation.IsValidLabelValue(s); len(errs) > 0 || s == "" {
+		t.Errorf("SuffixFor(%q) = %q: not a label value: %v", name, s, errs)
+	}
+	if errs := validation.IsDNS1123Subdomain(LeaseName(DefaultWorkspace, s)); len(errs) > 0 {
+		t.Errorf("Lease name for %q invalid: %v", name, errs)
+	}
+	if regexp.MustCompile(`-[0-9]+$`).MatchString(s) {
+		t.Errorf("SuffixFor(%q) = %q ends in -digits", name, s)
+	}
+}
+
+// FuzzSuffixFor looks for two names with one state: run with
+// go test ./internal/statebackend -run '^$' -fuzz FuzzSuffixFor. The pair is also bent toward the
+// shapes that collided before (a name, the name with "-s", with "--h" and a hash).
+func FuzzSuffixFor(f *testing.F) {
+	for _, seed := range [][2]string{{"x-1", "x-1-s"}, {"a.b", "a-b"}, {"db-7f3k2", "DB-7f3k2"}, {"pet-1", "pet-1--h" + hash16("pet-1")},
+		{strings.Repeat("x", 100), strings.Repeat("x", 101)}} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		checkSuffix(t, a)
+		for _, other := range []string{b, a + "-s", SuffixFor(a), SuffixFor(b), strings.TrimSuffix(a, "-s")} {
+			if other != a && SuffixFor(a) == SuffixFor(other) {
+				t.Fatalf("%q and %q share the state suffix %q", a, other, SuffixFor(a))
+			}
+		}
+	})
+}
+
+// hash16 is the first 16 hex characters of the name's SHA-256, computed here independently.
+func hash16(s string) string {
 	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])[:8]
+	return hex.EncodeToString(sum[:])[:16]
 }
 
 func TestDecode(t *testing.T) {

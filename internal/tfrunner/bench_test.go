@@ -78,7 +78,7 @@ func BenchmarkWorkspaceApply(b *testing.B) {
 		if needsInit, err := ws.Prepare(spec); err != nil || needsInit {
 			b.Fatalf("prepare: init=%v %v", needsInit, err)
 		}
-		res, err := ws.ApplyJSON(ctx)
+		res, err := ws.ApplyJSON(ctx, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

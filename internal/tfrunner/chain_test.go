@@ -122,7 +122,7 @@ func TestRealChain(t *testing.T) {
 			if !plan.HasChanges || plan.Summary != (tfrunner.Summary{Add: 2}) {
 				t.Fatalf("first plan: changes=%v summary=%+v, want 2 to add", plan.HasChanges, plan.Summary)
 			}
-			if err := ws.Apply(ctx, plan, nil); err != nil {
+			if err := ws.Apply(ctx, plan, nil, nil); err != nil {
 				t.Fatal(err)
 			}
 
@@ -252,7 +252,7 @@ func TestCancelReachesTerraform(t *testing.T) {
 			runCtx, stop := context.WithCancel(ctx)
 			done := make(chan error, 1)
 			started := time.Now()
-			go func() { done <- ws.Apply(runCtx, plan, nil) }()
+			go func() { done <- ws.Apply(runCtx, plan, nil, nil) }()
 
 			// Wait until the apply holds the lock, then cancel it.
 			deadline := time.Now().Add(time.Minute)

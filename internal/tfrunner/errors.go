@@ -3,8 +3,10 @@ package tfrunner
 import (
 	"errors"
 	"fmt"
+	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 )
 
 // RunError is a failed Terraform command: which operation failed and Terraform's own error text.
@@ -98,4 +100,25 @@ func TrimMessage(text string) string {
 func IsLocked(err error) bool {
 	var le *LockError
 	return errors.As(err, &le)
+}
+
+// Killed reports whether err says the run's Terraform process did not end on its own: it was
+// killed by a signal (SIGKILL after the grace period, the OOM killer, a person) or outlived the
+// grace period after the interrupt (exec.ErrWaitDelay). Such a run may not have saved its state,
+// so creates it started are in doubt. A process that exited with a status, even after an
+// interrupt, saved its state (or left errored.tfstate) before it exited.
+func Killed(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		return true
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return true
+		}
+	}
+	return false
 }

@@ -68,6 +68,8 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("runner pool directory: %w", err)
 	}
+	// Processes an earlier process of this pool's runs left behind (it was killed) go first.
+	Reap(opts.Dir, true)
 	return &Pool{opts: opts, slots: newFairSlots(opts.MaxConcurrent), workspaces: map[string]*slot{}}, nil
 }
 
@@ -132,6 +134,8 @@ func (p *Pool) do(ctx context.Context, key, tenant string, queued func(position,
 		}
 		s.ws = ws
 	}
+	// Nothing of a run outlives it: plugins a killed Terraform left are killed with it.
+	defer Reap(s.ws.Dir(), false)
 	return fn(s.ws)
 }
 
@@ -170,6 +174,10 @@ type ApplyOptions struct {
 	// Queued, when set, is called once if the run must wait for a slot, with its place in line
 	// (1 = next) and the number of runs waiting.
 	Queued func(position, waiting int)
+	// OnCreateStart, when set, is called with the module address of each object whose create
+	// starts, before the apply's next event is read (the controller records it durably there); an
+	// error interrupts the apply.
+	OnCreateStart CreateStartFunc
 }
 
 // ImportTarget is an existing object to import: a resource address inside the module and its id.
@@ -246,7 +254,7 @@ func (p *Pool) Apply(ctx context.Context, key string, spec Spec, opts ApplyOptio
 			}
 		}
 		if !opts.SavedPlan && len(opts.Imports) == 0 {
-			return p.applyJSON(ctx, ws, res)
+			return p.applyJSON(ctx, ws, res, opts.OnCreateStart)
 		}
 		var log strings.Builder
 		defer func() { res.Log = tailBytes(log.String(), MaxLogBytes) }()
@@ -260,7 +268,7 @@ func (p *Pool) Apply(ctx context.Context, key string, spec Spec, opts ApplyOptio
 					return fmt.Errorf("%w: %w", ErrStopped, err)
 				}
 			}
-			if err := ws.Apply(ctx, res.Plan, &log); err != nil {
+			if err := ws.Apply(ctx, res.Plan, &log, opts.OnCreateStart); err != nil {
 				return err
 			}
 			res.Applied = true
@@ -273,8 +281,8 @@ func (p *Pool) Apply(ctx context.Context, key string, spec Spec, opts ApplyOptio
 
 // applyJSON is the common run: one apply -json gives the plan, the apply and the non-sensitive
 // outputs; output -json runs only when the module has sensitive outputs, for their values.
-func (p *Pool) applyJSON(ctx context.Context, ws *Workspace, res *ApplyResult) error {
-	stream, err := ws.ApplyJSON(ctx)
+func (p *Pool) applyJSON(ctx context.Context, ws *Workspace, res *ApplyResult, onCreate CreateStartFunc) error {
+	stream, err := ws.ApplyJSON(ctx, onCreate)
 	if stream != nil {
 		res.Log = tailBytes(strings.Join(stream.Log, "\n"), MaxLogBytes)
 		res.Plan = stream.Plan

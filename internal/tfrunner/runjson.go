@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 )
@@ -11,21 +12,54 @@ import (
 // ApplyJSON brings the infrastructure to the workspace's spec in one process:
 // `apply -auto-approve -input=false -json -var-file=…` (terraform-exec ApplyJSON). Its stream gives
 // the planned changes, the plan's and the apply's change summaries and the non-sensitive outputs
-// (sensitive outputs come without a value: read them with Outputs). The result is returned even
-// when the run fails, with what the stream said so far. Errors: *LockError when the state is
-// locked by someone else, else *RunError with Terraform's diagnostics, or a context error.
-func (w *Workspace) ApplyJSON(ctx context.Context) (*StreamResult, error) {
+// (sensitive outputs come without a value: read them with Outputs). The stream is read as it is
+// written: onCreate (may be nil) is called for each create that starts, before the next event is
+// read; when it fails the run is interrupted (SIGINT: Terraform finishes what it started and saves
+// its state) and its error returned. The result is returned even when the run fails, with what the
+// stream said so far. Errors: *LockError when the state is locked by someone else, else *RunError
+// with Terraform's diagnostics, or a context error.
+func (w *Workspace) ApplyJSON(ctx context.Context, onCreate CreateStartFunc) (*StreamResult, error) {
+	return w.streamApply(ctx, onCreate, tfexec.VarFile(varsFile))
+}
+
+// streamApply runs apply -json with opts, reading its stream while it runs (see ApplyJSON).
+func (w *Workspace) streamApply(ctx context.Context, onCreate CreateStartFunc, opts ...tfexec.ApplyOption) (*StreamResult, error) {
 	tf, err := w.tf()
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	runErr := tf.ApplyJSON(ctx, &buf, tfexec.VarFile(varsFile))
-	res, _ := ReadStream(&buf)
-	if runErr != nil {
-		return res, classify("apply", streamError(runErr, res))
+	runCtx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	pr, pw := io.Pipe()
+	type read struct {
+		res *StreamResult
+		err error
 	}
-	return res, nil
+	done := make(chan read, 1)
+	go func() {
+		res, err := readStream(pr, func(addr string) error {
+			if onCreate == nil {
+				return nil
+			}
+			if err := onCreate(addr); err != nil {
+				interrupt()
+				return err
+			}
+			return nil
+		})
+		_, _ = io.Copy(io.Discard, pr) // never block the writer
+		done <- read{res, err}
+	}()
+	runErr := tf.ApplyJSON(runCtx, pw, opts...)
+	_ = pw.Close()
+	out := <-done
+	if out.err != nil && ctx.Err() == nil {
+		return out.res, fmt.Errorf("recording a create that started: %w", out.err)
+	}
+	if runErr != nil {
+		return out.res, classify("apply", streamError(runErr, out.res))
+	}
+	return out.res, nil
 }
 
 // DriftCheck plans without taking the lock and without saving a plan:

@@ -22,6 +22,16 @@ type streamMessage struct {
 	Changes    *streamChangeSummary `json:"changes,omitempty"`
 	Outputs    map[string]streamOut `json:"outputs,omitempty"`
 	Diagnostic *streamDiagnostic    `json:"diagnostic,omitempty"`
+	Hook       *streamHook          `json:"hook,omitempty"`
+}
+
+// streamHook is an apply_start / apply_complete / apply_errored message's hook.
+type streamHook struct {
+	Resource struct {
+		Addr string `json:"addr"`
+	} `json:"resource"`
+	// Action: create, read, update, replace, delete (views/json/hook.go, changeAction).
+	Action string `json:"action"`
 }
 
 // streamChange is a planned_change or resource_drift message's change.
@@ -75,8 +85,18 @@ type StreamResult struct {
 
 // ReadStream reads a JSON stream to its end. Lines that are not JSON objects (a wrapper's output,
 // a provider's stray print) are skipped. It returns an error only when r fails.
-func ReadStream(r io.Reader) (*StreamResult, error) {
+func ReadStream(r io.Reader) (*StreamResult, error) { return readStream(r, nil) }
+
+// CreateStartFunc is called with the module address of each object whose create starts
+// (apply_start with action create or replace), before the next event of the stream is read.
+type CreateStartFunc func(address string) error
+
+// readStream is ReadStream, calling onCreate (when set) for each create that starts. After
+// onCreate's first error it is not called again; the stream is still read to its end, and that
+// error is returned.
+func readStream(r io.Reader, onCreate CreateStartFunc) (*StreamResult, error) {
 	res := &StreamResult{Plan: &Plan{}}
+	var hookErr error
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
 	for sc.Scan() {
@@ -92,8 +112,15 @@ func ReadStream(r io.Reader) (*StreamResult, error) {
 			res.Log = append(res.Log, m.Message)
 		}
 		res.add(&m)
+		if onCreate != nil && hookErr == nil && m.Type == "apply_start" && m.Hook != nil &&
+			(m.Hook.Action == "create" || m.Hook.Action == "replace") {
+			hookErr = onCreate(m.Hook.Resource.Addr)
+		}
 	}
 	res.Plan.sortAndHash()
+	if hookErr != nil {
+		return res, hookErr
+	}
 	return res, sc.Err()
 }
 

@@ -3,6 +3,7 @@ package tfrunner_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,9 +29,14 @@ func TestApplyJSONStream(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			res, err := ws.ApplyJSON(ctx)
+			var started []string
+			res, err := ws.ApplyJSON(ctx, func(addr string) error { started = append(started, addr); return nil })
 			if err != nil {
 				t.Fatal(err)
+			}
+			slices.Sort(started)
+			if want := []string{"module.main.random_password.this", "module.main.random_pet.this"}; !slices.Equal(started, want) {
+				t.Errorf("creates started = %q, want %q (each apply_start of a create)", started, want)
 			}
 			p := res.Plan
 			if !p.HasChanges || p.Summary != (tfrunner.Summary{Add: 2}) || len(p.Changes) != 2 {
@@ -66,7 +72,11 @@ func TestApplyJSONStream(t *testing.T) {
 			if c := drift.Plan.Changes; len(c) != 1 || strings.Join(c[0].Actions, ",") != "delete,create" || !c[0].Destroys() {
 				t.Errorf("replace change = %+v", c)
 			}
-			res, err = ws.ApplyJSON(ctx)
+			started = nil
+			res, err = ws.ApplyJSON(ctx, func(addr string) error { started = append(started, addr); return nil })
+			if !slices.Equal(started, []string{"module.main.random_pet.this"}) {
+				t.Errorf("creates started by the replace = %q, want the new random_pet", started)
+			}
 			if err != nil || res.Plan.ID != drift.Plan.ID {
 				t.Fatalf("apply of the replace: %v; plan id %s, drift check's %s (the same changes must have the same id)", err, res.Plan.ID, drift.Plan.ID)
 			}
@@ -74,7 +84,7 @@ func TestApplyJSONStream(t *testing.T) {
 				t.Errorf("apply summary of the replace = %+v", res.Applied)
 			}
 
-			res, err = ws.ApplyJSON(ctx)
+			res, err = ws.ApplyJSON(ctx, nil)
 			if err != nil || res.Plan.HasChanges || len(res.Plan.Changes) != 0 {
 				t.Fatalf("apply with nothing to do: %+v, %v", res.Plan, err)
 			}

@@ -169,6 +169,7 @@ func (w *Workspace) tf() (*tfexec.Terraform, error) {
 		env = map[string]string{}
 	}
 	maps.Copy(env, w.spec.Env)
+	env[EnvWorkspace] = w.dir
 	if err := tf.SetEnv(env); err != nil {
 		return nil, err
 	}
@@ -333,18 +334,17 @@ func (p *Plan) sortAndHash() {
 
 // Apply applies a saved plan made by Plan in this workspace; log, when not nil, receives its
 // output. It returns a *LockError when the state is locked by someone else, else a *RunError.
-func (w *Workspace) Apply(ctx context.Context, p *Plan, log io.Writer) error {
+func (w *Workspace) Apply(ctx context.Context, p *Plan, log io.Writer, onCreate CreateStartFunc) error {
 	if p == nil {
 		return errors.New("apply: no plan")
 	}
-	tf, err := w.tf()
-	if err != nil {
-		return err
+	res, err := w.streamApply(ctx, onCreate, tfexec.DirOrPlan(planFile))
+	if log != nil && res != nil {
+		for _, l := range res.Log {
+			fmt.Fprintln(log, l)
+		}
 	}
-	if log != nil {
-		tf.SetStdout(log)
-	}
-	return classify("apply", tf.Apply(ctx, tfexec.DirOrPlan(planFile)))
+	return err
 }
 
 // ShowPlanText is Terraform's human-readable rendering of the saved plan (show -no-color <plan>),

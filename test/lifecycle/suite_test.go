@@ -60,6 +60,8 @@ var (
 	metricsURL string
 	// stateServer serves state to the runs, as in the manager.
 	stateServer *statebackend.Server
+	// runsDir is the pool's directory: a resource's workspace is runsDir/<resource name>.
+	runsDir string
 )
 
 // Identities of the controller under test: every pod of a deployment shares the lock holder (Who),
@@ -121,8 +123,9 @@ var _ = BeforeSuite(func() {
 	tfEnv["TF_PLUGIN_CACHE_DIR"] = filepath.Join(dir, "plugin-cache")
 	tfEnv["KUBE_CONFIG_PATH"] = env.Kubeconfig // the kubernetes provider of the rook-minio module
 	Expect(os.MkdirAll(tfEnv["TF_PLUGIN_CACHE_DIR"], 0o700)).To(Succeed())
+	runsDir = filepath.Join(dir, "runs")
 	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{
-		Binary: binary, Dir: filepath.Join(dir, "runs"), Env: tfEnv, MaxConcurrent: maxRuns, Observer: metrics.Pool{},
+		Binary: binary, Dir: runsDir, Env: tfEnv, MaxConcurrent: maxRuns, Observer: metrics.Pool{},
 	})
 	Expect(err).NotTo(HaveOccurred())
 

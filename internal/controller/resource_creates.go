@@ -1,0 +1,88 @@
+package controller
+
+// Interrupted creates: crossplane-runtime's create-pending protocol (managed reconciler,
+// meta.SetExternalCreatePending / ExternalCreateIncomplete), for Terraform.
+//
+// Terraform cannot know whether a create that a dead process started happened: the object may
+// exist while no saved state says so, and the next plan would create it again beside the first.
+// So, while an apply streams, each address whose create starts (apply_start) is written to
+// status.createsPending before the next event is read; the list is cleared when the apply's
+// process ends on its own (having saved its state). A list that is still there when the next run
+// begins was left by a run that died; that run's plan is saved, and if it would create any of those
+// addresses again it waits for approval with reason InterruptedCreate (unless interruptedCreates is
+// Retry), naming the addresses, so that an operator can look for a duplicate, import it
+// (spec.import), or approve the plan. Creates that never started are never held.
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// WaitInterruptedCreate is the pendingPlan reason of a plan that would create again what a dead
+// run may have created.
+const WaitInterruptedCreate = v1alpha1.ReasonInterruptedCreate
+
+// recordCreateStart returns the apply's OnCreateStart hook: it adds the address to
+// status.createsPending and writes the status before returning, so the record is durable before
+// the run's next event is read. An error (the API server refused the write) interrupts the apply.
+func (r *ResourceReconciler) recordCreateStart(ctx context.Context, res, before *v1alpha1.InfraResource) tfrunner.CreateStartFunc {
+	return func(address string) error {
+		if slices.Contains(res.Status.CreatesPending, address) && res.Status.CreatesPendingRun == runID(res) {
+			return nil
+		}
+		if res.Status.CreatesPendingRun != runID(res) {
+			// Creates an earlier dead run left were settled by the gate before this apply began.
+			res.Status.CreatesPending = nil
+		}
+		res.Status.CreatesPending = append(res.Status.CreatesPending, address)
+		res.Status.CreatesPendingRun = runID(res)
+		return r.record(ctx, res, before)
+	}
+}
+
+// settleCreates clears status.createsPending after an apply whose process ended on its own: its
+// state (or its errored.tfstate, put back before the next run) holds every object it created.
+// After a killed process the list stays for the next run's gate.
+func settleCreates(res *v1alpha1.InfraResource, runErr error) {
+	if res.Status.CreatesPendingRun == runID(res) && !tfrunner.Killed(runErr) {
+		res.Status.CreatesPending, res.Status.CreatesPendingRun = nil, ""
+	}
+}
+
+// interruptedCreates returns the addresses a dead run started creating that plan p would create
+// again (the module addresses of status.createsPending among p's creates).
+func interruptedCreates(res *v1alpha1.InfraResource, p *tfrunner.Plan) []string {
+	if len(res.Status.CreatesPending) == 0 || res.Status.CreatesPendingRun == runID(res) {
+		return nil
+	}
+	var again []string
+	for _, c := range p.Changes {
+		if slices.Contains(c.Actions, "create") && slices.Contains(res.Status.CreatesPending, c.Address) {
+			again = append(again, c.Address)
+		}
+	}
+	return again
+}
+
+// holdsCreates reports whether the resource must stop between plan and apply because a dead run
+// left creates in doubt (and the policy is Hold).
+func holdsCreates(res *v1alpha1.InfraResource) bool {
+	return len(res.Status.CreatesPending) > 0 && res.Spec.InterruptedCreates != v1alpha1.InterruptedCreatesRetry
+}
+
+// interruptedMessage explains a held plan.
+func interruptedMessage(addresses []string) string {
+	return "a run that died had started creating " + strings.Join(addresses, ", ") +
+		" and may have created them; this plan would create them again. Look for a duplicate and import it (spec.import), or approve the plan"
+}
+
+func runID(res *v1alpha1.InfraResource) string {
+	if res.Status.LastRun == nil {
+		return ""
+	}
+	return res.Status.LastRun.ID
+}

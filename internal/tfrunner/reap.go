@@ -1,0 +1,59 @@
+package tfrunner
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+)
+
+// EnvWorkspace is set, in the environment of every command a workspace runs, to the workspace's
+// directory. Terraform passes its environment on to the provider plugins and provisioners it
+// starts, so every process of a run carries it, whoever its parent is by then.
+const EnvWorkspace = "CONDUCTOR_TF_WORKSPACE"
+
+// Reap kills (SIGKILL) every process that carries EnvWorkspace naming dir or, with tree set, any
+// directory under dir, except the calling process: what a run left behind when its Terraform
+// process ended without stopping its children (killed, or crashed). A killed tofu leaves its
+// provider plugins running, re-parented to init; terraform-exec puts Terraform in a process group
+// of its own, but plugins outlive the group leader. It reads /proc/<pid>/environ, so it sees only
+// processes of the same user (others are skipped), on Linux; elsewhere it finds nothing. It returns
+// how many processes it killed.
+func Reap(dir string, tree bool) int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	want := []byte(EnvWorkspace + "=" + filepath.Clean(dir))
+	self := os.Getpid()
+	killed := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !carries(env, want, tree) {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			killed++
+		}
+	}
+	return killed
+}
+
+// carries reports whether the NUL-separated environment env holds the entry want exactly, or,
+// with tree, an entry of which want is a path prefix.
+func carries(env, want []byte, tree bool) bool {
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if bytes.Equal(kv, want) {
+			return true
+		}
+		if tree && bytes.HasPrefix(kv, want) && len(kv) > len(want) && kv[len(want)] == '/' {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,126 @@
+package tfrunner_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/test/harness"
+)
+
+// processesOf lists, by pid, the command names of the processes whose environment carries
+// tfrunner.EnvWorkspace=dir.
+func processesOf(dir string) map[int]string {
+	out := map[int]string{}
+	entries, _ := os.ReadDir("/proc")
+	want := []byte(tfrunner.EnvWorkspace + "=" + dir + "\x00")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), append([]byte{0}, want...)) {
+			continue
+		}
+		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		out[pid] = strings.TrimSpace(string(comm))
+	}
+	return out
+}
+
+// TestKilledRunLeavesNoProcess kills Terraform (SIGKILL, as the OOM killer or a node would) while
+// its provider plugin and a provisioner run: when the run returns, none of its processes is left.
+// Before Reap, terraform-provider-random and the provisioner's sleep outlived the run (issue 17).
+func TestKilledRunLeavesNoProcess(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin := bins[0]
+	tfEnv, err := harness.TerraformEnv(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{Binary: bin, Dir: dir, Env: tfEnv, MaxConcurrent: 1, GracePeriod: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := filepath.Abs(filepath.Join("testdata", "modules", "slowplugin"))
+	backend := statebackend.Config{Namespace: "default", KubeconfigPath: env.Kubeconfig}
+	spec := tfrunner.Spec{Module: tfrunner.Module{Source: src},
+		Backend: tfrunner.Backend{Type: "kubernetes", Config: backend.Attributes(statebackend.SuffixFor("reap"), nil)}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := pool.Apply(ctx, "reap", spec, tfrunner.ApplyOptions{})
+		done <- err
+	}()
+	wsDir := filepath.Join(dir, "reap")
+	var procs map[int]string
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		procs = processesOf(wsDir)
+		if hasComm(procs, "sleep") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the provisioner never started; processes of the run: %v", procs)
+		}
+	}
+	if !hasCommPrefix(procs, "terraform-provi") {
+		t.Fatalf("no provider plugin among the run's processes %v", procs)
+	}
+	for pid, comm := range procs {
+		if comm == string(bin.Flavor) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	if err := <-done; err == nil {
+		t.Fatal("the killed apply succeeded")
+	}
+	// Reap's kills are delivered asynchronously; a killed process is gone (or a zombie) at once.
+	time.Sleep(500 * time.Millisecond)
+	if left := alive(processesOf(wsDir)); len(left) > 0 {
+		t.Errorf("processes of the killed run still running after it returned: %v", left)
+	}
+}
+
+func hasComm(procs map[int]string, comm string) bool {
+	for _, c := range procs {
+		if c == comm {
+			return true
+		}
+	}
+	return false
+}
+
+func hasCommPrefix(procs map[int]string, prefix string) bool {
+	for _, c := range procs {
+		if strings.HasPrefix(c, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// alive drops zombies (state Z: dead, waiting for their parent to reap them).
+func alive(procs map[int]string) map[int]string {
+	out := map[int]string{}
+	for pid, comm := range procs {
+		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+			continue
+		}
+		out[pid] = comm
+	}
+	return out
+}
