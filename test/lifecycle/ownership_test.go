@@ -124,7 +124,9 @@ var _ = Describe("Ownership: what a resource may touch", func() {
 		_, res := s.ready(claim)
 		Expect(res.Finalizers).To(ContainElement(v1alpha1.FinalizerInUse))
 		Expect(k8s.Delete(s.ctx, res)).To(Succeed())
-		Eventually(func() metav1.Condition { return condition(s.resource(res.Name)().Status.Conditions, v1alpha1.ConditionReady) }, timeout, time.Second).
+		Eventually(func() metav1.Condition {
+			return condition(s.resource(res.Name)().Status.Conditions, v1alpha1.ConditionReady)
+		}, timeout, time.Second).
 			Should(HaveField("Reason", v1alpha1.ReasonResourceInUse))
 		Expect(eventReasons(s, res.Name)).To(ContainElement(HavePrefix(v1alpha1.ReasonResourceInUse)))
 		Consistently(func() string { return fileContent(filepath.Join(s.dir, s.ns+"-used.txt")) }, 3*time.Second, time.Second).Should(Equal("hello in use"))
