@@ -220,7 +220,26 @@ func run(o options) error {
 	}
 	log.Info("starting the manager", "maxConcurrentRuns", pool.MaxConcurrent(), "stateNamespace", state.Namespace,
 		"lockHolder", statebackend.Who(), "pod", o.podName, "stateServer", stateServer.Addr())
-	return mgr.Start(ctrl.SetupSignalHandler())
+	err = mgr.Start(ctrl.SetupSignalHandler())
+	drain(pool, stateServer, o.grace)
+	return err
+}
+
+// drain ends the process's runs in order, whatever stopped the manager: on SIGTERM it has waited
+// for its reconciles (GracefulShutdownTimeout), but on lost leadership controller-runtime skips
+// that wait. Either way the runs' contexts are cancelled (Terraform got SIGINT); the pool is given
+// the grace period to finish them, then the state server finishes the requests under way (their
+// final state writes and UNLOCKs) before the process exits.
+func drain(pool *tfrunner.Pool, server *statebackend.Server, grace time.Duration) {
+	log := ctrl.Log.WithName("shutdown")
+	ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
+	defer cancel()
+	if !pool.Wait(ctx) {
+		log.Info("runs still under way after the grace period", "grace", grace.String())
+	}
+	if err := server.Shutdown(ctx); err != nil {
+		log.Error(err, "the state server did not finish its requests")
+	}
 }
 
 func hostname() string {

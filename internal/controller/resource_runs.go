@@ -78,7 +78,17 @@ func (r *ResourceReconciler) recoverOwnLock(ctx context.Context, res *v1alpha1.I
 	if last.Result != RunRunning && last.CompletionTime != nil {
 		run.Ended = last.CompletionTime.Time
 	}
-	if !statebackend.IsOwnStaleLock(lock, run, r.Identity.who()) && !isRecordedRunLock(lock, last, run.Alive, r.Identity.who()) {
+	if r.StateServer != nil {
+		if _, pending := r.StateServer.Pending(suffix(res)); pending {
+			return nil // the lock stays while the run's state is not saved (putBackState saves it)
+		}
+		// Runs through the state server name themselves in their locks: a lock is recovered
+		// only by the id of the dead run recorded in status, never by user@host, which a
+		// person's own terraform in the pod also matches.
+		if !isRecordedRunLock(lock, last, run.Alive, r.Identity.who()) {
+			return nil
+		}
+	} else if !statebackend.IsOwnStaleLock(lock, run, r.Identity.who()) {
 		return nil
 	}
 	if err := statebackend.ReleaseLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res), lock.ID); err != nil {

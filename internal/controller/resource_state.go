@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -71,12 +72,14 @@ func (r *ResourceReconciler) backend(res *v1alpha1.InfraResource, spec *tfrunner
 func (r *ResourceReconciler) putBackState(ctx context.Context, res *v1alpha1.InfraResource) error {
 	sfx := suffix(res)
 	if r.StateServer != nil {
-		if _, ok := r.StateServer.Pending(sfx); ok {
-			if err := r.StateServer.RetryPending(ctx, sfx); err != nil {
-				return &stateError{v1alpha1.ReasonStateNotSaved, fmt.Sprintf(
-					"the state the last run produced could not be saved to %s and is kept by the controller (%v); nothing runs until it is saved",
-					statebackend.SecretName(statebackend.DefaultWorkspace, sfx), err)}
-			}
+		// Kept in memory, or in its Secret by a controller that was killed since.
+		saved, err := r.StateServer.RetryPending(ctx, sfx)
+		if err != nil {
+			return &stateError{v1alpha1.ReasonStateNotSaved, fmt.Sprintf(
+				"the state the last run produced could not be saved to %s and is kept by the controller in %s (%v); its lock is kept and nothing runs until it is saved",
+				statebackend.SecretName(statebackend.DefaultWorkspace, sfx), statebackend.PendingSecretName(statebackend.DefaultWorkspace, sfx), err)}
+		}
+		if saved {
 			r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateSaved, "SaveState",
 				"saved the state the last run produced, which could not be saved when it ended")
 		}
@@ -111,7 +114,14 @@ func (r *ResourceReconciler) restoreState(ctx context.Context, res *v1alpha1.Inf
 	}
 	serial, err := strconv.ParseInt(want, 10, 64)
 	if err == nil {
-		err = r.stateHandle(res).Restore(ctx, serial)
+		// Recorded as a run before it locks the state: a crash mid-restore leaves a lock that
+		// recoverOwnLock releases by this run's id.
+		before := res.DeepCopy()
+		res.Status.LastRun = r.newRun(res, "restore", time.Now())
+		if err := r.Status().Patch(ctx, res, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("recording the restore run: %w", err)
+		}
+		err = r.stateHandle(res).Restore(ctx, serial, res.Status.LastRun.ID)
 	}
 	if err != nil {
 		return &stateError{v1alpha1.ReasonStateRestoreFailed, fmt.Sprintf(

@@ -1,6 +1,7 @@
 package statebackend
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -10,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Settings of the http backend that a run gets through its environment. The variable names and
@@ -109,7 +112,11 @@ func (s *Server) IssueRun(suffix string, labels map[string]string) (RunCredentia
 
 // IssueRunAs issues credentials for the run runID of the resource whose state has this suffix:
 // a username and a random 256-bit password for HTTP basic auth, valid for that suffix only and
-// until revoke is called (revoke is idempotent). labels are put on the state's Secrets and Lease
+// until revoke is called (revoke is idempotent). Call revoke once the run's processes have exited:
+// it also releases every lock those credentials took that is still held under its ID (a run
+// killed, or cancelled, before its UNLOCK), unless the state the run sent is pending (not saved
+// yet: the lock stays until it is, see pending.go); it waits at most revokeTimeout for the API
+// server, and a lock it could not release is left for recovery by run id. labels are put on the state's Secrets and Lease
 // when the server writes them (besides the backend's own), like the backend's `labels` setting.
 // The server must have been started (Start), since the addresses name its port.
 func (s *Server) IssueRunAs(runID, suffix string, labels map[string]string) (creds RunCredentials, revoke func()) {
@@ -126,10 +133,38 @@ func (s *Server) IssueRunAs(runID, suffix string, labels map[string]string) (cre
 		Address: u, LockAddress: u, UnlockAddress: u,
 		Username: user, Password: password,
 	}
-	return creds, func() {
-		s.mu.Lock()
-		delete(s.runs, user)
-		s.mu.Unlock()
+	var once sync.Once
+	return creds, func() { once.Do(func() { s.revoke(user, r) }) }
+}
+
+// revokeTimeout bounds the lock releases of a revoke.
+const revokeTimeout = 30 * time.Second
+
+// revoke forgets a run's credentials and releases the locks it took and still holds.
+func (s *Server) revoke(user string, r *run) {
+	s.mu.Lock()
+	delete(s.runs, user)
+	ids := slices.Collect(maps.Keys(r.lockIDs))
+	_, pending := s.pending[r.suffix]
+	s.mu.Unlock()
+	if len(ids) == 0 || pending {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), revokeTimeout)
+	defer cancel()
+	unlock := s.serialize(r.suffix)
+	defer unlock()
+	if s.hasPending(r.suffix) {
+		return
+	}
+	h := s.store.For(r.suffix)
+	for _, id := range ids {
+		// Unlock releases only a lock held under this id: another's lock is a *LockedError, left.
+		if err := h.Unlock(ctx, id); err == nil {
+			s.mu.Lock()
+			delete(r.lockIDs, id)
+			s.mu.Unlock()
+		}
 	}
 }
 

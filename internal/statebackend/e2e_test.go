@@ -167,7 +167,7 @@ func TestServerPendingWithTofu(t *testing.T) {
 		t.Fatalf("no pending state with the pet: %v %s", ok, p)
 	}
 	fail.Store(false)
-	if err := srv.RetryPending(ctx, "pending"); err != nil {
+	if _, err := srv.RetryPending(ctx, "pending"); err != nil {
 		t.Fatal(err)
 	}
 	if list := mustTF(t, tofu, dir, env, "state", "list"); strings.TrimSpace(list) != "random_pet.p" {

@@ -241,10 +241,13 @@ func (h *Handle) Version(ctx context.Context, serial int64) ([]byte, error) {
 // = current serial + 1, since Terraform refuses a state whose serial goes backwards for the same
 // lineage; the version it replaces goes to history as every replaced version does, so a restore
 // can itself be undone. Without a current state the version is written with its own serial.
-func (h *Handle) Restore(ctx context.Context, serial int64) error {
+//
+// The lock is taken as a run of the state server takes it: its Info names runID (RunOfLock), so
+// that a restore cut off by a crash leaves a lock the next controller recovers by that run's id.
+func (h *Handle) Restore(ctx context.Context, serial int64, runID string) error {
 	lockID := newLockID()
 	if _, err := h.Lock(ctx, Lock{
-		ID: lockID, Operation: "restore", Info: fmt.Sprintf("conductor-tf restore of serial %d", serial),
+		ID: lockID, Operation: "restore", Info: runLockInfo(runID, fmt.Sprintf("restore of serial %d", serial)),
 		Who: Who(), Version: "conductor-tf", Created: time.Now().UTC(),
 	}); err != nil {
 		return err

@@ -69,7 +69,7 @@ func TestHistoryKeepsNAndRestores(t *testing.T) {
 	}
 
 	// Restore serial 6: written as serial 9, same content otherwise; serial 8 goes to history.
-	if err := h.Restore(ctx, 6); err != nil {
+	if err := h.Restore(ctx, 6, "test-run"); err != nil {
 		t.Fatal(err)
 	}
 	cur, _, err := h.Read(ctx)
@@ -89,20 +89,20 @@ func TestHistoryKeepsNAndRestores(t *testing.T) {
 		t.Errorf("History after restore = %+v, want 8 first", hist)
 	}
 	// Restoring that restore away again works too: serial 8 comes back as 10.
-	if err := h.Restore(ctx, 8); err != nil {
+	if err := h.Restore(ctx, 8, "test-run"); err != nil {
 		t.Fatal(err)
 	}
 	if st, _, _ := h.Status(ctx); st.Serial != 10 {
 		t.Errorf("after undoing the restore: %+v", st)
 	}
-	if err := h.Restore(ctx, 2); !errors.Is(err, ErrNoVersion) {
+	if err := h.Restore(ctx, 2, "test-run"); !errors.Is(err, ErrNoVersion) {
 		t.Errorf("restore of a version not kept: %v", err)
 	}
 	// Restore honours the lock.
 	if _, err := h.Lock(ctx, Lock{ID: "held", Who: "ops@laptop"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Restore(ctx, 7); !errors.As(err, new(*LockedError)) {
+	if err := h.Restore(ctx, 7, "test-run"); !errors.As(err, new(*LockedError)) {
 		t.Errorf("restore under someone's lock: %v", err)
 	}
 	if err := h.Unlock(ctx, "held"); err != nil {
@@ -137,7 +137,7 @@ func TestHistoryOfBigStates(t *testing.T) {
 	if got, err := h.Version(ctx, 1); err != nil || !bytes.Equal(got, big) {
 		t.Fatalf("Version(1) of a chunked version: equal=%v err=%v", bytes.Equal(got, big), err)
 	}
-	if err := h.Restore(ctx, 1); err != nil {
+	if err := h.Restore(ctx, 1, "test-run"); err != nil {
 		t.Fatal(err)
 	}
 	if st, _, err := h.Status(ctx); err != nil || st.Serial != 3 || st.Resources != 1 {

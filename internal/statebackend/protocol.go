@@ -22,7 +22,7 @@ func unavailable(err error) *httpError {
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, h *Handle) *httpError {
-	if err := s.flushPending(r.Context(), h.suffix); err != nil {
+	if _, err := s.flushPending(r.Context(), h); err != nil {
 		return unavailable(err)
 	}
 	state, found, err := h.Read(r.Context())
@@ -81,28 +81,25 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, h *Handle, rn *run
 	if err != nil {
 		return &httpError{status: http.StatusBadRequest, err: &InvalidStateError{Err: err}}
 	}
+	if err := s.loadPending(ctx, h); err != nil {
+		return unavailable(err)
+	}
+	lockID := r.URL.Query().Get("ID")
 	s.mu.Lock()
 	p, hasPending := s.pending[h.suffix]
 	s.mu.Unlock()
 	if hasPending {
 		// The pending state is the newest accepted: the new one must follow it, and is then
-		// written in its place whatever is stored.
+		// written in its place, checked against what is stored (flush).
 		if prev, err := decodeJSON(p.state); err == nil {
 			if err := checkFollows(prev, sent, SecretName(h.workspace, h.suffix)+" (pending)"); err != nil {
 				return &httpError{status: http.StatusConflict, err: err}
 			}
 		}
-		if err := h.write(ctx, body, false); err != nil {
-			s.keepPending(h, body, err)
-			return unavailable(err)
-		}
-		s.mu.Lock()
-		delete(s.pending, h.suffix)
-		s.mu.Unlock()
-		w.WriteHeader(http.StatusOK)
-		return nil
+		err = h.flush(ctx, body)
+	} else {
+		err = h.Write(ctx, body)
 	}
-	err = h.Write(ctx, body)
 	var conflict *ConflictError
 	var invalid *InvalidStateError
 	switch {
@@ -111,8 +108,13 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, h *Handle, rn *run
 	case errors.As(err, &invalid):
 		return &httpError{status: http.StatusBadRequest, err: err}
 	case err != nil:
-		s.keepPending(h, body, err)
+		s.keepPending(ctx, h, body, lockID, err)
 		return unavailable(err)
+	}
+	if hasPending {
+		if err := s.dropPending(ctx, h); err != nil {
+			return unavailable(err)
+		}
 	}
 	w.WriteHeader(http.StatusOK)
 	return nil
@@ -144,9 +146,9 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, h *Handle, rn *r
 	if err := deleteState(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix); err != nil {
 		return unavailable(err)
 	}
-	s.mu.Lock()
-	delete(s.pending, h.suffix)
-	s.mu.Unlock()
+	if err := s.dropPending(ctx, h); err != nil {
+		return unavailable(err)
+	}
 	w.WriteHeader(http.StatusOK)
 	return nil
 }
@@ -184,6 +186,11 @@ func (s *Server) unlock(w http.ResponseWriter, r *http.Request, h *Handle, rn *r
 		return e
 	}
 	ctx := r.Context()
+	if s.hasPending(h.suffix) {
+		// The lock stays while the state this run sent is not stored: nothing may run on the
+		// older stored state. It is released once the pending state is written (flushPending).
+		return unavailable(fmt.Errorf("the state is not saved yet (kept as pending); the lock is kept until it is"))
+	}
 	var info Lock
 	if len(bytes.TrimSpace(body)) > 0 {
 		if err := json.Unmarshal(body, &info); err != nil {

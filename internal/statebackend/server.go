@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -53,8 +54,10 @@ type Server struct {
 
 	mu      sync.Mutex
 	addr    string
+	srv     *http.Server
 	runs    map[string]*run         // by username
 	pending map[string]pendingState // by suffix
+	loaded  map[string]bool         // suffixes whose pending Secret was read (loadPending)
 	states  map[string]*sync.Mutex  // by suffix, held while a request or RetryPending runs
 }
 
@@ -85,7 +88,8 @@ const maxStateBytes = 256 << 20
 func NewServer(kube kubernetes.Interface, namespace string, historyLimit int) *Server {
 	st := NewStore(kube, namespace)
 	st.HistoryLimit = historyLimit
-	return &Server{store: st, runs: map[string]*run{}, pending: map[string]pendingState{}, states: map[string]*sync.Mutex{}}
+	return &Server{store: st, runs: map[string]*run{}, pending: map[string]pendingState{}, loaded: map[string]bool{},
+		states: map[string]*sync.Mutex{}}
 }
 
 // Store is the store the server serves.
@@ -109,10 +113,11 @@ func (s *Server) Start(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second}
 	s.mu.Lock()
 	s.addr = ln.Addr().String()
+	s.srv = srv
 	s.mu.Unlock()
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	go func() {
 		<-ctx.Done()
@@ -138,47 +143,124 @@ func (s *Server) Pending(suffix string) ([]byte, bool) {
 	return bytes.Clone(p.state), ok
 }
 
-// RetryPending writes the pending state of suffix, if any, and forgets it once written. It writes
-// it whatever the stored state is (even unreadable, as a write that failed half-way leaves it):
-// it was checked against the stored state when received. Call it before any other run of that
-// state. Any request of a run for that state does it first as well.
-func (s *Server) RetryPending(ctx context.Context, suffix string) error {
+// RetryPending writes the pending state of suffix, if any — the one this server keeps, or, after a
+// restart, the one a killed controller left in its Secret (pending.go) — and forgets it once
+// written, releasing the lock of the run that sent it. The write is refused with a *ConflictError
+// when the stored state is readable and the pending one does not follow it (never overwritten);
+// an unreadable stored state is overwritten. It reports whether a pending state was written. Call
+// it before any other run of that state; any request of a run for that state does it first too.
+func (s *Server) RetryPending(ctx context.Context, suffix string) (bool, error) {
 	unlock := s.serialize(suffix)
 	defer unlock()
-	return s.flushPending(ctx, suffix)
+	return s.flushPending(ctx, s.store.For(suffix))
 }
 
-// pendingState is a state received but not written, with the labels of the run that sent it.
+// pendingState is a state received but not written, with the labels of the run that sent it and
+// the lock ID that run held.
 type pendingState struct {
 	state  []byte
 	labels map[string]string
+	lockID string
 }
 
-// flushPending writes suffix's pending state, if any (see RetryPending).
-func (s *Server) flushPending(ctx context.Context, suffix string) error {
+// loadPending puts a pending state a previous process of the controller left in its Secret into
+// memory, once per state and process.
+func (s *Server) loadPending(ctx context.Context, h *Handle) error {
 	s.mu.Lock()
-	p, ok := s.pending[suffix]
+	_, inMemory := s.pending[h.suffix]
+	done := s.loaded[h.suffix]
 	s.mu.Unlock()
-	if !ok {
+	if inMemory || done {
 		return nil
 	}
-	if err := s.store.For(suffix).WithLabels(p.labels).write(ctx, p.state, false); err != nil {
-		return fmt.Errorf("writing the state received earlier, which could not be written then: %w", err)
+	state, lockID, found, err := h.loadPending(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the pending state of %s: %w", SecretName(h.workspace, h.suffix), err)
 	}
 	s.mu.Lock()
-	delete(s.pending, suffix)
+	if found {
+		s.pending[h.suffix] = pendingState{state: state, labels: h.labels, lockID: lockID}
+	}
+	s.loaded[h.suffix] = true
 	s.mu.Unlock()
 	return nil
 }
 
-// keepPending records state as h's pending state and tells OnPending.
-func (s *Server) keepPending(h *Handle, state []byte, err error) {
+// flushPending writes h's pending state, if any (see RetryPending).
+func (s *Server) flushPending(ctx context.Context, h *Handle) (bool, error) {
+	if err := s.loadPending(ctx, h); err != nil {
+		return false, err
+	}
 	s.mu.Lock()
-	s.pending[h.suffix] = pendingState{state: bytes.Clone(state), labels: h.labels}
+	p, ok := s.pending[h.suffix]
 	s.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	if len(p.labels) > 0 {
+		h = h.WithLabels(p.labels)
+	}
+	if err := h.flush(ctx, p.state); err != nil {
+		return false, fmt.Errorf("writing the state received earlier, which could not be written then: %w", err)
+	}
+	if err := s.dropPending(ctx, h); err != nil {
+		return true, err
+	}
+	if p.lockID != "" {
+		// The lock stayed held while the state was pending; the run that took it has ended.
+		var locked *LockedError
+		if err := h.Unlock(ctx, p.lockID); err != nil && !errors.As(err, &locked) {
+			return true, fmt.Errorf("releasing lock %s after saving the pending state: %w", p.lockID, err)
+		}
+	}
+	return true, nil
+}
+
+// dropPending forgets h's pending state, in memory and in its Secret.
+func (s *Server) dropPending(ctx context.Context, h *Handle) error {
+	if err := h.deletePending(ctx); err != nil {
+		return fmt.Errorf("deleting the saved pending state: %w", err)
+	}
+	s.mu.Lock()
+	delete(s.pending, h.suffix)
+	s.mu.Unlock()
+	return nil
+}
+
+// hasPending reports whether suffix has a pending state in memory.
+func (s *Server) hasPending(suffix string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.pending[suffix]
+	return ok
+}
+
+// keepPending records state, sent by a run holding lockID, as h's pending state: in memory, then
+// in its Secret (before the run is answered), and tells OnPending.
+func (s *Server) keepPending(ctx context.Context, h *Handle, state []byte, lockID string, err error) {
+	s.mu.Lock()
+	s.pending[h.suffix] = pendingState{state: bytes.Clone(state), labels: h.labels, lockID: lockID}
+	s.loaded[h.suffix] = true
+	s.mu.Unlock()
+	if serr := h.savePending(ctx, state, lockID); serr != nil {
+		err = fmt.Errorf("%w; and it could not be saved to %s either, so only this process keeps it: %v", err,
+			PendingSecretName(h.workspace, h.suffix), serr)
+	}
 	if s.OnPending != nil {
 		s.OnPending(h.suffix, bytes.Clone(state), err)
 	}
+}
+
+// Shutdown stops serving: it waits, until ctx is done, for the requests under way to finish (an
+// UNLOCK or a write of several chunks is never cut off half-way while it waits).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	srv := s.srv
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	return srv.Shutdown(ctx)
 }
 
 // httpError is a response other than success: status and the reason (the body, as text, unless

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -220,12 +221,26 @@ func failingKube() (*fake.Clientset, *atomic.Bool) {
 	fk := fake.NewClientset()
 	fail := &atomic.Bool{}
 	fk.PrependReactor("*", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if fail.Load() && (a.GetVerb() == "create" || a.GetVerb() == "update") {
+		if fail.Load() && (a.GetVerb() == "create" || a.GetVerb() == "update") && isStateSecret(a) {
 			return true, nil, errors.New("etcdserver: request timed out")
 		}
 		return false, nil, nil
 	})
 	return fk, fail
+}
+
+// isStateSecret reports a create or update of a state chunk Secret (tfstate-…): the writes that
+// fail in failingKube, while the pending state's own Secret (tfpending-…) can still be written.
+func isStateSecret(a k8stesting.Action) bool {
+	var obj runtime.Object
+	switch a := a.(type) {
+	case k8stesting.CreateAction:
+		obj = a.GetObject()
+	case k8stesting.UpdateAction:
+		obj = a.GetObject()
+	}
+	s, ok := obj.(*corev1.Secret)
+	return ok && strings.HasPrefix(s.Name, "tfstate-")
 }
 
 func TestServerKeepsStateItCouldNotWrite(t *testing.T) {
@@ -257,11 +272,11 @@ func TestServerKeepsStateItCouldNotWrite(t *testing.T) {
 	if st, _, _ := call(t, "POST", c.Address, c.Username, c.Password, stateJSON(t, "lin-other", 3, nil)); st != 409 {
 		t.Errorf("POST of another lineage than the pending state: %d", st)
 	}
-	if err := srv.RetryPending(ctx, "gamma"); err == nil {
+	if _, err := srv.RetryPending(ctx, "gamma"); err == nil {
 		t.Error("RetryPending while writes fail succeeded")
 	}
 	fail.Store(false)
-	if err := srv.RetryPending(ctx, "gamma"); err != nil {
+	if _, err := srv.RetryPending(ctx, "gamma"); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := srv.Pending("gamma"); ok {
@@ -284,5 +299,103 @@ func TestServerKeepsStateItCouldNotWrite(t *testing.T) {
 	}
 	if _, ok := srv.Pending("gamma"); ok {
 		t.Error("still pending after GET")
+	}
+}
+
+// TestPendingStateOutlivesTheServer: a state that could not be stored is written to its own Secret
+// before the run is answered, its lock stays held (UNLOCK refused, revoke leaves it), and a new
+// server — a controller restarted after a kill — puts it back and only then releases the lock.
+// A pending state that no longer follows the stored one is reported, never written over it.
+// Issue 17: before, the pending state lived only in the server's memory, UNLOCK was accepted
+// while it was pending, and the flush wrote it whatever was stored.
+func TestPendingStateOutlivesTheServer(t *testing.T) {
+	ctx := context.Background()
+	fk, fail := failingKube()
+	first := startServer(t, fk, "ns", 5)
+	c, revoke := first.IssueRun("delta", nil)
+	lock := `{"ID":"lock-delta","Operation":"OperationTypeApply","Who":"run@pod"}`
+	if st, _, _ := call(t, LockMethod, c.LockAddress, c.Username, c.Password, []byte(lock)); st != 200 {
+		t.Fatalf("LOCK: %d", st)
+	}
+	fail.Store(true)
+	s1 := stateJSON(t, "lin-d", 1, map[string]int{"x": 1})
+	if st, _, _ := call(t, "POST", c.Address+"?ID=lock-delta", c.Username, c.Password, s1); st != 503 {
+		t.Fatalf("POST while state writes fail: %d", st)
+	}
+	if _, err := fk.CoreV1().Secrets("ns").Get(ctx, PendingSecretName(DefaultWorkspace, "delta"), metav1.GetOptions{}); err != nil {
+		t.Fatalf("the pending state is not in its Secret: %v", err)
+	}
+	if st, _, _ := call(t, UnlockMethod, c.UnlockAddress, c.Username, c.Password, []byte(lock)); st != 503 {
+		t.Errorf("UNLOCK while the state is pending: %d, want 503 (the lock stays)", st)
+	}
+	revoke()
+	if l, err := InspectLock(ctx, fk, "ns", DefaultWorkspace, "delta"); err != nil || l == nil || l.ID != "lock-delta" {
+		t.Fatalf("lock after revoking a run whose state is pending: %+v, %v; want lock-delta held", l, err)
+	}
+
+	// The controller is killed; the next one starts a new server.
+	fail.Store(false)
+	second := startServer(t, fk, "ns", 5)
+	saved, err := second.RetryPending(ctx, "delta")
+	if err != nil || !saved {
+		t.Fatalf("RetryPending on a new server: saved=%v, %v", saved, err)
+	}
+	if got, found, err := ReadState(ctx, fk, "ns", DefaultWorkspace, "delta"); err != nil || !found || !bytes.Equal(got, s1) {
+		t.Fatalf("stored after the restart: found=%v %v equal=%v", found, err, bytes.Equal(got, s1))
+	}
+	if l, err := InspectLock(ctx, fk, "ns", DefaultWorkspace, "delta"); err != nil || l != nil {
+		t.Errorf("lock after the pending state was saved: %+v, %v; want released", l, err)
+	}
+	if _, err := fk.CoreV1().Secrets("ns").Get(ctx, PendingSecretName(DefaultWorkspace, "delta"), metav1.GetOptions{}); err == nil {
+		t.Error("the pending state's Secret is still there after it was saved")
+	}
+
+	// A pending state older than what is stored now is a conflict, reported and never written.
+	h := NewStore(fk, "ns").For("delta")
+	if err := h.Write(ctx, stateJSON(t, "lin-d", 5, map[string]int{"x": 5})); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.savePending(ctx, stateJSON(t, "lin-d", 2, nil), ""); err != nil {
+		t.Fatal(err)
+	}
+	third := startServer(t, fk, "ns", 5)
+	var conflict *ConflictError
+	if _, err := third.RetryPending(ctx, "delta"); !errors.As(err, &conflict) {
+		t.Fatalf("flush of a pending state older than the stored one: %v, want a *ConflictError", err)
+	}
+	if st, _, _ := Read(ctx, fk, "ns", DefaultWorkspace, "delta"); st.Serial != 5 {
+		t.Errorf("stored serial after a refused flush: %d, want 5", st.Serial)
+	}
+}
+
+// TestRevokeReleasesTheRunsLocks: a run that ends without its UNLOCK (killed, cancelled) leaves
+// no lock once its credentials are revoked; another's lock is left alone. Issue 17: before,
+// revoking the credentials left the lock for recovery, which trusted user@host.
+func TestRevokeReleasesTheRunsLocks(t *testing.T) {
+	ctx := context.Background()
+	fk := fake.NewClientset()
+	srv := startServer(t, fk, "ns", 0)
+	c, revoke := srv.IssueRun("eps", nil)
+	if st, _, _ := call(t, LockMethod, c.LockAddress, c.Username, c.Password, []byte(`{"ID":"run-lock","Who":"x@y"}`)); st != 200 {
+		t.Fatalf("LOCK: %d", st)
+	}
+	revoke()
+	if l, err := InspectLock(ctx, fk, "ns", DefaultWorkspace, "eps"); err != nil || l != nil {
+		t.Fatalf("lock after revoke: %+v, %v; want none", l, err)
+	}
+	// A lock someone else took after the run is not the run's to release.
+	c2, revoke2 := srv.IssueRun("eps", nil)
+	if st, _, _ := call(t, LockMethod, c2.LockAddress, c2.Username, c2.Password, []byte(`{"ID":"second","Who":"x@y"}`)); st != 200 {
+		t.Fatalf("LOCK: %d", st)
+	}
+	if err := Unlock(ctx, fk, "ns", DefaultWorkspace, "eps", "second"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AcquireLock(ctx, fk, "ns", DefaultWorkspace, "eps", nil, Lock{ID: "person", Who: "alice@laptop"}); err != nil {
+		t.Fatal(err)
+	}
+	revoke2()
+	if l, _ := InspectLock(ctx, fk, "ns", DefaultWorkspace, "eps"); l == nil || l.ID != "person" {
+		t.Errorf("a person's lock after another run's revoke: %+v; want it kept", l)
 	}
 }

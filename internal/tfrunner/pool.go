@@ -51,6 +51,8 @@ type Pool struct {
 	mu          sync.Mutex
 	workspaces  map[string]*slot
 	sharedInits map[string]*sharedInit
+	// running counts the runs inside do (waiting or running), for Wait.
+	running sync.WaitGroup
 }
 
 type slot struct {
@@ -71,6 +73,23 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 	// Processes an earlier process of this pool's runs left behind (it was killed) go first.
 	Reap(opts.Dir, true)
 	return &Pool{opts: opts, slots: newFairSlots(opts.MaxConcurrent), workspaces: map[string]*slot{}}, nil
+}
+
+// Wait blocks until no run is waiting or running in the pool, or ctx is done; it reports whether
+// the pool drained. Shutdown calls it after cancelling the runs' contexts (Terraform got SIGINT)
+// so that their last state writes and unlocks reach the state server before it stops.
+func (p *Pool) Wait(ctx context.Context) bool {
+	done := make(chan struct{})
+	go func() {
+		p.running.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // MaxConcurrent is the bound on runs executing at once.
@@ -105,11 +124,13 @@ func (p *Pool) do(ctx context.Context, key, tenant string, queued func(position,
 		p.workspaces[key] = s
 	}
 	s.busy++
+	p.running.Add(1)
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
 		s.busy--
 		p.mu.Unlock()
+		p.running.Done()
 	}()
 
 	s.mu.Lock()
