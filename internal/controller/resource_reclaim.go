@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -159,6 +160,12 @@ func (r *ResourceReconciler) destroy(ctx context.Context, res, before *v1alpha1.
 		if err := r.stateMissingOnDelete(res); err != nil {
 			return err
 		}
+	}
+	if len(res.Status.CreatesPending) > 0 {
+		// Destroy sees only what the state holds: say what a dead run may have left outside it.
+		r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonInterruptedCreate, "Reclaim",
+			"a run that died had started creating %s; if it did, no state holds it and destroy cannot remove it: look for it",
+			strings.Join(res.Status.CreatesPending, ", "))
 	}
 	if found && st.Resources > 0 {
 		spec, err := r.runSpec(ctx, res)

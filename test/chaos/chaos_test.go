@@ -1,8 +1,10 @@
-// Package chaos_test kills the real controller with SIGKILL at random points of its applies and
-// destroys, again and again, and checks what users fear most from Terraform controllers: a state
-// lock left held, a state lost, an object created twice, a claim bound twice. The controller is
-// the cmd/conductor-tf binary in its own process group (its tofu children die with it), against a
-// real API server, with real tofu and providers; nothing is faked.
+// Package chaos_test kills the real controller with SIGKILL at random points of its applies,
+// destroys and creates that take seconds, again and again, and checks what users fear most from
+// Terraform controllers: a state lock left held, a state lost, an object created twice, a claim
+// bound twice, a process left running. The controller is the cmd/conductor-tf binary in its own
+// process group (its tofu children die with it), against a real API server, with real tofu and
+// providers; nothing is faked. Every creation of the module's slow object is counted in a ledger
+// file outside Terraform, read whole at the end: creates are counted, not sampled.
 package chaos_test
 
 import (
@@ -26,6 +28,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
@@ -73,7 +76,7 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 	}
 
 	files := filepath.Join(dir, "files")
-	module, _ := filepath.Abs(filepath.Join("..", "lifecycle", "testdata", "modules", "file"))
+	module, _ := filepath.Abs(filepath.Join("testdata", "modules", "ledgerfile"))
 	for _, ns := range []string{stateNamespace, "team-a", "team-b"} {
 		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
@@ -86,10 +89,14 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 			Variables: v1alpha1.Variables{
 				"path":    {Raw: []byte(`"` + files + `/${claim.namespace}-${claim.name}.txt"`)},
 				"content": {Raw: []byte(`"${claim.spec.parameters.greeting}"`)},
+				"ledger":  {Raw: []byte(`"` + files + `/${claim.namespace}-${claim.name}.ledger"`)},
 			},
 			// Each round changes a claim's greeting: the file is replaced, through applies that
 			// take the state lock, all along the kills.
 			Operations: v1alpha1.Operations{AllowDestructiveChanges: true}},
+	}
+	if err := os.MkdirAll(files, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	if err := k8s.Create(ctx, class); err != nil {
 		t.Fatal(err)
@@ -112,8 +119,10 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 	}
 
 	// passwords records each claim's connection Secret password whenever one is seen: a password
-	// that changes is a random_password created twice (the first one's state was lost).
+	// that changes is a random_password created twice (the first one's state was lost), which is
+	// allowed only after an approval of that claim's held plan (approvals).
 	passwords := map[string]string{}
+	approvals := map[string]int{}
 	createdTwice := 0
 	observe := func() {
 		for _, c := range claims {
@@ -124,8 +133,10 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 			key := c.Namespace + "/" + c.Name
 			pw := string(s.Data["password"])
 			if old, ok := passwords[key]; ok && old != pw && pw != "" {
-				createdTwice++
-				t.Logf("claim %s: password changed: random_password created twice", key)
+				if approvals[key] == 0 {
+					createdTwice++
+				}
+				t.Logf("claim %s: password changed: random_password created twice (%d approvals)", key, approvals[key])
 			}
 			if pw != "" {
 				passwords[key] = pw
@@ -155,11 +166,12 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 			}
 		}
 		c := startController(t, env, bin, dir, tfEnv, round, "3s")
-		// Kill at a random point of a run: wait until one runs (up to 10 s), then up to 1.5 s more.
+		// Kill at a random point of a run: wait until one runs (up to 10 s), then up to 4 s more
+		// (the slow create takes 3 s).
 		for deadline := time.Now().Add(10 * time.Second); !c.Busy() && time.Now().Before(deadline); {
 			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
+		time.Sleep(time.Duration(rng.IntN(4000)) * time.Millisecond)
 		if c.Busy() {
 			midRun++
 		}
@@ -172,9 +184,12 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 	defer final.Kill()
 
 	// Everything converges: the surviving claims Bound and Ready, the deleted ones and their
-	// resources gone.
-	deadline := time.Now().Add(5 * time.Minute)
+	// resources gone. A plan held because a killed run had started creating is approved, as an
+	// operator would after looking for a duplicate; each approval is counted for its claim.
+	deadline := time.Now().Add(8 * time.Minute)
+	held := map[string]bool{}
 	for {
+		approveHeld(ctx, t, k8s, approvals, held)
 		pending := converging(ctx, k8s, claims, deleted)
 		if len(pending) == 0 {
 			break
@@ -203,10 +218,10 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held := 0
+	locksHeld := 0
 	for _, l := range leases.Items {
 		if strings.HasPrefix(l.Name, "lock-tfstate-") && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
-			held++
+			locksHeld++
 			t.Errorf("lock %s left held by %s", l.Name, *l.Spec.HolderIdentity)
 		}
 	}
@@ -228,17 +243,38 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 			t.Errorf("claim %s bound twice: %s and %s", key, other, r.Name)
 		}
 		boundTo[key] = r.Name
-		st, found, err := statebackend.Read(ctx, kube, stateNamespace, statebackend.DefaultWorkspace, statebackend.SuffixFor(r.Name))
-		if err != nil || !found || st.Resources != 2 {
+		st, found, err := statebackend.Read(ctx, kube, stateNamespace, statebackend.DefaultWorkspace, statebackend.SuffixOf(r.Status.State.SecretName))
+		if err != nil || !found || st.Resources != 3 {
 			lost++
-			t.Errorf("resource %s: state found=%v resources=%d err=%v, want its 2 objects", r.Name, found, st.Resources, err)
+			t.Errorf("resource %s: state found=%v resources=%d err=%v, want its 3 objects", r.Name, found, st.Resources, err)
 		}
+	}
+	// Every creation of the slow object, from the ledgers: more than one per claim only with as
+	// many approvals of a held plan.
+	creations, unapproved := 0, 0
+	for _, c := range claims {
+		key := c.Namespace + "/" + c.Name
+		b, _ := os.ReadFile(filepath.Join(files, c.Namespace+"-"+c.Name+".ledger"))
+		n := strings.Count(string(b), "\n")
+		creations += n
+		if extra := n - 1 - approvals[key]; extra > 0 {
+			unapproved += extra
+			t.Errorf("claim %s: the slow object was created %d times with %d approvals", key, n, approvals[key])
+		}
+	}
+	// Nothing of a run outlives it: no process of the controllers' runs is left.
+	if left := tfrunner.Reap(filepath.Join(dir, "work"), true); left > 0 {
+		t.Errorf("%d processes of the killed controllers' runs were still running", left)
+	}
+	totalApprovals := 0
+	for _, n := range approvals {
+		totalApprovals += n
 	}
 	if want := len(claims) - len(deleted); len(resources.Items) != want {
 		t.Errorf("%d resources for %d surviving claims", len(resources.Items), want)
 	}
 	if createdTwice > 0 {
-		t.Errorf("%d objects created twice", createdTwice)
+		t.Errorf("%d passwords created twice without an approval", createdTwice)
 	}
 	if midRun < kills/4 {
 		t.Errorf("only %d of %d kills hit a running tofu: the test did not exercise the crash window", midRun, kills)
@@ -248,8 +284,32 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 		recovered = len(events.Items)
 	}
 	t.Logf("after %d SIGKILLs (%d in the middle of a run) over %d claims (%d deleted during the kills): "+
-		"%d locks held, %d states lost, %d created twice, %d resources for %d claims; %d stale locks recovered",
-		kills, midRun, len(claims), len(deleted), held, lost, createdTwice, len(resources.Items), len(claims)-len(deleted), recovered)
+		"%d locks held, %d states lost, %d slow creations (%d without an approval), %d passwords created twice without an approval, "+
+		"%d held plans approved, %d resources for %d claims; %d stale locks recovered",
+		kills, midRun, len(claims), len(deleted), locksHeld, lost, creations, unapproved, createdTwice, totalApprovals,
+		len(resources.Items), len(claims)-len(deleted), recovered)
+}
+
+// approveHeld approves every plan held with reason InterruptedCreate (annotation approve-plan with
+// its id), once per plan, counting approvals by claim.
+func approveHeld(ctx context.Context, t *testing.T, k8s client.Client, approvals map[string]int, done map[string]bool) {
+	var resources v1alpha1.InfraResourceList
+	if err := k8s.List(ctx, &resources); err != nil {
+		return
+	}
+	for _, r := range resources.Items {
+		pp := r.Status.PendingPlan
+		if pp == nil || pp.Reason != v1alpha1.ReasonInterruptedCreate || done[r.Name+"/"+pp.ID] || r.Spec.ClaimRef == nil {
+			continue
+		}
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationApprovePlan, pp.ID)
+		if err := k8s.Patch(ctx, r.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			continue
+		}
+		done[r.Name+"/"+pp.ID] = true
+		approvals[r.Spec.ClaimRef.Namespace+"/"+r.Spec.ClaimRef.Name]++
+		t.Logf("approved plan %s of %s, held: %v", pp.ID, r.Name, pp.Changes)
+	}
 }
 
 // converging lists what has not converged yet.

@@ -1,0 +1,135 @@
+package chaos_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/test/harness"
+)
+
+// leaderLease is the controller's leader election Lease (cmd/conductor-tf: LeaderElectionID).
+const leaderLease = "conductor-tf.conductor.io"
+
+// TestShutdownMidApplyLeavesNoLock stops the controller while an apply holds its state lock through
+// the state server, the two ways a pod stops leading: SIGTERM, and a lost leader election (another
+// holder takes the leader Lease). Either way the run is interrupted, its state written and its lock
+// released before the process exits. Issue 17: on lost leadership the process exited without
+// draining its runs and the state server, and the lock stayed held.
+func TestShutdownMidApplyLeavesNoLock(t *testing.T) {
+	dir := t.TempDir()
+	env, err := harness.Start(dir, harness.CRDDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	k8s, err := env.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	ctx := context.Background()
+	bin, err := harness.BuildController(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tfEnv, err := harness.TerraformEnv(filepath.Join(dir, "home"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stateNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	module, _ := filepath.Abs(filepath.Join("testdata", "modules", "ledgerfile"))
+	files := filepath.Join(dir, "files")
+	if err := os.MkdirAll(files, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, how := range []string{"SIGTERM", "lost leadership"} {
+		t.Run(how, func(t *testing.T) {
+			name := map[string]string{"SIGTERM": "term", "lost leadership": "lost"}[how]
+			res := &v1alpha1.InfraResource{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: v1alpha1.InfraResourceSpec{ResourceKind: "File", ReclaimPolicy: v1alpha1.ReclaimRetain,
+					Module: v1alpha1.ModuleSource{Source: module, Version: "v1"},
+					Variables: v1alpha1.Variables{
+						"path": {Raw: []byte(`"` + files + "/" + name + `.txt"`)}, "content": {Raw: []byte(`"x"`)},
+						"ledger": {Raw: []byte(`"` + files + "/" + name + `.ledger"`)}, "seconds": {Raw: []byte(`60`)},
+					}},
+			}
+			if err := k8s.Create(ctx, res); err != nil {
+				t.Fatal(err)
+			}
+			c, err := env.StartController(bin, filepath.Join(dir, name+".log"), tfEnv,
+				"--namespace", stateNamespace, "--work-dir", filepath.Join(dir, "work-"+name),
+				"--terraform-path", os.Getenv("CONDUCTOR_TF_TOFU"), "--grace-period", "20s", "--leader-elect",
+				"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--pod-name", name, "--zap-devel=false")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Kill()
+			sfx := statebackend.SuffixFor(name)
+			// The slow create is under way (its ledger line written) while the apply holds the lock.
+			for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+				lock, _ := statebackend.InspectLock(ctx, kube, stateNamespace, statebackend.DefaultWorkspace, sfx)
+				if _, err := os.Stat(filepath.Join(files, name+".ledger")); err == nil && lock != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the apply never got under way (log %s)", filepath.Join(dir, name+".log"))
+				}
+			}
+			if how == "SIGTERM" {
+				c.Stop()
+			} else {
+				stealLeadership(ctx, t, kube)
+				exited := make(chan struct{})
+				go func() { _, _ = c.Cmd.Process.Wait(); close(exited) }()
+				select {
+				case <-exited:
+				case <-time.After(2 * time.Minute):
+					t.Fatal("the controller did not stop after losing its leader Lease")
+				}
+			}
+			lock, err := statebackend.InspectLock(ctx, kube, stateNamespace, statebackend.DefaultWorkspace, sfx)
+			if err != nil || lock != nil {
+				t.Errorf("after %s mid-apply: lock %+v (%v); want none", how, lock, err)
+			}
+			if left := tfrunner.Reap(filepath.Join(dir, "work-"+name), true); left > 0 {
+				t.Errorf("after %s: %d processes of the run still running", how, left)
+			}
+		})
+	}
+}
+
+// stealLeadership makes another holder the leader, as a new leader would after a partition: the
+// controller can no longer renew, and stops leading.
+func stealLeadership(ctx context.Context, t *testing.T, kube kubernetes.Interface) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		l, err := kube.CoordinationV1().Leases(stateNamespace).Get(ctx, leaderLease, metav1.GetOptions{})
+		if err == nil {
+			now := metav1.NewMicroTime(time.Now())
+			l.Spec = coordinationv1.LeaseSpec{HolderIdentity: ptr.To("another-pod"), LeaseDurationSeconds: ptr.To[int32](3600),
+				AcquireTime: &now, RenewTime: &now, LeaseTransitions: l.Spec.LeaseTransitions}
+			if _, err = kube.CoordinationV1().Leases(stateNamespace).Update(ctx, l, metav1.UpdateOptions{}); err == nil {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("could not take the leader Lease: %v", err)
+		}
+	}
+}
