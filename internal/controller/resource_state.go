@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -171,13 +172,17 @@ func (r *ResourceReconciler) stateChecks(ctx context.Context, res *v1alpha1.Infr
 }
 
 // removeAnnotation deletes one annotation of the resource (a merge patch: no conflict with other
-// writers) and from the object in memory.
+// writers) and from the object in memory. The patch is sent on a copy: the server's answer carries
+// the stored status, which must not replace the status this reconcile holds in memory (a run's
+// outcome not written yet).
 func (r *ResourceReconciler) removeAnnotation(ctx context.Context, res *v1alpha1.InfraResource, key string) error {
-	if err := r.Patch(ctx, res, client.RawPatch(types.MergePatchType,
+	obj := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: res.Name}}
+	if err := r.Patch(ctx, obj, client.RawPatch(types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"`+key+`":null}}}`))); err != nil {
 		return err
 	}
 	delete(res.Annotations, key)
+	res.ResourceVersion = obj.ResourceVersion
 	return nil
 }
 

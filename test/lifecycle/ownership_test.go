@@ -6,7 +6,9 @@ package lifecycle_test
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -18,7 +20,6 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
 // stateSuffix is the state suffix the controller recorded for a resource.
@@ -43,9 +44,24 @@ func ledgerLines(path string) int {
 }
 
 // killRun SIGKILLs every process of the resource's run (the binary wrapper, Terraform, plugins,
-// provisioners): a run that dies as it does with its pod or node. It returns how many it killed.
+// provisioners: every process working in its workspace), as they die with their pod or node. It
+// returns how many it killed.
 func killRun(res string) int {
-	return tfrunner.Reap(filepath.Join(runsDir, res), false)
+	ws := filepath.Join(runsDir, res)
+	entries, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil && cwd == ws {
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 var _ = Describe("Ownership: what a resource may touch", func() {
