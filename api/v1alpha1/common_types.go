@@ -115,6 +115,7 @@ const (
 	ReasonClassKindMismatch         = "ClassKindMismatch"
 	ReasonMultipleDefaultClasses    = "MultipleDefaultClasses"
 	ReasonInvalidRequirement        = "InvalidRequirement"
+	ReasonInvalidRequest            = "InvalidRequest"
 	ReasonResourceBoundToOtherClaim = "ResourceBoundToOtherClaim"
 	ReasonResourceNotFound          = "ResourceNotFound"
 	ReasonResourceMismatch          = "ResourceMismatch"

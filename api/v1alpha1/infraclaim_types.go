@@ -9,7 +9,13 @@ type ClaimResources struct {
 	// Requests maps resource names (e.g. "storage") to the minimum quantity the claim needs.
 	// A resource satisfies the claim when its capacity covers every request.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, isQuantity(string(self[k])) && quantity(string(self[k])).sign() >= 0)",message="every request must be a non-negative quantity (such as 10Gi)"
 	Requests Quantities `json:"requests,omitempty"`
+	// Unparsed holds, as written, the requests the controller could not read as quantities
+	// (admission rejects them; objects stored before that rule may still have them). Never
+	// serialized on its own: MarshalJSON writes them back under requests.
+	Unparsed map[string]string `json:"-"`
 }
 
 // InfraClaimSpec is an application team's request for infrastructure.

@@ -173,12 +173,17 @@ func (r *ClaimReconciler) syncNamed(ctx context.Context, claim *v1alpha1.InfraCl
 	if res.Spec.ClaimRef != nil && !scheduler.IsPreBoundTo(res, claim) {
 		if wasBound(claim) {
 			// Claim Bound, resource now bound to another claim: Lost.
-			setLost(claim, fmt.Sprintf("resource %s is now bound to claim %s/%s", res.Name, res.Spec.ClaimRef.Namespace, res.Spec.ClaimRef.Name))
+			setLost(claim, fmt.Sprintf("resource %s is now bound to a different claim", res.Name))
 			return ctrl.Result{}, nil
 		}
 		// Claim Pending, named resource bound to another claim.
-		setPending(claim, v1alpha1.ReasonResourceBoundToOtherClaim, fmt.Sprintf("resource %s is bound to claim %s/%s",
-			res.Name, res.Spec.ClaimRef.Namespace, res.Spec.ClaimRef.Name))
+		// Named only by the PV controller's words: the other claim may be another namespace's.
+		setPending(claim, v1alpha1.ReasonResourceBoundToOtherClaim, fmt.Sprintf("resource %s is bound or reserved to a different claim", res.Name))
+		if ref := res.Spec.ClaimRef; ref.Namespace != claim.Namespace {
+			// The resource's own events say who asked, for the platform team.
+			r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonResourceBoundToOtherClaim, "Bind",
+				"claim %s/%s names this resource, which is bound or reserved to claim %s/%s", claim.Namespace, claim.Name, ref.Namespace, ref.Name)
+		}
 		return ctrl.Result{RequeueAfter: PendingResync}, nil
 	}
 	if res.Spec.ClaimRef == nil {

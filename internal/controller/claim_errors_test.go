@@ -77,6 +77,28 @@ var _ = Describe("Claims that cannot bind say why", func() {
 			v1alpha1.ReasonResourceBoundToOtherClaim)
 	})
 
+	It("a resource bound to another namespace's claim: the refused claim learns nothing of that claim", func() {
+		// Issue 18: the condition said "… is bound to claim team-b/db" to the other namespace.
+		createAvailable(ctx, staticResource("held-"+ns, kind, "10Gi"))
+		owner := newClaim(ns, "secret-project", kind, "5Gi", func(c *v1alpha1.InfraClaim) { c.Spec.ResourceName = "held-" + ns })
+		Expect(k8s.Create(ctx, owner)).To(Succeed())
+		Eventually(getClaim(ctx, owner), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
+		other := newNamespace(ctx)
+		intruder := newClaim(other, "probe", kind, "5Gi", func(c *v1alpha1.InfraClaim) { c.Spec.ResourceName = "held-" + ns })
+		expectPending(intruder, v1alpha1.ReasonResourceBoundToOtherClaim)
+		got := getClaim(ctx, intruder)()
+		for _, c := range got.Status.Conditions {
+			Expect(c.Message).NotTo(Or(ContainSubstring(ns), ContainSubstring("secret-project")), "condition %s", c.Type)
+		}
+		Eventually(func() []string { return eventNotes(ctx, got) }, timeout).ShouldNot(BeEmpty())
+		for _, note := range eventNotes(ctx, got) {
+			Expect(note).NotTo(Or(ContainSubstring(ns), ContainSubstring("secret-project")))
+		}
+		res := getResource(ctx, "held-"+ns)()
+		Eventually(func() []string { return eventNotes(ctx, res) }, timeout).Should(ContainElement(ContainSubstring(other + "/probe")),
+			"the platform team sees on the resource which claim asked for it")
+	})
+
 	It("provisioning failed: the class template does not render", func() {
 		Expect(k8s.Create(ctx, newClass("broken-"+ns, kind, true, func(c *v1alpha1.InfraClass) {
 			c.Spec.Variables["name"] = apiextensionsv1.JSON{Raw: []byte(`"${claim.spec.parameters.missing}"`)}
@@ -136,3 +158,17 @@ var _ = Describe("Admission rejects malformed objects", func() {
 		}
 	})
 })
+
+// eventNotes lists the notes of the events about obj (in any namespace: a cluster-scoped object's
+// events are in "default").
+func eventNotes(ctx context.Context, obj client.Object) []string {
+	list := &eventsv1.EventList{}
+	Expect(k8s.List(ctx, list)).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.UID == obj.GetUID() {
+			out = append(out, e.Note)
+		}
+	}
+	return out
+}

@@ -208,13 +208,23 @@ var _ = Describe("Claim binding", func() {
 		Eventually(getClaim(ctx, again), timeout).Should(WithTransform(boundReason, Equal(v1alpha1.ReasonNoMatchingResource)))
 	})
 
-	It("marks a bound claim Lost when its resource is deleted", func() {
+	It("keeps a Bound resource that is deleted (in-use protection), and marks its claim Lost once it is forced away", func() {
 		createAvailable(ctx, staticResource("lost-"+ns, kind, "10Gi"))
 		claim := newClaim(ns, "db", kind, "5Gi")
 		Expect(k8s.Create(ctx, claim)).To(Succeed())
 		Eventually(getClaim(ctx, claim), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
 
 		Expect(k8s.Delete(ctx, getResource(ctx, "lost-"+ns)())).To(Succeed())
+		Consistently(func() []string { return getResource(ctx, "lost-"+ns)().Finalizers }, 2*time.Second, 200*time.Millisecond).
+			Should(ContainElement(v1alpha1.FinalizerInUse), "as pv-protection: a resource in use is not deleted")
+		Expect(phaseOf(getClaim(ctx, claim)())).To(Equal(v1alpha1.ClaimBound))
+
+		// An admin removes the finalizers by hand: the resource goes, and its claim is Lost.
+		Eventually(func() error {
+			res := getResource(ctx, "lost-"+ns)()
+			res.Finalizers = nil
+			return k8s.Update(ctx, res)
+		}, timeout).Should(Succeed())
 		Eventually(getClaim(ctx, claim), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimLost)))
 		Expect(boundReason(getClaim(ctx, claim)())).To(Equal(v1alpha1.ReasonResourceLost))
 	})

@@ -85,8 +85,12 @@ type Matcher struct {
 }
 
 // NewMatcher parses the claim's selector and requirements. It returns an *Error with reason
-// InvalidRequirement when a requirement or the selector does not parse.
+// InvalidRequest when a request is not a quantity (ClaimResources.Unparsed), and InvalidRequirement
+// when a requirement or the selector does not parse.
 func NewMatcher(claim *v1alpha1.InfraClaim) (*Matcher, error) {
+	if problems := claim.Spec.Resources.RequestProblems(); problems != "" {
+		return nil, errorf(v1alpha1.ReasonInvalidRequest, "%s", problems)
+	}
 	m := &Matcher{claim: claim}
 	if claim.Spec.Selector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(claim.Spec.Selector)
@@ -214,7 +218,9 @@ func FindMatchingResource(claim *v1alpha1.InfraClaim, resources []v1alpha1.Infra
 // ResourceMismatch when it does not fit the claim.
 func CheckStaticBinding(claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) error {
 	if ref := res.Spec.ClaimRef; ref != nil && !IsPreBoundTo(res, claim) {
-		return errorf(v1alpha1.ReasonResourceBoundToOtherClaim, "resource %s is bound to claim %s/%s", res.Name, ref.Namespace, ref.Name)
+		// As the PV controller words it ("volume already bound to a different claim"): the other
+		// claim, perhaps of another namespace, is not named to this one.
+		return errorf(v1alpha1.ReasonResourceBoundToOtherClaim, "resource %s is bound or reserved to a different claim", res.Name)
 	}
 	m, err := NewMatcher(claim)
 	if err != nil {

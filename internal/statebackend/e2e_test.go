@@ -146,8 +146,9 @@ func TestServerWithRealClients(t *testing.T) {
 	}
 }
 
-// TestServerPendingWithTofu: tofu applies while the API server refuses writes; the server keeps
-// the state tofu sent, and once it is written back tofu sees its resource.
+// TestServerPendingWithTofu: tofu applies while the API server refuses writes of the state; the
+// server keeps the state tofu sent (in memory and in its own Secret), and a server started
+// afterwards — the controller killed and restarted — writes it back: tofu sees its resource.
 func TestServerPendingWithTofu(t *testing.T) {
 	ctx := context.Background()
 	fk, fail := failingKube()
@@ -167,8 +168,11 @@ func TestServerPendingWithTofu(t *testing.T) {
 		t.Fatalf("no pending state with the pet: %v %s", ok, p)
 	}
 	fail.Store(false)
-	if _, err := srv.RetryPending(ctx, "pending"); err != nil {
-		t.Fatal(err)
+	// The controller is killed here: a new server (a new process) finds the pending state in its
+	// Secret and puts it back before any run.
+	restarted := startServer(t, fk, "ns", DefaultHistoryLimit)
+	if saved, err := restarted.RetryPending(ctx, "pending"); err != nil || !saved {
+		t.Fatalf("RetryPending after a restart: saved=%v, %v", saved, err)
 	}
 	if list := mustTF(t, tofu, dir, env, "state", "list"); strings.TrimSpace(list) != "random_pet.p" {
 		t.Fatalf("state list after RetryPending: %q", list)

@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -72,27 +73,34 @@ func eventReasons(s *scenario, res string) []string {
 }
 
 // holdLock starts a real apply of res's root module that stops at the approval prompt, holding
-// the state lock as every Terraform run does, and returns it once the Lease names it.
-func holdLock(s *scenario, res *v1alpha1.InfraResource) *exec.Cmd {
+// the state lock as every Terraform run does, and returns it once the Lease names it. The run is
+// pod a's run runID: it reaches the state through pod a's own state server, which names the run in
+// the lock it takes, as every run of the controller does.
+func holdLock(s *scenario, res *v1alpha1.InfraResource, runID string) *exec.Cmd {
 	dir, err := os.MkdirTemp("", "conductor-pod-a-")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(os.RemoveAll, dir)
 	ws, err := tfrunner.NewWorkspace(dir, realBinary, tfEnv, 0)
 	Expect(err).NotTo(HaveOccurred())
+	podA := statebackend.NewServer(kube, stateNamespace, statebackend.DefaultHistoryLimit)
+	serverCtx, stop := context.WithCancel(context.Background())
+	DeferCleanup(stop)
+	Expect(podA.Start(serverCtx, "127.0.0.1:0")).To(Succeed())
+	creds, _ := podA.IssueRunAs(runID, stateSuffix(s, res.Name), map[string]string{statebackend.LabelResource: res.Name})
 	spec := tfrunner.Spec{
-		Module: tfrunner.Module{Source: moduleDir, Version: "v1.0.0"},
-		Backend: tfrunner.Backend{Type: "kubernetes", Config: statebackend.Config{Namespace: stateNamespace, KubeconfigPath: env.Kubeconfig}.
-			Attributes(statebackend.SuffixFor(res.Name), map[string]string{statebackend.LabelResource: res.Name})},
+		Module:    tfrunner.Module{Source: moduleDir, Version: "v1.0.0"},
+		Backend:   tfrunner.Backend{Type: "http"},
 		Variables: map[string]any{"path": filepath.Join(s.dir, res.Name+".txt"), "content": "written by pod a"},
 	}
 	_, err = ws.Prepare(spec)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(ws.Init(s.ctx)).To(Succeed())
+	Expect(initWith(s, dir, creds.EnvList())).To(Succeed())
 	cmd := exec.Command(realBinary.Path, "apply", "-var-file=conductor.tfvars.json")
 	cmd.Dir = dir
 	for k, v := range tfEnv {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	cmd.Env = append(cmd.Env, creds.EnvList()...)
 	stdin, err := cmd.StdinPipe() // kept open: the apply waits at "Enter a value:"
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { _ = stdin.Close() })
@@ -112,7 +120,7 @@ var _ = Describe("Pod identity and state locks", func() {
 
 		By("pod a records a run, starts it, and dies with it (SIGKILL): its lock stays")
 		started := metav1.NewTime(time.Now().Add(-time.Second))
-		apply := holdLock(s, res)
+		apply := holdLock(s, res, "run-of-pod-a")
 		Expect(apply.Process.Kill()).To(Succeed())
 		_ = apply.Wait()
 		lockID := holder(lease(s, res.Name)())
@@ -224,4 +232,19 @@ func scrape() map[string]*dto.MetricFamily {
 	families, err := parser.TextToMetricFamilies(bufio.NewReader(strings.NewReader(string(body))))
 	Expect(err).NotTo(HaveOccurred())
 	return families
+}
+
+// initWith runs init in dir with the run's environment (tfEnv and the extra KEY=VALUE settings).
+func initWith(s *scenario, dir string, extra []string) error {
+	cmd := exec.CommandContext(s.ctx, realBinary.Path, "init", "-input=false", "-no-color")
+	cmd.Dir = dir
+	for k, v := range tfEnv {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, extra...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("init: %w\n%s", err, out)
+	}
+	return nil
 }

@@ -1,0 +1,89 @@
+package scheduler_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/render"
+	"github.com/conductor-tf/conductor-tf/internal/scheduler"
+)
+
+// maxClaimInputCost bounds the time one claim's input may take through decoding, matching and
+// rendering (issue 18: a storage request of "1e-199999999" cost seconds of CPU, and stalled every
+// other claim).
+const maxClaimInputCost = 50 * time.Millisecond
+
+// FuzzClaimInput feeds a tenant's claim input — a storage request (as a JSON string or number), a
+// requirement, a selector's label value and a parameter — through what the controller does with
+// it: decoding the claim as its cache does, the scheduler's matcher against a resource, and a
+// class's templates. Nothing may panic, and nothing may take more than maxClaimInputCost.
+// make test runs it for a bounded time (FUZZTIME); the corpus is in testdata/fuzz/FuzzClaimInput.
+func FuzzClaimInput(f *testing.F) {
+	for _, seed := range []struct {
+		q, key, value, label, param string
+		number                      bool
+	}{
+		{"10Gi", "engine", "mysql", "dev", "03:00", false},
+		{"1e1.5", "version", ">= 5.6", "prod", "x", false},
+		{"1e-199999999", "version", "~1.2.3 || >= 2", "", "", false},
+		{"123", "version", "banana", "a", "${claim.name}", true},
+		{"-1", "", "", "-", `"`, false},
+		{"9999999999999999999999999999Ei", "k", "1.x", "ok", "%{ if true }x%{ endif }", false},
+	} {
+		f.Add(seed.q, seed.number, seed.key, seed.value, seed.label, seed.param)
+	}
+	// A class's templates over the claim's request and parameters, as the controller renders them
+	// (controller.RenderVariables: the claim's spec as JSON, render.Context, Render).
+	tmpl, err := render.Compile(map[string][]byte{
+		"storage_gib": []byte(`"${gibibytes(claim.spec.resources.requests.storage)}"`),
+		"name":        []byte(`"${claim.namespace}-${claim.name}-${claim.spec.parameters.p}"`),
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	res := v1alpha1.InfraResource{
+		ObjectMeta: metav1.ObjectMeta{Name: "r", Labels: map[string]string{"env": "dev"}},
+		Spec: v1alpha1.InfraResourceSpec{ResourceKind: "Db", Capacity: v1alpha1.Quantities{"storage": resource.MustParse("100Gi")},
+			Capabilities: map[string]string{"engine": "mysql", "version": "8.0.35"}},
+		Status: v1alpha1.InfraResourceStatus{Phase: v1alpha1.ResourceAvailable},
+	}
+	f.Fuzz(func(t *testing.T, quantity string, number bool, key, value, label, param string) {
+		q, _ := json.Marshal(quantity)
+		if number {
+			q = []byte(quantity)
+		}
+		p, _ := json.Marshal(param)
+		k, _ := json.Marshal(key)
+		v, _ := json.Marshal(value)
+		l, _ := json.Marshal(label)
+		doc := `{"apiVersion":"conductor.io/v1alpha1","kind":"InfraClaim","metadata":{"name":"c","namespace":"team"},` +
+			`"spec":{"resourceKind":"Db","resources":{"requests":{"storage":` + string(q) + `}},` +
+			`"requirements":{` + string(k) + `:` + string(v) + `},"selector":{"matchLabels":{"env":` + string(l) + `}},` +
+			`"parameters":{"p":` + string(p) + `}}}`
+		start := time.Now()
+		var claim v1alpha1.InfraClaim
+		if err := json.Unmarshal([]byte(doc), &claim); err != nil {
+			if json.Valid([]byte(doc)) {
+				t.Fatalf("a claim the API server could store does not decode: %v\n%s", err, doc)
+			}
+			return
+		}
+		if m, err := scheduler.NewMatcher(&claim); err == nil {
+			m.Fits(&res)
+			m.Best([]v1alpha1.InfraResource{res})
+			if spec, err := json.Marshal(claim.Spec); err == nil {
+				if ctx, err := render.Context(render.Claim{Name: claim.Name, Namespace: claim.Namespace, Spec: spec}, render.Class{Name: "fuzz"}); err == nil {
+					_, _ = tmpl.Render(ctx)
+				}
+			}
+		}
+		if took := time.Since(start); took > maxClaimInputCost {
+			t.Fatalf("claim input took %s (over %s):\n%s", took, maxClaimInputCost, doc)
+		}
+	})
+}
