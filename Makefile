@@ -31,6 +31,7 @@ manifests: ## Generate CRDs and RBAC with controller-gen.
 	@$(TOOLS) controller-gen
 	@$(WITH_TOOLS) "$$CONTROLLER_GEN" rbac:roleName=manager-role crd:allowDangerousTypes=false paths=./... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	go run ./hack/crdpatch config/crd/bases/conductor.io_infraclaims.yaml
 
 generate: ## Generate deepcopy code with controller-gen.
 	@$(TOOLS) controller-gen

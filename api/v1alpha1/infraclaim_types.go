@@ -10,7 +10,8 @@ type ClaimResources struct {
 	// A resource satisfies the claim when its capacity covers every request.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
-	// +kubebuilder:validation:XValidation:rule="self.all(k, isQuantity(string(self[k])) && quantity(string(self[k])).sign() >= 0)",message="every request must be a non-negative quantity (such as 10Gi)"
+	// Each value is a non-negative quantity of at most 64 characters whose exponent, if any, has at
+	// most 3 digits (RequestPattern, checked at admission).
 	Requests Quantities `json:"requests,omitempty"`
 	// Unparsed holds, as written, the requests the controller could not read as quantities
 	// (admission rejects them; objects stored before that rule may still have them). Never

@@ -13,10 +13,14 @@ import (
 // MaxQuantityLength bounds the text of a claim's request (characters).
 const MaxQuantityLength = 64
 
-// boundedQuantity is the quantity format a claim's request may use: resource.ParseQuantity's, with
+// RequestPattern is the quantity format a claim's request may use: resource.ParseQuantity's, with
 // an exponent of at most 3 digits and no sign but "+", so that parsing costs microseconds and the
-// value is never negative (ParseQuantity itself accepts "1e-199999999", which costs seconds).
-var boundedQuantity = regexp.MustCompile(`^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]{1,3}))?$`)
+// value is never negative (ParseQuantity accepts "1e-199999999" and takes minutes over it; the API
+// server's own quantity pattern lets through "1e1.5", which ParseQuantity rejects). The CRD
+// schema checks it at admission (hack/crdpatch writes it into the generated schema).
+const RequestPattern = `^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]{1,3}))?$`
+
+var boundedQuantity = regexp.MustCompile(RequestPattern)
 
 // ParseRequest parses one request of a claim from its JSON value (a string or a number) with a bound
 // on cost: at most MaxQuantityLength characters of the bounded quantity format, then

@@ -2,6 +2,8 @@ package controller_test
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -10,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
@@ -77,14 +80,33 @@ var _ = Describe("Claims that cannot bind say why", func() {
 			v1alpha1.ReasonResourceBoundToOtherClaim)
 	})
 
+	It("a request that is not a non-negative quantity is refused at admission", func() {
+		// Issue 18: "1e1.5" passed the API server's quantity pattern but not resource.ParseQuantity,
+		// and made the claims list undecodable for the controller's cache (every claim stalled).
+		for _, bad := range []string{`"1e1.5"`, `"-5Gi"`, `"1e-199999999"`} {
+			claim := newClaim(ns, "bad", kind, "5Gi")
+			raw, err := json.Marshal(claim)
+			Expect(err).NotTo(HaveOccurred())
+			doc := strings.Replace(string(raw), `"storage":"5Gi"`, `"storage":`+bad, 1)
+			u := &unstructured.Unstructured{}
+			Expect(json.Unmarshal([]byte(doc), &u.Object)).To(Succeed())
+			u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("InfraClaim"))
+			err = k8s.Create(ctx, u)
+			Expect(err).To(HaveOccurred(), "request %s", bad)
+			Expect(err.Error()).To(Or(ContainSubstring("non-negative quantity"), ContainSubstring("should match")), "request %s", bad)
+		}
+		Expect(k8s.Create(ctx, newClaim(ns, "good", kind, "5Gi"))).To(Succeed())
+	})
+
 	It("a resource bound to another namespace's claim: the refused claim learns nothing of that claim", func() {
 		// Issue 18: the condition said "… is bound to claim team-b/db" to the other namespace.
-		createAvailable(ctx, staticResource("held-"+ns, kind, "10Gi"))
-		owner := newClaim(ns, "secret-project", kind, "5Gi", func(c *v1alpha1.InfraClaim) { c.Spec.ResourceName = "held-" + ns })
+		held := "held-" + strings.ToLower(kind) // a name that says nothing of the owner's namespace
+		createAvailable(ctx, staticResource(held, kind, "10Gi"))
+		owner := newClaim(ns, "secret-project", kind, "5Gi", func(c *v1alpha1.InfraClaim) { c.Spec.ResourceName = held })
 		Expect(k8s.Create(ctx, owner)).To(Succeed())
 		Eventually(getClaim(ctx, owner), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
 		other := newNamespace(ctx)
-		intruder := newClaim(other, "probe", kind, "5Gi", func(c *v1alpha1.InfraClaim) { c.Spec.ResourceName = "held-" + ns })
+		intruder := newClaim(other, "probe", kind, "5Gi", func(c *v1alpha1.InfraClaim) { c.Spec.ResourceName = held })
 		expectPending(intruder, v1alpha1.ReasonResourceBoundToOtherClaim)
 		got := getClaim(ctx, intruder)()
 		for _, c := range got.Status.Conditions {
@@ -94,7 +116,7 @@ var _ = Describe("Claims that cannot bind say why", func() {
 		for _, note := range eventNotes(ctx, got) {
 			Expect(note).NotTo(Or(ContainSubstring(ns), ContainSubstring("secret-project")))
 		}
-		res := getResource(ctx, "held-"+ns)()
+		res := getResource(ctx, held)()
 		Eventually(func() []string { return eventNotes(ctx, res) }, timeout).Should(ContainElement(ContainSubstring(other + "/probe")),
 			"the platform team sees on the resource which claim asked for it")
 	})
