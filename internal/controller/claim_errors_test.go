@@ -117,7 +117,7 @@ var _ = Describe("Claims that cannot bind say why", func() {
 			Expect(note).NotTo(Or(ContainSubstring(ns), ContainSubstring("secret-project")))
 		}
 		res := getResource(ctx, held)()
-		Eventually(func() []string { return eventNotes(ctx, res) }, timeout).Should(ContainElement(ContainSubstring(other + "/probe")),
+		Eventually(func() []string { return eventNotes(ctx, res) }, timeout).Should(ContainElement(ContainSubstring(other+"/probe")),
 			"the platform team sees on the resource which claim asked for it")
 	})
 

@@ -23,7 +23,9 @@ import (
 const LabelPendingState = "conductor.io/pending-state"
 
 // PendingSecretName is the name of the Secret that keeps the pending state of a workspace's state.
-func PendingSecretName(workspace, suffix string) string { return "tfpending-" + SecretName(workspace, suffix) }
+func PendingSecretName(workspace, suffix string) string {
+	return "tfpending-" + SecretName(workspace, suffix)
+}
 
 // savePending writes the pending state of h, with the lock ID of the run that sent it, to its Secret.
 func (h *Handle) savePending(ctx context.Context, state []byte, lockID string) error {
