@@ -116,6 +116,10 @@ const (
 	ReasonMultipleDefaultClasses    = "MultipleDefaultClasses"
 	ReasonInvalidRequirement        = "InvalidRequirement"
 	ReasonInvalidRequest            = "InvalidRequest"
+	// ReasonClassNotAllowed and ReasonResourceNotAllowed: the class or resource is not offered to
+	// the claim's namespace (spec.allowedNamespaces).
+	ReasonClassNotAllowed    = "ClassNotAllowed"
+	ReasonResourceNotAllowed = "ResourceNotAllowed"
 	ReasonResourceBoundToOtherClaim = "ResourceBoundToOtherClaim"
 	ReasonResourceNotFound          = "ResourceNotFound"
 	ReasonResourceMismatch          = "ResourceMismatch"

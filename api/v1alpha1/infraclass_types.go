@@ -49,6 +49,13 @@ type InfraClassSpec struct {
 	// +kubebuilder:default=Delete
 	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
 
+	// AllowedNamespaces selects, by their labels, the namespaces whose claims may use this class (as
+	// Gateway API's allowedRoutes.namespaces.selector; kubernetes.io/metadata.name names one
+	// namespace). A claim of another namespace gets ClassNotAllowed and nothing is provisioned.
+	// Absent: every namespace. Copied into the resources the class provisions.
+	// +optional
+	AllowedNamespaces *metav1.LabelSelector `json:"allowedNamespaces,omitempty"`
+
 	// Operations: approval, the destructive-change guard and the drift policy.
 	Operations `json:",inline"`
 }

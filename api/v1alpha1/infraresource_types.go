@@ -52,6 +52,12 @@ type InfraResourceSpec struct {
 	// +optional
 	ClassRef *ClassReference `json:"classRef,omitempty"`
 
+	// AllowedNamespaces selects, by their labels, the namespaces whose claims may bind this
+	// resource (kubernetes.io/metadata.name names one namespace); a claim of another namespace that
+	// names it gets ResourceNotAllowed, and it is never a candidate for one. Absent: every namespace.
+	// +optional
+	AllowedNamespaces *metav1.LabelSelector `json:"allowedNamespaces,omitempty"`
+
 	// Module is the pinned module; copied from the class at provisioning time.
 	Module ModuleSource `json:"module"`
 

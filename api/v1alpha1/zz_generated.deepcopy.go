@@ -334,6 +334,11 @@ func (in *InfraClassSpec) DeepCopyInto(out *InfraClassSpec) {
 			(*out)[key] = val
 		}
 	}
+	if in.AllowedNamespaces != nil {
+		in, out := &in.AllowedNamespaces, &out.AllowedNamespaces
+		*out = new(v1.LabelSelector)
+		(*in).DeepCopyInto(*out)
+	}
 	out.Operations = in.Operations
 }
 
@@ -445,6 +450,11 @@ func (in *InfraResourceSpec) DeepCopyInto(out *InfraResourceSpec) {
 		in, out := &in.ClassRef, &out.ClassRef
 		*out = new(ClassReference)
 		**out = **in
+	}
+	if in.AllowedNamespaces != nil {
+		in, out := &in.AllowedNamespaces, &out.AllowedNamespaces
+		*out = new(v1.LabelSelector)
+		(*in).DeepCopyInto(*out)
 	}
 	out.Module = in.Module
 	if in.Variables != nil {

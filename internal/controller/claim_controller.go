@@ -73,6 +73,7 @@ type ClaimReconciler struct {
 // +kubebuilder:rbac:groups=conductor.io,resources=infraresources/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=conductor.io,resources=infraclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconcile syncs one claim: finalizer, then deletion or binding, then one status patch.
 func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -121,10 +122,16 @@ func (r *ClaimReconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) 
 	}
 	matcher, err := scheduler.NewMatcher(claim)
 	if err != nil {
-		// Claim Pending, requirement or selector does not parse: nothing to do until the spec changes.
+		// Claim Pending, a request, requirement or selector does not parse: nothing to do until
+		// the spec changes.
 		setPending(claim, reasonOf(err), err.Error())
 		return ctrl.Result{}, nil
 	}
+	nsLabels, err := r.namespaceLabels(ctx, claim)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	matcher.InNamespace(nsLabels)
 	resources := &v1alpha1.InfraResourceList{}
 	if err := r.List(ctx, resources, client.MatchingFields{indexResourceKind: claim.Spec.ResourceKind}); err != nil {
 		return ctrl.Result{}, err
@@ -150,8 +157,23 @@ func (r *ClaimReconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) 
 			claim.Spec.ResourceKind))
 		return ctrl.Result{RequeueAfter: PendingResync}, nil
 	}
+	if !scheduler.AllowsNamespace(class.Spec.AllowedNamespaces, nsLabels) {
+		// Claim Pending, the class is not offered to this namespace: nothing is provisioned.
+		setPending(claim, v1alpha1.ReasonClassNotAllowed, fmt.Sprintf("class %s is not offered to namespace %s (its allowedNamespaces)", class.Name, claim.Namespace))
+		return ctrl.Result{RequeueAfter: PendingResync}, nil
+	}
 	// Claim Pending, a class applies: provision a resource pre-bound to the claim.
 	return r.provision(ctx, claim, class)
+}
+
+// namespaceLabels returns the labels of the claim's namespace (from the cache), for the
+// allowedNamespaces of classes and resources.
+func (r *ClaimReconciler) namespaceLabels(ctx context.Context, claim *v1alpha1.InfraClaim) (map[string]string, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, types.NamespacedName{Name: claim.Namespace}, ns); err != nil {
+		return nil, fmt.Errorf("reading namespace %s: %w", claim.Namespace, err)
+	}
+	return ns.Labels, nil
 }
 
 // syncNamed handles a claim that names its resource: statically pre-bound by the user, or bound.
@@ -184,6 +206,15 @@ func (r *ClaimReconciler) syncNamed(ctx context.Context, claim *v1alpha1.InfraCl
 			r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonResourceBoundToOtherClaim, "Bind",
 				"claim %s/%s names this resource, which is bound or reserved to claim %s/%s", claim.Namespace, claim.Name, ref.Namespace, ref.Name)
 		}
+		return ctrl.Result{RequeueAfter: PendingResync}, nil
+	}
+	nsLabels, err := r.namespaceLabels(ctx, claim)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !wasBound(claim) && !scheduler.AllowsNamespace(res.Spec.AllowedNamespaces, nsLabels) {
+		// Claim Pending, named resource not offered to this namespace.
+		setPending(claim, v1alpha1.ReasonResourceNotAllowed, fmt.Sprintf("resource %s is not offered to namespace %s (its allowedNamespaces)", res.Name, claim.Namespace))
 		return ctrl.Result{RequeueAfter: PendingResync}, nil
 	}
 	if res.Spec.ClaimRef == nil {

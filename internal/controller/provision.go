@@ -53,6 +53,8 @@ func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (
 			ClaimRef:      &v1alpha1.ClaimReference{Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID},
 			ReclaimPolicy: policy,
 			Operations:    class.Spec.Operations,
+			// The class's namespaces, so that a released resource is never bound from elsewhere.
+			AllowedNamespaces: class.Spec.AllowedNamespaces.DeepCopy(),
 		},
 	}, nil
 }

@@ -82,6 +82,30 @@ type Matcher struct {
 	selector     labels.Selector
 	requirements []requirement
 	requestKeys  []string
+	// nsLabels are the labels of the claim's namespace, for resources' allowedNamespaces (nil:
+	// not known, not checked).
+	nsLabels labels.Set
+}
+
+// InNamespace gives the matcher the labels of the claim's namespace: resources whose
+// allowedNamespaces do not select it are then never candidates. It returns m.
+func (m *Matcher) InNamespace(nsLabels map[string]string) *Matcher {
+	m.nsLabels = labels.Set(nsLabels)
+	if m.nsLabels == nil {
+		m.nsLabels = labels.Set{}
+	}
+	return m
+}
+
+// AllowsNamespace reports whether allowed (a class's or resource's spec.allowedNamespaces) selects a
+// namespace with these labels: nil selects every namespace; a selector that does not parse selects
+// none (mirrors Gateway API's allowedRoutes.namespaces.selector).
+func AllowsNamespace(allowed *metav1.LabelSelector, nsLabels map[string]string) bool {
+	if allowed == nil {
+		return true
+	}
+	sel, err := metav1.LabelSelectorAsSelector(allowed)
+	return err == nil && sel.Matches(labels.Set(nsLabels))
 }
 
 // NewMatcher parses the claim's selector and requirements. It returns an *Error with reason
@@ -139,6 +163,9 @@ func (m *Matcher) check(res *v1alpha1.InfraResource, explain bool) (bool, string
 	}
 	if res.Spec.ResourceKind != spec.ResourceKind {
 		return fail("resource is of kind %s, claim asks for %s", res.Spec.ResourceKind, spec.ResourceKind)
+	}
+	if m.nsLabels != nil && !AllowsNamespace(res.Spec.AllowedNamespaces, m.nsLabels) {
+		return fail("resource is not offered to namespace %s", m.claim.Namespace)
 	}
 	if spec.ClassName != "" && (res.Spec.ClassRef == nil || res.Spec.ClassRef.Name != spec.ClassName) {
 		return fail("resource is not of class %s", spec.ClassName)
