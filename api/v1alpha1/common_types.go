@@ -108,18 +108,18 @@ const (
 
 // Condition reasons. Each one is an outcome a user must be able to tell apart.
 const (
-	ReasonBound                     = "Bound"
-	ReasonWaitingForResource        = "WaitingForResource"
-	ReasonNoMatchingResource        = "NoMatchingResource"
-	ReasonClassNotFound             = "ClassNotFound"
-	ReasonClassKindMismatch         = "ClassKindMismatch"
-	ReasonMultipleDefaultClasses    = "MultipleDefaultClasses"
-	ReasonInvalidRequirement        = "InvalidRequirement"
-	ReasonInvalidRequest            = "InvalidRequest"
+	ReasonBound                  = "Bound"
+	ReasonWaitingForResource     = "WaitingForResource"
+	ReasonNoMatchingResource     = "NoMatchingResource"
+	ReasonClassNotFound          = "ClassNotFound"
+	ReasonClassKindMismatch      = "ClassKindMismatch"
+	ReasonMultipleDefaultClasses = "MultipleDefaultClasses"
+	ReasonInvalidRequirement     = "InvalidRequirement"
+	ReasonInvalidRequest         = "InvalidRequest"
 	// ReasonClassNotAllowed and ReasonResourceNotAllowed: the class or resource is not offered to
 	// the claim's namespace (spec.allowedNamespaces).
-	ReasonClassNotAllowed    = "ClassNotAllowed"
-	ReasonResourceNotAllowed = "ResourceNotAllowed"
+	ReasonClassNotAllowed           = "ClassNotAllowed"
+	ReasonResourceNotAllowed        = "ResourceNotAllowed"
 	ReasonResourceBoundToOtherClaim = "ResourceBoundToOtherClaim"
 	ReasonResourceNotFound          = "ResourceNotFound"
 	ReasonResourceMismatch          = "ResourceMismatch"
