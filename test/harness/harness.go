@@ -57,15 +57,16 @@ type Env struct {
 }
 
 // StartControllerManager runs kube-controller-manager (from KUBEBUILDER_ASSETS) against the
-// environment with the namespace controller and the garbage collector, so that deleting a
-// namespace or an owner really removes what it holds, as on a cluster. Env.Stop stops it.
+// environment with the namespace controller, the garbage collector and the resource quota
+// controller, so that deleting a namespace or an owner really removes what it holds and a
+// ResourceQuota is enforced, as on a cluster. Env.Stop stops it.
 func (e *Env) StartControllerManager(logDir string) error {
 	log, err := os.Create(filepath.Join(logDir, "kube-controller-manager.log"))
 	if err != nil {
 		return err
 	}
 	cmd := exec.Command(filepath.Join(e.BinaryAssetsDirectory, "kube-controller-manager"),
-		"--kubeconfig", e.Kubeconfig, "--controllers", "namespace,garbagecollector",
+		"--kubeconfig", e.Kubeconfig, "--controllers", "namespace,garbagecollector,resourcequota",
 		"--secure-port", "0", "--leader-elect=false", "--use-service-account-credentials=false")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
