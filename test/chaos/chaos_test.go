@@ -52,28 +52,44 @@ func startController(t *testing.T, env *harness.Env, bin, dir string, tfEnv map[
 	return c
 }
 
-func TestSIGKILLAtRandomPoints(t *testing.T) {
-	dir := t.TempDir()
-	env, err := harness.Start(dir, harness.CRDDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	k8s, err := env.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube := kubernetes.NewForConfigOrDie(env.Config)
-	ctx := context.Background()
+// rig is what a chaos test drives: a control plane, clients of it, the controller binary and the
+// environment of its runs, all under dir.
+type rig struct {
+	dir   string
+	env   *harness.Env
+	k8s   client.Client
+	kube  kubernetes.Interface
+	bin   string
+	tfEnv map[string]string
+}
 
-	bin, err := harness.BuildController(dir)
-	if err != nil {
+// newRig starts a control plane in a new temporary directory and builds the controller; the
+// control plane stops when the test ends.
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	r := &rig{dir: t.TempDir()}
+	var err error
+	if r.env, err = harness.Start(r.dir, harness.CRDDir()); err != nil {
 		t.Fatal(err)
 	}
-	tfEnv, err := harness.TerraformEnv(filepath.Join(dir, "home"))
-	if err != nil {
+	t.Cleanup(func() { _ = r.env.Stop() })
+	if r.k8s, err = r.env.Client(); err != nil {
 		t.Fatal(err)
 	}
+	r.kube = kubernetes.NewForConfigOrDie(r.env.Config)
+	if r.bin, err = harness.BuildController(r.dir); err != nil {
+		t.Fatal(err)
+	}
+	if r.tfEnv, err = harness.TerraformEnv(filepath.Join(r.dir, "home")); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestSIGKILLAtRandomPoints(t *testing.T) {
+	r := newRig(t)
+	dir, env, k8s, kube, bin, tfEnv := r.dir, r.env, r.k8s, r.kube, r.bin, r.tfEnv
+	ctx := context.Background()
 
 	files := filepath.Join(dir, "files")
 	module, _ := filepath.Abs(filepath.Join("testdata", "modules", "ledgerfile"))

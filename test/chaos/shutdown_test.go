@@ -16,7 +16,6 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
-	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
 // leaderLease is the controller's leader election Lease (cmd/conductor-tf: LeaderElectionID).
@@ -28,26 +27,9 @@ const leaderLease = "conductor-tf.conductor.io"
 // released before the process exits. Issue 17: on lost leadership the process exited without
 // draining its runs and the state server, and the lock stayed held.
 func TestShutdownMidApplyLeavesNoLock(t *testing.T) {
-	dir := t.TempDir()
-	env, err := harness.Start(dir, harness.CRDDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	k8s, err := env.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube := kubernetes.NewForConfigOrDie(env.Config)
+	r := newRig(t)
+	dir, env, k8s, kube, bin, tfEnv := r.dir, r.env, r.k8s, r.kube, r.bin, r.tfEnv
 	ctx := context.Background()
-	bin, err := harness.BuildController(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tfEnv, err := harness.TerraformEnv(filepath.Join(dir, "home"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stateNamespace}}); err != nil {
 		t.Fatal(err)
 	}
