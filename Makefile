@@ -43,8 +43,11 @@ fmt: ## gofmt the code.
 vet: ## go vet.
 	go vet ./...
 
-test: tools manifests generate fmt vet ## Unit tests and envtest suites against the real binaries.
+# How long make test fuzzes claim input (FuzzClaimInput) beyond its committed corpus.
+FUZZTIME ?= 20s
+test: tools manifests generate fmt vet ## Unit tests and envtest suites against the real binaries, then a bounded fuzz of claim input.
 	$(WITH_TOOLS) go test ./... -timeout $(TEST_TIMEOUT) $(TESTFLAGS)
+	go test ./internal/scheduler -run '^$$' -fuzz '^FuzzClaimInput$$' -fuzztime $(FUZZTIME)
 
 bench: tools ## Benchmarks (figures, not pass/fail).
 	$(WITH_TOOLS) go test ./... -run '^$$' -bench . -benchmem $(BENCHFLAGS)
