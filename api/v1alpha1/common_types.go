@@ -118,8 +118,10 @@ const (
 	ReasonInvalidRequest         = "InvalidRequest"
 	// ReasonClassNotAllowed and ReasonResourceNotAllowed: the class or resource is not offered to
 	// the claim's namespace (spec.allowedNamespaces).
-	ReasonClassNotAllowed           = "ClassNotAllowed"
-	ReasonResourceNotAllowed        = "ResourceNotAllowed"
+	ReasonClassNotAllowed    = "ClassNotAllowed"
+	ReasonResourceNotAllowed = "ResourceNotAllowed"
+	// ReasonClassLimitReached: provisioning would take the namespace over the class's limits.
+	ReasonClassLimitReached         = "ClassLimitReached"
 	ReasonResourceBoundToOtherClaim = "ResourceBoundToOtherClaim"
 	ReasonResourceNotFound          = "ResourceNotFound"
 	ReasonResourceMismatch          = "ResourceMismatch"

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -56,8 +57,26 @@ type InfraClassSpec struct {
 	// +optional
 	AllowedNamespaces *metav1.LabelSelector `json:"allowedNamespaces,omitempty"`
 
+	// Limits bound what one namespace may provision from this class, where Kubernetes'
+	// ResourceQuota cannot say it (its object count is per kind, not per class). A claim over a
+	// limit gets ClassLimitReached and nothing is provisioned.
+	// +optional
+	Limits *ClassLimits `json:"limits,omitempty"`
+
 	// Operations: approval, the destructive-change guard and the drift policy.
 	Operations `json:",inline"`
+}
+
+// ClassLimits bound, per namespace, the resources a class provisions. They count the resources of
+// the class that claims of the namespace hold (provisioned, bound, or released and not deleted yet).
+type ClassLimits struct {
+	// MaxClaimsPerNamespace is how many resources of this class one namespace's claims may hold.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxClaimsPerNamespace *int32 `json:"maxClaimsPerNamespace,omitempty"`
+	// MaxStoragePerNamespace bounds the sum of the storage capacity of those resources.
+	// +optional
+	MaxStoragePerNamespace *resource.Quantity `json:"maxStoragePerNamespace,omitempty"`
 }
 
 // ModuleInput is an input variable the module declares.

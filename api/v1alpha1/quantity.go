@@ -114,3 +114,8 @@ func (r ClaimResources) RequestProblems() string {
 	slices.Sort(msgs)
 	return strings.Join(msgs, "; ")
 }
+
+// Storage returns a copy of the "storage" quantity (zero when absent).
+func (q Quantities) Storage() resource.Quantity {
+	return q["storage"].DeepCopy()
+}

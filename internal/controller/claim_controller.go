@@ -162,18 +162,15 @@ func (r *ClaimReconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) 
 		setPending(claim, v1alpha1.ReasonClassNotAllowed, fmt.Sprintf("class %s is not offered to namespace %s (its allowedNamespaces)", class.Name, claim.Namespace))
 		return ctrl.Result{RequeueAfter: PendingResync}, nil
 	}
+	if msg, err := r.overLimits(ctx, claim, class); err != nil || msg != "" {
+		// Claim Pending, provisioning would take the namespace over the class's limits.
+		if msg != "" {
+			setPending(claim, v1alpha1.ReasonClassLimitReached, msg)
+		}
+		return ctrl.Result{RequeueAfter: PendingResync}, err
+	}
 	// Claim Pending, a class applies: provision a resource pre-bound to the claim.
 	return r.provision(ctx, claim, class)
-}
-
-// namespaceLabels returns the labels of the claim's namespace (from the cache), for the
-// allowedNamespaces of classes and resources.
-func (r *ClaimReconciler) namespaceLabels(ctx context.Context, claim *v1alpha1.InfraClaim) (map[string]string, error) {
-	ns := &corev1.Namespace{}
-	if err := r.Get(ctx, types.NamespacedName{Name: claim.Namespace}, ns); err != nil {
-		return nil, fmt.Errorf("reading namespace %s: %w", claim.Namespace, err)
-	}
-	return ns.Labels, nil
 }
 
 // syncNamed handles a claim that names its resource: statically pre-bound by the user, or bound.

@@ -8,6 +8,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -72,5 +74,35 @@ var _ = Describe("Classes and resources for some namespaces only", func() {
 		Expect(k8s.Create(ctx, ok)).To(Succeed())
 		Eventually(getClaim(ctx, ok), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
 		Expect(getClaim(ctx, ok)().Spec.ResourceName).To(Equal(res.Name))
+	})
+
+	It("a class's limits bound what one namespace provisions from it: ClassLimitReached, and other namespaces unaffected", func() {
+		one := int32(1)
+		eight := resource.MustParse("8Gi")
+		Expect(k8s.Create(ctx, newClass("lim-"+strings.ToLower(kind), kind, true, func(c *v1alpha1.InfraClass) {
+			c.Spec.Limits = &v1alpha1.ClassLimits{MaxClaimsPerNamespace: &one}
+		}))).To(Succeed())
+		ns := labelledNamespace(ctx, nil)
+		first := newClaim(ns, "first", kind, "5Gi")
+		Expect(k8s.Create(ctx, first)).To(Succeed())
+		Eventually(getClaim(ctx, first), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
+		second := newClaim(ns, "second", kind, "5Gi")
+		Expect(k8s.Create(ctx, second)).To(Succeed())
+		Eventually(getClaim(ctx, second), timeout).Should(WithTransform(boundReason, Equal(v1alpha1.ReasonClassLimitReached)))
+		other := newClaim(labelledNamespace(ctx, nil), "first", kind, "5Gi")
+		Expect(k8s.Create(ctx, other)).To(Succeed())
+		Eventually(getClaim(ctx, other), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
+
+		storageKind := uniqueKind()
+		Expect(k8s.Create(ctx, newClass("lim-"+strings.ToLower(storageKind), storageKind, true, func(c *v1alpha1.InfraClass) {
+			c.Spec.Limits = &v1alpha1.ClassLimits{MaxStoragePerNamespace: &eight}
+		}))).To(Succeed())
+		small := newClaim(ns, "small", storageKind, "5Gi")
+		Expect(k8s.Create(ctx, small)).To(Succeed())
+		Eventually(getClaim(ctx, small), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
+		over := newClaim(ns, "over", storageKind, "5Gi")
+		Expect(k8s.Create(ctx, over)).To(Succeed())
+		Eventually(getClaim(ctx, over), timeout).Should(WithTransform(boundReason, Equal(v1alpha1.ReasonClassLimitReached)))
+		Expect(meta.FindStatusCondition(getClaim(ctx, over)().Status.Conditions, v1alpha1.ConditionBound).Message).To(ContainSubstring("10Gi"))
 	})
 })

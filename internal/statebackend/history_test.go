@@ -3,11 +3,16 @@ package statebackend
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestHistoryKeepsNAndRestores(t *testing.T) {
@@ -142,5 +147,48 @@ func TestHistoryOfBigStates(t *testing.T) {
 	}
 	if st, _, err := h.Status(ctx); err != nil || st.Serial != 3 || st.Resources != 1 {
 		t.Fatalf("after restoring the big version: %+v, %v", st, err)
+	}
+}
+
+// TestRestoreLocksAsARun: the lock a restore takes names the run it is recorded as, so that a
+// controller that dies mid-restore leaves a lock the next one recovers by that run's id (issue 17:
+// it was taken as the controller itself, user@host, and recovered by nobody).
+func TestRestoreLocksAsARun(t *testing.T) {
+	ctx := context.Background()
+	fk := fake.NewClientset()
+	var infos []string
+	fk.PrependReactor("*", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if u, ok := a.(k8stesting.UpdateAction); ok {
+			if l, ok := u.GetObject().(*coordinationv1.Lease); ok && l.Spec.HolderIdentity != nil {
+				infos = append(infos, l.Annotations[lockInfoAnnotation])
+			}
+		}
+		if c, ok := a.(k8stesting.CreateAction); ok {
+			if l, ok := c.GetObject().(*coordinationv1.Lease); ok && l.Spec.HolderIdentity != nil {
+				infos = append(infos, l.Annotations[lockInfoAnnotation])
+			}
+		}
+		return false, nil, nil
+	})
+	store := NewStore(fk, "ns")
+	store.HistoryLimit = 3
+	h := store.For("rst")
+	for serial := int64(1); serial <= 2; serial++ {
+		if err := h.Write(ctx, stateJSON(t, "lin-r", serial, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.Restore(ctx, 1, "restore-run-7"); err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) == 0 {
+		t.Fatal("the restore took no lock")
+	}
+	var lock Lock
+	if err := json.Unmarshal([]byte(infos[0]), &lock); err != nil {
+		t.Fatal(err)
+	}
+	if id, ok := RunOfLock(&lock); !ok || id != "restore-run-7" {
+		t.Errorf("the restore's lock names run %q (%v), want restore-run-7; info %q", id, ok, lock.Info)
 	}
 }
