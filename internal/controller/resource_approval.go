@@ -149,7 +149,14 @@ func waitReason(res *v1alpha1.InfraResource, p *tfrunner.Plan) (string, []string
 // for admins, and returns *approvalNeeded.
 func (r *ResourceReconciler) gate(ctx context.Context, res *v1alpha1.InfraResource, p *tfrunner.Plan, render func() (string, error)) error {
 	reason, addresses := waitReason(res, p)
-	if reason == "" || approvedID(res) == p.ID {
+	approvedNow := approvedID(res) == p.ID
+	if reason == WaitInterruptedCreate {
+		// Only an approval of this very plan shown as held for these creates counts: an approval
+		// left from before (its apply killed, the same plan made again) must not pass.
+		pp := res.Status.PendingPlan
+		approvedNow = approvedNow && pp != nil && pp.ID == p.ID && pp.Reason == WaitInterruptedCreate
+	}
+	if reason == "" || approvedNow {
 		res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""
 		if res.Status.CreatesPendingRun != runID(res) {
 			// Creates a dead run left are settled: the plan does not create them again, or it

@@ -47,8 +47,12 @@ func (r *ResourceReconciler) recordCreateStart(ctx context.Context, res, before 
 // settleCreates clears status.createsPending after an apply whose process ended on its own: its
 // state (or its errored.tfstate, put back before the next run) holds every object it created.
 // After a killed process the list stays for the next run's gate.
+//
+// A successful run also settles the creates an earlier dead run left: its plan passed the gate
+// (so it did not create them again, or was approved) or had no changes at all.
 func settleCreates(res *v1alpha1.InfraResource, runErr error) {
-	if res.Status.CreatesPendingRun == runID(res) && !tfrunner.Killed(runErr) {
+	mine := res.Status.CreatesPendingRun == runID(res)
+	if (mine && !tfrunner.Killed(runErr)) || (!mine && runErr == nil) {
 		res.Status.CreatesPending, res.Status.CreatesPendingRun = nil, ""
 	}
 }

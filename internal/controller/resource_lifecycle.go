@@ -259,6 +259,16 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 // beforeRun runs the phases every run needs first: recover a dead run's lock, adopt orphaned
 // state, and the state checks. stop says the run must not happen now (result and err say why).
 func (r *ResourceReconciler) beforeRun(ctx context.Context, res *v1alpha1.InfraResource) (ctrl.Result, error, bool) {
+	// A state a dead run could not save goes back first (it releases that run's lock once
+	// saved); a lock is never recovered while it is pending, even after a restart.
+	if err := r.putBackState(ctx, res); err != nil {
+		var se *stateError
+		if errors.As(err, &se) {
+			r.setRunFailed(res, "state", se.reason, se.message, time.Now())
+			return ctrl.Result{RequeueAfter: stateRetry}, nil, true
+		}
+		return ctrl.Result{}, err, true
+	}
 	if err := r.recoverOwnLock(ctx, res); err != nil {
 		return ctrl.Result{}, err, true
 	}
@@ -408,8 +418,10 @@ func summaryOf(p *tfrunner.Plan) *v1alpha1.PlanSummary {
 
 // readState records the state Secret's serial and lineage and any lock in status.
 func (r *ResourceReconciler) readState(ctx context.Context, res *v1alpha1.InfraResource) {
-	st, found, err := statebackend.Read(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
-	res.Status.State = &v1alpha1.StateStatus{SecretName: st.SecretName, AdoptedFrom: adoptedFrom(res)}
+	sfx := suffix(res)
+	st, found, err := statebackend.Read(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, sfx)
+	// The name is the one chosen once, whatever the read says: a failed read must not erase it.
+	res.Status.State = &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, sfx), AdoptedFrom: adoptedFrom(res)}
 	if err != nil || !found {
 		return
 	}

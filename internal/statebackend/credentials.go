@@ -144,6 +144,12 @@ const revokeTimeout = 30 * time.Second
 func (s *Server) revoke(user string, r *run) {
 	s.mu.Lock()
 	delete(s.runs, user)
+	s.mu.Unlock()
+	// Under the state's mutex: a request of the run still in flight (a LOCK of a killed Terraform)
+	// has finished, and its lock is in lockIDs.
+	unlock := s.serialize(r.suffix)
+	defer unlock()
+	s.mu.Lock()
 	ids := slices.Collect(maps.Keys(r.lockIDs))
 	_, pending := s.pending[r.suffix]
 	s.mu.Unlock()
@@ -152,11 +158,6 @@ func (s *Server) revoke(user string, r *run) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), revokeTimeout)
 	defer cancel()
-	unlock := s.serialize(r.suffix)
-	defer unlock()
-	if s.hasPending(r.suffix) {
-		return
-	}
 	h := s.store.For(r.suffix)
 	for _, id := range ids {
 		// Unlock releases only a lock held under this id: another's lock is a *LockedError, left.

@@ -3,6 +3,7 @@ package tfrunner
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -54,7 +55,8 @@ func (w *Workspace) streamApply(ctx context.Context, onCreate CreateStartFunc, o
 	_ = pw.Close()
 	out := <-done
 	if out.err != nil && ctx.Err() == nil {
-		return out.res, fmt.Errorf("recording a create that started: %w", out.err)
+		// The process's own outcome is kept beside it: Killed must still see a killed process.
+		return out.res, errors.Join(fmt.Errorf("recording a create that started: %w", out.err), classify("apply", streamError(runErr, out.res)))
 	}
 	if runErr != nil {
 		return out.res, classify("apply", streamError(runErr, out.res))
