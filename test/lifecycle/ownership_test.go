@@ -96,6 +96,12 @@ func logKilledEnds(killed map[string]bool) {
 	}
 }
 
+// deleteInBackground deletes a resource a spec leaves, without waiting for its reclaim: resources
+// left behind are drift-checked every syncInterval for the rest of the suite.
+func deleteInBackground(s *scenario, name string) {
+	_ = k8s.Delete(s.ctx, &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}
+
 var _ = Describe("Ownership: what a resource may touch", func() {
 	It("gives x-1 and x-1-s two states, each keeping its own file", func() {
 		// Seen on b05cd2f: SuffixFor turned x-1 into x-1-s; the second resource planned against
@@ -104,8 +110,10 @@ var _ = Describe("Ownership: what a resource may touch", func() {
 		base := "pair-" + s.ns[len("app-"):] + "-1"
 		first, second := fileResource(s, base, "first"), fileResource(s, base+"-s", "second")
 		Expect(k8s.Create(s.ctx, first)).To(Succeed())
+		DeferCleanup(deleteInBackground, s, first.Name)
 		readyAt(s, first.Name)
 		Expect(k8s.Create(s.ctx, second)).To(Succeed())
+		DeferCleanup(deleteInBackground, s, second.Name)
 		readyAt(s, second.Name)
 		Expect(stateSuffix(s, first.Name)).NotTo(Equal(stateSuffix(s, second.Name)))
 		Expect(fileContent(filepath.Join(s.dir, first.Name+".txt"))).To(Equal("first"))
@@ -120,6 +128,7 @@ var _ = Describe("Ownership: what a resource may touch", func() {
 		res.Spec.Capacity = v1alpha1.Quantities{"storage": resource.MustParse("1Gi")}
 		res.Spec.ClaimRef = &v1alpha1.ClaimReference{Namespace: s.ns, Name: "too-big"}
 		Expect(k8s.Create(s.ctx, res)).To(Succeed())
+		DeferCleanup(deleteInBackground, s, res.Name)
 		claim := fileClaim(s.ns, "too-big", s.kind, s.dir, "x")
 		claim.Spec.Resources.Requests["storage"] = resource.MustParse("100Gi")
 		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
@@ -214,6 +223,7 @@ var _ = Describe("Ownership: what a resource may touch", func() {
 				ReclaimPolicy: v1alpha1.ReclaimDelete},
 		}
 		Expect(k8s.Create(s.ctx, res)).To(Succeed())
+		DeferCleanup(deleteInBackground, s, res.Name)
 		Eventually(func() int { return ledgerLines(ledger) }, timeout, 100*time.Millisecond).Should(Equal(1))
 		Eventually(func() []string { return s.resource(res.Name)().Status.CreatesPending }, timeout, 100*time.Millisecond).
 			Should(ConsistOf("module.main.terraform_data.this"), "the create that started is recorded while it runs")
