@@ -135,11 +135,14 @@ var _ = Describe("Pod identity and state locks", func() {
 		got.Spec.Variables["content"] = js(`"v2"`)
 		Expect(k8s.Update(s.ctx, got)).To(Succeed())
 		Eventually(func() string { return fileContent(filepath.Join(s.dir, res.Name+".txt")) }, timeout, time.Second).Should(Equal("v2"))
+		// The run's own records show it Running (with the Synced of the earlier apply) while its
+		// lock is held: wait for its outcome.
 		Eventually(s.resource(res.Name), timeout, time.Second).Should(And(
 			WithTransform(syncedCondition, HaveField("Status", metav1.ConditionTrue)),
 			HaveField("Status.LastRun.Controller", podName),
+			HaveField("Status.LastRun.Result", "Succeeded"),
 			HaveField("Status.State.LockID", BeEmpty())))
-		Expect(holder(lease(s, res.Name)())).To(BeEmpty())
+		Eventually(lease(s, res.Name), 30*time.Second, 200*time.Millisecond).Should(WithTransform(holder, BeEmpty()))
 		Eventually(func() []string { return eventReasons(s, res.Name) }, 30*time.Second, time.Second).Should(ContainElement(And(
 			HavePrefix("StateLockRecovered"), ContainSubstring(lockID), ContainSubstring(statebackend.Who()))))
 
