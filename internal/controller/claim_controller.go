@@ -334,8 +334,7 @@ func (r *ClaimReconciler) release(ctx context.Context, claim *v1alpha1.InfraClai
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		if err == nil && res.Spec.ClaimRef != nil && res.Spec.ClaimRef.UID == claim.UID && scheduler.IsPreBoundTo(res, claim) &&
-			res.Status.Phase != v1alpha1.ResourceReleased {
+		if err == nil && isBoundPair(res, claim) && res.Status.Phase != v1alpha1.ResourceReleased {
 			// Claim deleted, resource bound to it (UID match; a reservation without a UID is not a
 			// bind, as in the PV controller): Released; the resource controller reclaims.
 			before := res.DeepCopy()

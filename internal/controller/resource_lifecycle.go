@@ -262,12 +262,7 @@ func (r *ResourceReconciler) beforeRun(ctx context.Context, res *v1alpha1.InfraR
 	// A state a dead run could not save goes back first (it releases that run's lock once
 	// saved); a lock is never recovered while it is pending, even after a restart.
 	if err := r.putBackState(ctx, res); err != nil {
-		var se *stateError
-		if errors.As(err, &se) {
-			r.setRunFailed(res, "state", se.reason, se.message, time.Now())
-			return ctrl.Result{RequeueAfter: stateRetry}, nil, true
-		}
-		return ctrl.Result{}, err, true
+		return r.stateStop(res, "state", err)
 	}
 	if err := r.recoverOwnLock(ctx, res); err != nil {
 		return ctrl.Result{}, err, true
@@ -281,14 +276,20 @@ func (r *ResourceReconciler) beforeRun(ctx context.Context, res *v1alpha1.InfraR
 		return ctrl.Result{}, err, true
 	}
 	if err := r.stateChecks(ctx, res); err != nil {
-		var se *stateError
-		if errors.As(err, &se) {
-			r.setRunFailed(res, "state", se.reason, se.message, time.Now())
-			return ctrl.Result{RequeueAfter: stateRetry}, nil, true
-		}
-		return ctrl.Result{}, err, true
+		return r.stateStop(res, "state", err)
 	}
 	return ctrl.Result{}, nil, false
+}
+
+// stateStop turns a state phase's error into beforeRun's answer: a *stateError is recorded as the
+// failed operation op and retried after stateRetry; any other error goes to the work queue.
+func (r *ResourceReconciler) stateStop(res *v1alpha1.InfraResource, op string, err error) (ctrl.Result, error, bool) {
+	var se *stateError
+	if errors.As(err, &se) {
+		r.setRunFailed(res, op, se.reason, se.message, time.Now())
+		return ctrl.Result{RequeueAfter: stateRetry}, nil, true
+	}
+	return ctrl.Result{}, err, true
 }
 
 // applyRun brings the infrastructure to the spec: one apply -json, or, when the run must stop

@@ -104,12 +104,7 @@ func (r *ResourceReconciler) reclaim(ctx context.Context, res, before *v1alpha1.
 	if res.Spec.ReclaimPolicy == v1alpha1.ReclaimRetain {
 		// The orphaned state must be the newest: a state a run could not save goes back first.
 		if err := r.putBackState(ctx, res); err != nil {
-			var se *stateError
-			if errors.As(err, &se) {
-				r.setRunFailed(res, "orphan", se.reason, se.message, time.Now())
-				return ctrl.Result{RequeueAfter: stateRetry}, nil, true
-			}
-			return ctrl.Result{}, err, true
+			return r.stateStop(res, "orphan", err)
 		}
 		if err := statebackend.Orphan(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res), statebackend.LabelValue(res.Name)); err != nil {
 			return ctrl.Result{}, err, true

@@ -161,9 +161,10 @@ func serialOf(res *v1alpha1.InfraResource) int64 {
 	return res.Status.State.Serial
 }
 
-// stateChecks runs the state phases, in order, before a run.
+// stateChecks runs the state phases after putBackState (which beforeRun runs first, before lock
+// recovery), in order, before a run.
 func (r *ResourceReconciler) stateChecks(ctx context.Context, res *v1alpha1.InfraResource) error {
-	for _, phase := range []func(context.Context, *v1alpha1.InfraResource) error{r.putBackState, r.restoreState, r.guardEmptyState} {
+	for _, phase := range []func(context.Context, *v1alpha1.InfraResource) error{r.restoreState, r.guardEmptyState} {
 		if err := phase(ctx, res); err != nil {
 			return err
 		}

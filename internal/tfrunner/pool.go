@@ -155,9 +155,13 @@ func (p *Pool) do(ctx context.Context, key, tenant string, queued func(position,
 		}
 		s.ws = ws
 	}
-	// Nothing of a run outlives it: plugins a killed Terraform left are killed with it.
-	defer Reap(s.ws.Dir(), false)
-	return fn(s.ws)
+	err := fn(s.ws)
+	if err != nil {
+		// Nothing of a run outlives it: plugins a killed or interrupted Terraform left are killed
+		// with it. A run that succeeded ended its processes itself, so the hot path scans nothing.
+		Reap(s.ws.Dir(), false)
+	}
+	return err
 }
 
 // prepare writes spec into the workspace and, when its init key changed, links it to the shared
