@@ -71,6 +71,8 @@ CONTROLLER_PID=$!
 info "pid $CONTROLLER_PID, log $DEMO_DIR/controller.log"
 
 step "The platform team's class: minio-standard (default for ObjectStore)"
+info "runs get no credentials of the controller's: the class grants the ServiceAccount conductor-tf-module-rook-minio (config/samples/rook_minio_rbac.yaml)"
+k apply -f "$ROOT/config/samples/rook_minio_rbac.yaml" >/dev/null
 sed "s|$REMOTE|$MODULES_URL|" "$ROOT/config/samples/objectstore_class.yaml" | k apply -f -
 k wait --for=condition=Ready infraclass/minio-standard --timeout=120s >/dev/null || fail "the class did not become Ready: $(k get infraclass minio-standard -o jsonpath='{.status.conditions[0].message}')"
 info "Ready: $(k get infraclass minio-standard -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}')"

@@ -49,6 +49,28 @@ type SecretInput struct {
 	SecretKeyRef SecretKeySelector `json:"secretKeyRef"`
 }
 
+// KubernetesAccess grants a module's runs Kubernetes credentials of their own. Without it a run
+// gets none: no kubeconfig, no in-cluster settings, nothing of the controller's. With it, the
+// controller asks the API server for a token of the named ServiceAccount for each run (the
+// TokenRequest API, serviceaccounts/token create), writes a kubeconfig holding it into the run's
+// workspace (KUBECONFIG and KUBE_CONFIG_PATH point at it, for kubectl and the kubernetes and helm
+// providers) and deletes it when the run ends; the run can do what that account's RBAC allows.
+type KubernetesAccess struct {
+	// ServiceAccountName is a ServiceAccount in the controller's namespace (the only namespace
+	// whose tokens the controller may request). A missing account fails the run with
+	// ServiceAccountNotFound before anything runs.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	ServiceAccountName string `json:"serviceAccountName"`
+	// ExpirationSeconds is how long each run's token is valid, in seconds: from 600 (the
+	// TokenRequest API's minimum) to 86400. Default 3600: a run longer than that loses access.
+	// +optional
+	// +kubebuilder:validation:Minimum=600
+	// +kubebuilder:validation:Maximum=86400
+	ExpirationSeconds *int64 `json:"expirationSeconds,omitempty"`
+}
+
 // ReclaimPolicy says what happens to a resource and its infrastructure when its claim is deleted.
 // It mirrors PersistentVolumeReclaimPolicy.
 // +kubebuilder:validation:Enum=Delete;Retain
@@ -121,7 +143,10 @@ const (
 	ReasonClassNotAllowed    = "ClassNotAllowed"
 	ReasonResourceNotAllowed = "ResourceNotAllowed"
 	// ReasonClassLimitReached: provisioning would take the namespace over the class's limits.
-	ReasonClassLimitReached         = "ClassLimitReached"
+	ReasonClassLimitReached = "ClassLimitReached"
+	// ReasonServiceAccountNotFound: spec.kubernetesAccess names a ServiceAccount that does not
+	// exist, or whose token the API server refused; nothing runs.
+	ReasonServiceAccountNotFound    = "ServiceAccountNotFound"
 	ReasonResourceBoundToOtherClaim = "ResourceBoundToOtherClaim"
 	ReasonResourceNotFound          = "ResourceNotFound"
 	ReasonResourceMismatch          = "ResourceMismatch"

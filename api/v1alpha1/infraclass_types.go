@@ -41,6 +41,12 @@ type InfraClassSpec struct {
 	// +listMapKey=name
 	Env []SecretInput `json:"env,omitempty"`
 
+	// KubernetesAccess grants the runs of this class's resources a ServiceAccount's Kubernetes
+	// credentials (for modules that manage Kubernetes objects). Absent: runs get no Kubernetes
+	// credentials at all. Copied into the resources the class provisions.
+	// +optional
+	KubernetesAccess *KubernetesAccess `json:"kubernetesAccess,omitempty"`
+
 	// Capabilities are what resources of this class offer; claims' requirements are matched against them.
 	// +optional
 	Capabilities map[string]string `json:"capabilities,omitempty"`

@@ -77,6 +77,11 @@ type InfraResourceSpec struct {
 	// +listMapKey=name
 	Env []SecretInput `json:"env,omitempty"`
 
+	// KubernetesAccess grants this resource's runs a ServiceAccount's Kubernetes credentials;
+	// copied from the class at provisioning time. Absent: runs get no Kubernetes credentials.
+	// +optional
+	KubernetesAccess *KubernetesAccess `json:"kubernetesAccess,omitempty"`
+
 	// Capacity this resource offers (e.g. storage: 50Gi).
 	// +optional
 	Capacity Quantities `json:"capacity,omitempty"`

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/go-version"
@@ -66,7 +65,7 @@ func main() {
 	flag.StringVar(&o.installVersion, "install-terraform-version", "1.11.4", "Terraform release hc-install downloads when no tofu or terraform is found (needs releases.hashicorp.com); empty disables it.")
 	flag.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "conductor-tf"), "Working directories of runs, the plugin cache and the module cache.")
 	flag.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "conductor-system"), "Namespace of the state Secrets and lock Leases (must exist).")
-	flag.StringVar(&o.kubeconfig, "state-kubeconfig", "", "Kubeconfig Terraform's kubernetes backend and provider use; empty: in-cluster config in a pod, else $KUBECONFIG.")
+	flag.StringVar(&o.kubeconfig, "state-kubeconfig", "", "Deprecated and ignored: state goes through the controller's state server, and runs get Kubernetes credentials only from a class's kubernetesAccess.")
 	flag.DurationVar(&o.syncInterval, "sync-interval", controller.DefaultSyncInterval, "How often an unchanged resource is planned again to detect drift.")
 	flag.IntVar(&o.driftChecks, "max-concurrent-drift-checks", 1, "Drift checks that run at once: the share of the runner pool drift checks may take.")
 	flag.DurationVar(&o.staleLockAfter, "stale-lock-after", controller.DefaultStaleLockAfter, "How long a state lock held by anyone but a live run of this controller is held before status reports it as stale (kubectl conductor unlock releases only such locks).")
@@ -144,21 +143,20 @@ func run(o options) error {
 		"TF_PLUGIN_CACHE_DIR": filepath.Join(o.workDir, "plugin-cache"),
 		"CHECKPOINT_DISABLE":  "1",
 	}
-	for _, k := range []string{"TF_CLI_CONFIG_FILE", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "SSL_CERT_FILE", "HTTPS_PROXY", "NO_PROXY"} {
+	// Nothing of the controller's own Kubernetes credentials reaches a run: no KUBECONFIG, no
+	// KUBE_CONFIG_PATH, no KUBERNETES_SERVICE_* (the kubernetes provider's in-cluster config). A
+	// class grants a run credentials of its own with kubernetesAccess.
+	for _, k := range []string{"TF_CLI_CONFIG_FILE", "SSL_CERT_FILE", "HTTPS_PROXY", "NO_PROXY"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env[k] = v
 		}
 	}
-	switch kc := firstNonEmpty(o.kubeconfig, firstPath(os.Getenv("KUBECONFIG")), defaultKubeconfig()); {
-	case o.kubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != "":
-		state.InCluster = true
-	case kc != "":
-		abs, err := filepath.Abs(kc)
-		if err != nil {
-			return err
-		}
-		state.KubeconfigPath = abs
-		env["KUBE_CONFIG_PATH"] = abs // for modules that use the kubernetes provider
+	if o.kubeconfig != "" {
+		log.Info("--state-kubeconfig is ignored: state goes through the controller's state server, and runs get Kubernetes credentials only from a class's kubernetesAccess")
+	}
+	runCluster, err := controller.RunClusterFor(cfg)
+	if err != nil {
+		return err
 	}
 	for _, d := range []string{env["HOME"], env["TF_PLUGIN_CACHE_DIR"]} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -200,6 +198,7 @@ func run(o options) error {
 	}
 	if err := (&controller.ResourceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: pool, State: state, StateServer: stateServer,
+		RunCluster:               runCluster,
 		Identity:                 controller.RunIdentity{Who: statebackend.Who(), Controller: o.podName},
 		MaxConcurrentDriftChecks: o.driftChecks, StaleLockAfter: o.staleLockAfter,
 		SyncInterval: o.syncInterval, MaxConcurrentReconciles: o.resourceWorkers,
@@ -252,30 +251,4 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
-}
-
-// firstPath is the first file of a KUBECONFIG list.
-func firstPath(list string) string { return strings.Split(list, string(os.PathListSeparator))[0] }
-
-// defaultKubeconfig is ~/.kube/config of the user running the controller, when it exists: runs get
-// a HOME of their own, so the backend would not find it by itself.
-func defaultKubeconfig() string {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	p := filepath.Join(home, ".kube", "config")
-	if _, err := os.Stat(p); err != nil {
-		return ""
-	}
-	return p
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

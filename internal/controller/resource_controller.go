@@ -58,6 +58,8 @@ type ResourceReconciler struct {
 	// StateServer serves state to runs (Terraform's http backend) from State.Namespace; nil makes
 	// runs use Terraform's kubernetes backend on the same Secrets.
 	StateServer *statebackend.Server
+	// RunCluster is the API server runs granted kubernetesAccess talk to.
+	RunCluster RunCluster
 	// Identity names this controller's runs (lock holder and pod).
 	Identity RunIdentity
 	// SyncInterval is how often an unchanged resource is planned again (DefaultSyncInterval when zero).
@@ -87,6 +89,8 @@ type ResourceReconciler struct {
 // +kubebuilder:rbac:groups="",namespace=conductor-system,resources=secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=conductor-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Tokens for runs (kubernetesAccess), only of ServiceAccounts in the controller's namespace.
+// +kubebuilder:rbac:groups="",namespace=conductor-system,resources=serviceaccounts/token,verbs=create
 
 // Reconcile syncs one resource.
 func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -118,8 +118,10 @@ func suffix(res *v1alpha1.InfraResource) string {
 	return statebackend.SuffixOf(res.Status.State.SecretName)
 }
 
-// runSpec assembles what a run needs: the module, the backend, the rendered variables, and the
-// Secret inputs read now (never stored). It returns an *inputError when a Secret or key is missing.
+// runSpec assembles what a run needs: the module, the backend, the rendered variables, the
+// Secret inputs read now (never stored), and the Kubernetes credentials the resource grants its
+// runs (kubernetesAccess), requested now. It returns an *inputError when a Secret or key is
+// missing or the ServiceAccount gets no token.
 func (r *ResourceReconciler) runSpec(ctx context.Context, res *v1alpha1.InfraResource) (tfrunner.Spec, error) {
 	spec := tfrunner.Spec{
 		Tenant:             tenant(res),
@@ -145,7 +147,9 @@ func (r *ResourceReconciler) runSpec(ctx context.Context, res *v1alpha1.InfraRes
 		}
 		spec.Env[in.Name] = v
 	}
-	return spec, nil
+	kubeconfig, err := r.kubernetesAccess(ctx, res)
+	spec.Kubeconfig = kubeconfig
+	return spec, err
 }
 
 func (r *ResourceReconciler) secretValue(ctx context.Context, in v1alpha1.SecretInput) (string, error) {

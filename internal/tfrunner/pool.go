@@ -156,6 +156,10 @@ func (p *Pool) do(ctx context.Context, key, tenant string, queued func(position,
 		s.ws = ws
 	}
 	err := fn(s.ws)
+	// Granted credentials live only as long as the operation.
+	if derr := s.ws.dropCredentials(); derr != nil && err == nil {
+		err = fmt.Errorf("deleting the run's kubeconfig: %w", derr)
+	}
 	if err != nil {
 		// Nothing of a run outlives it: plugins a killed or interrupted Terraform left are killed
 		// with it. A run that succeeded ended its processes itself, so the hot path scans nothing.

@@ -55,6 +55,7 @@ func (p *Pool) shared(ctx context.Context, ws *Workspace, spec Spec) (*sharedIni
 	if err != nil {
 		return nil, false, err
 	}
+	spec.Kubeconfig = nil // init talks to no cluster: the shared directory never holds credentials
 	needsInit, err := init.Prepare(spec)
 	if err != nil {
 		return nil, false, err

@@ -26,6 +26,9 @@ const (
 	varsFile  = "conductor.tfvars.json"
 	planFile  = "conductor.tfplan"
 	stampFile = ".conductor-init"
+	// kubeconfigFile holds the Kubernetes credentials a run was granted (Spec.Kubeconfig); it
+	// exists only while an operation runs.
+	kubeconfigFile = "conductor.kubeconfig"
 )
 
 // DefaultGracePeriod is how long a cancelled run may take to stop after SIGINT before it is killed:
@@ -45,6 +48,11 @@ type Spec struct {
 	// Env are extra environment variables of every command (provider credentials, the state
 	// server's per-run TF_HTTP_* settings).
 	Env map[string]string
+	// Kubeconfig, when set, is the kubeconfig the run was granted (a ServiceAccount token the
+	// controller requested for it): written into the workspace with mode 0600 for the operation
+	// only and named by KUBECONFIG and KUBE_CONFIG_PATH; deleted when the operation ends. Without
+	// it a run has no Kubernetes credentials unless the pool's environment gives some.
+	Kubeconfig []byte
 	// Tenant is who the run is for (the claim's namespace; "" for static resources): waiting runs
 	// are served across tenants in turn. It is not part of the workspace.
 	Tenant string
@@ -102,7 +110,28 @@ func (w *Workspace) Prepare(spec Spec) (needsInit bool, err error) {
 	if err := w.writeRoot(); err != nil {
 		return false, err
 	}
+	if err := w.writeCredentials(); err != nil {
+		return false, err
+	}
 	return needsInit, w.writeVars()
+}
+
+// writeCredentials writes the run's granted kubeconfig, or removes one an earlier run left.
+func (w *Workspace) writeCredentials() error {
+	if len(w.spec.Kubeconfig) == 0 {
+		return w.dropCredentials()
+	}
+	return writeFileAtomic(filepath.Join(w.dir, kubeconfigFile), w.spec.Kubeconfig, 0o600)
+}
+
+// dropCredentials deletes the run's granted kubeconfig: the Pool calls it when an operation ends,
+// however it ended.
+func (w *Workspace) dropCredentials() error {
+	err := os.Remove(filepath.Join(w.dir, kubeconfigFile))
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
 }
 
 // initKey identifies everything init depends on: binary, module address and backend.
@@ -169,6 +198,10 @@ func (w *Workspace) tf() (*tfexec.Terraform, error) {
 		env = map[string]string{}
 	}
 	maps.Copy(env, w.spec.Env)
+	if len(w.spec.Kubeconfig) > 0 {
+		path := filepath.Join(w.dir, kubeconfigFile)
+		env["KUBECONFIG"], env["KUBE_CONFIG_PATH"] = path, path
+	}
 	env[EnvWorkspace] = w.dir
 	if err := tf.SetEnv(env); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"os"
@@ -17,9 +18,13 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 )
 
-// Client returns a controller-runtime client of the environment with the Kubernetes and
-// conductor.io schemes.
-func (e *Env) Client() (client.Client, error) {
+// Client returns a controller-runtime client of the environment, as its admin, with the
+// Kubernetes and conductor.io schemes.
+func (e *Env) Client() (client.Client, error) { return NewClient(e.Config) }
+
+// NewClient returns a controller-runtime client of cfg with the Kubernetes and conductor.io
+// schemes.
+func NewClient(cfg *rest.Config) (client.Client, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -27,7 +32,7 @@ func (e *Env) Client() (client.Client, error) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	return client.New(e.Config, client.Options{Scheme: scheme})
+	return client.New(cfg, client.Options{Scheme: scheme})
 }
 
 // BuildController builds cmd/conductor-tf into dir and returns the binary's path.

@@ -121,7 +121,6 @@ var _ = BeforeSuite(func() {
 	tfEnv, err = harness.TerraformEnv(filepath.Join(dir, "home"))
 	Expect(err).NotTo(HaveOccurred())
 	tfEnv["TF_PLUGIN_CACHE_DIR"] = filepath.Join(dir, "plugin-cache")
-	tfEnv["KUBE_CONFIG_PATH"] = env.Kubeconfig // the kubernetes provider of the rook-minio module
 	Expect(os.MkdirAll(tfEnv["TF_PLUGIN_CACHE_DIR"], 0o700)).To(Succeed())
 	runsDir = filepath.Join(dir, "runs")
 	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{
@@ -133,6 +132,10 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	kube = kubernetes.NewForConfigOrDie(env.Config)
 	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stateNamespace}})).To(Succeed())
+	// The rook-minio module's runs get the sample's ServiceAccount (kubernetesAccess), nothing else.
+	Expect(harness.ApplyFiles(ctx, k8s, "config/samples/rook_minio_rbac.yaml")).To(Succeed())
+	runCluster, err := controller.RunClusterFor(env.Config)
+	Expect(err).NotTo(HaveOccurred())
 	stateServer = statebackend.NewServer(kube, stateNamespace, statebackend.DefaultHistoryLimit)
 	serverCtx, stopServer := context.WithCancel(context.Background())
 	DeferCleanup(stopServer)
@@ -153,7 +156,7 @@ var _ = BeforeSuite(func() {
 	Expect((&controller.ResourceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: pool,
 		State:       statebackend.Config{Namespace: stateNamespace, KubeconfigPath: env.Kubeconfig},
-		StateServer: stateServer,
+		StateServer: stateServer, RunCluster: runCluster,
 		// As in the manager: many resource reconciles, most of them waiting in the pool's fair queue.
 		SyncInterval: syncInterval, MaxConcurrentReconciles: 64,
 		Identity: controller.RunIdentity{Who: statebackend.Who(), Controller: podName},

@@ -1,0 +1,92 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+)
+
+// DefaultTokenExpiration is how long a run's ServiceAccount token is valid when kubernetesAccess
+// names no expirationSeconds: 3600 seconds.
+const DefaultTokenExpiration int64 = 3600
+
+// RunCluster is the API server that runs granted Kubernetes access talk to: its address and the
+// CA that signs its serving certificate, as the controller's own rest.Config has them. Runs never
+// get the controller's credentials, only a token of the ServiceAccount their class names.
+type RunCluster struct {
+	// Host is the API server's URL (https://host:port).
+	Host string
+	// CAData is the PEM bundle that verifies the API server; empty with Insecure.
+	CAData []byte
+	// Insecure skips verifying the API server, as the controller's own config does.
+	Insecure bool
+}
+
+// RunClusterFor reads the API server's address and CA out of the controller's rest.Config (CAData,
+// or the file CAFile names, as in-cluster config gives it). It returns an error when CAFile cannot
+// be read.
+func RunClusterFor(cfg *rest.Config) (RunCluster, error) {
+	c := RunCluster{Host: cfg.Host, CAData: cfg.CAData, Insecure: cfg.Insecure}
+	if len(c.CAData) == 0 && cfg.CAFile != "" {
+		data, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return c, fmt.Errorf("reading the API server's CA: %w", err)
+		}
+		c.CAData = data
+	}
+	return c, nil
+}
+
+// kubernetesAccess returns the kubeconfig a run of res is granted, or nil when the resource grants
+// none (spec.kubernetesAccess absent). The token is requested now from the TokenRequest API for the
+// named ServiceAccount in the controller's namespace (audience: the API server's default), valid
+// for expirationSeconds (DefaultTokenExpiration when unset); the token itself is never stored on
+// any object. It returns an *inputError ServiceAccountNotFound when the account does not exist or
+// the API server refuses the request, and the API error otherwise.
+func (r *ResourceReconciler) kubernetesAccess(ctx context.Context, res *v1alpha1.InfraResource) ([]byte, error) {
+	access := res.Spec.KubernetesAccess
+	if access == nil {
+		return nil, nil
+	}
+	expiration := DefaultTokenExpiration
+	if access.ExpirationSeconds != nil {
+		expiration = *access.ExpirationSeconds
+	}
+	ns, name := r.State.Namespace, access.ServiceAccountName
+	tr, err := r.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiration},
+	}, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, &inputError{v1alpha1.ReasonServiceAccountNotFound, fmt.Sprintf(
+			"kubernetesAccess: ServiceAccount %s/%s not found", ns, name)}
+	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+		return nil, &inputError{v1alpha1.ReasonServiceAccountNotFound, fmt.Sprintf(
+			"kubernetesAccess: no token for ServiceAccount %s/%s: %v", ns, name, err)}
+	case err != nil:
+		return nil, err
+	}
+	return runKubeconfig(r.RunCluster, tr.Status.Token)
+}
+
+// runKubeconfig is a kubeconfig with one cluster, one user (the bearer token) and one context,
+// encoded by client-go's clientcmd.
+func runKubeconfig(c RunCluster, token string) ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["run"] = &clientcmdapi.Cluster{
+		Server: c.Host, CertificateAuthorityData: c.CAData, InsecureSkipTLSVerify: c.Insecure,
+	}
+	cfg.AuthInfos["run"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["run"] = &clientcmdapi.Context{Cluster: "run", AuthInfo: "run"}
+	cfg.CurrentContext = "run"
+	return clientcmd.Write(*cfg)
+}

@@ -1,0 +1,118 @@
+package access_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+)
+
+// Issue 18: runs without the controller's credentials.
+var _ = Describe("What a run may see", func() {
+	var ctx context.Context
+	BeforeEach(func() { ctx = context.Background() })
+
+	It("a module's local-exec finds no Kubernetes credentials in its environment", func() {
+		t := newTeam(ctx)
+		kind := class(ctx, "envprobe", nil, "report")
+		dir, err := os.MkdirTemp("", "conductor-envprobe-")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(os.RemoveAll, dir)
+		report := filepath.Join(dir, "env")
+		c := t.claim(ctx, "probe", kind, map[string]string{"report": report})
+		Eventually(t.resourceOf(ctx, c), timeout, time.Second).Should(WithTransform(ready, Equal(v1alpha1.ReasonApplied)))
+
+		data, err := os.ReadFile(report)
+		Expect(err).NotTo(HaveOccurred())
+		var names []string
+		for _, line := range strings.Split(string(data), "\n") {
+			name, value, _ := strings.Cut(line, "=")
+			names = append(names, name)
+			Expect(value).NotTo(ContainSubstring(env.Kubeconfig), "no variable points at the controller's kubeconfig (%s)", name)
+		}
+		Expect(names).To(ContainElement("PATH"), "the report is the run's environment")
+		for _, forbidden := range []string{"KUBECONFIG", "KUBE_CONFIG_PATH", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"} {
+			Expect(names).NotTo(ContainElement(forbidden))
+		}
+
+		By("a module that manages Kubernetes objects, in a class that grants nothing, cannot")
+		kube := class(ctx, "kubeaccess", nil, "namespace", "name")
+		denied := t.claim(ctx, "denied", kube, map[string]string{"namespace": t.ns, "name": "cm-denied"})
+		Eventually(t.resourceOf(ctx, denied), timeout, time.Second).
+			Should(WithTransform(ready, BeElementOf(v1alpha1.ReasonApplyFailed, v1alpha1.ReasonPlanFailed)))
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: t.ns, Name: "cm-denied"}, &corev1.ConfigMap{})).
+			To(Satisfy(apierrors.IsNotFound))
+	})
+
+	It("a class that grants a ServiceAccount: the run can do exactly what its RBAC allows, and reading state Secrets is refused", func() {
+		t := newTeam(ctx)
+		// The platform team's account for the module, in the controller's namespace, allowed
+		// ConfigMaps in the team's namespace only.
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: stateNamespace, Name: "configmaps-" + t.ns}}
+		Expect(admin.Create(ctx, sa)).To(Succeed())
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: "configmaps"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}}}}
+		Expect(admin.Create(ctx, role)).To(Succeed())
+		Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: "configmaps"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "configmaps"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: stateNamespace, Name: sa.Name}},
+		})).To(Succeed())
+		kind := class(ctx, "kubeaccess", &v1alpha1.KubernetesAccess{ServiceAccountName: sa.Name}, "namespace", "name", "read_secret")
+
+		allowed := t.claim(ctx, "allowed", kind, map[string]string{"namespace": t.ns, "name": "cm-allowed", "read_secret": ""})
+		Eventually(t.resourceOf(ctx, allowed), timeout, time.Second).Should(WithTransform(ready, Equal(v1alpha1.ReasonApplied)))
+		cm := &corev1.ConfigMap{}
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: t.ns, Name: "cm-allowed"}, cm)).To(Succeed())
+		Expect(cm.Data).To(HaveKeyWithValue("written-by", "conductor-tf run"))
+		res := t.resourceOf(ctx, allowed)()
+		Expect(res.Spec.KubernetesAccess).To(Equal(&v1alpha1.KubernetesAccess{ServiceAccountName: sa.Name}), "copied from the class")
+		state := stateNamespace + "/" + res.Status.State.SecretName
+
+		By("reading the state Secret of the resource it manages is refused")
+		thief := t.claim(ctx, "thief", kind, map[string]string{"namespace": t.ns, "name": "cm-thief", "read_secret": state})
+		Eventually(t.resourceOf(ctx, thief), timeout, time.Second).
+			Should(WithTransform(ready, BeElementOf(v1alpha1.ReasonApplyFailed, v1alpha1.ReasonPlanFailed)))
+		Expect(readyMessage(t.resourceOf(ctx, thief)())).To(ContainSubstring("forbidden"))
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: t.ns, Name: "cm-thief"}, &corev1.ConfigMap{})).To(Satisfy(apierrors.IsNotFound))
+
+		By("writing outside what the account is granted is refused")
+		outside := t.claim(ctx, "outside", kind, map[string]string{"namespace": stateNamespace, "name": "cm-outside", "read_secret": ""})
+		Eventually(t.resourceOf(ctx, outside), timeout, time.Second).
+			Should(WithTransform(ready, BeElementOf(v1alpha1.ReasonApplyFailed, v1alpha1.ReasonPlanFailed)))
+		Expect(readyMessage(t.resourceOf(ctx, outside)())).To(ContainSubstring("forbidden"))
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: stateNamespace, Name: "cm-outside"}, &corev1.ConfigMap{})).To(Satisfy(apierrors.IsNotFound))
+
+		By("the token lives in the workspace only while a run runs")
+		Expect(kubeconfigsLeft()).To(BeEmpty())
+
+		By("the team itself reads no state Secret either")
+		Expect(t.client.Get(ctx, client.ObjectKey{Namespace: stateNamespace, Name: res.Status.State.SecretName}, &corev1.Secret{})).
+			To(Satisfy(apierrors.IsForbidden))
+
+		By("reclaim runs with the same grant: deleting the claim destroys the ConfigMap")
+		Expect(t.client.Delete(ctx, allowed)).To(Succeed())
+		Eventually(func() error {
+			return admin.Get(ctx, client.ObjectKey{Namespace: t.ns, Name: "cm-allowed"}, &corev1.ConfigMap{})
+		}, timeout, time.Second).Should(Satisfy(apierrors.IsNotFound))
+		Expect(kubeconfigsLeft()).To(BeEmpty())
+	})
+
+	It("a class that names a ServiceAccount that does not exist runs nothing: ServiceAccountNotFound", func() {
+		t := newTeam(ctx)
+		kind := class(ctx, "kubeaccess", &v1alpha1.KubernetesAccess{ServiceAccountName: "nobody"}, "namespace", "name")
+		c := t.claim(ctx, "orphan", kind, map[string]string{"namespace": t.ns, "name": "cm-orphan"})
+		Eventually(t.resourceOf(ctx, c), timeout, time.Second).Should(WithTransform(ready, Equal(v1alpha1.ReasonServiceAccountNotFound)))
+		Expect(readyMessage(t.resourceOf(ctx, c)())).To(ContainSubstring(stateNamespace + "/nobody"))
+	})
+})
