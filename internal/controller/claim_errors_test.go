@@ -32,7 +32,7 @@ var _ = Describe("Claims that cannot bind say why", func() {
 	})
 
 	expectPending := func(claim *v1alpha1.InfraClaim, reason string) {
-		Expect(k8s.Create(ctx, claim)).To(Succeed())
+		Expect(asTeam(ctx, claim.Namespace).Create(ctx, claim)).To(Succeed())
 		Eventually(getClaim(ctx, claim), timeout).Should(WithTransform(boundReason, Equal(reason)))
 		got := getClaim(ctx, claim)()
 		Expect(got.Status.Phase).To(Equal(v1alpha1.ClaimPending))
@@ -91,11 +91,11 @@ var _ = Describe("Claims that cannot bind say why", func() {
 			u := &unstructured.Unstructured{}
 			Expect(json.Unmarshal([]byte(doc), &u.Object)).To(Succeed())
 			u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("InfraClaim"))
-			err = k8s.Create(ctx, u)
+			err = asTeam(ctx, ns).Create(ctx, u)
 			Expect(err).To(HaveOccurred(), "request %s", bad)
 			Expect(err.Error()).To(Or(ContainSubstring("non-negative quantity"), ContainSubstring("should match")), "request %s", bad)
 		}
-		Expect(k8s.Create(ctx, newClaim(ns, "good", kind, "5Gi"))).To(Succeed())
+		Expect(asTeam(ctx, ns).Create(ctx, newClaim(ns, "good", kind, "5Gi"))).To(Succeed())
 	})
 
 	It("a resource bound to another namespace's claim: the refused claim learns nothing of that claim", func() {
@@ -103,7 +103,7 @@ var _ = Describe("Claims that cannot bind say why", func() {
 		held := "held-" + strings.ToLower(kind) // a name that says nothing of the owner's namespace
 		createAvailable(ctx, staticResource(held, kind, "10Gi"))
 		owner := newClaim(ns, "secret-project", kind, "5Gi", func(c *v1alpha1.InfraClaim) { c.Spec.ResourceName = held })
-		Expect(k8s.Create(ctx, owner)).To(Succeed())
+		Expect(asTeam(ctx, ns).Create(ctx, owner)).To(Succeed())
 		Eventually(getClaim(ctx, owner), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
 		other := newNamespace(ctx)
 		intruder := newClaim(other, "probe", kind, "5Gi", func(c *v1alpha1.InfraClaim) { c.Spec.ResourceName = held })

@@ -24,6 +24,7 @@ import (
 var (
 	k8s    client.Client
 	env    *harness.Env
+	teams  *harness.Teams
 	cancel context.CancelFunc
 	scheme = runtime.NewScheme()
 )
@@ -59,7 +60,17 @@ var _ = BeforeSuite(func() {
 	}()
 	k8s, err = client.New(env.Config, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+	teams, err = harness.NewTeams(ctx, k8s, env.Config)
+	Expect(err).NotTo(HaveOccurred())
 })
+
+// asTeam is a client of namespace ns's application team: a ServiceAccount there that holds only
+// the project's infraclaim-editor role, through a token. Claims of tenancy specs are made with it.
+func asTeam(ctx context.Context, ns string) client.Client {
+	c, err := teams.Client(ctx, ns)
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
 
 var _ = AfterSuite(func() {
 	if cancel != nil {

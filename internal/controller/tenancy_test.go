@@ -24,7 +24,8 @@ func labelledNamespace(ctx context.Context, labels map[string]string) string {
 	return ns.Name
 }
 
-// Issue 18: a platform team says which namespaces a class or a resource is for.
+// Issue 18: a platform team says which namespaces a class or a resource is for. Claims are made by
+// each namespace's team (asTeam: only the infraclaim-editor role).
 var _ = Describe("Classes and resources for some namespaces only", func() {
 	var (
 		ctx  context.Context
@@ -44,14 +45,14 @@ var _ = Describe("Classes and resources for some namespaces only", func() {
 		b := labelledNamespace(ctx, map[string]string{"team": "b"})
 
 		outsider := newClaim(b, "db", kind, "5Gi")
-		Expect(k8s.Create(ctx, outsider)).To(Succeed())
+		Expect(asTeam(ctx, outsider.Namespace).Create(ctx, outsider)).To(Succeed())
 		Eventually(getClaim(ctx, outsider), timeout).Should(WithTransform(boundReason, Equal(v1alpha1.ReasonClassNotAllowed)))
 		Consistently(func() error {
 			return k8s.Get(ctx, client.ObjectKey{Name: controller.ResourceName(getClaim(ctx, outsider)())}, &v1alpha1.InfraResource{})
 		}, 2*time.Second, 200*time.Millisecond).ShouldNot(Succeed(), "nothing is provisioned for a namespace the class is not offered to")
 
 		insider := newClaim(a, "db", kind, "5Gi")
-		Expect(k8s.Create(ctx, insider)).To(Succeed())
+		Expect(asTeam(ctx, insider.Namespace).Create(ctx, insider)).To(Succeed())
 		Eventually(getClaim(ctx, insider), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
 		res := getResource(ctx, getClaim(ctx, insider)().Spec.ResourceName)()
 		Expect(res.Spec.AllowedNamespaces).To(Equal(teamA), "the provisioned resource keeps the class's namespaces")
@@ -62,16 +63,16 @@ var _ = Describe("Classes and resources for some namespaces only", func() {
 		createAvailable(ctx, res)
 		b := labelledNamespace(ctx, map[string]string{"team": "b"})
 		named := newClaim(b, "named", kind, "5Gi", func(c *v1alpha1.InfraClaim) { c.Spec.ResourceName = res.Name })
-		Expect(k8s.Create(ctx, named)).To(Succeed())
+		Expect(asTeam(ctx, named.Namespace).Create(ctx, named)).To(Succeed())
 		Eventually(getClaim(ctx, named), timeout).Should(WithTransform(boundReason, Equal(v1alpha1.ReasonResourceNotAllowed)))
 		matched := newClaim(b, "matched", kind, "5Gi")
-		Expect(k8s.Create(ctx, matched)).To(Succeed())
+		Expect(asTeam(ctx, matched.Namespace).Create(ctx, matched)).To(Succeed())
 		Eventually(getClaim(ctx, matched), timeout).Should(WithTransform(boundReason, Equal(v1alpha1.ReasonNoMatchingResource)))
 		Expect(getResource(ctx, res.Name)().Spec.ClaimRef).To(BeNil())
 
 		a := labelledNamespace(ctx, map[string]string{"team": "a"})
 		ok := newClaim(a, "db", kind, "5Gi")
-		Expect(k8s.Create(ctx, ok)).To(Succeed())
+		Expect(asTeam(ctx, ok.Namespace).Create(ctx, ok)).To(Succeed())
 		Eventually(getClaim(ctx, ok), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
 		Expect(getClaim(ctx, ok)().Spec.ResourceName).To(Equal(res.Name))
 	})
@@ -84,13 +85,13 @@ var _ = Describe("Classes and resources for some namespaces only", func() {
 		}))).To(Succeed())
 		ns := labelledNamespace(ctx, nil)
 		first := newClaim(ns, "first", kind, "5Gi")
-		Expect(k8s.Create(ctx, first)).To(Succeed())
+		Expect(asTeam(ctx, first.Namespace).Create(ctx, first)).To(Succeed())
 		Eventually(getClaim(ctx, first), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
 		second := newClaim(ns, "second", kind, "5Gi")
-		Expect(k8s.Create(ctx, second)).To(Succeed())
+		Expect(asTeam(ctx, second.Namespace).Create(ctx, second)).To(Succeed())
 		Eventually(getClaim(ctx, second), timeout).Should(WithTransform(boundReason, Equal(v1alpha1.ReasonClassLimitReached)))
 		other := newClaim(labelledNamespace(ctx, nil), "first", kind, "5Gi")
-		Expect(k8s.Create(ctx, other)).To(Succeed())
+		Expect(asTeam(ctx, other.Namespace).Create(ctx, other)).To(Succeed())
 		Eventually(getClaim(ctx, other), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
 
 		storageKind := uniqueKind()
@@ -98,10 +99,10 @@ var _ = Describe("Classes and resources for some namespaces only", func() {
 			c.Spec.Limits = &v1alpha1.ClassLimits{MaxStoragePerNamespace: &eight}
 		}))).To(Succeed())
 		small := newClaim(ns, "small", storageKind, "5Gi")
-		Expect(k8s.Create(ctx, small)).To(Succeed())
+		Expect(asTeam(ctx, small.Namespace).Create(ctx, small)).To(Succeed())
 		Eventually(getClaim(ctx, small), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
 		over := newClaim(ns, "over", storageKind, "5Gi")
-		Expect(k8s.Create(ctx, over)).To(Succeed())
+		Expect(asTeam(ctx, over.Namespace).Create(ctx, over)).To(Succeed())
 		Eventually(getClaim(ctx, over), timeout).Should(WithTransform(boundReason, Equal(v1alpha1.ReasonClassLimitReached)))
 		Expect(meta.FindStatusCondition(getClaim(ctx, over)().Status.Conditions, v1alpha1.ConditionBound).Message).To(ContainSubstring("10Gi"))
 	})

@@ -37,6 +37,7 @@ var (
 	env     *harness.Env
 	admin   client.Client
 	workDir string
+	teams   *harness.Teams
 	modules string
 )
 
@@ -56,7 +57,8 @@ var _ = BeforeSuite(func() {
 	admin, err = env.Client()
 	Expect(err).NotTo(HaveOccurred())
 	Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stateNamespace}})).To(Succeed())
-	Expect(harness.ApplyFiles(ctx, admin, "config/rbac/infraclaim_editor_role.yaml")).To(Succeed())
+	teams, err = harness.NewTeams(ctx, admin, env.Config)
+	Expect(err).NotTo(HaveOccurred())
 	modules, err = filepath.Abs(filepath.Join("testdata", "modules"))
 	Expect(err).NotTo(HaveOccurred())
 
@@ -88,9 +90,7 @@ type team struct {
 func newTeam(ctx context.Context) *team {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "team-"}}
 	Expect(admin.Create(ctx, ns)).To(Succeed())
-	cfg, err := harness.ServiceAccountConfig(ctx, env.Config, ns.Name, "deployer", harness.EditorRole)
-	Expect(err).NotTo(HaveOccurred())
-	c, err := harness.NewClient(cfg)
+	c, err := teams.Client(ctx, ns.Name)
 	Expect(err).NotTo(HaveOccurred())
 	return &team{ns: ns.Name, client: c}
 }

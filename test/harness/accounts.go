@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 )
 
 // EditorRole is the ClusterRole config/rbac gives namespace editors over claims (named as
@@ -86,4 +90,52 @@ func ServiceAccountConfig(ctx context.Context, base *rest.Config, ns, name strin
 	cfg := rest.AnonymousClientConfig(base)
 	cfg.BearerToken = tr.Status.Token
 	return cfg, nil
+}
+
+// Teams hands out, per namespace, a client that acts as that namespace's "deployer"
+// ServiceAccount holding only EditorRole there: what an application team may do with claims.
+type Teams struct {
+	base    *rest.Config
+	mu      sync.Mutex
+	clients map[string]client.Client
+}
+
+// NewTeams installs EditorRole (config/rbac/infraclaim_editor_role.yaml) with admin and returns
+// Teams over the API server of base.
+func NewTeams(ctx context.Context, admin client.Client, base *rest.Config) (*Teams, error) {
+	if err := ApplyFiles(ctx, admin, "config/rbac/infraclaim_editor_role.yaml"); err != nil {
+		return nil, err
+	}
+	return &Teams{base: base, clients: map[string]client.Client{}}, nil
+}
+
+// Client is namespace ns's team client, made (ServiceAccount, RoleBinding, token) on first use.
+func (t *Teams) Client(ctx context.Context, ns string) (client.Client, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.clients[ns]; ok {
+		return c, nil
+	}
+	cfg, err := ServiceAccountConfig(ctx, t.base, ns, "deployer", EditorRole)
+	if err != nil {
+		return nil, err
+	}
+	c, err := NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The API server's RBAC authorizer learns of the new binding through a watch: wait for it.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := c.List(ctx, &v1alpha1.InfraClaimList{}, client.InNamespace(ns))
+		if err == nil {
+			break
+		}
+		if !apierrors.IsForbidden(err) || time.Now().After(deadline) {
+			return nil, fmt.Errorf("listing claims as %s's team: %w", ns, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.clients[ns] = c
+	return c, nil
 }

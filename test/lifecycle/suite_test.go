@@ -60,6 +60,8 @@ var (
 	metricsURL string
 	// stateServer serves state to the runs, as in the manager.
 	stateServer *statebackend.Server
+	// teams makes each namespace's team client (only the infraclaim-editor role).
+	teams *harness.Teams
 	// runsDir is the pool's directory: a resource's workspace is runsDir/<resource name>.
 	runsDir string
 )
@@ -132,6 +134,8 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	kube = kubernetes.NewForConfigOrDie(env.Config)
 	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: stateNamespace}})).To(Succeed())
+	teams, err = harness.NewTeams(ctx, k8s, env.Config)
+	Expect(err).NotTo(HaveOccurred())
 	// The rook-minio module's runs get the sample's ServiceAccount (kubernetesAccess), nothing else.
 	Expect(harness.ApplyFiles(ctx, k8s, "config/samples/rook_minio_rbac.yaml")).To(Succeed())
 	runCluster, err := controller.RunClusterFor(env.Config)

@@ -25,10 +25,13 @@ var _ = Describe("Quotas", func() {
 			Expect(k8s.Get(s.ctx, client.ObjectKeyFromObject(quota), got)).To(Succeed())
 			return got.Status.Hard
 		}, timeout, 200*time.Millisecond).Should(HaveKey(corev1.ResourceName("count/infraclaims.conductor.io")))
+		// As the namespace's team, which holds only the infraclaim-editor role.
+		team, err := teams.Client(s.ctx, s.ns)
+		Expect(err).NotTo(HaveOccurred())
 		for i := range 2 {
-			Expect(k8s.Create(s.ctx, fileClaim(s.ns, fmt.Sprintf("q%d", i), s.kind, s.dir, "x"))).To(Succeed())
+			Expect(team.Create(s.ctx, fileClaim(s.ns, fmt.Sprintf("q%d", i), s.kind, s.dir, "x"))).To(Succeed())
 		}
-		err := k8s.Create(s.ctx, fileClaim(s.ns, "q2", s.kind, s.dir, "x"))
+		err = team.Create(s.ctx, fileClaim(s.ns, "q2", s.kind, s.dir, "x"))
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("exceeded quota"))
 	})
