@@ -36,41 +36,12 @@ ARCH=$(dpkg --print-architecture 2>/dev/null || uname -m)
 RECIPE="base-image v2 $SUITE $ARCH minbase include=$INCLUDE updates=$UPDATES user=$USER_NAME:$USER_ID"
 RECIPE_ID=$(printf '%s' "$RECIPE" | sha256sum | cut -c1-16)
 LABEL=org.conductor-tf.base-recipe
+# shellcheck source=hack/lib/debian.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/debian.sh"
 
 log() { printf '[base-image] %s\n' "$*" >&2; }
 
-# fresh STAMP RECIPE: the tarball was built by this very recipe, so it is reused.
-fresh() { [[ -f $1 && "$(cat "$1")" == "$2" ]]; }
-
-# apt_uri SUITE: the first URI apt on this machine uses for SUITE (deb822 .sources, then sources.list).
-apt_uri() {
-  local f
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [[ -r $f ]] || continue
-    awk -v s="$1" 'BEGIN { RS = ""; FS = "\n" }
-      { types = ""; uris = ""; suites = ""
-        for (i = 1; i <= NF; i++) {
-          if ($i ~ /^Types:/)  { types = $i }
-          if ($i ~ /^URIs:/)   { sub(/^URIs:[ \t]*/, "", $i); uris = $i }
-          if ($i ~ /^Suites:/) { sub(/^Suites:[ \t]*/, "", $i); suites = $i }
-        }
-        if (types ~ /[ \t]deb([ \t]|$)/ && (" " suites " ") ~ (" " s " ")) { split(uris, u, /[ \t]+/); print u[1]; exit }
-      }' "$f"
-  done
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-    [[ -r $f ]] || continue
-    sed -e 's/\[[^]]*\]//' "$f" | awk -v s="$1" '$1 == "deb" && $3 == s { print $2; exit }'
-  done
-}
-
 image_recipe() { docker image inspect -f "{{ index .Config.Labels \"$LABEL\" }}" "$BASE_IMAGE" 2>/dev/null || true; }
-
-ensure_debootstrap() {
-  command -v debootstrap >/dev/null && return 0
-  log "installing debootstrap with apt-get"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
-}
 
 cleanup() {
   if [[ -d $ROOTFS/proc ]] && mountpoint -q "$ROOTFS/proc"; then umount "$ROOTFS/proc" || true; fi
@@ -145,18 +116,7 @@ SRC
   install -d -o "$USER_ID" -g "$USER_ID" "$ROOTFS/work" "$ROOTFS$USER_HOME"
 
   log "trimming"
-  ( cd "$ROOTFS"
-    rm -rf var/lib/apt/lists/* var/cache/apt/* var/cache/debconf/*-old var/lib/dpkg/*-old \
-      var/cache/ldconfig/aux-cache usr/share/man/* usr/share/info/* usr/share/groff/* \
-      usr/share/lintian/* usr/share/linda/* tmp/* var/tmp/* dev/* proc/* sys/* run/*
-    mkdir -p var/lib/apt/lists/partial var/cache/apt/archives/partial
-    find usr/share/doc -mindepth 1 -not -type d -not -name copyright -delete
-    find usr/share/doc -mindepth 1 -type d -empty -delete
-    find usr/share/locale -mindepth 1 -maxdepth 1 -not -name locale.alias -exec rm -rf {} +
-    find var/log -type f -delete
-    # Docker provides these at run time.
-    : >etc/resolv.conf; : >etc/hostname; : >etc/machine-id
-  )
+  trim_rootfs "$ROOTFS"
 
   log "packing $TARBALL"
   tar -C "$ROOTFS" --numeric-owner --xattrs --xattrs-include='*' -c . | gzip -1 >"$TARBALL.tmp"

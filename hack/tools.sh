@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Builds conductor-tf's real parts from the Go module proxy into a cache outside the repository.
 #
-#   hack/tools.sh [all|k8s|tofu|providers|cloud-providers|controller-gen|env]
+#   hack/tools.sh [all|k8s|tofu|providers|cloud-providers|controller-gen|kind|env]
+#
+# `kind` (for make kind-node-image and make test-e2e only) builds the kind CLI and a node's parts:
+# kubelet, kubeadm, kube-scheduler, kube-proxy and CoreDNS.
 #
 # Everything is version-pinned below, idempotent (a stamp file per part) and reused between runs.
 # Nothing is downloaded from anywhere but the Go module proxy.
@@ -10,6 +13,11 @@ set -euo pipefail
 KUBE_VERSION=${KUBE_VERSION:-v1.37.1}
 TOFU_VERSION=${TOFU_VERSION:-v1.12.6}
 CONTROLLER_TOOLS_VERSION=${CONTROLLER_TOOLS_VERSION:-v0.23.0}
+# kind v0.31 writes kubeadm.k8s.io/v1beta3, which kubeadm 1.37 no longer reads, and the module proxy
+# serves no v0.31: v0.33.0 is the nearest that creates a v1.37 cluster.
+KIND_VERSION=${KIND_VERSION:-v0.33.0}
+# The CoreDNS release kubeadm v1.37 names (cmd/kubeadm/app/constants: CoreDNSVersion).
+COREDNS_VERSION=${COREDNS_VERSION:-v1.14.6}
 # Provider plugins: <name> <module path> <pseudo-version of a commit> <version the mirror publishes it as>.
 # Their v2+/v3 tags lack the /vN module path, so a commit is pinned by its pseudo-version; the
 # version is the newest release in that commit's CHANGELOG. hashicorp/null is not here: the module
@@ -35,6 +43,8 @@ TOFU_BIN=$CACHE/tofu/$TOFU_VERSION/bin
 MIRROR=$CACHE/providers/mirror
 CLI_CONFIG=$CACHE/providers/terraform.rc
 CONTROLLER_GEN=$CACHE/bin/controller-gen-$CONTROLLER_TOOLS_VERSION
+KIND=$CACHE/bin/kind-$KIND_VERSION
+NODE_BIN=$CACHE/k8s/$KUBE_VERSION/node-bin
 export GOFLAGS=-mod=mod
 
 log() { printf '[tools] %s\n' "$*" >&2; }
@@ -98,6 +108,59 @@ GO
   )
   "$K8S_BIN/kube-apiserver" --version >&2
   echo "$recipe" >"$stamp"
+}
+
+# build_k8s_node: the binaries of a kind node that the control plane for tests does not need.
+build_k8s_node() {
+  local stamp=$NODE_BIN/.stamp recipe="k8s-node $KUBE_VERSION coredns $COREDNS_VERSION ldflags-v1"
+  fresh "$stamp" "$recipe" && return 0
+  log "building kubelet, kubeadm, kube-scheduler, kube-proxy $KUBE_VERSION and CoreDNS $COREDNS_VERSION (several minutes, once)"
+  local dir=$CACHE/build/k8s-node-$KUBE_VERSION minor=${KUBE_VERSION#v1.}
+  wrapper_module "$dir" conductor-tf.local/k8s-node
+  ( cd "$dir"
+    go mod edit -require="k8s.io/kubernetes@$KUBE_VERSION"
+    local gomod; gomod=$(upstream_gomod "k8s.io/kubernetes@$KUBE_VERSION")
+    sed -n 's#^[[:space:]]*\(k8s.io/[^ ]*\) => ./staging/src/k8s.io/.*#\1#p' "$gomod" | while read -r m; do
+      go mod edit -replace="$m=$m@v0.${minor}"
+    done
+    cat >tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubeadm"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+)
+GO
+    go mod tidy
+    local date; date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+    local ld="-s -w" p
+    for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+      ld+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=${minor%%.*}"
+      ld+=" -X $p.gitTreeState=clean -X $p.buildDate=$date"
+    done
+    mkdir -p "$NODE_BIN"
+    CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$NODE_BIN/" \
+      k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubeadm \
+      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy
+  )
+  local tmp; tmp=$(mktemp -d)
+  CGO_ENABLED=0 GOBIN=$tmp go install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
+  mv "$tmp/coredns" "$NODE_BIN/coredns"; rmdir "$tmp"
+  "$NODE_BIN/kubeadm" version -o short >&2
+  echo "$recipe" >"$stamp"
+}
+
+build_kind() {
+  [[ -x $KIND ]] && return 0
+  log "building kind $KIND_VERSION"
+  mkdir -p "$(dirname "$KIND")"
+  local tmp; tmp=$(mktemp -d)
+  CGO_ENABLED=0 GOBIN=$tmp go install "sigs.k8s.io/kind@$KIND_VERSION"
+  mv "$tmp/kind" "$KIND"; rmdir "$tmp"
 }
 
 build_tofu() {
@@ -202,6 +265,8 @@ CONDUCTOR_TF_TOFU=$TOFU_BIN/tofu
 TF_CLI_CONFIG_FILE=$CLI_CONFIG
 CONDUCTOR_TF_PROVIDER_MIRROR=$MIRROR
 CONTROLLER_GEN=$CONTROLLER_GEN
+CONDUCTOR_TF_KIND=$KIND
+CONDUCTOR_TF_NODE_BIN=$NODE_BIN
 ENV
 }
 
@@ -212,6 +277,7 @@ case "${1:-all}" in
   providers) build_providers ;;
   cloud-providers) build_providers; build_cloud_providers ;;
   controller-gen) build_controller_gen ;;
+  kind) build_k8s; build_k8s_node; build_kind ;;
   env) print_env ;;
-  *) echo "usage: $0 [all|k8s|tofu|providers|cloud-providers|controller-gen|env]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|k8s|tofu|providers|cloud-providers|controller-gen|kind|env]" >&2; exit 2 ;;
 esac

@@ -93,7 +93,13 @@ var _ = Describe("What a run may see", func() {
 		Expect(readyMessage(t.resourceOf(ctx, outside)())).To(ContainSubstring("forbidden"))
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: stateNamespace, Name: "cm-outside"}, &corev1.ConfigMap{})).To(Satisfy(apierrors.IsNotFound))
 
-		By("the token lives in the workspace only while a run runs")
+		By("the token lives in the workspace only while a run runs: none is left once no run is under way")
+		for _, c := range []*v1alpha1.InfraClaim{thief, outside} {
+			name := t.resourceOf(ctx, c)().Name
+			Expect(t.client.Delete(ctx, c)).To(Succeed())
+			Eventually(func() error { return admin.Get(ctx, client.ObjectKey{Name: name}, &v1alpha1.InfraResource{}) }, timeout, time.Second).
+				Should(Satisfy(apierrors.IsNotFound))
+		}
 		Expect(kubeconfigsLeft()).To(BeEmpty())
 
 		By("the team itself reads no state Secret either")
@@ -105,6 +111,8 @@ var _ = Describe("What a run may see", func() {
 		Eventually(func() error {
 			return admin.Get(ctx, client.ObjectKey{Namespace: t.ns, Name: "cm-allowed"}, &corev1.ConfigMap{})
 		}, timeout, time.Second).Should(Satisfy(apierrors.IsNotFound))
+		Eventually(func() error { return admin.Get(ctx, client.ObjectKey{Name: res.Name}, &v1alpha1.InfraResource{}) }, timeout, time.Second).
+			Should(Satisfy(apierrors.IsNotFound))
 		Expect(kubeconfigsLeft()).To(BeEmpty())
 	})
 

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# make test-e2e — conductor-tf installed on a real kind cluster, with no registry:
+#   1. the kind node image (hack/kind-node-image.sh) and the controller image (hack/docker-build.sh),
+#      both built offline, and dist/install.yaml for that image;
+#   2. the engine is probed once: if it refuses privileged containers, kind alone runs with
+#      hack/kind/docker first on PATH (nothing on the host changes);
+#   3. `kind create cluster` (one node, test/e2e/kind-config.yaml), `kind load docker-image`;
+#   4. the Ginkgo suite test/e2e (build tag e2e) against that cluster;
+#   5. the cluster is deleted, whatever happened.
+#
+# E2E_KEEP_CLUSTER=1     keep the cluster afterwards (its kubeconfig is printed)
+# E2E_FOCUS=regexp       run only the specs whose text matches
+# E2E_TIMEOUT=60m        the suite's go test -timeout
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${CONDUCTOR_TF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/conductor-tf}
+DIR=$CACHE/test-e2e
+CLUSTER=${E2E_CLUSTER:-conductor-e2e}
+IMG=${E2E_IMG:-conductor-tf/controller:e2e}
+START=$(date +%s)
+
+step() { printf '\n==> %s\n' "$*"; }
+info() { printf '    %s\n' "$*"; }
+
+set -a; eval "$("$ROOT/hack/tools.sh" env)"; set +a
+mkdir -p "$DIR"
+KUBECONFIG_E2E=$DIR/kubeconfig
+
+# kind runs the docker it finds on PATH; WRAP is that PATH when the engine needs the wrapper.
+KIND_PATH=$PATH
+kind_() { PATH=$KIND_PATH "$CONDUCTOR_TF_KIND" "$@"; }
+
+cleanup() {
+  local rc=$?
+  if [[ ${E2E_KEEP_CLUSTER:-0} == 1 ]]; then
+    info "cluster $CLUSTER kept: KUBECONFIG=$KUBECONFIG_E2E"
+  else
+    kind_ delete cluster --name "$CLUSTER" >/dev/null 2>&1 || true
+  fi
+  (( rc == 0 )) && printf '\ntest-e2e passed in %ss\n' "$(( $(date +%s) - START ))"
+  exit $rc
+}
+
+step "Tools (kind, the node's binaries)"
+"$ROOT/hack/tools.sh" all
+"$ROOT/hack/tools.sh" kind
+"$CONDUCTOR_TF_KIND" version
+
+step "Node image"
+t=$(date +%s)
+NODE_IMAGE=$("$ROOT/hack/kind-node-image.sh")
+info "$NODE_IMAGE ready in $(( $(date +%s) - t ))s"
+
+step "Controller image $IMG and dist/install.yaml"
+t=$(date +%s)
+IMG=$IMG PROVIDER_MIRROR=true "$ROOT/hack/docker-build.sh"
+(cd "$ROOT" && make --no-print-directory build-installer IMG="$IMG" >/dev/null)
+info "built in $(( $(date +%s) - t ))s"
+
+step "Probing the engine for privileged containers"
+if docker run --rm --privileged --entrypoint /bin/true "$NODE_IMAGE" >/dev/null 2>&1; then
+  info "privileged containers run: kind runs unchanged"
+else
+  WRAP=$DIR/docker-wrapper
+  mkdir -p "$WRAP"
+  ln -sfn "$ROOT/hack/kind/docker" "$WRAP/docker"
+  export CONDUCTOR_TF_REAL_DOCKER; CONDUCTOR_TF_REAL_DOCKER=$(command -v docker)
+  KIND_PATH=$WRAP:$PATH
+  info "refused: kind runs with hack/kind/docker first on its PATH"
+fi
+
+trap cleanup EXIT
+step "kind create cluster $CLUSTER"
+t=$(date +%s)
+kind_ delete cluster --name "$CLUSTER" >/dev/null 2>&1 || true
+kind_ create cluster --name "$CLUSTER" --image "$NODE_IMAGE" --config "$ROOT/test/e2e/kind-config.yaml" \
+  --kubeconfig "$KUBECONFIG_E2E" --wait 5m
+info "created in $(( $(date +%s) - t ))s"
+t=$(date +%s)
+kind_ load docker-image "$IMG" --name "$CLUSTER"
+info "image loaded in $(( $(date +%s) - t ))s"
+
+step "The e2e suite"
+cd "$ROOT"
+E2E_KUBECONFIG=$KUBECONFIG_E2E E2E_IMG=$IMG E2E_CLUSTER=$CLUSTER \
+  go test -tags e2e ./test/e2e -count 1 -timeout "${E2E_TIMEOUT:-60m}" -v \
+  -args -ginkgo.v ${E2E_FOCUS:+-ginkgo.focus="$E2E_FOCUS"}
