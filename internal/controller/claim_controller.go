@@ -131,7 +131,11 @@ func (r *ClaimReconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	matcher.InNamespace(nsLabels)
+	classes := &v1alpha1.InfraClassList{}
+	if err := r.List(ctx, classes); err != nil {
+		return ctrl.Result{}, err
+	}
+	matcher.InNamespace(nsLabels).WithClasses(classes.Items)
 	resources := &v1alpha1.InfraResourceList{}
 	if err := r.List(ctx, resources, client.MatchingFields{indexResourceKind: claim.Spec.ResourceKind}); err != nil {
 		return ctrl.Result{}, err
@@ -139,10 +143,6 @@ func (r *ClaimReconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) 
 	if res := matcher.Best(resources.Items); res != nil {
 		// Claim Pending, resource Available (or pre-bound to this claim): bind.
 		return r.bind(ctx, claim, res)
-	}
-	classes := &v1alpha1.InfraClassList{}
-	if err := r.List(ctx, classes); err != nil {
-		return ctrl.Result{}, err
 	}
 	class, err := scheduler.SelectClass(claim, classes.Items)
 	if err != nil {
@@ -209,10 +209,14 @@ func (r *ClaimReconciler) syncNamed(ctx context.Context, claim *v1alpha1.InfraCl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !wasBound(claim) && !scheduler.AllowsNamespace(res.Spec.AllowedNamespaces, nsLabels) {
-		// Claim Pending, named resource not offered to this namespace.
-		setPending(claim, v1alpha1.ReasonResourceNotAllowed, fmt.Sprintf("resource %s is not offered to namespace %s (its allowedNamespaces)", res.Name, claim.Namespace))
-		return ctrl.Result{RequeueAfter: PendingResync}, nil
+	if !wasBound(claim) {
+		if msg, err := r.notOffered(ctx, res, claim.Namespace, nsLabels); err != nil || msg != "" {
+			// Claim Pending, named resource (or its class) not offered to this namespace.
+			if err == nil {
+				setPending(claim, v1alpha1.ReasonResourceNotAllowed, msg)
+			}
+			return ctrl.Result{RequeueAfter: PendingResync}, err
+		}
 	}
 	if res.Spec.ClaimRef == nil {
 		// Claim Pending, named resource free: it must fit the claim.

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/scheduler"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
@@ -54,6 +55,27 @@ func (r *ClaimReconciler) overLimits(ctx context.Context, claim *v1alpha1.InfraC
 			return fmt.Sprintf("class %s allows %s of storage per namespace; with this claim namespace %s would hold %s",
 				class.Name, limit.String(), claim.Namespace, total.String()), nil
 		}
+	}
+	return "", nil
+}
+
+// notOffered says why a resource named by a claim of namespace ns is not offered to it: its own
+// allowedNamespaces, or those of the class it was provisioned from (which also cover resources
+// whose own selector is empty), do not select the namespace. It returns "" when the resource is
+// offered, and the error of reading the class.
+func (r *ClaimReconciler) notOffered(ctx context.Context, res *v1alpha1.InfraResource, ns string, nsLabels map[string]string) (string, error) {
+	if !scheduler.AllowsNamespace(res.Spec.AllowedNamespaces, nsLabels) {
+		return fmt.Sprintf("resource %s is not offered to namespace %s (its allowedNamespaces)", res.Name, ns), nil
+	}
+	if res.Spec.ClassRef == nil {
+		return "", nil
+	}
+	class := &v1alpha1.InfraClass{}
+	if err := r.Get(ctx, client.ObjectKey{Name: res.Spec.ClassRef.Name}, class); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	if !scheduler.AllowsNamespace(class.Spec.AllowedNamespaces, nsLabels) {
+		return fmt.Sprintf("resource %s is of class %s, which is not offered to namespace %s (its allowedNamespaces)", res.Name, class.Name, ns), nil
 	}
 	return "", nil
 }

@@ -77,6 +77,31 @@ var _ = Describe("Classes and resources for some namespaces only", func() {
 		Expect(getClaim(ctx, ok)().Spec.ResourceName).To(Equal(res.Name))
 	})
 
+	It("a resource of a class offered to team a, with no selector of its own, is never bound from another namespace", func() {
+		// Issue 18's known gap: a static resource naming the class (or one provisioned before the
+		// field existed) carried no selector, and the class's was not looked at.
+		className := "class-a-" + strings.ToLower(kind)
+		Expect(k8s.Create(ctx, newClass(className, kind, false, func(c *v1alpha1.InfraClass) { c.Spec.AllowedNamespaces = teamA }))).To(Succeed())
+		res := staticResource("of-class-a-"+strings.ToLower(kind), kind, "10Gi", func(r *v1alpha1.InfraResource) {
+			r.Spec.ClassRef = &v1alpha1.ClassReference{Name: className}
+		})
+		createAvailable(ctx, res)
+		b := labelledNamespace(ctx, map[string]string{"team": "b"})
+		named := newClaim(b, "named", kind, "5Gi", func(c *v1alpha1.InfraClaim) { c.Spec.ResourceName = res.Name })
+		Expect(asTeam(ctx, named.Namespace).Create(ctx, named)).To(Succeed())
+		Eventually(getClaim(ctx, named), timeout).Should(WithTransform(boundReason, Equal(v1alpha1.ReasonResourceNotAllowed)))
+		matched := newClaim(b, "matched", kind, "5Gi")
+		Expect(asTeam(ctx, matched.Namespace).Create(ctx, matched)).To(Succeed())
+		Eventually(getClaim(ctx, matched), timeout).Should(WithTransform(boundReason, Equal(v1alpha1.ReasonNoMatchingResource)))
+		Expect(getResource(ctx, res.Name)().Spec.ClaimRef).To(BeNil())
+
+		a := labelledNamespace(ctx, map[string]string{"team": "a"})
+		ok := newClaim(a, "db", kind, "5Gi")
+		Expect(asTeam(ctx, ok.Namespace).Create(ctx, ok)).To(Succeed())
+		Eventually(getClaim(ctx, ok), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
+		Expect(getClaim(ctx, ok)().Spec.ResourceName).To(Equal(res.Name))
+	})
+
 	It("a class's limits bound what one namespace provisions from it: ClassLimitReached, and other namespaces unaffected", func() {
 		one := int32(1)
 		eight := resource.MustParse("8Gi")

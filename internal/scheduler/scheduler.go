@@ -85,6 +85,9 @@ type Matcher struct {
 	// nsLabels are the labels of the claim's namespace, for resources' allowedNamespaces (nil:
 	// not known, not checked).
 	nsLabels labels.Set
+	// classNamespaces are the allowedNamespaces of the classes resources were provisioned from,
+	// by class name: a resource of a class not offered to the namespace is no candidate either.
+	classNamespaces map[string]*metav1.LabelSelector
 }
 
 // InNamespace gives the matcher the labels of the claim's namespace: resources whose
@@ -93,6 +96,18 @@ func (m *Matcher) InNamespace(nsLabels map[string]string) *Matcher {
 	m.nsLabels = labels.Set(nsLabels)
 	if m.nsLabels == nil {
 		m.nsLabels = labels.Set{}
+	}
+	return m
+}
+
+// WithClasses gives the matcher the classes, so that a resource of a class whose allowedNamespaces
+// do not select the claim's namespace is never a candidate, even when the resource's own selector
+// is empty (a static resource naming the class, or one provisioned before the field existed). It
+// applies only with InNamespace. It returns m.
+func (m *Matcher) WithClasses(classes []v1alpha1.InfraClass) *Matcher {
+	m.classNamespaces = make(map[string]*metav1.LabelSelector, len(classes))
+	for i := range classes {
+		m.classNamespaces[classes[i].Name] = classes[i].Spec.AllowedNamespaces
 	}
 	return m
 }
@@ -166,6 +181,9 @@ func (m *Matcher) check(res *v1alpha1.InfraResource, explain bool) (bool, string
 	}
 	if m.nsLabels != nil && !AllowsNamespace(res.Spec.AllowedNamespaces, m.nsLabels) {
 		return fail("resource is not offered to namespace %s", m.claim.Namespace)
+	}
+	if m.nsLabels != nil && res.Spec.ClassRef != nil && !AllowsNamespace(m.classNamespaces[res.Spec.ClassRef.Name], m.nsLabels) {
+		return fail("resource's class %s is not offered to namespace %s", res.Spec.ClassRef.Name, m.claim.Namespace)
 	}
 	if spec.ClassName != "" && (res.Spec.ClassRef == nil || res.Spec.ClassRef.Name != spec.ClassName) {
 		return fail("resource is not of class %s", spec.ClassName)
