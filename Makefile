@@ -89,7 +89,7 @@ run: tools manifests generate ## Run the controller against the cluster of $KUBE
 		--metrics-bind-address 127.0.0.1:8080 --metrics-secure=false $(RUN_ARGS)
 
 ##@ Deployment
-.PHONY: base-image docker-build build-installer deploy undeploy test-image
+.PHONY: base-image docker-build build-installer deploy undeploy test-image kind-node-image test-e2e
 base-image: ## Make the runtime base image offline (debootstrap bookworm minbase + git, ca-certificates, openssh-client).
 	@hack/base-image.sh
 
@@ -109,6 +109,12 @@ deploy: manifests ## Install CRDs, RBAC and the manager with IMG into the cluste
 
 undeploy: ## Remove what deploy installed (CRDs included: every claim, class and resource goes).
 	@hack/kustomize.sh $(IMG) | $(WITH_TOOLS) "$$CONDUCTOR_TF_K8S_BIN/kubectl" delete --ignore-not-found --wait=false -f -
+
+kind-node-image: ## Assemble the kind node image for Kubernetes v1.37.1 offline (debootstrap + binaries built from the Go module proxy).
+	@hack/kind-node-image.sh
+
+test-e2e: ## kind cluster from the offline node image, controller image loaded, test/e2e (Ginkgo, tag e2e), cluster deleted.
+	@hack/test-e2e.sh
 
 test-image: ## Build the image offline and drive the sample class and claim to Ready and back with it (docker run against a local control plane).
 	@hack/test-image.sh

@@ -63,11 +63,20 @@ build_rootfs() {
   [[ $(id -u) == 0 ]] || { log "building the root filesystem needs root (debootstrap, chroot)"; exit 1; }
   ensure_debootstrap
   local mirror; mirror=${DEBIAN_MIRROR:-$(apt_uri "$SUITE" | head -1)}; mirror=${mirror:-http://deb.debian.org/debian}
-  log "debootstrap --variant=minbase $SUITE from $mirror (+ $INCLUDE)"
-  cleanup; rm -rf "$ROOTFS"; mkdir -p "$DIR"
-  debootstrap --variant=minbase --arch="$ARCH" --components=main --include="$INCLUDE" \
-    "$SUITE" "$ROOTFS" "$mirror" >"$DIR/debootstrap.log" 2>&1 \
-    || { tail -20 "$DIR/debootstrap.log" >&2; log "debootstrap failed; full log in $DIR/debootstrap.log"; exit 1; }
+  cleanup; rm -rf "$ROOTFS"; mkdir -p "$DIR" "$ROOTFS"
+  # The Debian part is cached apart from the rest, which changes more often.
+  local base=$DIR/debootstrap-$SUITE-$ARCH.tar.gz recipe="debootstrap minbase $SUITE $ARCH include=$INCLUDE"
+  if fresh "$base.stamp" "$recipe"; then
+    log "reusing $base"
+    tar -C "$ROOTFS" --numeric-owner -xzf "$base"
+  else
+    log "debootstrap --variant=minbase $SUITE from $mirror (+ $INCLUDE)"
+    debootstrap --variant=minbase --arch="$ARCH" --components=main --include="$INCLUDE" \
+      "$SUITE" "$ROOTFS" "$mirror" >"$DIR/debootstrap.log" 2>&1 \
+      || { tail -20 "$DIR/debootstrap.log" >&2; log "debootstrap failed; full log in $DIR/debootstrap.log"; exit 1; }
+    tar -C "$ROOTFS" --numeric-owner -c . | gzip -1 >"$base.tmp"
+    mv "$base.tmp" "$base"; echo "$recipe" >"$base.stamp"
+  fi
 
   log "installing the node's binaries, units and kind's files"
   local node=$ROOT/hack/kind/node
@@ -82,7 +91,7 @@ build_rootfs() {
   install -D -m 0644 "$node/10-conductor-ptp.conflist" "$ROOTFS/etc/cni/net.d/10-conductor-ptp.conflist"
   install -D -m 0644 "$node/crictl.yaml" "$ROOTFS/etc/crictl.yaml"
   install -D -m 0644 "$node/default-cni.yaml" "$ROOTFS/kind/manifests/default-cni.yaml"
-  printf 'KUBELET_EXTRA_ARGS=--runtime-cgroups=/system.slice/containerd.service\n' >"$ROOTFS/etc/default/kubelet"
+  printf 'KUBELET_EXTRA_ARGS=--runtime-cgroups=/system.slice/containerd.service --resolv-conf=/kind/resolv.conf\n' >"$ROOTFS/etc/default/kubelet"
   printf '%s' "$KUBE_VERSION" >"$ROOTFS/kind/version"
   mkdir -p "$ROOTFS/etc/kubernetes/manifests" "$ROOTFS/var/lib/kubelet" "$ROOTFS/opt/cni"
   ln -sfn /usr/lib/cni "$ROOTFS/opt/cni/bin"

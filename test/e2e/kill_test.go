@@ -1,0 +1,175 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+)
+
+// slowClass publishes a class over the suite's slowpass module: every change of a claim's greeting
+// is an apply of several seconds.
+func slowClass(name, kind string) *v1alpha1.InfraClass {
+	c := &v1alpha1.InfraClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.InfraClassSpec{ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete,
+			Module: v1alpha1.ModuleSource{Source: modulesURL + "//modules/slowpass", Version: "v0.1.0"},
+			Variables: v1alpha1.Variables{
+				"name":     {Raw: []byte(`"${claim.namespace}-${claim.name}"`)},
+				"greeting": {Raw: []byte(`"${claim.spec.parameters.greeting}"`)},
+			},
+			Operations: v1alpha1.Operations{AllowDestructiveChanges: true}},
+	}
+	Expect(k8s.Create(ctx, c)).To(Succeed())
+	DeferCleanup(func() { _ = k8s.Delete(ctx, c) })
+	eventually(func() string {
+		got := &v1alpha1.InfraClass{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
+		return readyCondition(got.Status.Conditions)
+	}).Should(HavePrefix("True"))
+	return c
+}
+
+func slowClaim(ns, name, kind, greeting string) *v1alpha1.InfraClaim {
+	return &v1alpha1.InfraClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.InfraClaimSpec{ResourceKind: kind,
+			Parameters:                 v1alpha1.Variables{"greeting": {Raw: []byte(fmt.Sprintf("%q", greeting))}},
+			WriteConnectionSecretToRef: &v1alpha1.LocalSecretReference{Name: name + "-conn"}},
+	}
+}
+
+func greet(c *v1alpha1.InfraClaim, greeting string) {
+	c.Spec.Parameters["greeting"] = apiextensionsv1.JSON{Raw: []byte(fmt.Sprintf("%q", greeting))}
+}
+
+// converged reports whether the claim is Ready with its resource's last apply done for greeting.
+func converged(c *v1alpha1.InfraClaim, greeting string) func() string {
+	return func() string {
+		got := &v1alpha1.InfraClaim{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
+		secret := &corev1.Secret{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.WriteConnectionSecretToRef.Name}, secret); err != nil {
+			return "no connection Secret: " + err.Error()
+		}
+		if g := string(secret.Data["greeting"]); g != greeting {
+			return "connection Secret greeting " + g
+		}
+		return readyCondition(got.Status.Conditions)
+	}
+}
+
+// password is the connection Secret's password.
+func password(c *v1alpha1.InfraClaim) string {
+	secret := &corev1.Secret{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.WriteConnectionSecretToRef.Name}, secret)).To(Succeed())
+	return string(secret.Data["password"])
+}
+
+// resourceOf is the claim's resource now.
+func resourceOf(c *v1alpha1.InfraClaim) *v1alpha1.InfraResource {
+	got := &v1alpha1.InfraClaim{}
+	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
+	res := &v1alpha1.InfraResource{}
+	if got.Spec.ResourceName == "" {
+		return res
+	}
+	_ = k8s.Get(ctx, client.ObjectKey{Name: got.Spec.ResourceName}, res)
+	return res
+}
+
+// approveHeld approves a plan held because a killed run had started creating (as an operator
+// would after checking for a duplicate) and reports whether it did.
+func approveHeld(res *v1alpha1.InfraResource, approved map[string]bool) bool {
+	pp := res.Status.PendingPlan
+	if pp == nil || pp.Reason != v1alpha1.ReasonInterruptedCreate || approved[pp.ID] {
+		return false
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationApprovePlan, pp.ID)
+	Expect(k8s.Patch(ctx, res.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+	approved[pp.ID] = true
+	GinkgoWriter.Printf("approved held plan %s of %s: %v\n", pp.ID, res.Name, pp.Changes)
+	return true
+}
+
+// managerPods lists the manager's pods that are not being deleted.
+func managerPods() []corev1.Pod {
+	pods := &corev1.PodList{}
+	Expect(k8s.List(ctx, pods, client.InNamespace(system), client.MatchingLabels{"control-plane": "controller-manager"})).To(Succeed())
+	var out []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// locksHeld lists the state locks (Leases lock-tfstate-*) someone holds.
+func locksHeld() []string {
+	leases, err := kube.CoordinationV1().Leases(system).List(ctx, metav1.ListOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	var held []string
+	for _, l := range leases.Items {
+		if strings.HasPrefix(l.Name, "lock-tfstate-") && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+			held = append(held, l.Name+" by "+*l.Spec.HolderIdentity)
+		}
+	}
+	return held
+}
+
+var _ = Describe("The manager pod deleted in the middle of applies", Ordered, func() {
+	It("five times with grace 0: the claim converges, no lock is held, nothing is created twice without an approval", func() {
+		kind := "E2ESlow"
+		slowClass("e2e-slow", kind)
+		claim := slowClaim(newNamespace("e2e-kill-"), "app", kind, "round-0")
+		Expect(k8s.Create(ctx, claim)).To(Succeed())
+		eventually(converged(claim, "round-0")).Should(HavePrefix("True"))
+		first := password(claim)
+		approved := map[string]bool{}
+		start := time.Now()
+		for round := 1; round <= 5; round++ {
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+			greet(claim, fmt.Sprintf("round-%d", round))
+			Expect(k8s.Update(ctx, claim)).To(Succeed())
+			// Mid-apply: the resource records its run as Running before the first command.
+			eventually(func() string {
+				res := resourceOf(claim)
+				approveHeld(res, approved)
+				if res.Status.LastRun == nil {
+					return ""
+				}
+				return res.Status.LastRun.Result
+			}).Should(Equal("Running"))
+			time.Sleep(2 * time.Second)
+			pods := managerPods()
+			Expect(pods).NotTo(BeEmpty())
+			for _, p := range pods {
+				Expect(k8s.Delete(ctx, &p, client.GracePeriodSeconds(0))).To(Succeed())
+			}
+			GinkgoWriter.Printf("round %d: deleted %d manager pod(s) with grace 0 during %s\n", round, len(pods), resourceOf(claim).Status.LastRun.Operation)
+			kubectl("-n", system, "rollout", "status", "deployment/"+deployment, "--timeout=5m")
+		}
+		want := "round-5"
+		eventually(func() string {
+			approveHeld(resourceOf(claim), approved)
+			return converged(claim, want)()
+		}).Should(HavePrefix("True"))
+		GinkgoWriter.Printf("converged %s after the first kill; %d held plan(s) approved\n", time.Since(start).Round(time.Second), len(approved))
+		Expect(locksHeld()).To(BeEmpty())
+		if password(claim) != first {
+			Expect(approved).NotTo(BeEmpty(), "the password was created twice without an approval")
+		}
+	})
+})
