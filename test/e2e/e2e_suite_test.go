@@ -29,7 +29,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/conductor-tf/conductor-tf/test/harness"
 )
@@ -55,6 +57,7 @@ func TestE2E(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
 	kubeconfig = os.Getenv("E2E_KUBECONFIG")
 	Expect(kubeconfig).NotTo(BeEmpty(), "run through make test-e2e (hack/test-e2e.sh), which creates the cluster")
 	var err error
