@@ -1,0 +1,138 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+)
+
+// leaseDuration is controller-runtime's default leader election lease (the manager sets none).
+const leaseDuration = 15 * time.Second
+
+// leader is the holder of the manager's leader election Lease ("" when none): hostname_uuid, and
+// every pod of the Deployment has the hostname conductor-tf, so the uuid tells replicas apart.
+func leader() string {
+	l, err := kube.CoordinationV1().Leases(system).Get(ctx, "conductor-tf.conductor.io", metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// startApply changes the claim's greeting and waits until its resource records the apply as Running.
+func startApply(claim *v1alpha1.InfraClaim, greeting string) {
+	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+	greet(claim, greeting)
+	Expect(k8s.Update(ctx, claim)).To(Succeed())
+	eventually(func() string {
+		res := resourceOf(claim)
+		if res.Status.LastRun == nil {
+			return ""
+		}
+		return res.Status.LastRun.Result
+	}).Should(Equal("Running"))
+}
+
+// lockEvents are the reasons of the resource's StateLockRecovered events.
+func lockEvents(res string) []string {
+	list := &eventsv1.EventList{}
+	Expect(k8s.List(ctx, list)).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == res && e.Reason == "StateLockRecovered" {
+			out = append(out, e.Note)
+		}
+	}
+	return out
+}
+
+var _ = Describe("Two replicas", Ordered, func() {
+	BeforeAll(func() {
+		kubectl("-n", system, "scale", "deployment/"+deployment, "--replicas=2")
+		kubectl("-n", system, "rollout", "status", "deployment/"+deployment, "--timeout=5m")
+		DeferCleanup(func() {
+			kubectl("-n", system, "scale", "deployment/"+deployment, "--replicas=1")
+			kubectl("-n", system, "rollout", "status", "deployment/"+deployment, "--timeout=5m")
+		})
+	})
+
+	It("the leader's pod deleted mid-apply: the other replica takes over within the lease duration and recovers the dead run's lock", func() {
+		kind := "E2EFailover"
+		slowClass("e2e-failover", kind)
+		claim := slowClaim(newNamespace("e2e-failover-"), "app", kind, "first")
+		Expect(k8s.Create(ctx, claim)).To(Succeed())
+		eventually(converged(claim, "first")).Should(HavePrefix("True"))
+
+		startApply(claim, "second")
+		old := leader()
+		Expect(old).NotTo(BeEmpty())
+		// The leader is the pod that runs the apply (only the leader reconciles).
+		pod := resourceOf(claim).Status.LastRun.Controller
+		time.Sleep(2 * time.Second)
+		Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: system, Name: pod}}, client.GracePeriodSeconds(0))).To(Succeed())
+		killed := time.Now()
+		Eventually(func() string {
+			if l := leader(); l != old {
+				return l
+			}
+			return ""
+		}, 2*leaseDuration, 200*time.Millisecond).ShouldNot(BeEmpty())
+		takeover := time.Since(killed)
+		GinkgoWriter.Printf("leader pod %s (%s) deleted with grace 0; %s leads after %s (lease %s)\n", pod, old, leader(), takeover.Round(100*time.Millisecond), leaseDuration)
+		Expect(takeover).To(BeNumerically("<=", leaseDuration+3*time.Second), "taken over within the lease duration (and a retry period)")
+
+		approved := map[string]bool{}
+		eventually(func() string {
+			approveHeld(resourceOf(claim), approved)
+			return converged(claim, "second")()
+		}).Should(HavePrefix("True"))
+		res := resourceOf(claim)
+		GinkgoWriter.Printf("converged %s after the kill, by %s; lock recoveries: %v; approvals: %d\n",
+			time.Since(killed).Round(time.Second), res.Status.LastRun.Controller, lockEvents(res.Name), len(approved))
+		Expect(res.Status.LastRun.Controller).NotTo(Equal(pod))
+		Expect(locksHeld()).To(BeEmpty())
+	})
+
+	It("kubectl rollout restart during applies: every claim converges and no lock is held", func() {
+		kind := "E2ERestart"
+		slowClass("e2e-restart", kind)
+		ns := newNamespace("e2e-restart-")
+		var claims []*v1alpha1.InfraClaim
+		for i := range 3 {
+			c := slowClaim(ns, fmt.Sprintf("app-%d", i), kind, "first")
+			Expect(k8s.Create(ctx, c)).To(Succeed())
+			claims = append(claims, c)
+		}
+		for _, c := range claims {
+			eventually(converged(c, "first")).Should(HavePrefix("True"))
+		}
+		startApply(claims[0], "second")
+		for _, c := range claims[1:] {
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
+			greet(c, "second")
+			Expect(k8s.Update(ctx, c)).To(Succeed())
+		}
+		start := time.Now()
+		kubectl("-n", system, "rollout", "restart", "deployment/"+deployment)
+		kubectl("-n", system, "rollout", "status", "deployment/"+deployment, "--timeout=5m")
+		approved := map[string]bool{}
+		for _, c := range claims {
+			eventually(func() string {
+				approveHeld(resourceOf(c), approved)
+				return converged(c, "second")()
+			}).Should(HavePrefix("True"))
+		}
+		GinkgoWriter.Printf("3 claims converged %s after rollout restart; approvals: %d\n", time.Since(start).Round(time.Second), len(approved))
+		Expect(locksHeld()).To(BeEmpty())
+	})
+})
