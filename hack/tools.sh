@@ -65,20 +65,40 @@ upstream_gomod() {
   sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p' <<<"$out"
 }
 
+# k8s_module DIR NAME: a wrapper module NAME in DIR that requires k8s.io/kubernetes@$KUBE_VERSION and
+# repeats its replace directives (./staging/src/k8s.io/X becomes k8s.io/X at the matching v0
+# version); prints the path of upstream's go.mod.
+k8s_module() {
+  wrapper_module "$1" "$2"
+  local gomod staging="v0.${KUBE_VERSION#v1.}"
+  gomod=$(cd "$1" && upstream_gomod "k8s.io/kubernetes@$KUBE_VERSION")
+  ( cd "$1"
+    go mod edit -require="k8s.io/kubernetes@$KUBE_VERSION"
+    sed -n 's#^[[:space:]]*\(k8s.io/[^ ]*\) => ./staging/src/k8s.io/.*#\1#p' "$gomod" | while read -r m; do
+      go mod edit -replace="$m=$m@$staging"
+    done
+  )
+  echo "$gomod"
+}
+
+# k8s_ldflags: the version stamps Kubernetes' own builds carry (what --version and kubeadm read).
+k8s_ldflags() {
+  local minor=${KUBE_VERSION#v1.} date p ld="-s -w"
+  date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=${minor%%.*}"
+    ld+=" -X $p.gitTreeState=clean -X $p.buildDate=$date"
+  done
+  echo "$ld"
+}
+
 build_k8s() {
   local stamp=$K8S_BIN/.stamp recipe="k8s $KUBE_VERSION ldflags-v1"
   fresh "$stamp" "$recipe" && return 0
   log "building etcd, kube-apiserver, kube-controller-manager, kubectl $KUBE_VERSION (a few minutes, once)"
-  local dir=$CACHE/build/k8s-$KUBE_VERSION minor=${KUBE_VERSION#v1.}
-  local staging="v0.${minor}"
-  wrapper_module "$dir" conductor-tf.local/k8s-tools
+  local dir=$CACHE/build/k8s-$KUBE_VERSION gomod
+  gomod=$(k8s_module "$dir" conductor-tf.local/k8s-tools)
   ( cd "$dir"
-    go mod edit -require="k8s.io/kubernetes@$KUBE_VERSION"
-    # Repeat the upstream replace directives: ./staging/src/k8s.io/X becomes k8s.io/X at the matching v0 version.
-    local gomod; gomod=$(upstream_gomod "k8s.io/kubernetes@$KUBE_VERSION")
-    sed -n 's#^[[:space:]]*\(k8s.io/[^ ]*\) => ./staging/src/k8s.io/.*#\1#p' "$gomod" | while read -r m; do
-      go mod edit -replace="$m=$m@$staging"
-    done
     # etcd at the version Kubernetes itself requires.
     local etcd; etcd=$(sed -n 's#^[[:space:]]*go.etcd.io/etcd/server/v3 \(v[^ ]*\).*#\1#p' "$gomod")
     go mod edit -require="go.etcd.io/etcd/server/v3@$etcd"
@@ -95,14 +115,8 @@ import (
 )
 GO
     go mod tidy
-    local date; date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-    local ld="-s -w" p
-    for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-      ld+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=${minor%%.*}"
-      ld+=" -X $p.gitTreeState=clean -X $p.buildDate=$date"
-    done
     mkdir -p "$K8S_BIN"
-    CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$K8S_BIN/" \
+    CGO_ENABLED=0 go build -trimpath -ldflags "$(k8s_ldflags)" -o "$K8S_BIN/" \
       k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
     CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$K8S_BIN/etcd" go.etcd.io/etcd/server/v3
   )
@@ -115,14 +129,9 @@ build_k8s_node() {
   local stamp=$NODE_BIN/.stamp recipe="k8s-node $KUBE_VERSION coredns $COREDNS_VERSION ldflags-v1"
   fresh "$stamp" "$recipe" && return 0
   log "building kubelet, kubeadm, kube-scheduler, kube-proxy $KUBE_VERSION and CoreDNS $COREDNS_VERSION (several minutes, once)"
-  local dir=$CACHE/build/k8s-node-$KUBE_VERSION minor=${KUBE_VERSION#v1.}
-  wrapper_module "$dir" conductor-tf.local/k8s-node
+  local dir=$CACHE/build/k8s-node-$KUBE_VERSION
+  k8s_module "$dir" conductor-tf.local/k8s-node >/dev/null
   ( cd "$dir"
-    go mod edit -require="k8s.io/kubernetes@$KUBE_VERSION"
-    local gomod; gomod=$(upstream_gomod "k8s.io/kubernetes@$KUBE_VERSION")
-    sed -n 's#^[[:space:]]*\(k8s.io/[^ ]*\) => ./staging/src/k8s.io/.*#\1#p' "$gomod" | while read -r m; do
-      go mod edit -replace="$m=$m@v0.${minor}"
-    done
     cat >tools.go <<'GO'
 //go:build tools
 
@@ -136,14 +145,8 @@ import (
 )
 GO
     go mod tidy
-    local date; date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-    local ld="-s -w" p
-    for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-      ld+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=${minor%%.*}"
-      ld+=" -X $p.gitTreeState=clean -X $p.buildDate=$date"
-    done
     mkdir -p "$NODE_BIN"
-    CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$NODE_BIN/" \
+    CGO_ENABLED=0 go build -trimpath -ldflags "$(k8s_ldflags)" -o "$NODE_BIN/" \
       k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubeadm \
       k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy
   )
