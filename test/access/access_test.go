@@ -123,20 +123,18 @@ func (t *team) resourceOf(ctx context.Context, c *v1alpha1.InfraClaim) func() *v
 	}
 }
 
-// ready is the reason of the resource's Ready condition.
-func ready(res *v1alpha1.InfraResource) string {
+// readyCondition is the resource's Ready condition (empty when it has none yet).
+func readyCondition(res *v1alpha1.InfraResource) metav1.Condition {
 	if c := meta.FindStatusCondition(res.Status.Conditions, v1alpha1.ConditionReady); c != nil {
-		return c.Reason
+		return *c
 	}
-	return ""
+	return metav1.Condition{}
 }
 
-func readyMessage(res *v1alpha1.InfraResource) string {
-	if c := meta.FindStatusCondition(res.Status.Conditions, v1alpha1.ConditionReady); c != nil {
-		return c.Message
-	}
-	return ""
-}
+// ready is the reason of the resource's Ready condition.
+func ready(res *v1alpha1.InfraResource) string { return readyCondition(res).Reason }
+
+func readyMessage(res *v1alpha1.InfraResource) string { return readyCondition(res).Message }
 
 func quoted(s string) apiextensionsv1.JSON {
 	return apiextensionsv1.JSON{Raw: []byte(`"` + strings.ReplaceAll(s, `"`, `\"`) + `"`)}

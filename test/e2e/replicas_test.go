@@ -66,7 +66,7 @@ var _ = Describe("Two replicas", Ordered, func() {
 		})
 	})
 
-	It("the leader's pod deleted mid-apply: the other replica takes over within the lease duration and recovers the dead run's lock", func() {
+	It("the leader's pod deleted mid-apply: the other replica takes over within the lease duration, and no lock is left held", func() {
 		kind := "E2EFailover"
 		slowClass("e2e-failover", kind)
 		claim := slowClaim(newNamespace("e2e-failover-"), "app", kind, "first")
