@@ -89,7 +89,7 @@ run: tools manifests generate ## Run the controller against the cluster of $KUBE
 		--metrics-bind-address 127.0.0.1:8080 --metrics-secure=false $(RUN_ARGS)
 
 ##@ Deployment
-.PHONY: base-image docker-build build-installer deploy undeploy test-image kind-node-image test-e2e
+.PHONY: base-image docker-build build-installer helm-chart deploy undeploy test-image kind-node-image test-e2e
 base-image: ## Make the runtime base image offline (debootstrap bookworm minbase + git, ca-certificates, openssh-client).
 	@hack/base-image.sh
 
@@ -103,6 +103,10 @@ build-installer: manifests ## Render everything to install into dist/install.yam
 	@mkdir -p dist
 	@hack/kustomize.sh $(IMG) > dist/install.yaml
 	@echo "dist/install.yaml ($(IMG))"
+
+helm-chart: manifests ## Regenerate the Helm chart dist/chart from config/ (hack/helmchart), then lint it with the pinned helm.
+	@hack/kustomize.sh conductor-tf/controller:dev | go run ./hack/helmchart -out dist/chart
+	@$(WITH_TOOLS) $(TOOLS) helm && "$$CONDUCTOR_TF_HELM" lint --strict dist/chart
 
 deploy: manifests ## Install CRDs, RBAC and the manager with IMG into the cluster of $KUBECONFIG.
 	@hack/kustomize.sh $(IMG) | $(WITH_TOOLS) "$$CONDUCTOR_TF_K8S_BIN/kubectl" apply --server-side -f -

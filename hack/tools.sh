@@ -18,6 +18,9 @@ CONTROLLER_TOOLS_VERSION=${CONTROLLER_TOOLS_VERSION:-v0.23.0}
 KIND_VERSION=${KIND_VERSION:-v0.33.0}
 # The CoreDNS release kubeadm v1.37 names (cmd/kubeadm/app/constants: CoreDNSVersion).
 COREDNS_VERSION=${COREDNS_VERSION:-v1.14.6}
+# Helm, to lint and render dist/chart (make test) and install it (make test-e2e). v3.22.0 builds
+# against k8s.io v0.37, as the project does.
+HELM_VERSION=${HELM_VERSION:-v3.22.0}
 # Provider plugins: <name> <module path> <pseudo-version of a commit> <version the mirror publishes it as>.
 # Their v2+/v3 tags lack the /vN module path, so a commit is pinned by its pseudo-version; the
 # version is the newest release in that commit's CHANGELOG. hashicorp/null is not here: the module
@@ -44,6 +47,7 @@ MIRROR=$CACHE/providers/mirror
 CLI_CONFIG=$CACHE/providers/terraform.rc
 CONTROLLER_GEN=$CACHE/bin/controller-gen-$CONTROLLER_TOOLS_VERSION
 KIND=$CACHE/bin/kind-$KIND_VERSION
+HELM=$CACHE/bin/helm-$HELM_VERSION
 NODE_BIN=$CACHE/k8s/$KUBE_VERSION/node-bin
 export GOFLAGS=-mod=mod
 
@@ -250,6 +254,15 @@ build_cloud_providers() {
   link_opentofu_mirror
 }
 
+build_helm() {
+  [[ -x $HELM ]] && return 0
+  log "building helm $HELM_VERSION"
+  mkdir -p "$(dirname "$HELM")"
+  local tmp; tmp=$(mktemp -d)
+  CGO_ENABLED=0 GOBIN=$tmp go install -trimpath -ldflags "-s -w" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  mv "$tmp/helm" "$HELM"; rmdir "$tmp"
+}
+
 build_controller_gen() {
   [[ -x $CONTROLLER_GEN ]] && return 0
   log "building controller-gen $CONTROLLER_TOOLS_VERSION"
@@ -269,18 +282,20 @@ TF_CLI_CONFIG_FILE=$CLI_CONFIG
 CONDUCTOR_TF_PROVIDER_MIRROR=$MIRROR
 CONTROLLER_GEN=$CONTROLLER_GEN
 CONDUCTOR_TF_KIND=$KIND
+CONDUCTOR_TF_HELM=$HELM
 CONDUCTOR_TF_NODE_BIN=$NODE_BIN
 ENV
 }
 
 case "${1:-all}" in
-  all) build_controller_gen; build_k8s; build_tofu; build_providers ;;
+  all) build_controller_gen; build_k8s; build_tofu; build_providers; build_helm ;;
   k8s) build_k8s ;;
   tofu) build_tofu ;;
   providers) build_providers ;;
   cloud-providers) build_providers; build_cloud_providers ;;
   controller-gen) build_controller_gen ;;
+  helm) build_helm ;;
   kind) build_k8s; build_k8s_node; build_kind ;;
   env) print_env ;;
-  *) echo "usage: $0 [all|k8s|tofu|providers|cloud-providers|controller-gen|kind|env]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|k8s|tofu|providers|cloud-providers|controller-gen|helm|kind|env]" >&2; exit 2 ;;
 esac

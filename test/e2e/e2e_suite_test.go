@@ -1,8 +1,8 @@
 //go:build e2e
 
 // Package e2e_test runs conductor-tf as users install it, on a real kind cluster: dist/install.yaml
-// applied, the manager pod on a kubelet with its ServiceAccount token, leader election, probes and
-// the metrics Service, and pods deleted mid-apply. hack/test-e2e.sh creates the cluster from the
+// applied (and, once, the Helm chart dist/chart), the manager pod on a kubelet with its ServiceAccount
+// token, leader election, probes and the metrics Service, and pods deleted mid-apply. hack/test-e2e.sh creates the cluster from the
 // offline node image, loads the controller image and runs this suite (make test-e2e); it reads
 // E2E_KUBECONFIG, E2E_IMG and E2E_CLUSTER.
 //
@@ -91,8 +91,12 @@ func kubectl(args ...string) string {
 }
 
 func kubectlErr(args ...string) (string, error) {
-	bin := filepath.Join(os.Getenv("CONDUCTOR_TF_K8S_BIN"), "kubectl")
-	cmd := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	return runOut(filepath.Join(os.Getenv("CONDUCTOR_TF_K8S_BIN"), "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+}
+
+// runOut runs a command and returns its standard output; its error carries its standard error.
+func runOut(name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -4,6 +4,8 @@ package e2e_test
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -56,6 +58,19 @@ func lockEvents(res string) []string {
 	return out
 }
 
+// killManager sends SIGKILL, from the kind node, to the manager process of the pod named so: it
+// dies without a chance to unlock or record anything, as on an OOM kill or a node's crash, and the
+// kubelet restarts its container. It returns the killed PIDs (as the node sees them).
+func killManager(pod string) string {
+	node := os.Getenv("E2E_CLUSTER") + "-control-plane"
+	script := `for p in $(pgrep -x manager); do
+  if tr '\0' '\n' </proc/$p/environ | grep -qx "POD_NAME=$1"; then kill -9 "$p" && echo "$p"; fi
+done`
+	out, err := runOut("docker", "exec", node, "sh", "-c", script, "sh", pod)
+	Expect(err).NotTo(HaveOccurred())
+	return strings.TrimSpace(out)
+}
+
 var _ = Describe("Two replicas", Ordered, func() {
 	BeforeAll(func() {
 		kubectl("-n", system, "scale", "deployment/"+deployment, "--replicas=2")
@@ -100,6 +115,36 @@ var _ = Describe("Two replicas", Ordered, func() {
 		GinkgoWriter.Printf("converged %s after the kill, by %s; lock recoveries: %v; approvals: %d\n",
 			time.Since(killed).Round(time.Second), res.Status.LastRun.Controller, lockEvents(res.Name), len(approved))
 		Expect(res.Status.LastRun.Controller).NotTo(Equal(pod))
+		Expect(locksHeld()).To(BeEmpty())
+	})
+
+	It("the leader's manager killed with SIGKILL mid-apply: the next leader recovers the dead run's lock and the claim converges", func() {
+		kind := "E2ECrash"
+		slowClass("e2e-crash", kind)
+		claim := slowClaim(newNamespace("e2e-crash-"), "app", kind, "first")
+		Expect(k8s.Create(ctx, claim)).To(Succeed())
+		eventually(converged(claim, "first")).Should(HavePrefix("True"))
+
+		startApply(claim, "second")
+		pod := resourceOf(claim).Status.LastRun.Controller
+		time.Sleep(2 * time.Second)
+		held := locksHeld()
+		Expect(held).NotTo(BeEmpty(), "the apply holds its state's lock")
+		pids := killManager(pod)
+		Expect(pids).NotTo(BeEmpty(), "no manager process of pod %s on the node", pod)
+		killed := time.Now()
+		GinkgoWriter.Printf("killed the manager of %s (pid %s) with SIGKILL during the apply; locks held: %v\n", pod, pids, held)
+
+		approved := map[string]bool{}
+		eventually(func() string {
+			approveHeld(resourceOf(claim), approved)
+			return converged(claim, "second")()
+		}).Should(HavePrefix("True"))
+		res := resourceOf(claim)
+		recovered := lockEvents(res.Name)
+		GinkgoWriter.Printf("converged %s after the kill, by %s; lock recoveries: %v; approvals: %d\n",
+			time.Since(killed).Round(time.Second), res.Status.LastRun.Controller, recovered, len(approved))
+		Expect(recovered).NotTo(BeEmpty(), "the lock the killed run left was recovered (StateLockRecovered)")
 		Expect(locksHeld()).To(BeEmpty())
 	})
 
