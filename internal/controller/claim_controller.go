@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -428,10 +429,32 @@ func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.InfraClaim{}).
 		Watches(&v1alpha1.InfraResource{}, handler.EnqueueRequestsFromMapFunc(r.claimsForResource)).
 		Watches(&v1alpha1.InfraClass{}, handler.EnqueueRequestsFromMapFunc(r.claimsForClass),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, classReadinessChanged()))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Named("infraclaim").
 		Complete(r)
+}
+
+// classReadinessChanged passes the updates of a class whose Ready condition changed status: a
+// class turning Ready (its module checked, which happens after the spec change that the generation
+// predicate sees) wakes its Pending claims at once rather than at their next PendingResync.
+func classReadinessChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		before, ok1 := e.ObjectOld.(*v1alpha1.InfraClass)
+		after, ok2 := e.ObjectNew.(*v1alpha1.InfraClass)
+		if !ok1 || !ok2 {
+			return false
+		}
+		return readyStatus(before.Status.Conditions) != readyStatus(after.Status.Conditions)
+	}}
+}
+
+// readyStatus is the status of the Ready condition, "" when there is none.
+func readyStatus(conds []metav1.Condition) metav1.ConditionStatus {
+	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionReady); c != nil {
+		return c.Status
+	}
+	return ""
 }
 
 func (r *ClaimReconciler) claimsForResource(ctx context.Context, obj client.Object) []reconcile.Request {

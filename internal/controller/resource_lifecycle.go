@@ -209,7 +209,7 @@ func moduleInputs(schema *tfrunner.ModuleSchema) []render.Input {
 	}
 	out := make([]render.Input, len(schema.Inputs))
 	for i, in := range schema.Inputs {
-		out[i] = render.Input{Name: in.Name, Type: in.Type, Required: in.Required}
+		out[i] = render.Input{Name: in.Name, Type: in.Type, Defaults: in.Defaults, Required: in.Required}
 	}
 	return out
 }

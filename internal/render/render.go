@@ -10,7 +10,7 @@
 package render
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/big"
@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -43,26 +44,18 @@ type Template struct {
 	static map[string]cty.Value
 }
 
-// Compile parses a class's variables: each value is JSON; a JSON string is parsed as an HCL
-// template, anything else is decoded as a typed value. It returns an *Error naming the first
-// variable (in name order) that does not parse or refers to something other than claim and class.
+// Compile parses a class's variables: each value is JSON; every JSON string in it, at any depth of
+// objects and arrays, is parsed as an HCL template (compileValue), and a value without strings is
+// decoded as a typed constant. It returns an *Error naming the first variable (in name order) that
+// does not parse or refers to something other than claim and class.
 func Compile(vars map[string][]byte) (*Template, error) {
 	t := &Template{exprs: map[string]hcl.Expression{}, static: map[string]cty.Value{}}
 	for _, name := range slices.Sorted(maps.Keys(vars)) {
 		raw := vars[name]
-		var s string
-		if err := json.Unmarshal(raw, &s); err == nil {
-			expr, diags := hclsyntax.ParseTemplate([]byte(s), name, hcl.InitialPos)
-			if diags.HasErrors() {
-				return nil, &Error{Name: name, Message: diagText(diags)}
-			}
-			for _, tr := range expr.Variables() {
-				if root := tr.RootName(); root != "claim" && root != "class" {
-					return nil, &Error{Name: name, Message: fmt.Sprintf("unknown variable %q: templates see only claim and class", root)}
-				}
-			}
-			if fn := unknownFunction(expr); fn != "" {
-				return nil, &Error{Name: name, Message: fmt.Sprintf("call to unknown function %q: templates may call only the functions conductor-tf provides (a subset of go-cty's standard library, and gibibytes, mebibytes, bytes)", fn)}
+		if hasString(raw) {
+			expr, err := compileValue(name, raw)
+			if err != nil {
+				return nil, err
 			}
 			t.exprs[name] = expr
 			continue
@@ -202,14 +195,19 @@ func ToJSON(values map[string]cty.Value) (map[string][]byte, error) {
 
 // Input is a module input variable as Check needs it.
 type Input struct {
-	Name     string
-	Type     cty.Type
+	Name string
+	// Type is the input's type constraint, optional object attributes included.
+	Type cty.Type
+	// Defaults are the defaults of its optional(T, default) attributes; nil when none.
+	Defaults *typeexpr.Defaults
 	Required bool
 }
 
 // Check compares a variable set with the module's inputs: every name must be a declared input,
-// every value must convert to the input's type, and every required input must be set (by values or
-// by one of also, the names set from Secrets). It returns every problem found, sorted, as *Errors.
+// every value must convert to the input's type once the defaults of its optional attributes are
+// filled in (Terraform's order: Defaults.Apply, then convert), and every required input must be set
+// (by values or by one of also, the names set from Secrets). It returns every problem found,
+// sorted, as *Errors.
 func Check(values map[string]cty.Value, also []string, inputs []Input) []error {
 	declared := make(map[string]Input, len(inputs))
 	for _, in := range inputs {
@@ -222,9 +220,13 @@ func Check(values map[string]cty.Value, also []string, inputs []Input) []error {
 			errs = append(errs, &Error{Name: name, Message: "the module declares no such input"})
 			continue
 		}
-		if _, err := convert.Convert(values[name], in.Type); err != nil {
-			errs = append(errs, &Error{Name: name, Message: fmt.Sprintf("value of type %s does not fit the input's type %s: %v",
-				values[name].Type().FriendlyName(), in.Type.FriendlyName(), err)})
+		v := values[name]
+		if in.Defaults != nil {
+			v = in.Defaults.Apply(v)
+		}
+		if _, err := convert.Convert(v, in.Type); err != nil {
+			errs = append(errs, &Error{Name: name, Message: fmt.Sprintf("value of type %s does not fit the input's type %s: %s",
+				values[name].Type().FriendlyName(), in.Type.FriendlyName(), pathMessage(err))})
 		}
 	}
 	set := map[string]bool{}
@@ -243,6 +245,29 @@ func Check(values map[string]cty.Value, also []string, inputs []Input) []error {
 		}
 	}
 	return errs
+}
+
+// pathMessage is a conversion error prefixed with where in the value it is (".backup.enabled",
+// "[0].port"), as cty.PathError records it.
+func pathMessage(err error) string {
+	var pe cty.PathError
+	if !errors.As(err, &pe) || len(pe.Path) == 0 {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, step := range pe.Path {
+		switch s := step.(type) {
+		case cty.GetAttrStep:
+			b.WriteString("." + s.Name)
+		case cty.IndexStep:
+			if s.Key.Type() == cty.String {
+				fmt.Fprintf(&b, "[%q]", s.Key.AsString())
+			} else if s.Key.Type() == cty.Number {
+				b.WriteString("[" + s.Key.AsBigFloat().Text('f', -1) + "]")
+			}
+		}
+	}
+	return b.String() + ": " + err.Error()
 }
 
 // Functions are the functions templates may call: go-cty's standard library under Terraform's

@@ -35,6 +35,11 @@ func TestRender(t *testing.T) {
 		{"labels", `"${claim.labels.team}"`, cty.StringVal("a"), ""},
 		{"non-strings pass through typed", `4`, cty.NumberIntVal(4), ""},
 		{"objects pass through", `{"a":true}`, cty.ObjectVal(map[string]cty.Value{"a": cty.True}), ""},
+		{"templates inside objects and arrays, as in Terraform's JSON syntax", `{"name":"${claim.name}","tags":["${claim.namespace}",3,null],"size":"${gibibytes(claim.spec.resources.requests.storage)}","on":true}`,
+			cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal("db"), "on": cty.True, "size": cty.NumberIntVal(25),
+				"tags": cty.TupleVal([]cty.Value{cty.StringVal("shop"), cty.NumberIntVal(3), cty.NullVal(cty.DynamicPseudoType)})}), ""},
+		{"an escaped interpolation is literal", `{"a":"$${claim.name}"}`, cty.ObjectVal(map[string]cty.Value{"a": cty.StringVal("${claim.name}")}), ""},
+		{"a missing attribute deep inside is an error", `{"a":["${claim.spec.parameters.nope}"]}`, cty.NilVal, "nope"},
 		{"a missing attribute is an error", `"${claim.spec.parameters.nope}"`, cty.NilVal, "nope"},
 		{"a bad quantity is an error", `"${gibibytes(\"lots\")}"`, cty.NilVal, "not a quantity"},
 	}
@@ -67,6 +72,8 @@ func TestCompileRejects(t *testing.T) {
 		"a syntax error":                                   `"${claim.name"`,
 		"a function that does not exist, even deep inside": `"${upper(nosuchfn(claim.name))}"`,
 		"a provider function":                              `"${provider::aws::arn_parse(claim.name)}"`,
+		"an unknown variable inside an object":             `{"a":{"b":["${var.x}"]}}`,
+		"an unknown function inside an array":              `["${nosuchfn(claim.name)}"]`,
 	}
 	for reason, tmpl := range cases {
 		t.Run(reason, func(t *testing.T) {

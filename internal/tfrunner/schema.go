@@ -19,8 +19,13 @@ type Input struct {
 	Name string
 	// TypeExpr is the type constraint as written ("string", "map(number)"); empty means any.
 	TypeExpr string
-	// Type is TypeExpr parsed with hcl's typeexpr; cty.DynamicPseudoType when any.
-	Type        cty.Type
+	// Type is TypeExpr parsed with hcl's typeexpr (TypeConstraintWithDefaults, as Terraform ≥ 1.3
+	// reads variable types); cty.DynamicPseudoType when any. Object attributes declared
+	// optional(T) or optional(T, default) are optional attributes of it.
+	Type cty.Type
+	// Defaults are the defaults of TypeExpr's optional(T, default) attributes, nil when it has none;
+	// Defaults.Apply fills them into a value before it is converted to Type, as Terraform does.
+	Defaults    *typeexpr.Defaults
 	Required    bool
 	Sensitive   bool
 	Description string
@@ -50,8 +55,9 @@ func (s *ModuleSchema) Input(name string) (Input, bool) {
 }
 
 // LoadModuleSchema reads the variable and output blocks of the module in dir with
-// terraform-config-inspect (hcl/v2), and parses each type constraint. It returns an error when the
-// module has error diagnostics or a type constraint does not parse.
+// terraform-config-inspect (hcl/v2), and parses each type constraint with every construct Terraform
+// accepts, optional(T, default) included. It returns an error when the module has error
+// diagnostics or a type constraint does not parse.
 func LoadModuleSchema(dir string) (*ModuleSchema, error) {
 	mod, diags := tfconfig.LoadModule(dir)
 	if diags.HasErrors() {
@@ -60,19 +66,21 @@ func LoadModuleSchema(dir string) (*ModuleSchema, error) {
 	s := &ModuleSchema{}
 	for _, v := range mod.Variables {
 		ty := cty.DynamicPseudoType
+		var defaults *typeexpr.Defaults
 		if v.Type != "" {
 			expr, d := hclsyntax.ParseExpression([]byte(v.Type), v.Pos.Filename, hcl.InitialPos)
 			if d.HasErrors() {
 				return nil, fmt.Errorf("variable %q: type %q: %s", v.Name, v.Type, d.Error())
 			}
-			t, d := typeexpr.TypeConstraint(expr)
+			t, defs, d := typeexpr.TypeConstraintWithDefaults(expr)
 			if d.HasErrors() {
 				return nil, fmt.Errorf("variable %q: type %q: %s", v.Name, v.Type, d.Error())
 			}
-			ty = t
+			ty, defaults = t, defs
 		}
 		s.Inputs = append(s.Inputs, Input{
-			Name: v.Name, TypeExpr: v.Type, Type: ty, Required: v.Required, Sensitive: v.Sensitive, Description: v.Description,
+			Name: v.Name, TypeExpr: v.Type, Type: ty, Defaults: defaults,
+			Required: v.Required, Sensitive: v.Sensitive, Description: v.Description,
 		})
 	}
 	for _, o := range mod.Outputs {

@@ -122,7 +122,7 @@ func TestSampleClassesRenderToDeclaredTypes(t *testing.T) {
 			}
 			inputs := make([]render.Input, len(s.Inputs))
 			for i, in := range s.Inputs {
-				inputs[i] = render.Input{Name: in.Name, Type: in.Type, Required: in.Required}
+				inputs[i] = render.Input{Name: in.Name, Type: in.Type, Defaults: in.Defaults, Required: in.Required}
 			}
 			for _, err := range render.Check(values, fromSecrets, inputs) {
 				t.Errorf("class %s, claim %s: %v", class.Name, claim.Name, err)

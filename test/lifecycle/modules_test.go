@@ -1,0 +1,136 @@
+package lifecycle_test
+
+// Issue 20: modules as platform teams write them. Each spec names what it saw on main at 3770649
+// (before the change) where it is a defect.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller"
+)
+
+// typedClass is a class over testdata/modules/typed with the object values given as JSON.
+func typedClass(s *scenario, name, kind, settings string) *v1alpha1.InfraClass {
+	src, _ := filepath.Abs("testdata/modules/typed")
+	c := &v1alpha1.InfraClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.InfraClassSpec{
+			ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete,
+			Module: v1alpha1.ModuleSource{Source: src, Version: "v1.0.0"},
+			Variables: v1alpha1.Variables{
+				"path":     js(`"${claim.spec.parameters.dir}/${claim.namespace}-${claim.name}.json"`),
+				"settings": js(settings),
+				"rules":    js(`[{"port": 443}]`),
+				"limits":   js(`{"app": {"memory": "1Gi"}}`),
+			},
+		},
+	}
+	Expect(k8s.Create(s.ctx, c)).To(Succeed())
+	DeferCleanup(func() { _ = k8s.Delete(s.ctx, c) })
+	return c
+}
+
+// classReady is the class's Ready condition as "Status Reason: Message".
+func classReady(s *scenario, name string) func() string {
+	return func() string {
+		c := &v1alpha1.InfraClass{}
+		Expect(k8s.Get(s.ctx, client.ObjectKey{Name: name}, c)).To(Succeed())
+		cond := condition(c.Status.Conditions, v1alpha1.ConditionReady)
+		return fmt.Sprintf("%s %s: %s", cond.Status, cond.Reason, cond.Message)
+	}
+}
+
+var _ = Describe("Modules typed as public modules are", func() {
+	It("a class over optional(T, default) attributes is Ready, Terraform fills the defaults in, and a wrong type is refused with its path", func() {
+		// Seen on 3770649: the class was ModuleInvalid, "Optional attribute modifier expects only
+		// one argument: the attribute type".
+		s := newScenario()
+		class := typedClass(s, "typed-"+s.ns, s.kind, `{"name": "${claim.name}", "backup": {"retention": 30}}`)
+		Eventually(classReady(s, class.Name), timeout, time.Second).Should(HavePrefix("True"))
+
+		claim := &v1alpha1.InfraClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "typed"},
+			Spec: v1alpha1.InfraClaimSpec{ResourceKind: s.kind,
+				Parameters:                 v1alpha1.Variables{"dir": js(fmt.Sprintf("%q", s.dir))},
+				WriteConnectionSecretToRef: &v1alpha1.LocalSecretReference{Name: "typed-conn"}},
+		}
+		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
+		s.ready(claim)
+		file := filepath.Join(s.dir, s.ns+"-typed.json")
+		var got struct {
+			Settings struct {
+				Name   string
+				Size   float64
+				Tier   string
+				Backup struct {
+					Enabled   bool
+					Retention float64
+				}
+			}
+			Rules []struct {
+				Port     float64
+				Protocol string
+			}
+			Limits map[string]struct{ CPU, Memory string }
+		}
+		Expect(json.Unmarshal([]byte(fileContent(file)), &got)).To(Succeed(), fileContent(file))
+		Expect(got.Settings.Name).To(Equal("typed"))
+		Expect(got.Settings.Size).To(Equal(10.0), "optional(number, 10)")
+		Expect(got.Settings.Tier).To(Equal("standard"))
+		Expect(got.Settings.Backup.Enabled).To(BeTrue(), "a nested default inside a default object")
+		Expect(got.Settings.Backup.Retention).To(Equal(30.0), "the class's value wins over the default")
+		Expect(got.Rules).To(HaveLen(1))
+		Expect(got.Rules[0].Protocol).To(Equal("tcp"), "a default inside a list's objects")
+		Expect(got.Limits["app"].CPU).To(Equal("100m"), "a default inside a map's objects")
+
+		By("a class giving an optional attribute the wrong type: refused before any claim, naming the attribute")
+		bad := typedClass(s, "typed-bad-"+s.ns, s.kind+"Bad", `{"name": "x", "size": "big"}`)
+		Eventually(classReady(s, bad.Name), timeout, time.Second).Should(And(
+			HavePrefix("False "+v1alpha1.ReasonTemplateInvalid), ContainSubstring(".size: a number is required")))
+
+		By("deleting the claim destroys what the typed module made")
+		Expect(k8s.Delete(s.ctx, s.claim(claim)())).To(Succeed())
+		Eventually(func() bool { _, err := os.Stat(file); return os.IsNotExist(err) }, timeout, time.Second).Should(BeTrue())
+	})
+})
+
+var _ = Describe("A class that turns Ready", func() {
+	It("wakes its Pending claims at once, not at their next resync", func() {
+		// Seen on 3770649: the class's Ready status is not a generation change, so the claim
+		// waited for its PendingResync (a minute) after the class turned Ready.
+		s := newScenario()
+		class := typedClass(s, "wake-"+s.ns, s.kind, `{"name": "x", "size": "big"}`)
+		Eventually(classReady(s, class.Name), timeout, time.Second).Should(HavePrefix("False " + v1alpha1.ReasonTemplateInvalid))
+		claim := &v1alpha1.InfraClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "wake"},
+			Spec: v1alpha1.InfraClaimSpec{ResourceKind: s.kind,
+				Parameters: v1alpha1.Variables{"dir": js(fmt.Sprintf("%q", s.dir))}},
+		}
+		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
+		Eventually(func() string { return condition(s.claim(claim)().Status.Conditions, v1alpha1.ConditionReady).Message }, timeout, time.Second).
+			Should(ContainSubstring("is not ready"))
+
+		By("fixing the class: once its module is checked it turns Ready, and the claim is bound right then")
+		fixed := &v1alpha1.InfraClass{}
+		Expect(k8s.Get(s.ctx, client.ObjectKey{Name: class.Name}, fixed)).To(Succeed())
+		fixed.Spec.Variables["settings"] = js(`{"name": "${claim.name}"}`)
+		Expect(k8s.Update(s.ctx, fixed)).To(Succeed())
+		Eventually(classReady(s, class.Name), timeout, 100*time.Millisecond).Should(HavePrefix("True"))
+		readyAt := time.Now()
+		Eventually(func() string { return s.claim(claim)().Spec.ResourceName }, controller.PendingResync/3, 100*time.Millisecond).
+			ShouldNot(BeEmpty(), "bound well before the claim's next resync (%s)", controller.PendingResync)
+		GinkgoWriter.Printf("claim bound %s after its class turned Ready (resync: %s)\n", time.Since(readyAt).Round(10*time.Millisecond), controller.PendingResync)
+		s.ready(claim)
+		Expect(k8s.Delete(s.ctx, s.claim(claim)())).To(Succeed())
+	})
+})
