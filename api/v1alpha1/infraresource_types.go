@@ -247,6 +247,12 @@ type InfraResourceStatus struct {
 	// State is the resource's Terraform state.
 	// +optional
 	State *StateStatus `json:"state,omitempty"`
+	// ConnectionSecret is the connection Secret last written with the module's outputs (the bound
+	// claim's writeConnectionSecretToRef, else the resource's own). Every sync keeps it: written
+	// again from the state when it was deleted, moved (the old one deleted) when the claim names
+	// another.
+	// +optional
+	ConnectionSecret *SecretReference `json:"connectionSecret,omitempty"`
 	// Imports records each import's outcome.
 	// +optional
 	Imports []ImportStatus `json:"imports,omitempty"`

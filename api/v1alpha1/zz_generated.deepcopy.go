@@ -583,6 +583,11 @@ func (in *InfraResourceStatus) DeepCopyInto(out *InfraResourceStatus) {
 		*out = new(StateStatus)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.ConnectionSecret != nil {
+		in, out := &in.ConnectionSecret, &out.ConnectionSecret
+		*out = new(SecretReference)
+		**out = **in
+	}
 	if in.Imports != nil {
 		in, out := &in.Imports, &out.Imports
 		*out = make([]ImportStatus, len(*in))

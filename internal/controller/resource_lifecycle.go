@@ -232,6 +232,9 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 			res.Status.Phase = v1alpha1.ResourceFailed
 		default:
 			res.Status.Phase = phase
+			if err := r.keepConnectionSecret(ctx, res); err != nil {
+				return ctrl.Result{RequeueAfter: wait}, err
+			}
 		}
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}

@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -132,5 +133,54 @@ var _ = Describe("A class that turns Ready", func() {
 		GinkgoWriter.Printf("claim bound %s after its class turned Ready (resync: %s)\n", time.Since(readyAt).Round(10*time.Millisecond), controller.PendingResync)
 		s.ready(claim)
 		Expect(k8s.Delete(s.ctx, s.claim(claim)())).To(Succeed())
+	})
+})
+
+var _ = Describe("The connection Secret", func() {
+	It("is written again from the state when deleted, and moved when the claim renames it, without a run", func() {
+		// Seen on 3770649: the deleted Secret stayed missing while the claim said Ready=True.
+		s := newScenario()
+		class := fileClass("conn-"+s.ns, s.kind, v1alpha1.ReclaimDelete)
+		Expect(k8s.Create(s.ctx, class)).To(Succeed())
+		DeferCleanup(func() { _ = k8s.Delete(s.ctx, class) })
+		claim := fileClaim(s.ns, "conn", s.kind, s.dir, "hi")
+		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
+		_, res := s.ready(claim)
+		secret := func(name string) func() string {
+			return func() string {
+				got := &corev1.Secret{}
+				if err := k8s.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, got); err != nil {
+					return "<" + err.Error() + ">"
+				}
+				return string(got.Data["password"])
+			}
+		}
+		password := secret("conn-conn")()
+		Expect(password).To(HaveLen(20))
+		Expect(s.resource(res.Name)().Status.ConnectionSecret).To(Equal(&v1alpha1.SecretReference{Namespace: s.ns, Name: "conn-conn"}))
+		before := runs(res.Name)
+
+		By("deleting the Secret by hand: the next sync writes it again from the state's outputs")
+		Expect(k8s.Delete(s.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "conn-conn"}})).To(Succeed())
+		touch := func(value string) {
+			got := s.claim(claim)()
+			if got.Annotations == nil {
+				got.Annotations = map[string]string{}
+			}
+			got.Annotations["example.com/touched"] = value
+			Expect(k8s.Update(s.ctx, got)).To(Succeed())
+		}
+		touch("1") // a sync: the resource controller watches its claim
+		Eventually(secret("conn-conn"), timeout, time.Second).Should(Equal(password))
+
+		By("renaming it on the claim: written under the new name, the old one deleted")
+		got := s.claim(claim)()
+		got.Spec.WriteConnectionSecretToRef.Name = "conn-renamed"
+		Expect(k8s.Update(s.ctx, got)).To(Succeed())
+		Eventually(secret("conn-renamed"), timeout, time.Second).Should(Equal(password))
+		Eventually(secret("conn-conn"), timeout, time.Second).Should(ContainSubstring("not found"))
+		Expect(s.resource(res.Name)().Status.ConnectionSecret.Name).To(Equal("conn-renamed"))
+		Expect(runs(res.Name)).To(Equal(before), "outputs come from the state: no plan, no apply")
+		Expect(readyStatus(s.claim(claim)())).To(Equal(metav1.ConditionTrue))
 	})
 })
