@@ -253,6 +253,11 @@ type InfraResourceStatus struct {
 	// another.
 	// +optional
 	ConnectionSecret *SecretReference `json:"connectionSecret,omitempty"`
+	// InputsHash is "sha256:" and the hash of the Secret inputs (variablesFrom, env) the last apply
+	// ran with, never a value: a sync that reads a different hash applies once, through the
+	// approval gate.
+	// +optional
+	InputsHash string `json:"inputsHash,omitempty"`
 	// Imports records each import's outcome.
 	// +optional
 	Imports []ImportStatus `json:"imports,omitempty"`

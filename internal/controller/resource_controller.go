@@ -64,6 +64,9 @@ type ResourceReconciler struct {
 	Identity RunIdentity
 	// SyncInterval is how often an unchanged resource is planned again (DefaultSyncInterval when zero).
 	SyncInterval time.Duration
+	// SecretCheckInterval is how often an applied resource's Secret inputs are read to notice a
+	// rotation (DefaultSecretCheckInterval when zero).
+	SecretCheckInterval time.Duration
 	// MaxConcurrentReconciles bounds parallel reconciles (1 when zero).
 	MaxConcurrentReconciles int
 	// MaxConcurrentDriftChecks bounds the drift checks running at once (1 when zero), so that they

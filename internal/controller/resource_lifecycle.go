@@ -223,6 +223,18 @@ func moduleInputs(schema *tfrunner.ModuleSchema) []render.Input {
 func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha1.InfraResource, phase v1alpha1.ResourcePhase) (ctrl.Result, error) {
 	now := time.Now()
 	run, wait := needsRun(res, now, r.syncInterval())
+	if !run && everApplied(res) && hasSecretInputs(res) && res.Status.LastRun.Result == RunSucceeded {
+		changed, err := r.secretInputsRotated(ctx, res)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if changed {
+			r.noteRotation(res)
+			run = true
+		} else {
+			wait = min(wait, r.secretCheckInterval())
+		}
+	}
 	if !run {
 		staleApproval(res)
 		switch {
@@ -249,7 +261,7 @@ func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha
 	} else if err != nil {
 		return ctrl.Result{}, err
 	}
-	if isDriftCheck(res) {
+	if isDriftCheck(res) && !rotated(res, spec) {
 		// The spec was applied and the sync interval passed: a read-only check comes first.
 		correct, result, err := r.checkDrift(ctx, res, before, spec)
 		if !correct || err != nil {
@@ -370,6 +382,7 @@ func (r *ResourceReconciler) applyRun(ctx context.Context, res, before *v1alpha1
 		res.Status.LastRun.Operation = "plan"
 	}
 	res.Status.ObservedGeneration = res.Generation
+	res.Status.InputsHash = inputsHash(spec)
 	res.Status.Phase = phase
 	res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""
 	setOutputs(res, out.Outputs)

@@ -184,3 +184,39 @@ var _ = Describe("The connection Secret", func() {
 		Expect(readyStatus(s.claim(claim)())).To(Equal(metav1.ConditionTrue))
 	})
 })
+
+var _ = Describe("A rotated Secret input", func() {
+	It("applies the resource once with the new value, recording a hash of the inputs and never the value", func() {
+		// Seen on 3770649: the file kept the old word; drift checks (policy Report here) only
+		// reported the difference, and nothing applied until the spec changed.
+		s := newScenario()
+		words := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "words"}, Data: map[string][]byte{"word": []byte("alpha")}}
+		Expect(k8s.Create(s.ctx, words)).To(Succeed())
+		class := fileClass("rotate-"+s.ns, s.kind, v1alpha1.ReclaimDelete, func(c *v1alpha1.InfraClass) {
+			c.Spec.VariablesFrom = []v1alpha1.SecretInput{{Name: "secret_word",
+				SecretKeyRef: v1alpha1.SecretKeySelector{Namespace: s.ns, Name: "words", Key: "word"}}}
+			c.Spec.Operations.DriftPolicy = v1alpha1.DriftReport
+		})
+		Expect(k8s.Create(s.ctx, class)).To(Succeed())
+		DeferCleanup(func() { _ = k8s.Delete(s.ctx, class) })
+		claim := fileClaim(s.ns, "rotate", s.kind, s.dir, "hi")
+		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
+		_, res := s.ready(claim)
+		file := filepath.Join(s.dir, s.ns+"-rotate.txt")
+		Expect(fileContent(file)).To(Equal("hello hi\nalpha"))
+		first := s.resource(res.Name)().Status.InputsHash
+		Expect(first).To(HavePrefix("sha256:"))
+
+		By("rotating the Secret: the next sync applies the new value")
+		Expect(k8s.Get(s.ctx, client.ObjectKeyFromObject(words), words)).To(Succeed())
+		words.Data["word"] = []byte("beta")
+		Expect(k8s.Update(s.ctx, words)).To(Succeed())
+		Eventually(func() string { return fileContent(file) }, timeout, time.Second).Should(Equal("hello hi\nbeta"))
+		Eventually(func() string { return s.resource(res.Name)().Status.InputsHash }, timeout, time.Second).ShouldNot(Equal(first))
+		Expect(eventReasons(s, res.Name)).To(ContainElement(HavePrefix("SecretInputsChanged")))
+		got, err := json.Marshal(s.resource(res.Name)().Status)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(got)).NotTo(Or(ContainSubstring("alpha"), ContainSubstring("beta")), "status holds no value")
+		Expect(readyStatus(s.claim(claim)())).To(Equal(metav1.ConditionTrue))
+	})
+})

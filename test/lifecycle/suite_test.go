@@ -162,7 +162,7 @@ var _ = BeforeSuite(func() {
 		State:       statebackend.Config{Namespace: stateNamespace, KubeconfigPath: env.Kubeconfig},
 		StateServer: stateServer, RunCluster: runCluster,
 		// As in the manager: many resource reconciles, most of them waiting in the pool's fair queue.
-		SyncInterval: syncInterval, MaxConcurrentReconciles: 64,
+		SyncInterval: syncInterval, SecretCheckInterval: 2 * time.Second, MaxConcurrentReconciles: 64,
 		Identity: controller.RunIdentity{Who: statebackend.Who(), Controller: podName},
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&controller.ClassReconciler{
