@@ -126,6 +126,16 @@ const (
 	ConditionDrifted = "Drifted"
 	// ConditionSynced is True when a resource's infrastructure matches its spec (last plan/apply succeeded).
 	ConditionSynced = "Synced"
+	// ConditionResized is a bound claim's last change of requests: True when its resource's capacity
+	// followed (Expanded), False when it was refused (ExpansionNotAllowed, ShrinkNotSupported).
+	ConditionResized = "Resized"
+)
+
+// Reasons of the Resized condition.
+const (
+	ReasonExpanded            = "Expanded"
+	ReasonExpansionNotAllowed = "ExpansionNotAllowed"
+	ReasonShrinkNotSupported  = "ShrinkNotSupported"
 )
 
 // Condition reasons. Each one is an outcome a user must be able to tell apart.

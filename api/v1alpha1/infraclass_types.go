@@ -56,6 +56,13 @@ type InfraClassSpec struct {
 	// +kubebuilder:default=Delete
 	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
 
+	// AllowExpansion lets a bound claim's requests grow (as a StorageClass's allowVolumeExpansion):
+	// the resource's capacity and variables follow and apply through the destructive-change guard.
+	// Without it, a grown request gets Resized=False (ExpansionNotAllowed) and changes nothing; a
+	// shrunk request is always refused (ShrinkNotSupported).
+	// +optional
+	AllowExpansion bool `json:"allowExpansion,omitempty"`
+
 	// AllowedNamespaces selects, by their labels, the namespaces whose claims may use this class (as
 	// Gateway API's allowedRoutes.namespaces.selector; kubernetes.io/metadata.name names one
 	// namespace). A claim of another namespace gets ClassNotAllowed and nothing is provisioned.

@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"time"
 
@@ -257,43 +256,6 @@ func (r *ClaimReconciler) bind(ctx context.Context, claim *v1alpha1.InfraClaim, 
 	}
 	setBound(claim, res)
 	return ctrl.Result{}, nil
-}
-
-// rerender renders a provisioned resource's variables again when its claim has a new generation
-// (a changed parameter or request), so that the resource applies the change. The module stays
-// pinned; only variables follow the claim. Resources not provisioned for this claim are left alone.
-func (r *ClaimReconciler) rerender(ctx context.Context, claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) error {
-	gen := strconv.FormatInt(claim.Generation, 10)
-	if res.Spec.ClassRef == nil || res.Annotations[v1alpha1.AnnotationProvisionedBy] == "" ||
-		res.Annotations[v1alpha1.AnnotationRenderedGeneration] == gen || res.Spec.ClaimRef == nil || res.Spec.ClaimRef.UID != claim.UID {
-		return nil
-	}
-	class := &v1alpha1.InfraClass{}
-	if err := r.Get(ctx, types.NamespacedName{Name: res.Spec.ClassRef.Name}, class); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if class.Spec.Module != res.Spec.Module {
-		// The class moved to another module version; its template is for that version's inputs,
-		// not for the module this resource is pinned to.
-		r.Recorder.Eventf(claim, res, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Render",
-			"variables not updated: class %s now uses %s@%s, resource %s is pinned to %s@%s", class.Name,
-			class.Spec.Module.Source, class.Spec.Module.Version, res.Name, res.Spec.Module.Source, res.Spec.Module.Version)
-		return nil
-	}
-	vars, err := RenderVariables(claim, class)
-	if err != nil {
-		r.Recorder.Eventf(claim, res, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Render", "variables not updated: %v", err)
-		return nil
-	}
-	updated := res.DeepCopy()
-	updated.Spec.Variables = vars
-	updated.Spec.Capacity = claim.Spec.Resources.Requests.DeepCopy()
-	updated.Annotations[v1alpha1.AnnotationRenderedGeneration] = gen
-	if err := r.Update(ctx, updated); err != nil {
-		return fmt.Errorf("updating the variables of resource %s: %w", res.Name, err)
-	}
-	*res = *updated
-	return nil
 }
 
 // provision creates a resource from the class, pre-bound to the claim, then binds it.

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -218,5 +219,60 @@ var _ = Describe("A rotated Secret input", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(got)).NotTo(Or(ContainSubstring("alpha"), ContainSubstring("beta")), "status holds no value")
 		Expect(readyStatus(s.claim(claim)())).To(Equal(metav1.ConditionTrue))
+	})
+})
+
+var _ = Describe("A claim's requests", func() {
+	// The file's content shows the rendered capacity.
+	sized := func(c *v1alpha1.InfraClass) {
+		c.Spec.Variables["content"] = js(`"hello ${claim.spec.parameters.greeting} ${gibibytes(claim.spec.resources.requests.storage)}GiB"`)
+	}
+	request := func(s *scenario, claim *v1alpha1.InfraClaim, q string) {
+		got := s.claim(claim)()
+		got.Spec.Resources.Requests["storage"] = resource.MustParse(q)
+		Expect(k8s.Update(s.ctx, got)).To(Succeed())
+	}
+	storage := func(q v1alpha1.Quantities) string { v := q["storage"]; return v.String() }
+	resized := func(s *scenario, claim *v1alpha1.InfraClaim) func() string {
+		return func() string {
+			c := condition(s.claim(claim)().Status.Conditions, v1alpha1.ConditionResized)
+			return fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+		}
+	}
+
+	It("grow only when the class allows expansion, and never shrink: refused changes reach nothing", func() {
+		// Seen on 3770649: no Resized condition ever came; rerender copied any new request,
+		// grown or shrunk, into the resource's capacity and variables whatever the class said.
+		s := newScenario()
+		Expect(k8s.Create(s.ctx, fileClass("fixed-"+s.ns, s.kind, v1alpha1.ReclaimDelete, sized))).To(Succeed())
+		claim := fileClaim(s.ns, "fixed", s.kind, s.dir, "hi")
+		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
+		_, res := s.ready(claim)
+		file := filepath.Join(s.dir, s.ns+"-fixed.txt")
+		Expect(fileContent(file)).To(Equal("hello hi 1GiB"))
+		request(s, claim, "2Gi")
+		Eventually(resized(s, claim), timeout, time.Second).Should(HavePrefix("False " + v1alpha1.ReasonExpansionNotAllowed))
+		Consistently(func() string { return fileContent(file) }, 4*time.Second, time.Second).Should(Equal("hello hi 1GiB"))
+		Expect(storage(s.resource(res.Name)().Spec.Capacity)).To(Equal("1Gi"))
+
+		By("a class with allowExpansion: the capacity and the variables follow, and apply")
+		kind := s.kind + "X"
+		Expect(k8s.Create(s.ctx, fileClass("grow-"+s.ns, kind, v1alpha1.ReclaimDelete, sized,
+			func(c *v1alpha1.InfraClass) { c.Spec.AllowExpansion = true }))).To(Succeed())
+		grow := fileClaim(s.ns, "grow", kind, s.dir, "hi")
+		Expect(k8s.Create(s.ctx, grow)).To(Succeed())
+		_, gres := s.ready(grow)
+		gfile := filepath.Join(s.dir, s.ns+"-grow.txt")
+		request(s, grow, "3Gi")
+		Eventually(func() string { return fileContent(gfile) }, timeout, time.Second).Should(Equal("hello hi 3GiB"))
+		Expect(resized(s, grow)()).To(HavePrefix("True " + v1alpha1.ReasonExpanded))
+		Expect(storage(s.resource(gres.Name)().Spec.Capacity)).To(Equal("3Gi"))
+		Eventually(func() string { return storage(s.claim(grow)().Status.Capacity) }, timeout, time.Second).Should(Equal("3Gi"))
+
+		By("shrinking: refused, whatever the class allows")
+		request(s, grow, "1Gi")
+		Eventually(resized(s, grow), timeout, time.Second).Should(HavePrefix("False " + v1alpha1.ReasonShrinkNotSupported))
+		Consistently(func() string { return fileContent(gfile) }, 4*time.Second, time.Second).Should(Equal("hello hi 3GiB"))
+		Expect(storage(s.resource(gres.Name)().Spec.Capacity)).To(Equal("3Gi"))
 	})
 })
