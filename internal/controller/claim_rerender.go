@@ -96,4 +96,3 @@ func resizeCheck(requests, capacity v1alpha1.Quantities, class *v1alpha1.InfraCl
 	}
 	return v1alpha1.ReasonExpanded, "capacity grows: " + strings.Join(grew, ", ")
 }
-
