@@ -129,6 +129,15 @@ const (
 	// ConditionResized is a bound claim's last change of requests: True when its resource's capacity
 	// followed (Expanded), False when it was refused (ExpansionNotAllowed, ShrinkNotSupported).
 	ConditionResized = "Resized"
+	// ConditionUpgradeAvailable is True when the class a resource was provisioned from offers a newer
+	// version of its module (reason NewerVersion), False when it does not (UpToDate).
+	ConditionUpgradeAvailable = "UpgradeAvailable"
+)
+
+// Reasons of the UpgradeAvailable condition.
+const (
+	ReasonNewerVersion = "NewerVersion"
+	ReasonUpToDate     = "UpToDate"
 )
 
 // Reasons of the Resized condition.

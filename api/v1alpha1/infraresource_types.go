@@ -258,6 +258,15 @@ type InfraResourceStatus struct {
 	// approval gate.
 	// +optional
 	InputsHash string `json:"inputsHash,omitempty"`
+	// ModuleVersion is the module version the last successful apply ran with: after a failed
+	// upgrade it still names the version the infrastructure is on.
+	// +optional
+	ModuleVersion string `json:"moduleVersion,omitempty"`
+	// AvailableModuleVersion is a newer version of the same module that the resource's class now
+	// offers (condition UpgradeAvailable); empty when there is none. Upgrading is setting
+	// spec.module.version to it.
+	// +optional
+	AvailableModuleVersion string `json:"availableModuleVersion,omitempty"`
 	// Imports records each import's outcome.
 	// +optional
 	Imports []ImportStatus `json:"imports,omitempty"`
@@ -331,6 +340,8 @@ type DriftStatus struct {
 // +kubebuilder:printcolumn:name="Claim-Namespace",type=string,JSONPath=`.spec.claimRef.namespace`,priority=1
 // +kubebuilder:printcolumn:name="Capacity",type=string,JSONPath=`.spec.capacity.storage`
 // +kubebuilder:printcolumn:name="Reclaim",type=string,JSONPath=`.spec.reclaimPolicy`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.moduleVersion`,priority=1
+// +kubebuilder:printcolumn:name="Upgrade",type=string,JSONPath=`.status.availableModuleVersion`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type InfraResource struct {

@@ -16,6 +16,9 @@ const (
 	indexResourceKind = "spec.resourceKind"
 	// indexClaimKind indexes InfraClaims by spec.resourceKind (claims to retry when a resource frees up).
 	indexClaimKind = "spec.resourceKind"
+	// indexResourceClass indexes InfraResources by spec.classRef.name (resources to tell of a class's
+	// new module version).
+	indexResourceClass = "spec.classRef.name"
 )
 
 var indexOnce sync.Map // manager -> error
@@ -26,6 +29,14 @@ func setupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 		idx := mgr.GetFieldIndexer()
 		if err := idx.IndexField(ctx, &v1alpha1.InfraResource{}, indexResourceKind, func(o client.Object) []string {
 			return []string{o.(*v1alpha1.InfraResource).Spec.ResourceKind}
+		}); err != nil {
+			return err
+		}
+		if err := idx.IndexField(ctx, &v1alpha1.InfraResource{}, indexResourceClass, func(o client.Object) []string {
+			if ref := o.(*v1alpha1.InfraResource).Spec.ClassRef; ref != nil {
+				return []string{ref.Name}
+			}
+			return nil
 		}); err != nil {
 			return err
 		}

@@ -122,6 +122,7 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			return ctrl.Result{}, err
 		}
 	}
+	r.observeUpgrade(ctx, res)
 	claimState, err := r.observeClaim(ctx, res)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -227,6 +228,9 @@ func (r *ResourceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return reqs
 		})).
+		// A class's new module version is told to the resources it provisioned (UpgradeAvailable).
+		Watches(&v1alpha1.InfraClass{}, handler.EnqueueRequestsFromMapFunc(r.resourcesOfClass),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: workers,
 			// A failed Terraform run is retried after 1 s, doubling up to 5 min: not at the

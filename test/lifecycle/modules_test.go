@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -274,5 +275,72 @@ var _ = Describe("A claim's requests", func() {
 		Eventually(resized(s, grow), timeout, time.Second).Should(HavePrefix("False " + v1alpha1.ReasonShrinkNotSupported))
 		Consistently(func() string { return fileContent(gfile) }, 4*time.Second, time.Second).Should(Equal("hello hi 3GiB"))
 		Expect(storage(s.resource(gres.Name)().Spec.Capacity)).To(Equal("3Gi"))
+	})
+})
+
+// twoVersions makes a git repository of the file module tagged v1.0.0, and v1.1.0 with one more
+// output (module_version), and returns its git::file:// source.
+func twoVersions() string {
+	repo := GinkgoT().TempDir()
+	main, err := os.ReadFile("testdata/modules/file/main.tf")
+	Expect(err).NotTo(HaveOccurred())
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@localhost",
+			"-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"}, args...)...)
+		cmd.Dir = repo
+		out, err := cmd.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "git %v: %s", args, out)
+	}
+	git("init", "-q")
+	Expect(os.WriteFile(filepath.Join(repo, "main.tf"), main, 0o644)).To(Succeed())
+	git("add", "-A")
+	git("commit", "-qm", "v1.0.0")
+	git("tag", "v1.0.0")
+	next := append(main, []byte("\noutput \"module_version\" {\n  value = \"1.1.0\"\n}\n")...)
+	Expect(os.WriteFile(filepath.Join(repo, "main.tf"), next, 0o644)).To(Succeed())
+	git("commit", "-qam", "v1.1.0")
+	git("tag", "v1.1.0")
+	return "git::file://" + repo
+}
+
+var _ = Describe("A class that moves to a newer module version", func() {
+	It("leaves its resources pinned and says UpgradeAvailable; a resource upgraded by its spec applies the new version", func() {
+		// Seen on 3770649: nothing said the class had moved (no condition, no status field).
+		s := newScenario()
+		src := twoVersions()
+		class := fileClass("upgrade-"+s.ns, s.kind, v1alpha1.ReclaimDelete, func(c *v1alpha1.InfraClass) {
+			c.Spec.Module = v1alpha1.ModuleSource{Source: src, Version: "v1.0.0"}
+		})
+		Expect(k8s.Create(s.ctx, class)).To(Succeed())
+		DeferCleanup(func() { _ = k8s.Delete(s.ctx, class) })
+		claim := fileClaim(s.ns, "upgrade", s.kind, s.dir, "hi")
+		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
+		_, res := s.ready(claim)
+		Expect(res.Status.ModuleVersion).To(Equal("v1.0.0"))
+		upgrade := func() string {
+			r := s.resource(res.Name)()
+			c := condition(r.Status.Conditions, v1alpha1.ConditionUpgradeAvailable)
+			return fmt.Sprintf("%s %s %s", c.Status, c.Reason, r.Status.AvailableModuleVersion)
+		}
+		Expect(upgrade()).To(Equal("False UpToDate "))
+
+		By("the class moves to v1.1.0: the resource stays on v1.0.0 and says an upgrade is available")
+		moved := &v1alpha1.InfraClass{}
+		Expect(k8s.Get(s.ctx, client.ObjectKey{Name: class.Name}, moved)).To(Succeed())
+		moved.Spec.Module.Version = "v1.1.0"
+		Expect(k8s.Update(s.ctx, moved)).To(Succeed())
+		Eventually(upgrade, timeout, time.Second).Should(Equal("True NewerVersion v1.1.0"))
+		r := s.resource(res.Name)()
+		Expect(r.Spec.Module.Version).To(Equal("v1.0.0"))
+		Expect(r.Status.Outputs).NotTo(HaveKey("module_version"))
+
+		By("upgrading the resource: spec.module.version applies v1.1.0 and records it")
+		Expect(k8s.Get(s.ctx, client.ObjectKey{Name: res.Name}, r)).To(Succeed())
+		r.Spec.Module.Version = "v1.1.0"
+		Expect(k8s.Update(s.ctx, r)).To(Succeed())
+		Eventually(func() string { return s.resource(res.Name)().Status.ModuleVersion }, timeout, time.Second).Should(Equal("v1.1.0"))
+		Expect(s.resource(res.Name)().Status.Outputs).To(HaveKey("module_version"))
+		Expect(upgrade()).To(Equal("False UpToDate "))
+		Expect(readyStatus(s.claim(claim)())).To(Equal(metav1.ConditionTrue))
 	})
 })

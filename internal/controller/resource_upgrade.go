@@ -1,0 +1,71 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/Masterminds/semver/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+)
+
+// Upgrades: a resource stays pinned to the module version it was provisioned with (as a PV keeps
+// the parameters of the StorageClass it came from); when its class moves to a newer version of the
+// same module, the resource says so and the platform team upgrades it by setting spec.module.version.
+
+// observeUpgrade records whether the resource's class offers a newer version of the resource's
+// module: status.availableModuleVersion and the UpgradeAvailable condition. Versions compare as
+// semantic versions (Masterminds/semver, a leading "v" allowed); a class on another source, a
+// version that does not parse, or a class that is gone leaves the resource UpToDate. The class is
+// read from the cache; a resource without a classRef (static) gets no condition.
+func (r *ResourceReconciler) observeUpgrade(ctx context.Context, res *v1alpha1.InfraResource) {
+	if res.Spec.ClassRef == nil {
+		return
+	}
+	class := &v1alpha1.InfraClass{}
+	offered := ""
+	if err := r.Get(ctx, types.NamespacedName{Name: res.Spec.ClassRef.Name}, class); err == nil &&
+		class.Spec.Module.Source == res.Spec.Module.Source && newer(class.Spec.Module.Version, res.Spec.Module.Version) {
+		offered = class.Spec.Module.Version
+	}
+	res.Status.AvailableModuleVersion = offered
+	if offered == "" {
+		setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionUpgradeAvailable, metav1.ConditionFalse,
+			v1alpha1.ReasonUpToDate, fmt.Sprintf("module %s@%s is the newest version its class offers", res.Spec.Module.Source, res.Spec.Module.Version))
+		return
+	}
+	setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionUpgradeAvailable, metav1.ConditionTrue, v1alpha1.ReasonNewerVersion,
+		fmt.Sprintf("class %s offers %s of module %s; this resource is on %s: set spec.module.version to upgrade (the plan goes through the approval gate and the destructive-change guard)",
+			class.Name, offered, res.Spec.Module.Source, res.Spec.Module.Version))
+}
+
+// newer reports whether version a is a greater semantic version than b; false when either does
+// not parse.
+func newer(a, b string) bool {
+	va, err := semver.NewVersion(a)
+	if err != nil {
+		return false
+	}
+	vb, err := semver.NewVersion(b)
+	if err != nil {
+		return false
+	}
+	return va.GreaterThan(vb)
+}
+
+// resourcesOfClass lists, from the cache, the resources provisioned from a class.
+func (r *ResourceReconciler) resourcesOfClass(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &v1alpha1.InfraResourceList{}
+	if err := r.List(ctx, list, client.MatchingFields{indexResourceClass: o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(list.Items))
+	for i := range list.Items {
+		reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}}
+	}
+	return reqs
+}
