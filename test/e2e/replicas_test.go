@@ -71,6 +71,27 @@ done`
 	return strings.TrimSpace(out)
 }
 
+// readyClaim publishes a slowpass class of kind (e2e-NAME) and returns a claim of it in a new
+// namespace, converged on the greeting "first".
+func readyClaim(name, kind string) *v1alpha1.InfraClaim {
+	slowClass("e2e-"+name, kind)
+	claim := slowClaim(newNamespace("e2e-"+name+"-"), "app", kind, "first")
+	Expect(k8s.Create(ctx, claim)).To(Succeed())
+	eventually(converged(claim, "first")).Should(HavePrefix("True"))
+	return claim
+}
+
+// convergeApproving waits until the claim converges on greeting, approving (once each) the plans
+// held because a killed run had started creating, and returns those approvals.
+func convergeApproving(claim *v1alpha1.InfraClaim, greeting string) map[string]bool {
+	approved := map[string]bool{}
+	eventually(func() string {
+		approveHeld(resourceOf(claim), approved)
+		return converged(claim, greeting)()
+	}).Should(HavePrefix("True"))
+	return approved
+}
+
 var _ = Describe("Two replicas", Ordered, func() {
 	BeforeAll(func() {
 		kubectl("-n", system, "scale", "deployment/"+deployment, "--replicas=2")
@@ -82,11 +103,7 @@ var _ = Describe("Two replicas", Ordered, func() {
 	})
 
 	It("the leader's pod deleted mid-apply: the other replica takes over within the lease duration, and no lock is left held", func() {
-		kind := "E2EFailover"
-		slowClass("e2e-failover", kind)
-		claim := slowClaim(newNamespace("e2e-failover-"), "app", kind, "first")
-		Expect(k8s.Create(ctx, claim)).To(Succeed())
-		eventually(converged(claim, "first")).Should(HavePrefix("True"))
+		claim := readyClaim("failover", "E2EFailover")
 
 		startApply(claim, "second")
 		old := leader()
@@ -106,11 +123,7 @@ var _ = Describe("Two replicas", Ordered, func() {
 		GinkgoWriter.Printf("leader pod %s (%s) deleted with grace 0; %s leads after %s (lease %s)\n", pod, old, leader(), takeover.Round(100*time.Millisecond), leaseDuration)
 		Expect(takeover).To(BeNumerically("<=", leaseDuration+3*time.Second), "taken over within the lease duration (and a retry period)")
 
-		approved := map[string]bool{}
-		eventually(func() string {
-			approveHeld(resourceOf(claim), approved)
-			return converged(claim, "second")()
-		}).Should(HavePrefix("True"))
+		approved := convergeApproving(claim, "second")
 		res := resourceOf(claim)
 		GinkgoWriter.Printf("converged %s after the kill, by %s; lock recoveries: %v; approvals: %d\n",
 			time.Since(killed).Round(time.Second), res.Status.LastRun.Controller, lockEvents(res.Name), len(approved))
@@ -119,11 +132,7 @@ var _ = Describe("Two replicas", Ordered, func() {
 	})
 
 	It("the leader's manager killed with SIGKILL mid-apply: the next leader recovers the dead run's lock and the claim converges", func() {
-		kind := "E2ECrash"
-		slowClass("e2e-crash", kind)
-		claim := slowClaim(newNamespace("e2e-crash-"), "app", kind, "first")
-		Expect(k8s.Create(ctx, claim)).To(Succeed())
-		eventually(converged(claim, "first")).Should(HavePrefix("True"))
+		claim := readyClaim("crash", "E2ECrash")
 
 		startApply(claim, "second")
 		pod := resourceOf(claim).Status.LastRun.Controller
@@ -135,11 +144,7 @@ var _ = Describe("Two replicas", Ordered, func() {
 		killed := time.Now()
 		GinkgoWriter.Printf("killed the manager of %s (pid %s) with SIGKILL during the apply; locks held: %v\n", pod, pids, held)
 
-		approved := map[string]bool{}
-		eventually(func() string {
-			approveHeld(resourceOf(claim), approved)
-			return converged(claim, "second")()
-		}).Should(HavePrefix("True"))
+		approved := convergeApproving(claim, "second")
 		res := resourceOf(claim)
 		recovered := lockEvents(res.Name)
 		GinkgoWriter.Printf("converged %s after the kill, by %s; lock recoveries: %v; approvals: %d\n",
