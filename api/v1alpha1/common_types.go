@@ -85,6 +85,20 @@ const (
 	ReclaimRetain ReclaimPolicy = "Retain"
 )
 
+// UpgradePolicy says what happens to a class's resources when the class moves to a newer version
+// of their module.
+// +kubebuilder:validation:Enum=Manual;Automatic
+type UpgradePolicy string
+
+const (
+	// UpgradeManual leaves each resource on its version and says UpgradeAvailable: the platform team
+	// upgrades a resource by setting its spec.module.version. The default.
+	UpgradeManual UpgradePolicy = "Manual"
+	// UpgradeAutomatic moves each resource to the class's version, its variables rendered again from
+	// the class's template; the plan goes through the approval gate and the destructive-change guard.
+	UpgradeAutomatic UpgradePolicy = "Automatic"
+)
+
 // Variables maps Terraform input variable names to values. In a class, string values are HCL
 // template expressions ("${claim.namespace}-${claim.name}") and other values pass through typed;
 // in a resource they are the rendered values.

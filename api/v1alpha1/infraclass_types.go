@@ -51,6 +51,12 @@ type InfraClassSpec struct {
 	// +optional
 	Capabilities map[string]string `json:"capabilities,omitempty"`
 
+	// UpgradePolicy: Manual (default) leaves the resources this class provisioned on their module
+	// version when the class moves to a newer one (they say UpgradeAvailable); Automatic moves them.
+	// +optional
+	// +kubebuilder:default=Manual
+	UpgradePolicy UpgradePolicy `json:"upgradePolicy,omitempty"`
+
 	// ReclaimPolicy of the resources this class provisions. Defaults to Delete.
 	// +optional
 	// +kubebuilder:default=Delete

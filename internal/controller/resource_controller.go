@@ -123,6 +123,9 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 	}
 	r.observeUpgrade(ctx, res)
+	if upgraded, err := r.upgradeAutomatically(ctx, res); upgraded || err != nil {
+		return requeueOnConflict(ctrl.Result{}, err) // the new generation plans and applies
+	}
 	claimState, err := r.observeClaim(ctx, res)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/Masterminds/semver/v3"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +17,42 @@ import (
 // Upgrades: a resource stays pinned to the module version it was provisioned with (as a PV keeps
 // the parameters of the StorageClass it came from); when its class moves to a newer version of the
 // same module, the resource says so and the platform team upgrades it by setting spec.module.version.
+
+// upgradeAutomatically moves a resource provisioned for a claim to the newer module version its
+// class offers when the class's upgradePolicy is Automatic: spec.module.version becomes the class's,
+// and the variables are rendered again from the class's template (written for that version).
+// It reports whether it updated the resource, whose new generation then plans and applies through
+// the approval gate. A claim that is gone, or a template that does not render, leaves the resource
+// as it is (UpgradeAvailable stays True, and an event says why).
+func (r *ResourceReconciler) upgradeAutomatically(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
+	if res.Status.AvailableModuleVersion == "" || res.Spec.ClassRef == nil || res.Spec.ClaimRef == nil {
+		return false, nil
+	}
+	class := &v1alpha1.InfraClass{}
+	if err := r.Get(ctx, types.NamespacedName{Name: res.Spec.ClassRef.Name}, class); err != nil ||
+		class.Spec.UpgradePolicy != v1alpha1.UpgradeAutomatic || class.Spec.Module.Version != res.Status.AvailableModuleVersion {
+		return false, client.IgnoreNotFound(err)
+	}
+	claim := &v1alpha1.InfraClaim{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: res.Spec.ClaimRef.Namespace, Name: res.Spec.ClaimRef.Name}, claim); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	vars, err := RenderVariables(claim, class)
+	if err != nil {
+		r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Upgrade",
+			"not upgraded to %s: the class's template does not render for claim %s/%s: %v", class.Spec.Module.Version, claim.Namespace, claim.Name, err)
+		return false, nil
+	}
+	from := res.Spec.Module.Version
+	res.Spec.Module = class.Spec.Module
+	res.Spec.Variables = vars
+	if err := r.Update(ctx, res); err != nil {
+		return false, err
+	}
+	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "Upgrading", "Upgrade",
+		"upgradePolicy Automatic: module %s from %s to %s (class %s)", res.Spec.Module.Source, from, res.Spec.Module.Version, class.Name)
+	return true, nil
+}
 
 // observeUpgrade records whether the resource's class offers a newer version of the resource's
 // module: status.availableModuleVersion and the UpgradeAvailable condition. Versions compare as

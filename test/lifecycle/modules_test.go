@@ -344,3 +344,32 @@ var _ = Describe("A class that moves to a newer module version", func() {
 		Expect(readyStatus(s.claim(claim)())).To(Equal(metav1.ConditionTrue))
 	})
 })
+
+var _ = Describe("A class with upgradePolicy Automatic", func() {
+	It("moves its resources to its newer module version, variables rendered again, and applies it", func() {
+		s := newScenario()
+		src := twoVersions()
+		class := fileClass("auto-"+s.ns, s.kind, v1alpha1.ReclaimDelete, func(c *v1alpha1.InfraClass) {
+			c.Spec.Module = v1alpha1.ModuleSource{Source: src, Version: "v1.0.0"}
+			c.Spec.UpgradePolicy = v1alpha1.UpgradeAutomatic
+		})
+		Expect(k8s.Create(s.ctx, class)).To(Succeed())
+		DeferCleanup(func() { _ = k8s.Delete(s.ctx, class) })
+		claim := fileClaim(s.ns, "auto", s.kind, s.dir, "hi")
+		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
+		_, res := s.ready(claim)
+		Expect(res.Status.ModuleVersion).To(Equal("v1.0.0"))
+
+		moved := &v1alpha1.InfraClass{}
+		Expect(k8s.Get(s.ctx, client.ObjectKey{Name: class.Name}, moved)).To(Succeed())
+		moved.Spec.Module.Version = "v1.1.0"
+		moved.Spec.Variables["content"] = js(`"upgraded ${claim.spec.parameters.greeting}"`)
+		Expect(k8s.Update(s.ctx, moved)).To(Succeed())
+		Eventually(func() string { return s.resource(res.Name)().Status.ModuleVersion }, timeout, time.Second).Should(Equal("v1.1.0"))
+		r := s.resource(res.Name)()
+		Expect(r.Spec.Module.Version).To(Equal("v1.1.0"))
+		Expect(r.Status.Outputs).To(HaveKey("module_version"))
+		Expect(fileContent(filepath.Join(s.dir, s.ns+"-auto.txt"))).To(Equal("upgraded hi"), "the class's template for v1.1.0")
+		Expect(eventReasons(s, res.Name)).To(ContainElement(HavePrefix("Upgrading")))
+	})
+})
