@@ -140,8 +140,8 @@ const (
 	ConditionDrifted = "Drifted"
 	// ConditionSynced is True when a resource's infrastructure matches its spec (last plan/apply succeeded).
 	ConditionSynced = "Synced"
-	// ConditionResized is a bound claim's last change of requests: True when its resource's capacity
-	// followed (Expanded), False when it was refused (ExpansionNotAllowed, ShrinkNotSupported).
+	// ConditionResized is False while a bound claim's change of requests is refused
+	// (ExpansionNotAllowed, ShrinkNotSupported); an allowed growth is an Expanded event.
 	ConditionResized = "Resized"
 	// ConditionUpgradeAvailable is True when the class a resource was provisioned from offers a newer
 	// version of its module (reason NewerVersion), False when it does not (UpToDate).

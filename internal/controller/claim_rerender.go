@@ -33,15 +33,14 @@ func (r *ClaimReconciler) rerender(ctx context.Context, claim *v1alpha1.InfraCla
 	if reason, msg := resizeCheck(claim.Spec.Resources.Requests, res.Spec.Capacity, class); reason != "" {
 		prev := meta.FindStatusCondition(claim.Status.Conditions, v1alpha1.ConditionResized)
 		fresh := prev == nil || prev.Reason != reason || prev.ObservedGeneration != claim.Generation
-		status, kind := metav1.ConditionTrue, corev1.EventTypeNormal
-		if reason != v1alpha1.ReasonExpanded {
-			status, kind = metav1.ConditionFalse, corev1.EventTypeWarning
-		}
-		setCondition(&claim.Status.Conditions, claim.Generation, v1alpha1.ConditionResized, status, reason, msg)
-		if fresh {
-			r.Recorder.Eventf(claim, res, kind, reason, "Resize", "%s", msg)
-		}
-		if status == metav1.ConditionFalse {
+		if reason == v1alpha1.ReasonExpanded {
+			// Allowed: an event (the claim's status shows the new capacity once bound again).
+			r.Recorder.Eventf(claim, res, corev1.EventTypeNormal, reason, "Resize", "%s", msg)
+		} else {
+			setCondition(&claim.Status.Conditions, claim.Generation, v1alpha1.ConditionResized, metav1.ConditionFalse, reason, msg)
+			if fresh {
+				r.Recorder.Eventf(claim, res, corev1.EventTypeWarning, reason, "Resize", "%s", msg)
+			}
 			return nil // refused: nothing of this generation reaches the resource, parameters included
 		}
 	}

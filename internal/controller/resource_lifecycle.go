@@ -382,7 +382,7 @@ func (r *ResourceReconciler) applyRun(ctx context.Context, res, before *v1alpha1
 		res.Status.LastRun.Operation = "plan"
 	}
 	res.Status.ObservedGeneration = res.Generation
-	res.Status.InputsHash = inputsHash(spec)
+	res.Status.InputsHash = inputsHash(res, spec)
 	res.Status.ModuleVersion = res.Spec.Module.Version
 	res.Status.Phase = phase
 	res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""

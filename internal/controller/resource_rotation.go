@@ -29,21 +29,23 @@ func hasSecretInputs(res *v1alpha1.InfraResource) bool {
 	return len(res.Spec.VariablesFrom) > 0 || len(res.Spec.Env) > 0
 }
 
-// inputsHash is "sha256:" and the hex SHA-256 of a run's Secret inputs (each variable and
-// environment variable from a Secret, by name, with its value), "" when there are none. Status
-// records it, never a value.
-func inputsHash(spec tfrunner.Spec) string {
-	if len(spec.SensitiveVariables) == 0 && len(spec.Env) == 0 {
+// inputsHash is "sha256:" and the hex SHA-256 of a run's Secret inputs: the values of the
+// resource's variablesFrom and env names in spec (and nothing else the run's environment holds, such
+// as its per-run state credentials), by name; "" when the resource has none. Status records it,
+// never a value.
+func inputsHash(res *v1alpha1.InfraResource, spec tfrunner.Spec) string {
+	if !hasSecretInputs(res) {
 		return ""
 	}
 	h := sha256.New()
 	for _, part := range []struct {
 		kind   string
+		inputs []v1alpha1.SecretInput
 		values map[string]string
-	}{{"var", spec.SensitiveVariables}, {"env", spec.Env}} {
-		names := make([]string, 0, len(part.values))
-		for n := range part.values {
-			names = append(names, n)
+	}{{"var", res.Spec.VariablesFrom, spec.SensitiveVariables}, {"env", res.Spec.Env, spec.Env}} {
+		names := make([]string, 0, len(part.inputs))
+		for _, in := range part.inputs {
+			names = append(names, in.Name)
 		}
 		slices.Sort(names)
 		for _, n := range names {
@@ -85,7 +87,7 @@ func (r *ResourceReconciler) secretInputsRotated(ctx context.Context, res *v1alp
 		}
 		spec.Env[in.Name] = v
 	}
-	now := inputsHash(spec)
+	now := inputsHash(res, spec)
 	if res.Status.InputsHash == "" {
 		res.Status.InputsHash = now
 		return false, nil
@@ -108,7 +110,7 @@ func nilIfInput(err error) error {
 // rotated reports whether a run's Secret inputs differ from those of the last apply: such a run
 // applies (through the approval gate) rather than only checking for drift.
 func rotated(res *v1alpha1.InfraResource, spec tfrunner.Spec) bool {
-	return res.Status.InputsHash != "" && inputsHash(spec) != res.Status.InputsHash
+	return res.Status.InputsHash != "" && inputsHash(res, spec) != res.Status.InputsHash
 }
 
 // noteRotation records the event of a rotation noticed by a sync.
