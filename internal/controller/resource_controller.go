@@ -122,8 +122,8 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			return ctrl.Result{}, err
 		}
 	}
-	r.observeUpgrade(ctx, res)
-	if upgraded, err := r.upgradeAutomatically(ctx, res); upgraded || err != nil {
+	class := r.observeUpgrade(ctx, res)
+	if upgraded, err := r.upgradeAutomatically(ctx, res, class); upgraded || err != nil {
 		return requeueOnConflict(ctrl.Result{}, err) // the new generation plans and applies
 	}
 	claimState, err := r.observeClaim(ctx, res)

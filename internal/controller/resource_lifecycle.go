@@ -133,23 +133,32 @@ func (r *ResourceReconciler) runSpec(ctx context.Context, res *v1alpha1.InfraRes
 	for name, v := range res.Spec.Variables {
 		spec.Variables[name] = json.RawMessage(v.Raw)
 	}
+	if err := r.readSecretInputs(ctx, res, &spec); err != nil {
+		return spec, err
+	}
+	kubeconfig, err := r.kubernetesAccess(ctx, res)
+	spec.Kubeconfig = kubeconfig
+	return spec, err
+}
+
+// readSecretInputs reads the resource's variablesFrom into spec.SensitiveVariables and its env into
+// spec.Env, now, from the API server; an *inputError when a Secret or key is missing.
+func (r *ResourceReconciler) readSecretInputs(ctx context.Context, res *v1alpha1.InfraResource, spec *tfrunner.Spec) error {
 	for _, in := range res.Spec.VariablesFrom {
 		v, err := r.secretValue(ctx, in)
 		if err != nil {
-			return spec, err
+			return err
 		}
 		spec.SensitiveVariables[in.Name] = v
 	}
 	for _, in := range res.Spec.Env {
 		v, err := r.secretValue(ctx, in)
 		if err != nil {
-			return spec, err
+			return err
 		}
 		spec.Env[in.Name] = v
 	}
-	kubeconfig, err := r.kubernetesAccess(ctx, res)
-	spec.Kubeconfig = kubeconfig
-	return spec, err
+	return nil
 }
 
 func (r *ResourceReconciler) secretValue(ctx context.Context, in v1alpha1.SecretInput) (string, error) {

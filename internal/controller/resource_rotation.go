@@ -73,19 +73,12 @@ func writeLen(h interface{ Write([]byte) (int, error) }, s string) {
 // then fails with SecretNotFound, as any run would.
 func (r *ResourceReconciler) secretInputsRotated(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
 	spec := tfrunner.Spec{SensitiveVariables: map[string]string{}, Env: map[string]string{}}
-	for _, in := range res.Spec.VariablesFrom {
-		v, err := r.secretValue(ctx, in)
-		if err != nil {
-			return isInputError(err), nilIfInput(err)
+	if err := r.readSecretInputs(ctx, res, &spec); err != nil {
+		var ie *inputError
+		if errors.As(err, &ie) {
+			return true, nil // a missing Secret or key: the run reports it
 		}
-		spec.SensitiveVariables[in.Name] = v
-	}
-	for _, in := range res.Spec.Env {
-		v, err := r.secretValue(ctx, in)
-		if err != nil {
-			return isInputError(err), nilIfInput(err)
-		}
-		spec.Env[in.Name] = v
+		return false, err
 	}
 	now := inputsHash(res, spec)
 	if res.Status.InputsHash == "" {
@@ -93,18 +86,6 @@ func (r *ResourceReconciler) secretInputsRotated(ctx context.Context, res *v1alp
 		return false, nil
 	}
 	return now != res.Status.InputsHash, nil
-}
-
-func isInputError(err error) bool {
-	var ie *inputError
-	return errors.As(err, &ie)
-}
-
-func nilIfInput(err error) error {
-	if isInputError(err) {
-		return nil
-	}
-	return err
 }
 
 // rotated reports whether a run's Secret inputs differ from those of the last apply: such a run

@@ -24,14 +24,10 @@ import (
 // It reports whether it updated the resource, whose new generation then plans and applies through
 // the approval gate. A claim that is gone, or a template that does not render, leaves the resource
 // as it is (UpgradeAvailable stays True, and an event says why).
-func (r *ResourceReconciler) upgradeAutomatically(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
-	if res.Status.AvailableModuleVersion == "" || res.Spec.ClassRef == nil || res.Spec.ClaimRef == nil {
+func (r *ResourceReconciler) upgradeAutomatically(ctx context.Context, res *v1alpha1.InfraResource, class *v1alpha1.InfraClass) (bool, error) {
+	if class == nil || res.Status.AvailableModuleVersion == "" || res.Spec.ClaimRef == nil ||
+		class.Spec.UpgradePolicy != v1alpha1.UpgradeAutomatic {
 		return false, nil
-	}
-	class := &v1alpha1.InfraClass{}
-	if err := r.Get(ctx, types.NamespacedName{Name: res.Spec.ClassRef.Name}, class); err != nil ||
-		class.Spec.UpgradePolicy != v1alpha1.UpgradeAutomatic || class.Spec.Module.Version != res.Status.AvailableModuleVersion {
-		return false, client.IgnoreNotFound(err)
 	}
 	claim := &v1alpha1.InfraClaim{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: res.Spec.ClaimRef.Namespace, Name: res.Spec.ClaimRef.Name}, claim); err != nil {
@@ -58,26 +54,29 @@ func (r *ResourceReconciler) upgradeAutomatically(ctx context.Context, res *v1al
 // module: status.availableModuleVersion and the UpgradeAvailable condition. Versions compare as
 // semantic versions (Masterminds/semver, a leading "v" allowed); a class on another source, a
 // version that does not parse, or a class that is gone leaves the resource UpToDate. The class is
-// read from the cache; a resource without a classRef (static) gets no condition.
-func (r *ResourceReconciler) observeUpgrade(ctx context.Context, res *v1alpha1.InfraResource) {
+// read from the cache and returned (nil when gone); a resource without a classRef (static) gets no
+// condition.
+func (r *ResourceReconciler) observeUpgrade(ctx context.Context, res *v1alpha1.InfraResource) *v1alpha1.InfraClass {
 	if res.Spec.ClassRef == nil {
-		return
+		return nil
 	}
 	class := &v1alpha1.InfraClass{}
 	offered := ""
-	if err := r.Get(ctx, types.NamespacedName{Name: res.Spec.ClassRef.Name}, class); err == nil &&
-		class.Spec.Module.Source == res.Spec.Module.Source && newer(class.Spec.Module.Version, res.Spec.Module.Version) {
+	if err := r.Get(ctx, types.NamespacedName{Name: res.Spec.ClassRef.Name}, class); err != nil {
+		class = nil
+	} else if class.Spec.Module.Source == res.Spec.Module.Source && newer(class.Spec.Module.Version, res.Spec.Module.Version) {
 		offered = class.Spec.Module.Version
 	}
 	res.Status.AvailableModuleVersion = offered
 	if offered == "" {
 		setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionUpgradeAvailable, metav1.ConditionFalse,
 			v1alpha1.ReasonUpToDate, fmt.Sprintf("module %s@%s is the newest version its class offers", res.Spec.Module.Source, res.Spec.Module.Version))
-		return
+		return class
 	}
 	setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionUpgradeAvailable, metav1.ConditionTrue, v1alpha1.ReasonNewerVersion,
 		fmt.Sprintf("class %s offers %s of module %s; this resource is on %s: set spec.module.version to upgrade (the plan goes through the approval gate and the destructive-change guard)",
 			class.Name, offered, res.Spec.Module.Source, res.Spec.Module.Version))
+	return class
 }
 
 // newer reports whether version a is a greater semantic version than b; false when either does
