@@ -258,8 +258,9 @@ type InfraResourceStatus struct {
 	// approval gate.
 	// +optional
 	InputsHash string `json:"inputsHash,omitempty"`
-	// ModuleVersion is the module version the last successful apply ran with: after a failed
-	// upgrade it still names the version the infrastructure is on.
+	// ModuleVersion is the module version the last successful apply ran with (for a registry
+	// source pinned by a constraint, the exact version init chose): after a failed upgrade it
+	// still names the version the infrastructure is on.
 	// +optional
 	ModuleVersion string `json:"moduleVersion,omitempty"`
 	// AvailableModuleVersion is a newer version of the same module that the resource's class now

@@ -86,7 +86,11 @@ func (e *classError) Error() string { return e.message }
 // validate resolves the module and checks the template; it returns a *classError for what the
 // platform team must fix, and other errors for what a retry may fix.
 func (r *ClassReconciler) validate(ctx context.Context, class *v1alpha1.InfraClass) error {
-	schema, err := r.Modules.Schema(ctx, tfrunner.Module{Source: class.Spec.Module.Source, Version: class.Spec.Module.Version})
+	module := tfrunner.Module{Source: class.Spec.Module.Source, Version: class.Spec.Module.Version}
+	if _, err := tfrunner.ParseSource(module); err != nil {
+		return &classError{v1alpha1.ReasonModuleInvalid, err.Error()}
+	}
+	schema, err := r.Modules.Schema(ctx, module)
 	if err != nil {
 		var re *tfrunner.RunError
 		if errors.As(err, &re) {

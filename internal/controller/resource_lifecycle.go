@@ -393,6 +393,9 @@ func (r *ResourceReconciler) applyRun(ctx context.Context, res, before *v1alpha1
 	res.Status.ObservedGeneration = res.Generation
 	res.Status.InputsHash = inputsHash(res, spec)
 	res.Status.ModuleVersion = res.Spec.Module.Version
+	if out.Schema != nil && out.Schema.Version != "" {
+		res.Status.ModuleVersion = out.Schema.Version // a registry constraint, resolved by init
+	}
 	res.Status.Phase = phase
 	res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""
 	setOutputs(res, out.Outputs)

@@ -3,11 +3,8 @@ package tfrunner
 import (
 	"fmt"
 	"maps"
-	"net/url"
-	"regexp"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -50,66 +47,6 @@ type RootModule struct {
 	SensitiveVariables []string
 	// Outputs are passed through as root outputs of the same name and sensitivity.
 	Outputs []OutputDecl
-}
-
-var registrySource = regexp.MustCompile(`^([A-Za-z0-9.-]+\.[A-Za-z]{2,}/)?[0-9A-Za-z-]+/[0-9A-Za-z-_]+/[0-9a-z]+(//.*)?$`)
-
-// ResolveSource turns a module address and version into what a module block takes: for a registry
-// source the version goes into the version argument; for a git source (git::…, github.com/…,
-// git@…) it becomes the ref query parameter unless the source already has one; local paths and
-// other sources are taken as they are. It returns an error for a registry or git source without a
-// version, which would not be pinned.
-func ResolveSource(m Module) (source, version string, err error) {
-	s := m.Source
-	switch {
-	case strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../") || strings.HasPrefix(s, "/"):
-		return s, "", nil
-	case isGit(s):
-		if m.Version == "" {
-			return "", "", fmt.Errorf("git module source %q has no version (ref) to pin", s)
-		}
-		return withRef(s, m.Version)
-	case registrySource.MatchString(s):
-		if m.Version == "" {
-			return "", "", fmt.Errorf("registry module source %q has no version", s)
-		}
-		return s, m.Version, nil
-	default:
-		return s, "", nil
-	}
-}
-
-func isGit(s string) bool {
-	return strings.HasPrefix(s, "git::") || strings.HasPrefix(s, "git@") ||
-		strings.HasPrefix(s, "github.com/") || strings.HasPrefix(s, "gitlab.com/") ||
-		strings.HasPrefix(s, "bitbucket.org/")
-}
-
-// withRef adds ?ref=<ref> to the URL part of a git source, before any //subdir, keeping an existing ref.
-func withRef(s, ref string) (string, string, error) {
-	base, sub := s, ""
-	// The subdirectory separator is the first "//" after the scheme's "://".
-	start := 0
-	if i := strings.Index(s, "://"); i >= 0 {
-		start = i + 3
-	}
-	if i := strings.Index(s[start:], "//"); i >= 0 {
-		base, sub = s[:start+i], s[start+i:]
-	}
-	query := ""
-	if i := strings.Index(sub, "?"); i >= 0 {
-		sub, query = sub[:i], sub[i+1:]
-	} else if i := strings.Index(base, "?"); i >= 0 {
-		base, query = base[:i], base[i+1:]
-	}
-	values, err := url.ParseQuery(query)
-	if err != nil {
-		return "", "", fmt.Errorf("module source %q: %w", s, err)
-	}
-	if values.Get("ref") == "" {
-		values.Set("ref", ref)
-	}
-	return base + sub + "?" + values.Encode(), "", nil
 }
 
 // RenderRoot writes the root module as HCL with hclwrite. User-provided values never become HCL

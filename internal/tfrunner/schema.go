@@ -42,6 +42,9 @@ type ModuleOutput struct {
 type ModuleSchema struct {
 	Inputs  []Input
 	Outputs []ModuleOutput
+	// Version is the exact version init installed, for a registry source (whose class version may
+	// be a constraint); empty for other sources.
+	Version string
 }
 
 // Input returns the input named name.
@@ -93,33 +96,44 @@ func LoadModuleSchema(dir string) (*ModuleSchema, error) {
 
 // loadSchema finds module "main" through init's modules manifest and reads its schema.
 func (w *Workspace) loadSchema() (*ModuleSchema, error) {
-	dir, err := InstalledModuleDir(w.dir)
+	dir, version, err := installedModule(w.dir)
 	if err != nil {
 		return nil, err
 	}
-	return LoadModuleSchema(dir)
+	s, err := LoadModuleSchema(dir)
+	if err == nil {
+		s.Version = version
+	}
+	return s, err
 }
 
 // InstalledModuleDir returns the directory where init installed module "main" of the root module in
 // workDir, read from .terraform/modules/modules.json. It returns an error before init.
 func InstalledModuleDir(workDir string) (string, error) {
+	dir, _, err := installedModule(workDir)
+	return dir, err
+}
+
+// installedModule returns module "main"'s directory and, for a registry source, the exact version
+// init chose (Terraform's modules.json manifest: Key, Dir, Version).
+func installedModule(workDir string) (dir, version string, err error) {
 	data, err := os.ReadFile(filepath.Join(workDir, ".terraform", "modules", "modules.json"))
 	if err != nil {
-		return "", fmt.Errorf("module manifest: %w", err)
+		return "", "", fmt.Errorf("module manifest: %w", err)
 	}
 	var manifest struct {
-		Modules []struct{ Key, Dir string }
+		Modules []struct{ Key, Dir, Version string }
 	}
 	if err := json.Unmarshal(data, &manifest); err != nil {
-		return "", fmt.Errorf("module manifest: %w", err)
+		return "", "", fmt.Errorf("module manifest: %w", err)
 	}
 	for _, m := range manifest.Modules {
 		if m.Key == ModuleName {
 			if filepath.IsAbs(m.Dir) {
-				return m.Dir, nil
+				return m.Dir, m.Version, nil
 			}
-			return filepath.Join(workDir, m.Dir), nil
+			return filepath.Join(workDir, m.Dir), m.Version, nil
 		}
 	}
-	return "", fmt.Errorf("module %q is not installed in %s", ModuleName, workDir)
+	return "", "", fmt.Errorf("module %q is not installed in %s", ModuleName, workDir)
 }

@@ -64,6 +64,8 @@ var (
 	teams *harness.Teams
 	// runsDir is the pool's directory: a resource's workspace is runsDir/<resource name>.
 	runsDir string
+	// registry is the module registry every run trusts (its CA is the runs' SSL_CERT_FILE).
+	registry *harness.ModuleRegistry
 )
 
 // Identities of the controller under test: every pod of a deployment shares the lock holder (Who),
@@ -124,6 +126,10 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	tfEnv["TF_PLUGIN_CACHE_DIR"] = filepath.Join(dir, "plugin-cache")
 	Expect(os.MkdirAll(tfEnv["TF_PLUGIN_CACHE_DIR"], 0o700)).To(Succeed())
+	registry, err = harness.StartModuleRegistry(dir)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(registry.Close)
+	tfEnv["SSL_CERT_FILE"] = registry.CAFile
 	runsDir = filepath.Join(dir, "runs")
 	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{
 		Binary: binary, Dir: runsDir, Env: tfEnv, MaxConcurrent: maxRuns, Observer: metrics.Pool{},
