@@ -83,7 +83,7 @@ func annotation(t *testing.T, name, key string) (string, bool) {
 
 func TestHelpNamesEveryCommandWithAnExample(t *testing.T) {
 	root := NewRootCommand(genericiooptions.NewTestIOStreamsDiscard())
-	want := []string{"approve", "inputs", "logs", "plan", "restore-state", "runs", "unlock"}
+	want := []string{"approve", "inputs", "logs", "plan", "restore-state", "runs", "unlock", "upgrade"}
 	var got []string
 	for _, c := range root.Commands() {
 		got = append(got, c.Name())

@@ -36,12 +36,18 @@ func NewClient(cfg *rest.Config) (client.Client, error) {
 }
 
 // BuildController builds cmd/conductor-tf into dir and returns the binary's path.
-func BuildController(dir string) (string, error) {
-	bin := filepath.Join(dir, "conductor-tf")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/conductor-tf/conductor-tf/cmd/conductor-tf")
+func BuildController(dir string) (string, error) { return build(dir, "conductor-tf") }
+
+// BuildPlugin builds the kubectl plugin cmd/kubectl-conductor into dir and returns its path.
+func BuildPlugin(dir string) (string, error) { return build(dir, "kubectl-conductor") }
+
+// build builds cmd/<name> into dir/<name>.
+func build(dir, name string) (string, error) {
+	bin := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/conductor-tf/conductor-tf/cmd/"+name)
 	cmd.Dir = RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the controller: %w\n%s", err, out)
+		return "", fmt.Errorf("building %s: %w\n%s", name, err, out)
 	}
 	return bin, nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller"
+	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
 // typedClass is a class over testdata/modules/typed with the object values given as JSON.
@@ -333,11 +334,23 @@ var _ = Describe("A class that moves to a newer module version", func() {
 		Expect(r.Spec.Module.Version).To(Equal("v1.0.0"))
 		Expect(r.Status.Outputs).NotTo(HaveKey("module_version"))
 
-		By("upgrading the resource: spec.module.version applies v1.1.0 and records it")
-		Expect(k8s.Get(s.ctx, client.ObjectKey{Name: res.Name}, r)).To(Succeed())
-		r.Spec.Module.Version = "v1.1.0"
-		Expect(k8s.Update(s.ctx, r)).To(Succeed())
-		Eventually(func() string { return s.resource(res.Name)().Status.ModuleVersion }, timeout, time.Second).Should(Equal("v1.1.0"))
+		By("kubectl conductor upgrade --dry-run lists the move and changes nothing")
+		plugin, err := harness.BuildPlugin(GinkgoT().TempDir())
+		Expect(err).NotTo(HaveOccurred())
+		conductor := func(args ...string) string {
+			out, err := exec.Command(plugin, append(args, "--kubeconfig", env.Kubeconfig)...).CombinedOutput()
+			Expect(err).NotTo(HaveOccurred(), string(out))
+			return string(out)
+		}
+		out := conductor("upgrade", "upgrade", "-n", s.ns, "--dry-run")
+		Expect(out).To(ContainSubstring("Would upgrade (dry run, nothing changed)"))
+		Expect(out).To(MatchRegexp(res.Name + ` +` + s.ns + `/upgrade +v1\.0\.0 +v1\.1\.0`))
+		Expect(s.resource(res.Name)().Spec.Module.Version).To(Equal("v1.0.0"))
+
+		By("kubectl conductor upgrade (through the claim) sets spec.module.version, and --wait shows the apply of v1.1.0")
+		out = conductor("upgrade", "upgrade", "-n", s.ns, "--wait", "3m")
+		Expect(out).To(ContainSubstring("InfraResource " + res.Name + ": applied module version v1.1.0"))
+		Expect(s.resource(res.Name)().Status.ModuleVersion).To(Equal("v1.1.0"))
 		Expect(s.resource(res.Name)().Status.Outputs).To(HaveKey("module_version"))
 		Expect(upgrade()).To(Equal("False UpToDate "))
 		Expect(readyStatus(s.claim(claim)())).To(Equal(metav1.ConditionTrue))
