@@ -105,7 +105,8 @@ func runUpgrade(ctx context.Context, out io.Writer, cl *Clients, name string, op
 	for _, m := range moves {
 		base := m.res.DeepCopy()
 		m.res.Spec.Module.Version = m.to
-		if err := cl.Client.Patch(ctx, m.res, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		// A merge patch of the one field: the controller's status writes in between do not conflict.
+		if err := cl.Client.Patch(ctx, m.res, client.MergeFrom(base)); err != nil {
 			return fmt.Errorf("setting spec.module.version of InfraResource %s to %s: %w", m.res.Name, m.to, err)
 		}
 	}

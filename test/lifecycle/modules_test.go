@@ -347,8 +347,16 @@ var _ = Describe("A class that moves to a newer module version", func() {
 		Expect(out).To(MatchRegexp(res.Name + ` +` + s.ns + `/upgrade +v1\.0\.0 +v1\.1\.0`))
 		Expect(s.resource(res.Name)().Spec.Module.Version).To(Equal("v1.0.0"))
 
+		By("an upgrade to a version that does not exist fails: the resource stays on v1.0.0, with the reason")
+		out = conductor("upgrade", "upgrade", "-n", s.ns, "--to", "v9.9.9", "--wait", "3m")
+		Expect(out).To(ContainSubstring("the upgrade to v9.9.9 failed and the resource stays on v1.0.0: "))
+		r = s.resource(res.Name)()
+		Expect(r.Status.ModuleVersion).To(Equal("v1.0.0"))
+		Expect(condition(r.Status.Conditions, v1alpha1.ConditionSynced).Status).To(Equal(metav1.ConditionFalse))
+		Expect(fileContent(filepath.Join(s.dir, s.ns+"-upgrade.txt"))).To(Equal("hello hi"), "nothing applied")
+
 		By("kubectl conductor upgrade (through the claim) sets spec.module.version, and --wait shows the apply of v1.1.0")
-		out = conductor("upgrade", "upgrade", "-n", s.ns, "--wait", "3m")
+		out = conductor("upgrade", "upgrade", "-n", s.ns, "--to", "v1.1.0", "--wait", "3m")
 		Expect(out).To(ContainSubstring("InfraResource " + res.Name + ": applied module version v1.1.0"))
 		Expect(s.resource(res.Name)().Status.ModuleVersion).To(Equal("v1.1.0"))
 		Expect(s.resource(res.Name)().Status.Outputs).To(HaveKey("module_version"))

@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -96,6 +97,10 @@ func TestBenchScale(t *testing.T) {
 		got := &v1alpha1.InfraClass{}
 		return k8s.Get(ctx, client.ObjectKeyFromObject(class), got) == nil && meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady)
 	})
+	before, err := apiRequests(ctx, env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	parallel(*n, 8, func(i int) error {
 		return k8s.Create(ctx, &v1alpha1.InfraClaim{
@@ -118,6 +123,14 @@ func TestBenchScale(t *testing.T) {
 		return ready == *n
 	})
 	controllerTime := time.Since(start)
+	after, err := apiRequests(ctx, env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The benchmark's own requests: creating the claims, and polling them (LIST every 50 ms).
+	before["CREATE infraclaims"] += float64(*n)
+	delete(after, "LIST infraclaims")
+	requestRows, requestTotal := requestsPerRun(before, after, *n)
 
 	// Static claims: each binds to an existing Available resource.
 	latencies := staticBindLatencies(t, ctx, k8s, module, *static)
@@ -137,6 +150,9 @@ func TestBenchScale(t *testing.T) {
 	fmt.Printf("| controller / bare | %.2f× (target ≤ 1.2×) |\n", controllerTime.Seconds()/bareTime.Seconds())
 	fmt.Printf("| controller RSS at the end (peak) | %.0f MiB (%.0f MiB) |\n", float64(rss)/(1<<20), float64(peak)/(1<<20))
 	fmt.Printf("| static claim → Bound, p50 / p90 (%d claims) | %d ms / %d ms |\n", len(latencies), p50.Milliseconds(), p90.Milliseconds())
+	fmt.Printf("| API server requests per claim to Ready | %.1f |\n", requestTotal)
+	fmt.Printf("\nAPI server requests per claim to Ready, by verb and resource (apiserver_request_total; the\n"+
+		"benchmark's own CREATE and LIST of claims left out):\n| request | per claim |\n|---|---|\n%s\n", strings.Join(requestRows, "\n"))
 }
 
 // staticBindLatencies creates count static resources, waits until they are Available, then
