@@ -45,6 +45,7 @@ type options struct {
 	namespace, kubeconfig  string
 	syncInterval, grace    time.Duration
 	secretCheck            time.Duration
+	keepRunLogs            bool
 	stateHistory           int
 	driftChecks            int
 	staleLockAfter         time.Duration
@@ -68,6 +69,7 @@ func main() {
 	flag.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "conductor-system"), "Namespace of the state Secrets and lock Leases (must exist).")
 	flag.StringVar(&o.kubeconfig, "state-kubeconfig", "", "Deprecated and ignored: state goes through the controller's state server, and runs get Kubernetes credentials only from a class's kubernetesAccess.")
 	flag.DurationVar(&o.syncInterval, "sync-interval", controller.DefaultSyncInterval, "How often an unchanged resource is planned again to detect drift.")
+	flag.BoolVar(&o.keepRunLogs, "keep-run-logs", false, "Keep every run's log in its Secret (tflog-…); by default only failed runs, plans waiting for approval and drift found keep one, and a successful run's summary stays in status.")
 	flag.DurationVar(&o.secretCheck, "secret-check-interval", controller.DefaultSecretCheckInterval, "How often an applied resource's Secret inputs (variablesFrom, env) are read to notice a rotation, which applies it once.")
 	flag.IntVar(&o.driftChecks, "max-concurrent-drift-checks", 1, "Drift checks that run at once: the share of the runner pool drift checks may take.")
 	flag.DurationVar(&o.staleLockAfter, "stale-lock-after", controller.DefaultStaleLockAfter, "How long a state lock held by anyone but a live run of this controller is held before status reports it as stale (kubectl conductor unlock releases only such locks).")
@@ -203,7 +205,7 @@ func run(o options) error {
 		RunCluster:               runCluster,
 		Identity:                 controller.RunIdentity{Who: statebackend.Who(), Controller: o.podName},
 		MaxConcurrentDriftChecks: o.driftChecks, StaleLockAfter: o.staleLockAfter,
-		SyncInterval: o.syncInterval, SecretCheckInterval: o.secretCheck, MaxConcurrentReconciles: o.resourceWorkers,
+		SyncInterval: o.syncInterval, SecretCheckInterval: o.secretCheck, KeepRunLogs: o.keepRunLogs, MaxConcurrentReconciles: o.resourceWorkers,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -215,14 +215,14 @@ func (r *ResourceReconciler) writeTextSecret(ctx context.Context, name string, r
 	return nil
 }
 
-// recordRun keeps the finished last run in status.runs (newest first, at most maxRuns) and its
-// log in a Secret of the controller's namespace.
+// recordRun keeps the finished last run in status.runs (newest first, at most maxRuns) and, when
+// keepRunLog says so, its log in a Secret of the controller's namespace.
 func (r *ResourceReconciler) recordRun(ctx context.Context, res *v1alpha1.InfraResource, log string) {
 	last := res.Status.LastRun
 	if last == nil {
 		return
 	}
-	if log != "" {
+	if log != "" && keepRunLog(res, r.KeepRunLogs) {
 		name := logSecretName(res)
 		if err := r.writeTextSecret(ctx, name, res, "log", log); err == nil {
 			last.LogSecret = name
@@ -239,6 +239,23 @@ func (r *ResourceReconciler) recordRun(ctx context.Context, res *v1alpha1.InfraR
 		runs = append(runs, old)
 	}
 	res.Status.Runs = runs
+}
+
+// keepRunLog reports whether the last run's log is worth a Secret (two API requests and the log's
+// size in etcd): always with keepAll (--keep-run-logs); otherwise only for a run that did not
+// succeed (failed, invalid, waiting for approval) and for a drift check that found drift. A
+// successful run's summary stays in status.lastRun either way.
+func keepRunLog(res *v1alpha1.InfraResource, keepAll bool) bool {
+	last := res.Status.LastRun
+	switch {
+	case keepAll:
+		return true
+	case last.Result != RunSucceeded:
+		return true
+	case last.Operation == "drift":
+		return res.Status.Drift != nil && res.Status.Drift.Drifted
+	}
+	return false
 }
 
 // planSecretName and logSecretName are the Secrets, in the controller's namespace, of a

@@ -75,6 +75,9 @@ type ResourceReconciler struct {
 	// StaleLockAfter is how long a lock held by anyone but a live run of this deployment is held
 	// before status reports it as stale (DefaultStaleLockAfter when zero).
 	StaleLockAfter time.Duration
+	// KeepRunLogs keeps every run's log in its Secret; when false only the logs people need are
+	// written (keepRunLog): failed runs, plans waiting for approval, drift found.
+	KeepRunLogs bool
 
 	driftOnce  sync.Once
 	driftSlots chan struct{}
