@@ -26,6 +26,7 @@ func classWithModule(s *scenario, name string, m v1alpha1.ModuleSource) string {
 
 var _ = Describe("Module sources", func() {
 	It("resolve a registry module through a private registry over HTTPS: a constraint installs the newest version it allows, and the resource records that version", func() {
+		// Seen on fd3b2e2: tofu resolved the constraint, but status.moduleVersion said "~> 0.1".
 		s := newScenario()
 		addr := "platform/" + s.ns + "/local"
 		for _, v := range []string{"0.1.0", "0.2.0", "1.0.0"} {
@@ -54,8 +55,8 @@ var _ = Describe("Module sources", func() {
 	})
 
 	It("refuse a source that is not pinned or is pinned twice, with the reason on the class; an archive pinned by its checksum installs and a wrong checksum fails the download", func() {
-		// Seen on fd3b2e2 (before the parser): the archive without a checksum and the git source
-		// whose ?ref= disagreed with the version both became Ready, the version silently dropped.
+		// Seen on fd3b2e2 (before the parser): the archive without a checksum was "True Valid:
+		// module https://…/0.1.0.tar.gz@0.1.0 resolved", its version silently dropped.
 		s := newScenario()
 		addr := "platform/" + s.ns + "/local"
 		sum, err := registry.Publish(addr, "0.1.0", moduleDir)
