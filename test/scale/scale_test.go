@@ -128,7 +128,7 @@ func TestBenchScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The benchmark's own requests: creating the claims, and polling them (LIST every 50 ms).
-	before["CREATE infraclaims"] += float64(*n)
+	before["POST infraclaims"] += float64(*n)
 	delete(after, "LIST infraclaims")
 	requestRows, requestTotal := requestsPerRun(before, after, *n)
 
