@@ -21,7 +21,10 @@ const maxClaimInputCost = 50 * time.Millisecond
 // FuzzClaimInput feeds a tenant's claim input — a storage request (as a JSON string or number), a
 // requirement, a selector's label value and a parameter — through what the controller does with
 // it: decoding the claim as its cache does, the scheduler's matcher against a resource, and a
-// class's templates. Nothing may panic, and nothing may take more than maxClaimInputCost.
+// class's templates. Nothing may panic, and nothing may take more than maxClaimInputCost: an input
+// over it is tried twice more and fails only if the fastest of the three is still over, since a
+// slow input is slow every time and a GC pause or a busy core once (seen: 101 ms once, on an input
+// that takes well under 1 ms).
 // make test runs it for a bounded time (FUZZTIME); the corpus is in testdata/fuzz/FuzzClaimInput.
 func FuzzClaimInput(f *testing.F) {
 	for _, seed := range []struct {
@@ -65,25 +68,32 @@ func FuzzClaimInput(f *testing.F) {
 			`"spec":{"resourceKind":"Db","resources":{"requests":{"storage":` + string(q) + `}},` +
 			`"requirements":{` + string(k) + `:` + string(v) + `},"selector":{"matchLabels":{"env":` + string(l) + `}},` +
 			`"parameters":{"p":` + string(p) + `}}}`
-		start := time.Now()
-		var claim v1alpha1.InfraClaim
-		if err := json.Unmarshal([]byte(doc), &claim); err != nil {
-			if json.Valid([]byte(doc)) {
-				t.Fatalf("a claim the API server could store does not decode: %v\n%s", err, doc)
+		claimInput := func() time.Duration {
+			start := time.Now()
+			var claim v1alpha1.InfraClaim
+			if err := json.Unmarshal([]byte(doc), &claim); err != nil {
+				if json.Valid([]byte(doc)) {
+					t.Fatalf("a claim the API server could store does not decode: %v\n%s", err, doc)
+				}
+				return time.Since(start)
 			}
-			return
-		}
-		if m, err := scheduler.NewMatcher(&claim); err == nil {
-			m.Fits(&res)
-			m.Best([]v1alpha1.InfraResource{res})
-			if spec, err := json.Marshal(claim.Spec); err == nil {
-				if ctx, err := render.Context(render.Claim{Name: claim.Name, Namespace: claim.Namespace, Spec: spec}, render.Class{Name: "fuzz"}); err == nil {
-					_, _ = tmpl.Render(ctx)
+			if m, err := scheduler.NewMatcher(&claim); err == nil {
+				m.Fits(&res)
+				m.Best([]v1alpha1.InfraResource{res})
+				if spec, err := json.Marshal(claim.Spec); err == nil {
+					if ctx, err := render.Context(render.Claim{Name: claim.Name, Namespace: claim.Namespace, Spec: spec}, render.Class{Name: "fuzz"}); err == nil {
+						_, _ = tmpl.Render(ctx)
+					}
 				}
 			}
+			return time.Since(start)
 		}
-		if took := time.Since(start); took > maxClaimInputCost {
-			t.Fatalf("claim input took %s (over %s):\n%s", took, maxClaimInputCost, doc)
+		took := claimInput()
+		for try := 0; try < 2 && took > maxClaimInputCost; try++ {
+			took = min(took, claimInput())
+		}
+		if took > maxClaimInputCost {
+			t.Fatalf("claim input took %s, the fastest of three (over %s):\n%s", took, maxClaimInputCost, doc)
 		}
 	})
 }
