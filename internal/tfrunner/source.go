@@ -42,8 +42,6 @@ type PinnedSource struct {
 	Source string
 	// Version is the module block's version argument: set for registry sources only.
 	Version string
-	// Registry is the parsed registry address, for registry sources only.
-	Registry *regaddr.Module
 }
 
 // ParseSource classifies m.Source with the libraries that define source addresses
@@ -100,7 +98,7 @@ func pinRegistry(s string, addr *regaddr.Module, version string) (PinnedSource, 
 	if _, err := goversion.NewConstraint(version); err != nil {
 		return PinnedSource{}, fmt.Errorf("registry module %s: version %q is neither a version nor a version constraint: %v", addr.ForDisplay(), version, err)
 	}
-	return PinnedSource{Kind: SourceRegistry, Source: s, Version: version, Registry: addr}, nil
+	return PinnedSource{Kind: SourceRegistry, Source: s, Version: version}, nil
 }
 
 // sourceGetters are go-getter's getters in go-getter's order, with the detectors Terraform's module
