@@ -47,6 +47,11 @@ type InfraClassSpec struct {
 	// +optional
 	KubernetesAccess *KubernetesAccess `json:"kubernetesAccess,omitempty"`
 
+	// RunnerPool names the InfraRunnerPool whose runner pods run this class's resources; empty:
+	// the manager's in-process pool. Copied into the resources the class provisions.
+	// +optional
+	RunnerPool string `json:"runnerPool,omitempty"`
+
 	// Capabilities are what resources of this class offer; claims' requirements are matched against them.
 	// +optional
 	Capabilities map[string]string `json:"capabilities,omitempty"`

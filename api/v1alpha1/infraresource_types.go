@@ -82,6 +82,11 @@ type InfraResourceSpec struct {
 	// +optional
 	KubernetesAccess *KubernetesAccess `json:"kubernetesAccess,omitempty"`
 
+	// RunnerPool names the InfraRunnerPool whose runner pods run this resource; empty: the
+	// manager's in-process pool. Copied from the class at provisioning time.
+	// +optional
+	RunnerPool string `json:"runnerPool,omitempty"`
+
 	// Capacity this resource offers (e.g. storage: 50Gi).
 	// +optional
 	Capacity Quantities `json:"capacity,omitempty"`

@@ -14,12 +14,14 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-version"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -29,6 +31,7 @@ import (
 	conductorv1alpha1 "github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
+	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
@@ -50,9 +53,21 @@ type options struct {
 	driftChecks            int
 	staleLockAfter         time.Duration
 	stateServerAddr        string
+	runProtocolAddr        string
+	runnerStateAddr        string
+	runnerHosts            string
+	runnerImage            string
+	heartbeatTimeout       time.Duration
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "runner" {
+		if err := runnerMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "conductor-tf runner:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint (e.g. :8443 for HTTPS, 127.0.0.1:8080 for HTTP); 0 disables it.")
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, only to callers the API server authenticates and authorizes (get on the /metrics non-resource URL).")
@@ -75,6 +90,11 @@ func main() {
 	flag.DurationVar(&o.staleLockAfter, "stale-lock-after", controller.DefaultStaleLockAfter, "How long a state lock held by anyone but a live run of this controller is held before status reports it as stale (kubectl conductor unlock releases only such locks).")
 	flag.IntVar(&o.stateHistory, "state-history", statebackend.DefaultHistoryLimit, "Earlier versions of each state kept beside it, for restore.")
 	flag.StringVar(&o.stateServerAddr, "state-server-address", "127.0.0.1:0", "Loopback address the state server (Terraform's http backend, for the controller's own runs) listens on; port 0 picks one.")
+	flag.StringVar(&o.runProtocolAddr, "run-protocol-address", "", "Address (e.g. :9443) of the run protocol that runner pools (InfraRunnerPool) connect to, over TLS; empty: runner pools are not served and every run stays in the manager's pool.")
+	flag.StringVar(&o.runnerStateAddr, "runner-state-address", ":9444", "Address of the state server for runner pools' runs, over TLS (with --run-protocol-address).")
+	flag.StringVar(&o.runnerHosts, "runner-hosts", "", "Comma-separated names runners reach the manager by, for its serving certificate; the Service conductor-tf-runs in --namespace when empty.")
+	flag.StringVar(&o.runnerImage, "runner-image", os.Getenv("RUNNER_IMAGE"), "Image of runner pods whose InfraRunnerPool names none (the manager's own).")
+	flag.DurationVar(&o.heartbeatTimeout, "runner-heartbeat-timeout", runners.DefaultHeartbeatTimeout, "How long a runner may stay silent mid-run before its run is given up as lost.")
 	flag.DurationVar(&o.grace, "grace-period", tfrunner.DefaultGracePeriod, "How long a run gets to stop after SIGINT on shutdown.")
 	zapOpts := zap.Options{Development: true}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -118,6 +138,8 @@ func run(o options) error {
 		// cached, so the controller neither holds every Secret of the cluster in memory nor needs
 		// to list and watch them cluster-wide.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+		// Runner pools' Deployments live in the manager's namespace only (a namespaced Role).
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&appsv1.Deployment{}: {Namespaces: map[string]cache.Config{o.namespace: {}}}}},
 	})
 	if err != nil {
 		return err
@@ -193,6 +215,16 @@ func run(o options) error {
 	if err := stateServer.Start(serverCtx, o.stateServerAddr); err != nil {
 		return fmt.Errorf("state server: %w", err)
 	}
+	runs := &runners.Router{Local: pool}
+	if o.runProtocolAddr != "" {
+		if runs.Remote, err = startRunProtocol(serverCtx, o, kube, mgr.GetClient(), stateServer); err != nil {
+			return fmt.Errorf("run protocol: %w", err)
+		}
+		log.Info("serving runner pools", "runProtocol", o.runProtocolAddr, "stateServer", o.runnerStateAddr)
+		if err := setupRunnerPools(serverCtx, o, kube, mgr, runs.Remote); err != nil {
+			return err
+		}
+	}
 	rec := mgr.GetEventRecorder("conductor-tf")
 	metrics.Register(mgr.GetCache())
 	if err := (&controller.ClaimReconciler{
@@ -201,7 +233,7 @@ func run(o options) error {
 		return err
 	}
 	if err := (&controller.ResourceReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: pool, State: state, StateServer: stateServer,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: runs, State: state, StateServer: stateServer,
 		RunCluster:               runCluster,
 		Identity:                 controller.RunIdentity{Who: statebackend.Who(), Controller: o.podName},
 		MaxConcurrentDriftChecks: o.driftChecks, StaleLockAfter: o.staleLockAfter,

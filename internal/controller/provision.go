@@ -49,6 +49,7 @@ func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (
 			VariablesFrom:    append([]v1alpha1.SecretInput(nil), class.Spec.VariablesFrom...),
 			Env:              append([]v1alpha1.SecretInput(nil), class.Spec.Env...),
 			KubernetesAccess: class.Spec.KubernetesAccess.DeepCopy(),
+			RunnerPool:       class.Spec.RunnerPool,
 			Capacity:         claim.Spec.Resources.Requests.DeepCopy(),
 			Capabilities:     maps.Clone(class.Spec.Capabilities),
 			ClaimRef:         &v1alpha1.ClaimReference{Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID},

@@ -125,6 +125,7 @@ func suffix(res *v1alpha1.InfraResource) string {
 func (r *ResourceReconciler) runSpec(ctx context.Context, res *v1alpha1.InfraResource) (tfrunner.Spec, error) {
 	spec := tfrunner.Spec{
 		Tenant:             tenant(res),
+		RunnerPool:         res.Spec.RunnerPool,
 		Module:             tfrunner.Module{Source: res.Spec.Module.Source, Version: res.Spec.Module.Version},
 		Variables:          map[string]any{},
 		SensitiveVariables: map[string]string{},

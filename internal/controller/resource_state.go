@@ -59,6 +59,7 @@ func (r *ResourceReconciler) backend(res *v1alpha1.InfraResource, spec *tfrunner
 		runID = res.Status.LastRun.ID
 	}
 	creds, revoke := r.StateServer.IssueRunAs(runID, suffix(res), stateLabels(res))
+	spec.RunID = runID
 	spec.Backend = tfrunner.Backend{Type: "http"}
 	for k, v := range creds.Env() {
 		spec.Env[k] = v

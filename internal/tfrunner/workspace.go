@@ -56,6 +56,9 @@ type Spec struct {
 	// Tenant is who the run is for (the claim's namespace; "" for static resources): waiting runs
 	// are served across tenants in turn. It is not part of the workspace.
 	Tenant string
+	// RunnerPool names the InfraRunnerPool whose runners execute the run; "" is the manager's
+	// in-process pool. RunID is the run's id (status.lastRun.id). Neither is part of the workspace.
+	RunnerPool, RunID string
 }
 
 // Workspace is the working directory of one resource. It is not safe for concurrent use: the Pool

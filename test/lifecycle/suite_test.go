@@ -29,6 +29,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
+	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 	"github.com/conductor-tf/conductor-tf/test/harness"
@@ -66,6 +67,12 @@ var (
 	runsDir string
 	// registry is the module registry every run trusts (its CA is the runs' SSL_CERT_FILE).
 	registry *harness.ModuleRegistry
+	// dispatcher serves runner pools as the manager does (--run-protocol-address); runners
+	// reach it at runProtocolAddr and the state server at runnerStateURL.
+	dispatcher                     *runners.Dispatcher
+	runProtocolAddr, runnerStateURL string
+	// suiteDir is the suite's temporary directory.
+	suiteDir string
 )
 
 // Identities of the controller under test: every pod of a deployment shares the lock holder (Who),
@@ -104,6 +111,7 @@ var _ = BeforeSuite(func() {
 	dir, err := os.MkdirTemp("", "conductor-lifecycle-")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(os.RemoveAll, dir)
+	suiteDir = dir
 	env, err = harness.Start(dir, harness.CRDDir(), harness.FixtureCRDDir())
 	Expect(err).NotTo(HaveOccurred())
 	// Namespace deletion and garbage collection, as on a cluster: the rook-minio module's
@@ -150,6 +158,16 @@ var _ = BeforeSuite(func() {
 	serverCtx, stopServer := context.WithCancel(context.Background())
 	DeferCleanup(stopServer)
 	Expect(stateServer.Start(serverCtx, "127.0.0.1:0")).To(Succeed())
+	// Runner pools, served as the manager serves them: TLS from the CA Secret, TokenReview.
+	runProtocolAddr = freeAddr()
+	var stateAddr string
+	dispatcher, stateAddr, err = runners.Serve(serverCtx, runners.ServeOptions{
+		Kube: kube, Namespace: stateNamespace, Hosts: []string{"127.0.0.1"},
+		Address: runProtocolAddr, StateAddress: "127.0.0.1:0", State: stateServer,
+		Authorize: runners.PoolAuthorizer(k8s, stateNamespace), HeartbeatTimeout: 5 * time.Second,
+	})
+	Expect(err).NotTo(HaveOccurred())
+	runnerStateURL = "https://" + stateAddr
 
 	metricsAddr := freeAddr()
 	metricsURL = "http://" + metricsAddr + "/metrics"
@@ -164,7 +182,7 @@ var _ = BeforeSuite(func() {
 		Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: 4, Ready: &metrics.ClaimReady{},
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&controller.ResourceReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: pool,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: &runners.Router{Local: pool, Remote: dispatcher},
 		State:       statebackend.Config{Namespace: stateNamespace, KubeconfigPath: env.Kubeconfig},
 		StateServer: stateServer, RunCluster: runCluster,
 		// As in the manager: many resource reconciles, most of them waiting in the pool's fair queue.

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/internal/controller"
+
+	"github.com/conductor-tf/conductor-tf/internal/runners"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+)
+
+// runnerHosts are the names runners reach the manager by: --runner-hosts, or the Service
+// conductor-tf-runs of config/manager in the manager's namespace.
+func runnerHosts(o options) []string {
+	if o.runnerHosts != "" {
+		return strings.Split(o.runnerHosts, ",")
+	}
+	svc := "conductor-tf-runs"
+	return []string{svc, svc + "." + o.namespace, svc + "." + o.namespace + ".svc", svc + "." + o.namespace + ".svc.cluster.local"}
+}
+
+// startRunProtocol serves runner pools (runners.Serve): only runners whose token names their
+// pool's ServiceAccount are served.
+func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface, c client.Reader, state *statebackend.Server) (*runners.Dispatcher, error) {
+	d, _, err := runners.Serve(ctx, runners.ServeOptions{
+		Kube: kube, Namespace: o.namespace, Hosts: runnerHosts(o),
+		Address: o.runProtocolAddr, StateAddress: o.runnerStateAddr, State: state,
+		Authorize: runners.PoolAuthorizer(c, o.namespace), HeartbeatTimeout: o.heartbeatTimeout,
+	})
+	return d, err
+}
+
+// setupRunnerPools registers the InfraRunnerPool reconciler: runner pods reach this manager
+// through the Service conductor-tf-runs, on the ports of --run-protocol-address and
+// --runner-state-address, and run --runner-image (else this pod's own image).
+func setupRunnerPools(ctx context.Context, o options, kube kubernetes.Interface, mgr ctrl.Manager, d *runners.Dispatcher) error {
+	image := o.runnerImage
+	if image == "" {
+		pod, err := kube.CoreV1().Pods(o.namespace).Get(ctx, o.podName, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("--runner-image is empty and this pod's image cannot be read: %w", err)
+		}
+		for _, c := range pod.Spec.Containers {
+			if c.Name == "manager" || image == "" {
+				image = c.Image
+			}
+		}
+	}
+	_, protoPort, err := net.SplitHostPort(o.runProtocolAddr)
+	if err != nil {
+		return fmt.Errorf("--run-protocol-address: %w", err)
+	}
+	_, statePort, err := net.SplitHostPort(o.runnerStateAddr)
+	if err != nil {
+		return fmt.Errorf("--runner-state-address: %w", err)
+	}
+	host := runnerHosts(o)[0]
+	if o.runnerHosts == "" {
+		host = "conductor-tf-runs." + o.namespace + ".svc"
+	}
+	return (&controller.RunnerPoolReconciler{
+		Client: mgr.GetClient(), Namespace: o.namespace, Image: image,
+		Targets: controller.RunnerPoolTargets{
+			Manager: net.JoinHostPort(host, protoPort), StateURL: "https://" + net.JoinHostPort(host, statePort),
+			CAConfigMap: runners.CAName, Audience: runners.Audience,
+		},
+		Connected: func(pool string) int { return len(d.Runners(pool)) },
+	}).SetupWithManager(mgr)
+}

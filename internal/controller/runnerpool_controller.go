@@ -1,0 +1,121 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+)
+
+// RunnerPoolReconciler keeps each InfraRunnerPool's Deployment of runners in the manager's
+// namespace and reports its ready and connected runners.
+type RunnerPoolReconciler struct {
+	client.Client
+	// Namespace is the manager's: the runners' Deployments, ServiceAccounts and CA live there.
+	Namespace string
+	// Image is the runners' image when a pool names none (the manager's own).
+	Image   string
+	Targets RunnerPoolTargets
+	// Connected returns the number of runners of a pool connected to the run protocol now.
+	Connected func(pool string) int
+}
+
+// runnerPoolResync is how often a pool's status is refreshed (connected runners change without
+// any object changing).
+const runnerPoolResync = 15 * time.Second
+
+// +kubebuilder:rbac:groups=conductor.io,resources=infrarunnerpools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=conductor.io,resources=infrarunnerpools/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps,namespace=conductor-system,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=conductor-system,resources=configmaps,verbs=get;create;update
+// +kubebuilder:rbac:groups="",namespace=conductor-system,resources=pods,verbs=get
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+
+// Reconcile makes the pool's Deployment (owned by the pool, so deleting the pool deletes it) and
+// records its status: phases ensureDeployment, then recordStatus.
+func (r *RunnerPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pool := &v1alpha1.InfraRunnerPool{}
+	if err := r.Get(ctx, req.NamespacedName, pool); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pool.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	dep, err := r.ensureDeployment(ctx, pool)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: runnerPoolResync}, r.recordStatus(ctx, pool, dep)
+}
+
+// ensureDeployment creates or updates the Deployment to what runnerDeployment says.
+func (r *RunnerPoolReconciler) ensureDeployment(ctx context.Context, pool *v1alpha1.InfraRunnerPool) (*appsv1.Deployment, error) {
+	want := runnerDeployment(pool, r.Namespace, r.Image, r.Targets)
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: want.Namespace}}
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, dep, func() error {
+		dep.Labels = want.Labels
+		dep.Spec.Replicas = want.Spec.Replicas
+		if dep.Spec.Selector == nil {
+			dep.Spec.Selector = want.Spec.Selector
+		}
+		if !equality.Semantic.DeepDerivative(want.Spec.Template, dep.Spec.Template) {
+			dep.Spec.Template = want.Spec.Template
+		}
+		return controllerutil.SetControllerReference(pool, dep, r.Scheme())
+	})
+	if err != nil {
+		return nil, fmt.Errorf("runner Deployment %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	return dep, nil
+}
+
+// recordStatus writes ready and connected runners and the Ready condition.
+func (r *RunnerPoolReconciler) recordStatus(ctx context.Context, pool *v1alpha1.InfraRunnerPool, dep *appsv1.Deployment) error {
+	before := pool.Status.DeepCopy()
+	pool.Status.ObservedGeneration = pool.Generation
+	pool.Status.ReadyReplicas = dep.Status.ReadyReplicas
+	if r.Connected != nil {
+		pool.Status.ConnectedRunners = int32(r.Connected(pool.Name))
+	}
+	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "RunnersConnected",
+		Message: fmt.Sprintf("%d runner(s) connected", pool.Status.ConnectedRunners), ObservedGeneration: pool.Generation}
+	if pool.Status.ConnectedRunners == 0 {
+		cond.Status, cond.Reason = metav1.ConditionFalse, "NoRunners"
+		cond.Message = fmt.Sprintf("no runner is connected to %s; %d of %d pods ready; runs of this pool wait", r.Targets, dep.Status.ReadyReplicas, ptrInt32(dep.Spec.Replicas))
+	}
+	meta.SetStatusCondition(&pool.Status.Conditions, cond)
+	if equality.Semantic.DeepEqual(before, &pool.Status) {
+		return nil
+	}
+	err := r.Status().Update(ctx, pool)
+	if apierrors.IsConflict(err) {
+		return nil // the next resync writes it
+	}
+	return err
+}
+
+func ptrInt32(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// SetupWithManager registers the reconciler for pools and the Deployments they own.
+func (r *RunnerPoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.InfraRunnerPool{}).
+		Owns(&appsv1.Deployment{}).
+		Named("infrarunnerpool").
+		Complete(r)
+}

@@ -1,0 +1,103 @@
+package controller
+
+import (
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+)
+
+// RunnerPoolTargets are where runner pods find the manager: the run protocol's address
+// (host:port) and the state server's URL for runners (https://host:port), by the Service
+// conductor-tf-runs.
+type RunnerPoolTargets struct {
+	Manager, StateURL string
+	// CAConfigMap and CAAudience are the ConfigMap holding the manager's CA (key ca.crt) and the
+	// audience of the runners' projected tokens (runners.CAName, runners.Audience).
+	CAConfigMap, Audience string
+}
+
+// Mount points and lifetimes inside runner pods.
+const (
+	runnerTokenDir = "/var/run/conductor-tf/token"
+	runnerCADir    = "/var/run/conductor-tf/ca"
+	// runnerTokenSeconds is the projected token's lifetime: 3600 s (the kubelet renews it at 80 %).
+	runnerTokenSeconds = 3600
+)
+
+// RunnerDeploymentName is the name of pool's Deployment in the manager's namespace.
+func RunnerDeploymentName(pool string) string { return "conductor-tf-runner-" + pool }
+
+// runnerDeployment is the Deployment of pool's runners in namespace: `conductor-tf runner`, with
+// no Kubernetes API token (automountServiceAccountToken false), only a projected token of the
+// run protocol's audience and the manager's CA; non-root, a read-only root filesystem, no
+// capabilities, and emptyDir working space that dies with the pod.
+func runnerDeployment(pool *v1alpha1.InfraRunnerPool, namespace, image string, t RunnerPoolTargets) *appsv1.Deployment {
+	labels := map[string]string{"app.kubernetes.io/name": "conductor-tf", "app.kubernetes.io/component": "runner", "conductor.io/runner-pool": pool.Name}
+	if pool.Spec.Image != "" {
+		image = pool.Spec.Image
+	}
+	concurrency := max(pool.Spec.Concurrency, 1)
+	sa := pool.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: RunnerDeploymentName(pool.Name), Namespace: namespace, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(ptr.Deref(pool.Spec.Replicas, 1)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"conductor.io/runner-pool": pool.Name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName:           sa,
+					AutomountServiceAccountToken: ptr.To(false),
+					NodeSelector:                 pool.Spec.NodeSelector,
+					Tolerations:                  pool.Spec.Tolerations,
+					// A run gets SIGINT at termination and its grace period to stop and save state.
+					TerminationGracePeriodSeconds: ptr.To[int64](150),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), RunAsGroup: ptr.To[int64](65532), FSGroup: ptr.To[int64](65532),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name: "runner", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+						Args: []string{"runner", "--pool", pool.Name, "--manager", t.Manager, "--state-url", t.StateURL,
+							"--ca-file", runnerCADir + "/ca.crt", "--token-file", runnerTokenDir + "/token",
+							"--concurrency", strconv.Itoa(int(concurrency)), "--work-dir", "/work", "--grace-period", "2m"},
+						Env:       []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+						Resources: pool.Spec.Resources,
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+						VolumeMounts: []corev1.VolumeMount{
+							{Name: "token", MountPath: runnerTokenDir, ReadOnly: true},
+							{Name: "ca", MountPath: runnerCADir, ReadOnly: true},
+							{Name: "work", MountPath: "/work"},
+							{Name: "tmp", MountPath: "/tmp"},
+						},
+					}},
+					Volumes: []corev1.Volume{
+						{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{
+							ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: t.Audience, ExpirationSeconds: ptr.To[int64](runnerTokenSeconds), Path: "token"},
+						}}}}},
+						{Name: "ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: t.CAConfigMap}}}},
+						{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+					},
+				},
+			},
+		},
+	}
+}
+
+// describeTargets is for errors: where the pool's runners connect.
+func (t RunnerPoolTargets) String() string {
+	return fmt.Sprintf("%s (state %s)", t.Manager, t.StateURL)
+}

@@ -1,0 +1,295 @@
+package runners
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// Defaults of the heartbeat: a runner sends one every DefaultHeartbeatInterval while it runs, and
+// the manager gives a run up when it has heard nothing for DefaultHeartbeatTimeout.
+const (
+	DefaultHeartbeatInterval = 5 * time.Second
+	DefaultHeartbeatTimeout  = 20 * time.Second
+)
+
+// DispatcherOptions configure a Dispatcher.
+type DispatcherOptions struct {
+	// Authenticator verifies the token each stream carries (required).
+	Authenticator Authenticator
+	// Authorize reports whether the authenticated user may serve pool; nil allows every
+	// authenticated user.
+	Authorize func(ctx context.Context, pool, user string) error
+	// HeartbeatTimeout is how long a run's runner may stay silent before the run is given up as
+	// lost; DefaultHeartbeatTimeout when zero.
+	HeartbeatTimeout time.Duration
+	// OnRunnerLost, when set, is told of each run given up because its runner was lost.
+	OnRunnerLost func(pool, runner, key string, err error)
+}
+
+// Dispatcher is the manager's side of the run protocol: it queues the runs of resources whose
+// class names a runner pool, hands each to the next runner of that pool that asks (Runs/Run), and
+// answers the run's hooks. It implements the controller's Runs for those runs.
+type Dispatcher struct {
+	opts DispatcherOptions
+
+	mu      sync.Mutex
+	queues  map[string]*queue         // by pool
+	busy    map[string]int            // runs of a key waiting or running
+	errored map[string][]byte         // errored.tfstate a runner sent back, by key
+	runners map[string]map[string]int // pool → runner → runs it holds
+	grpc    *grpc.Server
+	addr    string
+}
+
+// NewDispatcher returns a Dispatcher; Serve starts its server.
+func NewDispatcher(opts DispatcherOptions) *Dispatcher {
+	if opts.HeartbeatTimeout <= 0 {
+		opts.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	return &Dispatcher{opts: opts, queues: map[string]*queue{}, busy: map[string]int{}, errored: map[string][]byte{},
+		runners: map[string]map[string]int{}}
+}
+
+// Serve listens on addr ("host:port", port 0 picks one) with TLS and serves the run protocol until
+// ctx is done; it returns once listening (Addr tells the address) or the listen error.
+func (d *Dispatcher) Serve(ctx context.Context, addr string, tlsConfig *tls.Config) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("run protocol server: %w", err)
+	}
+	srv := grpc.NewServer(
+		grpc.Creds(credentials.NewTLS(tlsConfig)),
+		grpc.ForceServerCodec(jsonCodec{}),
+		// Connection-level liveness besides the run's heartbeats: a peer that stops answering
+		// pings within 10 s is dropped, which ends its streams.
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 10 * time.Second, Timeout: 10 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+	)
+	srv.RegisterService(&serviceDesc, d)
+	d.mu.Lock()
+	d.grpc, d.addr = srv, ln.Addr().String()
+	d.mu.Unlock()
+	go func() { _ = srv.Serve(ln) }()
+	go func() {
+		<-ctx.Done()
+		srv.Stop()
+	}()
+	return nil
+}
+
+// Addr is the address Serve listens on, or "" before.
+func (d *Dispatcher) Addr() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.addr
+}
+
+// Runners returns, for pool, the runners connected now and the streams each has open (one per
+// run it waits for or holds).
+func (d *Dispatcher) Runners(pool string) map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]int{}
+	for r, n := range d.runners[pool] {
+		out[r] = n
+	}
+	return out
+}
+
+// job is one run, from the caller's Apply, Destroy or DriftCheck to its Result.
+type job struct {
+	pool, tenant string
+	spec         RunSpec
+	opts         tfrunner.ApplyOptions
+	cancel       chan struct{} // closed when the caller's ctx is done after a runner took the run
+	done         chan struct{} // closed once result and err are set
+	result       *Result
+	hookErr      error // the error a hook returned, which stopped the run
+	err          error // the run could not finish on its runner (lost), or was never started
+}
+
+func (d *Dispatcher) queue(pool string) *queue {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	q := d.queues[pool]
+	if q == nil {
+		q = newQueue()
+		d.queues[pool] = q
+	}
+	return q
+}
+
+// do queues a run in pool and waits for its outcome. A ctx done while the run waits withdraws it;
+// once a runner has it, the runner is told to cancel it and do waits for the result (Terraform
+// gets SIGINT and the run ends as an in-process run would).
+func (d *Dispatcher) do(ctx context.Context, pool string, spec RunSpec, opts tfrunner.ApplyOptions) (*job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	j := &job{pool: pool, tenant: spec.Spec.Tenant, spec: spec, opts: opts, cancel: make(chan struct{}), done: make(chan struct{})}
+	d.mu.Lock()
+	d.busy[spec.Key]++
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		if d.busy[spec.Key]--; d.busy[spec.Key] <= 0 {
+			delete(d.busy, spec.Key)
+		}
+		d.mu.Unlock()
+	}()
+	q := d.queue(pool)
+	if pos, waiting, idle := q.push(j, false); !idle && opts.Queued != nil {
+		opts.Queued(pos, waiting)
+	}
+	select {
+	case <-j.done:
+	case <-ctx.Done():
+		if q.remove(j) {
+			return nil, ctx.Err()
+		}
+		close(j.cancel)
+		<-j.done
+	}
+	if j.err != nil {
+		return j, j.err
+	}
+	if j.result.ErroredState != nil {
+		d.mu.Lock()
+		d.errored[spec.Key] = j.result.ErroredState
+		d.mu.Unlock()
+	}
+	return j, j.result.Error.decode(j.hookErr)
+}
+
+// Apply runs spec's apply on a runner of spec.RunnerPool; see tfrunner.Pool.Apply for the
+// result and errors, plus *RunnerLostError when the runner was lost mid-run.
+func (d *Dispatcher) Apply(ctx context.Context, key string, spec tfrunner.Spec, opts tfrunner.ApplyOptions) (*tfrunner.ApplyResult, error) {
+	j, err := d.do(ctx, spec.RunnerPool, RunSpec{
+		ID: spec.RunID, Op: OpApply, Key: key, Spec: toWire(spec), SavedPlan: opts.SavedPlan, Imports: opts.Imports,
+		AskCheck: opts.Check != nil, AskBeforeApply: opts.BeforeApply != nil, AskCreateStart: opts.OnCreateStart != nil,
+	}, opts)
+	if j == nil || j.result == nil {
+		return &tfrunner.ApplyResult{}, err
+	}
+	return j.result.applyResult(), err
+}
+
+// Destroy runs spec's destroy on a runner of spec.RunnerPool.
+func (d *Dispatcher) Destroy(ctx context.Context, key string, spec tfrunner.Spec) error {
+	_, err := d.do(ctx, spec.RunnerPool, RunSpec{ID: spec.RunID, Op: OpDestroy, Key: key, Spec: toWire(spec)}, tfrunner.ApplyOptions{})
+	return err
+}
+
+// DriftCheck runs spec's read-only plan on a runner of spec.RunnerPool.
+func (d *Dispatcher) DriftCheck(ctx context.Context, key string, spec tfrunner.Spec) (*tfrunner.StreamResult, error) {
+	j, err := d.do(ctx, spec.RunnerPool, RunSpec{ID: spec.RunID, Op: OpDriftCheck, Key: key, Spec: toWire(spec)}, tfrunner.ApplyOptions{})
+	if j == nil || j.result == nil {
+		return nil, err
+	}
+	return j.result.Drift, err
+}
+
+// Busy reports whether a run of key waits for or holds a runner.
+func (d *Dispatcher) Busy(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.busy[key] > 0
+}
+
+// Forget has nothing to do: runners keep no workspace after a run.
+func (d *Dispatcher) Forget(string) {}
+
+// ErroredState returns the state a runner could not save for key's last run, if any.
+func (d *Dispatcher) ErroredState(key string) ([]byte, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	data, ok := d.errored[key]
+	return data, ok
+}
+
+// ClearErroredState forgets key's errored state once saved.
+func (d *Dispatcher) ClearErroredState(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.errored, key)
+}
+
+// RunnerLostError is a run given up because its runner went silent or its stream broke mid-run
+// (pod deleted, OOM-killed, node lost): what the run did is unknown, as after a killed process.
+type RunnerLostError struct {
+	Pool, Runner, Reason string
+}
+
+func (e *RunnerLostError) Error() string {
+	return fmt.Sprintf("runner %s of pool %s was lost mid-run: %s", e.Runner, e.Pool, e.Reason)
+}
+
+// serveRun serves one Runs/Run stream: authenticate, read Hello, wait for a run of the runner's
+// pool, then drive it to its Result.
+func (d *Dispatcher) serveRun(stream grpc.ServerStream) error {
+	ctx := stream.Context()
+	user, err := d.authenticate(ctx)
+	if err != nil {
+		return err
+	}
+	var first RunnerMessage
+	if err := stream.RecvMsg(&first); err != nil {
+		return err
+	}
+	hello := first.Hello
+	if hello == nil || hello.Pool == "" || hello.Runner == "" {
+		return status.Error(codes.InvalidArgument, "the first message must be a hello naming the runner and its pool")
+	}
+	if d.opts.Authorize != nil {
+		if err := d.opts.Authorize(ctx, hello.Pool, user); err != nil {
+			return status.Errorf(codes.PermissionDenied, "%s may not serve pool %s: %v", user, hello.Pool, err)
+		}
+	}
+	d.track(hello, 1)
+	defer d.track(hello, -1)
+	q := d.queue(hello.Pool)
+	j, err := q.take(ctx)
+	if err != nil {
+		return status.FromContextError(err).Err()
+	}
+	if err := stream.SendMsg(&ManagerMessage{Run: &j.spec}); err != nil {
+		q.push(j, true) // nothing ran: the next runner takes it
+		return err
+	}
+	res, err := d.drive(ctx, stream, j)
+	if err != nil {
+		j.err = &RunnerLostError{Pool: hello.Pool, Runner: hello.Runner, Reason: err.Error()}
+		if d.opts.OnRunnerLost != nil {
+			d.opts.OnRunnerLost(hello.Pool, hello.Runner, j.spec.Key, j.err)
+		}
+	}
+	j.result = res
+	close(j.done)
+	return nil
+}
+
+// track counts the runner's open streams (one per run it can take or holds).
+func (d *Dispatcher) track(h *Hello, delta int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rs := d.runners[h.Pool]
+	if rs == nil {
+		rs = map[string]int{}
+		d.runners[h.Pool] = rs
+	}
+	if rs[h.Runner] += delta; rs[h.Runner] <= 0 {
+		delete(rs, h.Runner)
+	}
+}

@@ -1,0 +1,305 @@
+package runners
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// Runner is the runner's side of the run protocol: Concurrency streams, each asking the manager
+// for a run of Pool, running it with Runs (its own tfrunner.Pool, so init is shared per module
+// version on this runner), and sending hooks, heartbeats and the Result back. State requests of
+// its runs go through a loopback proxy to the manager's state server, over TLS.
+type Runner struct {
+	// Name is the runner's name (its pod); Pool the InfraRunnerPool it serves.
+	Name, Pool string
+	// Manager is the run protocol's address (host:port); StateURL the state server's base URL
+	// for runners (https://host:port).
+	Manager, StateURL string
+	// TLS trusts the manager's CA (ClientConfig).
+	TLS *tls.Config
+	// TokenFile is the projected ServiceAccount token of audience Audience.
+	TokenFile string
+	// Runs executes the runs; Concurrency streams ask for work at once (Runs.MaxConcurrent when
+	// zero).
+	Runs        *tfrunner.Pool
+	Concurrency int
+	// HeartbeatInterval is how often a run reports it is alive; DefaultHeartbeatInterval when zero.
+	HeartbeatInterval time.Duration
+	// Log reports streams that failed and runs that ended; slog.Default when nil.
+	Log *slog.Logger
+}
+
+// Run serves runs until ctx is done. Runs under way when ctx ends are cancelled (Terraform gets
+// SIGINT) and their results still sent. It returns an error only when it cannot start.
+func (r *Runner) Run(ctx context.Context) error {
+	if r.Log == nil {
+		r.Log = slog.Default()
+	}
+	if r.HeartbeatInterval <= 0 {
+		r.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	n := r.Concurrency
+	if n <= 0 {
+		n = r.Runs.MaxConcurrent()
+	}
+	proxy, stopProxy, err := r.startStateProxy()
+	if err != nil {
+		return err
+	}
+	// Runs cancelled at shutdown still save their state and unlock through the proxy: it stops
+	// after them.
+	defer stopProxy()
+	conn, err := grpc.NewClient(r.Manager,
+		grpc.WithTransportCredentials(credentials.NewTLS(r.TLS)),
+		grpc.WithPerRPCCredentials(tokenFile(r.TokenFile)),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(jsonCodec{})),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
+	)
+	if err != nil {
+		return fmt.Errorf("run protocol client: %w", err)
+	}
+	defer conn.Close()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if err := r.serveOne(ctx, conn, proxy); err != nil && ctx.Err() == nil {
+					r.Log.Info("run stream ended", "error", err.Error())
+					select {
+					case <-time.After(time.Second):
+					case <-ctx.Done():
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// serveOne opens one stream, waits for a run and carries it out. The stream outlives ctx while a
+// run is under way: the run is cancelled and its result still sent.
+func (r *Runner) serveOne(ctx context.Context, conn *grpc.ClientConn, proxy string) error {
+	streamCtx, closeStream := context.WithCancel(context.WithoutCancel(ctx))
+	defer closeStream()
+	stream, err := conn.NewStream(streamCtx, &runStreamDesc, RunMethod)
+	if err != nil {
+		return err
+	}
+	if err := stream.SendMsg(&RunnerMessage{Hello: &Hello{Runner: r.Name, Pool: r.Pool}}); err != nil {
+		return err
+	}
+	// Waiting for work ends with ctx; a run, once given, does not.
+	stopWaiting := context.AfterFunc(ctx, closeStream)
+	first := &ManagerMessage{}
+	err = stream.RecvMsg(first)
+	if !stopWaiting() {
+		return ctx.Err()
+	}
+	if err != nil {
+		return err
+	}
+	if first.Run == nil {
+		return errors.New("the manager's first message is not a run")
+	}
+	return r.execute(ctx, stream, first.Run, proxy)
+}
+
+// execute runs spec, serving its hooks over stream, and sends its Result. Every file of the run
+// (its variables, credentials, kubeconfig) is deleted when it ends.
+func (r *Runner) execute(ctx context.Context, stream grpc.ClientStream, spec *RunSpec, proxy string) error {
+	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRun()
+	stopOnShutdown := context.AfterFunc(ctx, cancelRun)
+	defer stopOnShutdown()
+	s := &session{stream: stream, in: make(chan *ManagerMessage, 4)}
+	// Reader: Cancel and a broken stream (the manager is gone: nobody will use this run's
+	// outcome, and its state credentials die with the manager) stop the run.
+	go func() {
+		defer close(s.in)
+		for {
+			m := &ManagerMessage{}
+			if err := stream.RecvMsg(m); err != nil {
+				cancelRun()
+				return
+			}
+			if m.Cancel {
+				cancelRun()
+				continue
+			}
+			s.in <- m
+		}
+	}()
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(r.HeartbeatInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				_ = s.send(&RunnerMessage{Heartbeat: &Heartbeat{}})
+			case <-done:
+				return
+			}
+		}
+	}()
+	ts := spec.Spec.spec()
+	ts.Env = withStateProxy(ts.Env, proxy)
+	res := r.run(runCtx, s, spec, ts)
+	close(done)
+	if data, ok := r.Runs.ErroredState(spec.Key); ok {
+		res.ErroredState = data
+	}
+	r.Runs.Forget(spec.Key)
+	r.Log.Info("run ended", "run", spec.ID, "key", spec.Key, "op", spec.Op, "error", errText(res.Error))
+	if err := s.send(&RunnerMessage{Result: res}); err != nil {
+		return err
+	}
+	if err := stream.CloseSend(); err != nil {
+		return err
+	}
+	for range s.in { // until the manager ends the stream
+	}
+	return nil
+}
+
+func errText(e *WireError) string {
+	if e == nil {
+		return ""
+	}
+	return e.Message
+}
+
+// run carries out the operation.
+func (r *Runner) run(ctx context.Context, s *session, spec *RunSpec, ts tfrunner.Spec) *Result {
+	switch spec.Op {
+	case OpApply:
+		opts := tfrunner.ApplyOptions{SavedPlan: spec.SavedPlan, Imports: spec.Imports}
+		if spec.AskCheck {
+			opts.Check = func(schema *tfrunner.ModuleSchema) error { return s.ask(&RunnerMessage{Schema: schema}, nil) }
+		}
+		if spec.AskBeforeApply {
+			opts.BeforeApply = func(p *tfrunner.Plan, render func() (string, error)) error {
+				return s.ask(&RunnerMessage{Plan: p}, render)
+			}
+		}
+		if spec.AskCreateStart {
+			opts.OnCreateStart = func(addr string) error { return s.ask(&RunnerMessage{CreateStart: &CreateStart{Address: addr}}, nil) }
+		}
+		res, err := r.Runs.Apply(ctx, spec.Key, ts, opts)
+		return newResult(res, nil, err)
+	case OpDestroy:
+		return newResult(nil, nil, r.Runs.Destroy(ctx, spec.Key, ts))
+	case OpDriftCheck:
+		res, err := r.Runs.DriftCheck(ctx, spec.Key, ts)
+		return newResult(nil, res, err)
+	}
+	return newResult(nil, nil, fmt.Errorf("unknown operation %q", spec.Op))
+}
+
+// session is one run's stream: sends from the run and the heartbeat are serialised.
+type session struct {
+	mu     sync.Mutex
+	stream grpc.ClientStream
+	in     chan *ManagerMessage
+}
+
+func (s *session) send(m *RunnerMessage) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stream.SendMsg(m)
+}
+
+// ask sends a hook request and waits for the manager's Answer, rendering the plan when asked.
+func (s *session) ask(m *RunnerMessage, render func() (string, error)) error {
+	if err := s.send(m); err != nil {
+		return fmt.Errorf("asking the manager: %w", err)
+	}
+	for msg := range s.in {
+		switch {
+		case msg.Answer != nil:
+			if msg.Answer.Error != "" {
+				return errors.New(msg.Answer.Error)
+			}
+			return nil
+		case msg.Render:
+			out := &Rendered{}
+			if render == nil {
+				out.Error = "nothing to render"
+			} else if text, err := render(); err != nil {
+				out.Text, out.Error = text, err.Error()
+			} else {
+				out.Text = text
+			}
+			if err := s.send(&RunnerMessage{Rendered: out}); err != nil {
+				return err
+			}
+		}
+	}
+	return errors.New("the manager ended the run's stream")
+}
+
+// startStateProxy serves, on a loopback port, a reverse proxy to the manager's state server for
+// the runs of this runner (Terraform's http backend speaks plain HTTP to it; the proxy speaks TLS
+// to the manager and trusts only its CA). It returns the proxy's base URL.
+func (r *Runner) startStateProxy() (string, func(), error) {
+	target, err := url.Parse(r.StateURL)
+	if err != nil || target.Scheme != "https" || target.Host == "" {
+		return "", nil, fmt.Errorf("state server URL %q: want https://host:port", r.StateURL)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = target.Host
+		},
+		Transport: &http.Transport{TLSClientConfig: r.TLS.Clone(), ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 16},
+	}
+	srv := &http.Server{Handler: rp, ReadHeaderTimeout: 30 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}
+	return "http://" + ln.Addr().String(), stop, nil
+}
+
+// withStateProxy points the run's state addresses (TF_HTTP_*ADDRESS, the manager's loopback
+// server) at the runner's proxy, keeping their paths.
+func withStateProxy(env map[string]string, proxy string) map[string]string {
+	out := make(map[string]string, len(env))
+	for k, v := range env {
+		out[k] = v
+	}
+	for _, k := range []string{"TF_HTTP_ADDRESS", "TF_HTTP_LOCK_ADDRESS", "TF_HTTP_UNLOCK_ADDRESS"} {
+		v, ok := out[k]
+		if !ok {
+			continue
+		}
+		if u, err := url.Parse(v); err == nil {
+			out[k] = proxy + u.RequestURI()
+		}
+	}
+	return out
+}

@@ -1,0 +1,90 @@
+package runners
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+)
+
+// ServeOptions configure the manager's side of runner pools.
+type ServeOptions struct {
+	// Kube keeps the CA (Secret and ConfigMap CAName in Namespace) and reviews runners' tokens.
+	Kube      kubernetes.Interface
+	Namespace string
+	// Hosts are the names and addresses runners reach the manager by, for its certificate.
+	Hosts []string
+	// Address is the run protocol's listen address; StateAddress that of the state server for
+	// runners, which serves State (the manager's statebackend.Server) over TLS.
+	Address, StateAddress string
+	State                 http.Handler
+	// Authorize, HeartbeatTimeout and OnRunnerLost are the Dispatcher's (the Authenticator is a
+	// TokenReviewer of Kube).
+	Authorize        func(ctx context.Context, pool, user string) error
+	HeartbeatTimeout time.Duration
+	OnRunnerLost     func(pool, runner, key string, err error)
+}
+
+// Serve starts both servers with a certificate from the CA (LoadOrCreateCA) and returns the
+// Dispatcher and the state server's listen address. Both stop when ctx is done.
+func Serve(ctx context.Context, o ServeOptions) (*Dispatcher, string, error) {
+	ca, err := LoadOrCreateCA(ctx, o.Kube, o.Namespace)
+	if err != nil {
+		return nil, "", err
+	}
+	tlsConfig, err := ca.ServerConfig(o.Hosts)
+	if err != nil {
+		return nil, "", err
+	}
+	d := NewDispatcher(DispatcherOptions{
+		Authenticator: &TokenReviewer{Kube: o.Kube}, Authorize: o.Authorize,
+		HeartbeatTimeout: o.HeartbeatTimeout, OnRunnerLost: o.OnRunnerLost,
+	})
+	if err := d.Serve(ctx, o.Address, tlsConfig); err != nil {
+		return nil, "", err
+	}
+	ln, err := net.Listen("tcp", o.StateAddress)
+	if err != nil {
+		return nil, "", fmt.Errorf("state server for runners: %w", err)
+	}
+	srv := &http.Server{Handler: o.State, TLSConfig: tlsConfig, ReadHeaderTimeout: 30 * time.Second}
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	return d, ln.Addr().String(), nil
+}
+
+// PoolAuthorizer allows a user to serve a pool when the InfraRunnerPool exists and the user is its
+// ServiceAccount (spec.serviceAccountName, "default" when empty) in namespace, the manager's.
+func PoolAuthorizer(c client.Reader, namespace string) func(ctx context.Context, pool, user string) error {
+	return func(ctx context.Context, pool, user string) error {
+		var p v1alpha1.InfraRunnerPool
+		if err := c.Get(ctx, types.NamespacedName{Name: pool}, &p); err != nil {
+			return fmt.Errorf("InfraRunnerPool %s: %w", pool, err)
+		}
+		if want := ServiceAccountUser(namespace, PoolServiceAccount(&p)); user != want {
+			return errors.New("the pool's runners are " + want)
+		}
+		return nil
+	}
+}
+
+// PoolServiceAccount is the ServiceAccount of a pool's runners.
+func PoolServiceAccount(p *v1alpha1.InfraRunnerPool) string {
+	if p.Spec.ServiceAccountName != "" {
+		return p.Spec.ServiceAccountName
+	}
+	return "default"
+}

@@ -1,0 +1,170 @@
+package lifecycle_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/runners"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/test/harness"
+)
+
+// runnerProcess is a `conductor-tf runner` process in a process group of its own (a runner pod:
+// killing the group kills its Terraform and provider processes too), with its log.
+type runnerProcess struct {
+	cmd *exec.Cmd
+	log string
+}
+
+// kill kills the runner and everything it started, as a deleted pod's kill does.
+func (r *runnerProcess) kill() {
+	_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+	_, _ = r.cmd.Process.Wait()
+}
+
+func (r *runnerProcess) logText() string { return fileContent(r.log) }
+
+func ctx() context.Context { return context.Background() }
+
+// runnerToken is a token of sa for audience (none: the API server's default audience).
+func runnerToken(sa string, audiences ...string) string {
+	tr, err := kube.CoreV1().ServiceAccounts(stateNamespace).CreateToken(ctx(), sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: audiences, ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return tr.Status.Token
+}
+
+// startRunner starts a runner of pool named name with token, as the pool's Deployment would: the
+// CA from the ConfigMap the manager publishes, no Kubernetes credentials in its environment.
+func startRunner(bin, pool, name, token string) *runnerProcess {
+	dir := filepath.Join(suiteDir, "runner-"+name)
+	Expect(os.MkdirAll(dir, 0o700)).To(Succeed())
+	cm, err := kube.CoreV1().ConfigMaps(stateNamespace).Get(ctx(), runners.CAName, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	caFile, tokenFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "token")
+	Expect(os.WriteFile(caFile, []byte(cm.Data[runners.CAKey]), 0o600)).To(Succeed())
+	Expect(os.WriteFile(tokenFile, []byte(token), 0o600)).To(Succeed())
+	logPath := filepath.Join(dir, "runner.log")
+	logFile, err := os.Create(logPath)
+	Expect(err).NotTo(HaveOccurred())
+	cmd := exec.Command(bin, "runner", "--name", name, "--pool", pool, "--manager", runProtocolAddr,
+		"--state-url", runnerStateURL, "--ca-file", caFile, "--token-file", tokenFile, "--concurrency", "1",
+		"--heartbeat-interval", "1s", "--work-dir", filepath.Join(dir, "work"), "--terraform-path", realBinary.Path)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TF_CLI_CONFIG_FILE=" + tfEnv["TF_CLI_CONFIG_FILE"], "SSL_CERT_FILE=" + tfEnv["SSL_CERT_FILE"]}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	Expect(cmd.Start()).To(Succeed())
+	r := &runnerProcess{cmd: cmd, log: logPath}
+	DeferCleanup(r.kill)
+	return r
+}
+
+var _ = Describe("Runner pools", Ordered, func() {
+	const pool, sa = "lifecycle-pool", "lifecycle-runner"
+	var bin string
+
+	BeforeAll(func() {
+		var err error
+		bin, err = harness.BuildController(suiteDir)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(k8s.Create(ctx(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: stateNamespace, Name: sa}})).To(Succeed())
+		Expect(k8s.Create(ctx(), &v1alpha1.InfraRunnerPool{
+			ObjectMeta: metav1.ObjectMeta{Name: pool},
+			Spec:       v1alpha1.InfraRunnerPoolSpec{ServiceAccountName: sa},
+		})).To(Succeed())
+	})
+
+	It("refuses runners without a token of the pool's ServiceAccount for the run protocol", func() {
+		apiAudience := startRunner(bin, pool, "api-audience", runnerToken(sa))
+		otherAccount := startRunner(bin, pool, "other-account", runnerToken("default", runners.Audience))
+		Eventually(apiAudience.logText, 30*time.Second, time.Second).Should(ContainSubstring("Unauthenticated"))
+		Eventually(otherAccount.logText, 30*time.Second, time.Second).Should(
+			ContainSubstring("may not serve pool " + pool + ": the pool's runners are system:serviceaccount:" + stateNamespace + ":" + sa))
+		Consistently(func() map[string]int { return dispatcher.Runners(pool) }, 3*time.Second, 500*time.Millisecond).Should(BeEmpty())
+	})
+
+	It("provisions and reclaims a class's claim on a runner process, and none of it runs in the manager", func() {
+		s := newScenario()
+		runner := startRunner(bin, pool, "runner-a", runnerToken(sa, runners.Audience))
+		Eventually(func() map[string]int { return dispatcher.Runners(pool) }, 30*time.Second, 500*time.Millisecond).Should(HaveKey("runner-a"))
+		class := fileClass("pooled-"+s.ns, s.kind, v1alpha1.ReclaimDelete, func(c *v1alpha1.InfraClass) { c.Spec.RunnerPool = pool })
+		Expect(k8s.Create(s.ctx, class)).To(Succeed())
+		DeferCleanup(k8s.Delete, s.ctx, class)
+		claim := fileClaim(s.ns, "pooled", s.kind, s.dir, "from a runner")
+		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
+		_, res := s.ready(claim)
+		Expect(res.Spec.RunnerPool).To(Equal(pool))
+		path := filepath.Join(s.dir, s.ns+"-pooled.txt")
+		Expect(fileContent(path)).To(HavePrefix("hello from a runner"))
+		Expect(runs(res.Name)).To(BeZero(), "no plan or apply of it ran in the manager's pool")
+		Expect(runner.logText()).To(ContainSubstring(`"key":"` + res.Name + `"`))
+		_, err := stateSecret(s.ctx, res.Name)
+		Expect(err).NotTo(HaveOccurred(), "the state went through the state server for runners")
+
+		Expect(k8s.Delete(s.ctx, claim)).To(Succeed())
+		Eventually(gone(func() error { return k8s.Get(s.ctx, client.ObjectKey{Name: res.Name}, &v1alpha1.InfraResource{}) }), timeout, time.Second).Should(BeTrue())
+		Expect(fileContent(path)).To(HavePrefix("<"), "destroyed by the runner")
+		Expect(strings.Count(runner.logText(), `"op":"destroy"`)).To(Equal(1))
+		runner.kill()
+	})
+
+	It("gives up a run whose runner is killed mid-apply, releases its lock, and holds the interrupted create until approved on another runner", func() {
+		s := newScenario()
+		first := startRunner(bin, pool, "runner-b", runnerToken(sa, runners.Audience))
+		ledger := filepath.Join(s.dir, "ledger")
+		src, _ := filepath.Abs("testdata/modules/ledger")
+		res := &v1alpha1.InfraResource{
+			ObjectMeta: metav1.ObjectMeta{Name: "pooled-ledger-" + s.ns},
+			Spec: v1alpha1.InfraResourceSpec{ResourceKind: s.kind, Module: v1alpha1.ModuleSource{Source: src, Version: "v1.0.0"},
+				Variables:     v1alpha1.Variables{"ledger": js(`"` + ledger + `"`), "name": js(`"one"`), "seconds": js("30")},
+				ReclaimPolicy: v1alpha1.ReclaimDelete, RunnerPool: pool},
+		}
+		Expect(k8s.Create(s.ctx, res)).To(Succeed())
+		DeferCleanup(deleteInBackground, s, res.Name)
+		Eventually(func() int { return ledgerLines(ledger) }, timeout, 100*time.Millisecond).Should(Equal(1))
+		Eventually(func() []string { return s.resource(res.Name)().Status.CreatesPending }, timeout, 100*time.Millisecond).
+			Should(ConsistOf("module.main.terraform_data.this"))
+		killedAt := time.Now()
+		first.kill()
+
+		Eventually(func() []string { return eventReasons(s, res.Name) }, 30*time.Second, 200*time.Millisecond).Should(
+			ContainElement(ContainSubstring("runner runner-b of pool " + pool + " was lost mid-run")))
+		GinkgoWriter.Printf("runner death noticed within %s\n", time.Since(killedAt).Round(time.Millisecond))
+		Eventually(func() (*statebackend.Lock, error) {
+			return statebackend.InspectLock(s.ctx, kube, stateNamespace, statebackend.DefaultWorkspace, stateSuffix(s, res.Name))
+		}, 30*time.Second, 200*time.Millisecond).Should(BeNil(), "the dead run's lock is released")
+
+		By("the next run, on another runner, holds the create that had started")
+		startRunner(bin, pool, "runner-c", runnerToken(sa, runners.Audience))
+		Eventually(syncedReason(s, res.Name), timeout, time.Second).Should(Equal(v1alpha1.ReasonInterruptedCreate))
+		got := s.resource(res.Name)()
+		Expect(got.Status.PendingPlan).NotTo(BeNil())
+		Consistently(func() int { return ledgerLines(ledger) }, 3*time.Second, 500*time.Millisecond).Should(Equal(1), "nothing is created again unasked")
+
+		By("approving the held plan creates it once")
+		annotate(s, res.Name, v1alpha1.AnnotationApprovePlan, got.Status.PendingPlan.ID)
+		Eventually(func() int { return ledgerLines(ledger) }, timeout, time.Second).Should(Equal(2))
+		readyAt(s, res.Name)
+		Expect(runs(res.Name)).To(BeZero(), "no plan or apply of it ran in the manager's pool")
+		Expect(fmt.Sprint(dispatcher.Runners(pool))).To(ContainSubstring("runner-c"))
+
+		Expect(k8s.Delete(s.ctx, s.resource(res.Name)())).To(Succeed())
+		Eventually(gone(func() error { return k8s.Get(s.ctx, client.ObjectKey{Name: res.Name}, &v1alpha1.InfraResource{}) }), timeout, time.Second).Should(BeTrue())
+	})
+})
