@@ -217,7 +217,7 @@ func run(o options) error {
 	}
 	runs := &runners.Router{Local: pool}
 	if o.runProtocolAddr != "" {
-		if runs.Remote, err = startRunProtocol(serverCtx, o, kube, mgr.GetClient(), stateServer); err != nil {
+		if runs.Remote, err = startRunProtocol(serverCtx, o, kube, mgr, stateServer); err != nil {
 			return fmt.Errorf("run protocol: %w", err)
 		}
 		log.Info("serving runner pools", "runProtocol", o.runProtocolAddr, "stateServer", o.runnerStateAddr)

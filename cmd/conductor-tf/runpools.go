@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/internal/controller"
 
@@ -29,11 +28,20 @@ func runnerHosts(o options) []string {
 
 // startRunProtocol serves runner pools (runners.Serve): only runners whose token names their
 // pool's ServiceAccount are served.
-func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface, c client.Reader, state *statebackend.Server) (*runners.Dispatcher, error) {
+func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface, mgr ctrl.Manager, state *statebackend.Server) (*runners.Dispatcher, error) {
+	elected := mgr.Elected()
 	d, _, err := runners.Serve(ctx, runners.ServeOptions{
 		Kube: kube, Namespace: o.namespace, Hosts: runnerHosts(o),
 		Address: o.runProtocolAddr, StateAddress: o.runnerStateAddr, State: state,
-		Authorize: runners.PoolAuthorizer(c, o.namespace), HeartbeatTimeout: o.heartbeatTimeout,
+		Authorize: runners.PoolAuthorizer(mgr.GetClient(), o.namespace), HeartbeatTimeout: o.heartbeatTimeout,
+		Leading: func() bool {
+			select {
+			case <-elected:
+				return true
+			default:
+				return false
+			}
+		},
 	})
 	return d, err
 }

@@ -36,6 +36,10 @@ type DispatcherOptions struct {
 	HeartbeatTimeout time.Duration
 	// OnRunnerLost, when set, is told of each run given up because its runner was lost.
 	OnRunnerLost func(pool, runner, key string, err error)
+	// Leading, when set, reports whether this manager is the leader; a replica that is not
+	// refuses runners (FailedPrecondition), which then connect again, through the Service, until
+	// they reach the leader.
+	Leading func() bool
 }
 
 // Dispatcher is the manager's side of the run protocol: it queues the runs of resources whose
@@ -240,6 +244,9 @@ func (e *RunnerLostError) Error() string {
 // pool, then drive it to its Result.
 func (d *Dispatcher) serveRun(stream grpc.ServerStream) error {
 	ctx := stream.Context()
+	if d.opts.Leading != nil && !d.opts.Leading() {
+		return status.Error(codes.FailedPrecondition, "this manager replica is not the leader")
+	}
 	user, err := d.authenticate(ctx)
 	if err != nil {
 		return err

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
@@ -64,34 +66,56 @@ func (r *Runner) Run(ctx context.Context) error {
 	// Runs cancelled at shutdown still save their state and unlock through the proxy: it stops
 	// after them.
 	defer stopProxy()
-	conn, err := grpc.NewClient(r.Manager,
-		grpc.WithTransportCredentials(credentials.NewTLS(r.TLS)),
-		grpc.WithPerRPCCredentials(tokenFile(r.TokenFile)),
-		grpc.WithDefaultCallOptions(grpc.ForceCodec(jsonCodec{})),
-		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
-	)
-	if err != nil {
-		return fmt.Errorf("run protocol client: %w", err)
-	}
-	defer conn.Close()
 	var wg sync.WaitGroup
 	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for ctx.Err() == nil {
-				if err := r.serveOne(ctx, conn, proxy); err != nil && ctx.Err() == nil {
-					r.Log.Info("run stream ended", "error", err.Error())
-					select {
-					case <-time.After(time.Second):
-					case <-ctx.Done():
-					}
-				}
-			}
+			r.work(ctx, proxy)
 		}()
 	}
 	wg.Wait()
 	return nil
+}
+
+// work serves runs one after the other on a connection of its own, until ctx is done. A refusal
+// by a manager replica that is not the leader closes the connection, so that the next one,
+// through the Service, may reach the leader.
+func (r *Runner) work(ctx context.Context, proxy string) {
+	var conn *grpc.ClientConn
+	defer func() {
+		if conn != nil {
+			_ = conn.Close()
+		}
+	}()
+	for ctx.Err() == nil {
+		if conn == nil {
+			var err error
+			conn, err = grpc.NewClient(r.Manager,
+				grpc.WithTransportCredentials(credentials.NewTLS(r.TLS)),
+				grpc.WithPerRPCCredentials(tokenFile(r.TokenFile)),
+				grpc.WithDefaultCallOptions(grpc.ForceCodec(jsonCodec{})),
+				grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
+			)
+			if err != nil {
+				r.Log.Error("run protocol client", "error", err.Error())
+				return
+			}
+		}
+		err := r.serveOne(ctx, conn, proxy)
+		if err == nil || ctx.Err() != nil {
+			continue
+		}
+		r.Log.Info("run stream ended", "error", err.Error())
+		if status.Code(err) == codes.FailedPrecondition {
+			_ = conn.Close()
+			conn = nil
+		}
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+		}
+	}
 }
 
 // serveOne opens one stream, waits for a run and carries it out. The stream outlives ctx while a

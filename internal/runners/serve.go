@@ -31,6 +31,7 @@ type ServeOptions struct {
 	Authorize        func(ctx context.Context, pool, user string) error
 	HeartbeatTimeout time.Duration
 	OnRunnerLost     func(pool, runner, key string, err error)
+	Leading          func() bool
 }
 
 // Serve starts both servers with a certificate from the CA (LoadOrCreateCA) and returns the
@@ -46,7 +47,7 @@ func Serve(ctx context.Context, o ServeOptions) (*Dispatcher, string, error) {
 	}
 	d := NewDispatcher(DispatcherOptions{
 		Authenticator: &TokenReviewer{Kube: o.Kube}, Authorize: o.Authorize,
-		HeartbeatTimeout: o.HeartbeatTimeout, OnRunnerLost: o.OnRunnerLost,
+		HeartbeatTimeout: o.HeartbeatTimeout, OnRunnerLost: o.OnRunnerLost, Leading: o.Leading,
 	})
 	if err := d.Serve(ctx, o.Address, tlsConfig); err != nil {
 		return nil, "", err

@@ -12,6 +12,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller"
 	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/test/harness"
@@ -103,6 +105,16 @@ var _ = Describe("Runner pools", Ordered, func() {
 		s := newScenario()
 		runner := startRunner(bin, pool, "runner-a", runnerToken(sa, runners.Audience))
 		Eventually(func() map[string]int { return dispatcher.Runners(pool) }, 30*time.Second, 500*time.Millisecond).Should(HaveKey("runner-a"))
+		By("the pool's Deployment mounts no API token, and its status counts the connected runner")
+		dep := &appsv1.Deployment{}
+		Expect(k8s.Get(s.ctx, client.ObjectKey{Namespace: stateNamespace, Name: controller.RunnerDeploymentName(pool)}, dep)).To(Succeed())
+		Expect(*dep.Spec.Template.Spec.AutomountServiceAccountToken).To(BeFalse())
+		Expect(dep.Spec.Template.Spec.ServiceAccountName).To(Equal(sa))
+		Eventually(func() int32 {
+			p := &v1alpha1.InfraRunnerPool{}
+			Expect(k8s.Get(s.ctx, client.ObjectKey{Name: pool}, p)).To(Succeed())
+			return p.Status.ConnectedRunners
+		}, 40*time.Second, time.Second).Should(BeNumerically("==", 1))
 		class := fileClass("pooled-"+s.ns, s.kind, v1alpha1.ReclaimDelete, func(c *v1alpha1.InfraClass) { c.Spec.RunnerPool = pool })
 		Expect(k8s.Create(s.ctx, class)).To(Succeed())
 		DeferCleanup(k8s.Delete, s.ctx, class)

@@ -189,6 +189,11 @@ var _ = BeforeSuite(func() {
 		SyncInterval: syncInterval, SecretCheckInterval: 2 * time.Second, MaxConcurrentReconciles: 64,
 		Identity: controller.RunIdentity{Who: statebackend.Who(), Controller: podName},
 	}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&controller.RunnerPoolReconciler{
+		Client: mgr.GetClient(), Namespace: stateNamespace, Image: "conductor-tf/controller:dev",
+		Targets: controller.RunnerPoolTargets{Manager: runProtocolAddr, StateURL: runnerStateURL, CAConfigMap: runners.CAName, Audience: runners.Audience},
+		Connected: func(pool string) int { return len(dispatcher.Runners(pool)) },
+	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&controller.ClassReconciler{
 		Client: mgr.GetClient(), Recorder: rec,
 		Modules: &tfrunner.ModuleCache{Binary: binary, Env: tfEnv, Dir: filepath.Join(dir, "modules")},

@@ -1,0 +1,297 @@
+package runners
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// staticAuth accepts one token. The TokenReview path is exercised against a real API server by
+// the lifecycle suite ("Runner pools").
+type staticAuth string
+
+func (a staticAuth) Authenticate(_ context.Context, token string) (string, error) {
+	if token != string(a) {
+		return "", errors.New("token refused")
+	}
+	return "system:serviceaccount:ns:runner", nil
+}
+
+// startDispatcher serves a Dispatcher over real TLS (a CA kept in a fake clientset) on loopback and
+// returns it with a client connection that trusts the CA.
+func startDispatcher(t *testing.T, opts DispatcherOptions) (*Dispatcher, *grpc.ClientConn) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ca, err := LoadOrCreateCA(ctx, fake.NewClientset(), "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverTLS, err := ca.ServerConfig([]string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Authenticator == nil {
+		opts.Authenticator = staticAuth("good")
+	}
+	d := NewDispatcher(opts)
+	if err := d.Serve(ctx, "127.0.0.1:0", serverTLS); err != nil {
+		t.Fatal(err)
+	}
+	clientTLS, err := ClientConfig(ca.CertPEM, "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(d.Addr(), grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(jsonCodec{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return d, conn
+}
+
+// fakeRunner is the runner's side of one stream, driven by the test.
+type fakeRunner struct {
+	t      *testing.T
+	stream grpc.ClientStream
+}
+
+func openRun(t *testing.T, conn *grpc.ClientConn, token, pool string) (*fakeRunner, *RunSpec, error) {
+	t.Helper()
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token)
+	stream, err := conn.NewStream(ctx, &runStreamDesc, RunMethod)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := stream.SendMsg(&RunnerMessage{Hello: &Hello{Runner: "r1", Pool: pool}}); err != nil {
+		return nil, nil, err
+	}
+	m := &ManagerMessage{}
+	if err := stream.RecvMsg(m); err != nil {
+		return nil, nil, err
+	}
+	return &fakeRunner{t: t, stream: stream}, m.Run, nil
+}
+
+func (f *fakeRunner) send(m *RunnerMessage) {
+	f.t.Helper()
+	if err := f.stream.SendMsg(m); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fakeRunner) recv() *ManagerMessage {
+	f.t.Helper()
+	m := &ManagerMessage{}
+	if err := f.stream.RecvMsg(m); err != nil {
+		f.t.Fatal(err)
+	}
+	return m
+}
+
+type applied struct {
+	res *tfrunner.ApplyResult
+	err error
+}
+
+func applyAsync(d *Dispatcher, ctx context.Context, key string, opts tfrunner.ApplyOptions) chan applied {
+	out := make(chan applied, 1)
+	go func() {
+		res, err := d.Apply(ctx, key, tfrunner.Spec{RunnerPool: "p", Tenant: "team-a", RunID: "run-1"}, opts)
+		out <- applied{res, err}
+	}()
+	return out
+}
+
+func TestDispatcherAnswersHooksAndReturnsTheResult(t *testing.T) {
+	d, conn := startDispatcher(t, DispatcherOptions{})
+	var checked *tfrunner.ModuleSchema
+	var created []string
+	var rendered string
+	done := applyAsync(d, context.Background(), "res-a", tfrunner.ApplyOptions{
+		Check:         func(s *tfrunner.ModuleSchema) error { checked = s; return nil },
+		OnCreateStart: func(a string) error { created = append(created, a); return nil },
+		BeforeApply: func(_ *tfrunner.Plan, render func() (string, error)) error {
+			var err error
+			rendered, err = render()
+			return err
+		},
+	})
+	r, spec, err := openRun(t, conn, "good", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Key != "res-a" || spec.ID != "run-1" || spec.Op != OpApply || !spec.AskCheck || !spec.AskCreateStart || !spec.AskBeforeApply {
+		t.Fatalf("run spec %+v", spec)
+	}
+	if !d.Busy("res-a") {
+		t.Fatal("a run under way is not busy")
+	}
+	r.send(&RunnerMessage{Schema: &tfrunner.ModuleSchema{Version: "1.2.3"}})
+	if a := r.recv().Answer; a == nil || a.Error != "" {
+		t.Fatalf("check answer %+v", a)
+	}
+	r.send(&RunnerMessage{Plan: &tfrunner.Plan{HasChanges: true, ID: "abc"}})
+	if !r.recv().Render {
+		t.Fatal("no render request")
+	}
+	r.send(&RunnerMessage{Heartbeat: &Heartbeat{}})
+	r.send(&RunnerMessage{Rendered: &Rendered{Text: "+ create"}})
+	if a := r.recv().Answer; a == nil || a.Error != "" {
+		t.Fatalf("before-apply answer %+v", a)
+	}
+	r.send(&RunnerMessage{CreateStart: &CreateStart{Address: "module.main.x.y"}})
+	if a := r.recv().Answer; a == nil || a.Error != "" {
+		t.Fatalf("create-start answer %+v", a)
+	}
+	r.send(&RunnerMessage{Result: &Result{Apply: &tfrunner.ApplyResult{Applied: true}, ErroredState: []byte("{}")}})
+	got := <-done
+	if got.err != nil || !got.res.Applied {
+		t.Fatalf("apply = %+v, %v", got.res, got.err)
+	}
+	if checked == nil || checked.Version != "1.2.3" || rendered != "+ create" || len(created) != 1 {
+		t.Fatalf("hooks saw schema %+v, render %q, creates %v", checked, rendered, created)
+	}
+	if data, ok := d.ErroredState("res-a"); !ok || string(data) != "{}" {
+		t.Fatal("errored state not kept")
+	}
+	if d.Busy("res-a") {
+		t.Fatal("busy after the run")
+	}
+}
+
+type refusal struct{ reason string }
+
+func (r *refusal) Error() string { return r.reason }
+
+func TestDispatcherReturnsTheHooksOwnErrorAndRunErrorsByKind(t *testing.T) {
+	d, conn := startDispatcher(t, DispatcherOptions{})
+	done := applyAsync(d, context.Background(), "res-b", tfrunner.ApplyOptions{
+		Check: func(*tfrunner.ModuleSchema) error { return &refusal{"variable x is not an input"} },
+	})
+	r, _, err := openRun(t, conn, "good", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.send(&RunnerMessage{Schema: &tfrunner.ModuleSchema{}})
+	a := r.recv().Answer
+	if a == nil || a.Error != "variable x is not an input" {
+		t.Fatalf("answer %+v", a)
+	}
+	r.send(&RunnerMessage{Result: newResult(&tfrunner.ApplyResult{}, nil, errors.Join(tfrunner.ErrStopped, errors.New(a.Error)))})
+	got := <-done
+	var ref *refusal
+	if !errors.Is(got.err, tfrunner.ErrStopped) || !errors.As(got.err, &ref) {
+		t.Fatalf("err = %v, want ErrStopped wrapping the hook's *refusal", got.err)
+	}
+
+	done = applyAsync(d, context.Background(), "res-b", tfrunner.ApplyOptions{})
+	r, _, err = openRun(t, conn, "good", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.send(&RunnerMessage{Result: newResult(nil, nil, &tfrunner.LockError{ID: "l1", Who: "x@y", Op: "apply"})})
+	got = <-done
+	var le *tfrunner.LockError
+	if !errors.As(got.err, &le) || le.ID != "l1" {
+		t.Fatalf("err = %v, want *LockError", got.err)
+	}
+}
+
+func TestDispatcherGivesUpASilentRunner(t *testing.T) {
+	var lost []string
+	d, conn := startDispatcher(t, DispatcherOptions{HeartbeatTimeout: time.Second,
+		OnRunnerLost: func(pool, runner, key string, _ error) { lost = append(lost, pool+"/"+runner+"/"+key) }})
+	start := time.Now()
+	done := applyAsync(d, context.Background(), "res-c", tfrunner.ApplyOptions{})
+	if _, _, err := openRun(t, conn, "good", "p"); err != nil {
+		t.Fatal(err)
+	}
+	got := <-done
+	var rl *RunnerLostError
+	if !errors.As(got.err, &rl) || rl.Runner != "r1" {
+		t.Fatalf("err = %v, want *RunnerLostError", got.err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("noticed after %s, timeout 1s", waited)
+	}
+	if len(lost) != 1 || lost[0] != "p/r1/res-c" || d.Busy("res-c") {
+		t.Fatalf("lost %v, busy %v", lost, d.Busy("res-c"))
+	}
+}
+
+func TestDispatcherRefusesBadTokensAndUnauthorizedPools(t *testing.T) {
+	d, conn := startDispatcher(t, DispatcherOptions{Authorize: func(_ context.Context, pool, _ string) error {
+		if pool != "p" {
+			return errors.New("not this pool")
+		}
+		return nil
+	}})
+	_, _, err := openRun(t, conn, "bad", "p")
+	if status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("bad token: %v", err)
+	}
+	_, _, err = openRun(t, conn, "good", "q")
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("other pool: %v", err)
+	}
+	if n := len(d.Runners("p")) + len(d.Runners("q")); n != 0 {
+		t.Fatalf("%d refused runners registered", n)
+	}
+}
+
+func TestDispatcherCancelsTakenRunsAndWithdrawsWaitingOnes(t *testing.T) {
+	d, conn := startDispatcher(t, DispatcherOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	waiting := applyAsync(d, ctx, "res-d", tfrunner.ApplyOptions{})
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	if got := <-waiting; !errors.Is(got.err, context.Canceled) || d.Busy("res-d") {
+		t.Fatalf("withdrawn run: %v, busy %v", got.err, d.Busy("res-d"))
+	}
+
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	done := applyAsync(d, ctx, "res-e", tfrunner.ApplyOptions{})
+	r, _, err := openRun(t, conn, "good", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if !r.recv().Cancel {
+		t.Fatal("the runner was not told to cancel")
+	}
+	r.send(&RunnerMessage{Result: newResult(&tfrunner.ApplyResult{}, nil, context.Canceled)})
+	if got := <-done; !errors.Is(got.err, context.Canceled) {
+		t.Fatalf("cancelled run: %v", got.err)
+	}
+}
+
+func TestQueueServesTenantsInTurn(t *testing.T) {
+	q := newQueue()
+	for _, tenant := range []string{"a", "a", "a", "b"} {
+		q.push(&job{tenant: tenant}, false)
+	}
+	var order string
+	for range 4 {
+		j, err := q.take(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		order += j.tenant
+	}
+	if order != "abaa" {
+		t.Fatalf("order %s, want abaa", order)
+	}
+}
