@@ -84,7 +84,7 @@ func chart(objs []object, version string) (map[string]string, error) {
 		kind, name := str(o, "kind"), str(o, "metadata", "name")
 		base := strings.TrimPrefix(name, configPrefix)
 		file := base + ".yaml"
-		for _, dir := range []string{"crd", "rbac", "metrics"} {
+		for _, dir := range []string{"crd", "rbac", "metrics", "runners"} {
 			if _, taken := files["templates/"+dir+"/"+file]; taken {
 				// A Role named as a ClusterRole (controller-gen's manager-role): the kind tells them apart.
 				file = base + "-" + strings.ToLower(kind) + ".yaml"
@@ -98,6 +98,11 @@ func chart(objs []object, version string) (map[string]string, error) {
 		case "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding":
 			files["templates/rbac/"+file] = gated("rbac.enable", objectTemplate(o))
 		case "Service":
+			if !isMetricsService(o) {
+				// The Service runner pools connect through: always installed.
+				files["templates/runners/"+file] = objectTemplate(o)
+				break
+			}
 			files["templates/metrics/"+file] = gated("metrics.enable", objectTemplate(o))
 		case "Deployment":
 			if deploy != nil {

@@ -96,11 +96,18 @@ checksum/cli-config: {{ .Values.providerMirror.cliConfig | sha256sum }}
 {{- range .Values.controllerManager.extraArgs }}
 - {{ . | quote }}
 {{- end }}`)}
-	c["ports"] = []any{t.block(`{{- if .Values.metrics.enable }}
+	var ports []any // the run protocol's and the runners' state server's; metrics is a value
+	all, _ := c["ports"].([]any)
+	for _, p := range all {
+		if p, ok := p.(map[string]any); !ok || p["name"] != "https-metrics" {
+			ports = append(ports, p)
+		}
+	}
+	c["ports"] = append(ports, t.block(`{{- if .Values.metrics.enable }}
 - name: https-metrics
   containerPort: {{ .Values.metrics.port }}
   protocol: TCP
-{{- end }}`)}
+{{- end }}`))
 	env, _ := c["env"].([]any)
 	c["env"] = append(env, t.block(`{{- if .Values.providerMirror.cliConfig }}
 - name: TF_CLI_CONFIG_FILE

@@ -112,6 +112,7 @@ func (t *templater) name(n string) string {
 // roleRef and subjects refer to.
 func objectTemplate(o object) string {
 	t := newTemplater()
+	metrics := isMetricsService(o) // before meta templates the name
 	t.meta(o)
 	if ref, ok := o["roleRef"].(map[string]any); ok {
 		ref["name"] = t.name(str(ref, "name"))
@@ -125,7 +126,7 @@ func objectTemplate(o object) string {
 			}
 		}
 	}
-	if str(o, "kind") == "Service" {
+	if metrics {
 		ports, _ := get(o, "spec", "ports").([]any)
 		for _, p := range ports {
 			if p, ok := p.(map[string]any); ok {
@@ -135,6 +136,12 @@ func objectTemplate(o object) string {
 		}
 	}
 	return t.render(o)
+}
+
+// isMetricsService reports the metrics Service (config/default), whose port is metrics.port; other
+// Services keep their ports.
+func isMetricsService(o object) bool {
+	return str(o, "kind") == "Service" && strings.Contains(str(o, "metadata", "name"), "metrics")
 }
 
 // crdTemplate templates a CustomResourceDefinition, installed while crd.enable and kept by
