@@ -69,7 +69,7 @@ var (
 	registry *harness.ModuleRegistry
 	// dispatcher serves runner pools as the manager does (--run-protocol-address); runners
 	// reach it at runProtocolAddr and the state server at runnerStateURL.
-	dispatcher                     *runners.Dispatcher
+	dispatcher                      *runners.Dispatcher
 	runProtocolAddr, runnerStateURL string
 	// suiteDir is the suite's temporary directory.
 	suiteDir string
@@ -191,7 +191,7 @@ var _ = BeforeSuite(func() {
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&controller.RunnerPoolReconciler{
 		Client: mgr.GetClient(), Namespace: stateNamespace, Image: "conductor-tf/controller:dev",
-		Targets: controller.RunnerPoolTargets{Manager: runProtocolAddr, StateURL: runnerStateURL, CAConfigMap: runners.CAName, Audience: runners.Audience},
+		Targets:   controller.RunnerPoolTargets{Manager: runProtocolAddr, StateURL: runnerStateURL, CAConfigMap: runners.CAName, Audience: runners.Audience},
 		Connected: func(pool string) int { return len(dispatcher.Runners(pool)) },
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&controller.ClassReconciler{
