@@ -240,6 +240,9 @@ func (e *RunnerLostError) Error() string {
 	return fmt.Sprintf("runner %s of pool %s was lost mid-run: %s", e.Runner, e.Pool, e.Reason)
 }
 
+// Unwrap is tfrunner.ErrProcessLost: creates the run started are in doubt (tfrunner.Killed).
+func (e *RunnerLostError) Unwrap() error { return tfrunner.ErrProcessLost }
+
 // serveRun serves one Runs/Run stream: authenticate, read Hello, wait for a run of the runner's
 // pool, then drive it to its Result.
 func (d *Dispatcher) serveRun(stream grpc.ServerStream) error {

@@ -207,6 +207,21 @@ func TestDispatcherReturnsTheHooksOwnErrorAndRunErrorsByKind(t *testing.T) {
 	if !errors.As(got.err, &le) || le.ID != "l1" {
 		t.Fatalf("err = %v, want *LockError", got.err)
 	}
+
+	// Terraform killed on the runner (the OOM killer): the exit status does not cross the
+	// stream, Killed must.
+	done = applyAsync(d, context.Background(), "res-b", tfrunner.ApplyOptions{})
+	r, _, err = openRun(t, conn, "good", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.send(&RunnerMessage{Result: &Result{Error: &WireError{Kind: ErrorRun, Message: "signal: killed", Killed: true,
+		Run: &tfrunner.RunError{Op: "apply", Message: "signal: killed"}}}})
+	got = <-done
+	var re *tfrunner.RunError
+	if !errors.As(got.err, &re) || !tfrunner.Killed(got.err) {
+		t.Fatalf("err = %v, want a *RunError that is Killed", got.err)
+	}
 }
 
 func TestDispatcherGivesUpASilentRunner(t *testing.T) {
@@ -225,6 +240,9 @@ func TestDispatcherGivesUpASilentRunner(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > 5*time.Second {
 		t.Fatalf("noticed after %s, timeout 1s", waited)
+	}
+	if !tfrunner.Killed(got.err) {
+		t.Fatal("a lost runner's run is not Killed: the creates it started would not be held")
 	}
 	if len(lost) != 1 || lost[0] != "p/r1/res-c" || d.Busy("res-c") {
 		t.Fatalf("lost %v, busy %v", lost, d.Busy("res-c"))

@@ -212,10 +212,13 @@ const (
 // WireError carries an error across the stream by kind, so that the manager finds it with
 // errors.As / errors.Is as it would the in-process pool's.
 type WireError struct {
-	Kind    string              `json:"kind"`
-	Message string              `json:"message"`
-	Run     *tfrunner.RunError  `json:"run,omitempty"`
-	Lock    *tfrunner.LockError `json:"lock,omitempty"`
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	// Killed is tfrunner.Killed of the error: Terraform did not end on its own, so creates it
+	// started are in doubt. The manager's error then wraps tfrunner.ErrProcessLost.
+	Killed bool                `json:"killed,omitempty"`
+	Run    *tfrunner.RunError  `json:"run,omitempty"`
+	Lock   *tfrunner.LockError `json:"lock,omitempty"`
 }
 
 // encodeError classifies err for the stream; nil stays nil.
@@ -223,7 +226,7 @@ func encodeError(err error) *WireError {
 	if err == nil {
 		return nil
 	}
-	w := &WireError{Kind: ErrorOther, Message: err.Error()}
+	w := &WireError{Kind: ErrorOther, Message: err.Error(), Killed: tfrunner.Killed(err)}
 	var re *tfrunner.RunError
 	var le *tfrunner.LockError
 	switch {
@@ -245,10 +248,14 @@ func (w *WireError) decode(hookErr error) error {
 	if w == nil {
 		return nil
 	}
+	cause := errors.New(w.Message)
+	if w.Killed {
+		cause = fmt.Errorf("%s: %w", w.Message, tfrunner.ErrProcessLost)
+	}
 	switch w.Kind {
 	case ErrorRun:
 		if w.Run != nil {
-			return &tfrunner.RunError{Op: w.Run.Op, Message: w.Run.Message, Err: errors.New(w.Message)}
+			return &tfrunner.RunError{Op: w.Run.Op, Message: w.Run.Message, Err: cause}
 		}
 	case ErrorLock:
 		if w.Lock != nil {
@@ -260,9 +267,12 @@ func (w *WireError) decode(hookErr error) error {
 		}
 		return fmt.Errorf("%w: %s", tfrunner.ErrStopped, w.Message)
 	case ErrorCancelled:
+		if w.Killed {
+			return fmt.Errorf("%w: %w", cause, context.Canceled)
+		}
 		return fmt.Errorf("%s: %w", w.Message, context.Canceled)
 	}
-	return errors.New(w.Message)
+	return cause
 }
 
 // jsonCodec is the protocol's gRPC codec: encoding/json, content-subtype "json".

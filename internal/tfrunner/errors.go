@@ -102,6 +102,11 @@ func IsLocked(err error) bool {
 	return errors.As(err, &le)
 }
 
+// ErrProcessLost marks a run whose process was lost without a word about how it ended: a
+// runner pod that died mid-run, or a process killed on a runner (the exit status does not cross
+// the run protocol). Killed reports it.
+var ErrProcessLost = errors.New("the run's process was lost")
+
 // Killed reports whether err says the run's Terraform process did not end on its own: it was
 // killed by a signal (SIGKILL after the grace period, the OOM killer, a person) or outlived the
 // grace period after the interrupt (exec.ErrWaitDelay). Such a run may not have saved its state,
@@ -111,7 +116,7 @@ func Killed(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, exec.ErrWaitDelay) {
+	if errors.Is(err, exec.ErrWaitDelay) || errors.Is(err, ErrProcessLost) {
 		return true
 	}
 	var ee *exec.ExitError

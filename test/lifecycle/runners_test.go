@@ -85,7 +85,9 @@ var _ = Describe("Runner pools", Ordered, func() {
 		var err error
 		bin, err = harness.BuildController(suiteDir)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(k8s.Create(ctx(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: stateNamespace, Name: sa}})).To(Succeed())
+		for _, name := range []string{sa, "other-runner"} {
+			Expect(k8s.Create(ctx(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: stateNamespace, Name: name}})).To(Succeed())
+		}
 		Expect(k8s.Create(ctx(), &v1alpha1.InfraRunnerPool{
 			ObjectMeta: metav1.ObjectMeta{Name: pool},
 			Spec:       v1alpha1.InfraRunnerPoolSpec{ServiceAccountName: sa},
@@ -94,7 +96,7 @@ var _ = Describe("Runner pools", Ordered, func() {
 
 	It("refuses runners without a token of the pool's ServiceAccount for the run protocol", func() {
 		apiAudience := startRunner(bin, pool, "api-audience", runnerToken(sa))
-		otherAccount := startRunner(bin, pool, "other-account", runnerToken("default", runners.Audience))
+		otherAccount := startRunner(bin, pool, "other-account", runnerToken("other-runner", runners.Audience))
 		Eventually(apiAudience.logText, 30*time.Second, time.Second).Should(ContainSubstring("Unauthenticated"))
 		Eventually(otherAccount.logText, 30*time.Second, time.Second).Should(
 			ContainSubstring("may not serve pool " + pool + ": the pool's runners are system:serviceaccount:" + stateNamespace + ":" + sa))
