@@ -184,6 +184,7 @@ func (r *Runner) execute(ctx context.Context, stream grpc.ClientStream, spec *Ru
 			}
 		}
 	}()
+	r.Log.Info("run starting", "run", spec.ID, "key", spec.Key, "op", spec.Op)
 	ts := spec.Spec.spec()
 	ts.Env = withStateProxy(ts.Env, proxy)
 	res := r.run(runCtx, s, spec, ts)

@@ -20,7 +20,7 @@ import (
 
 // slowClass publishes a class over the suite's slowpass module: every change of a claim's greeting
 // is an apply of several seconds.
-func slowClass(name, kind string) *v1alpha1.InfraClass {
+func slowClass(name, kind string, mutate ...func(*v1alpha1.InfraClass)) *v1alpha1.InfraClass {
 	c := &v1alpha1.InfraClass{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.InfraClassSpec{ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete,
@@ -30,6 +30,9 @@ func slowClass(name, kind string) *v1alpha1.InfraClass {
 				"greeting": {Raw: []byte(`"${claim.spec.parameters.greeting}"`)},
 			},
 			Operations: v1alpha1.Operations{AllowDestructiveChanges: true}},
+	}
+	for _, m := range mutate {
+		m(c)
 	}
 	Expect(k8s.Create(ctx, c)).To(Succeed())
 	DeferCleanup(func() { _ = k8s.Delete(ctx, c) })

@@ -1,0 +1,136 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+)
+
+// runnerPods lists the pool's runner pods that are not being deleted.
+func runnerPods(pool string) []corev1.Pod {
+	pods := &corev1.PodList{}
+	Expect(k8s.List(ctx, pods, client.InNamespace(system), client.MatchingLabels{"conductor.io/runner-pool": pool})).To(Succeed())
+	var out []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// runnerLogs is every runner pod's log of pool, by pod name.
+func runnerLogs(pool string) map[string]string {
+	out := map[string]string{}
+	for _, p := range runnerPods(pool) {
+		data, err := kube.CoreV1().Pods(system).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		if err == nil {
+			out[p.Name] = string(data)
+		}
+	}
+	return out
+}
+
+var _ = Describe("Runner pools on the cluster", Ordered, func() {
+	const pool, sa = "e2e", "e2e-runner"
+
+	BeforeAll(func() {
+		Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: system, Name: sa}})).To(Succeed())
+		p := &v1alpha1.InfraRunnerPool{ObjectMeta: metav1.ObjectMeta{Name: pool},
+			Spec: v1alpha1.InfraRunnerPoolSpec{Replicas: ptr.To[int32](2), Concurrency: 1, ServiceAccountName: sa}}
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+		DeferCleanup(func() { _ = k8s.Delete(ctx, p) })
+		eventually(func() int32 {
+			got := &v1alpha1.InfraRunnerPool{}
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+			return got.Status.ConnectedRunners
+		}).Should(BeNumerically("==", 2), "both runner pods connect to the manager")
+	})
+
+	It("provisions and reclaims a class's claim in a runner pod, whose local-exec finds no Kubernetes credentials", func() {
+		kind := "E2EProbe"
+		c := &v1alpha1.InfraClass{
+			ObjectMeta: metav1.ObjectMeta{Name: "e2e-probe"},
+			Spec: v1alpha1.InfraClassSpec{ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete, RunnerPool: pool,
+				Module:    v1alpha1.ModuleSource{Source: modulesURL + "//modules/nocredentials", Version: "v0.1.0"},
+				Variables: v1alpha1.Variables{"name": {Raw: []byte(`"${claim.namespace}-${claim.name}"`)}}},
+		}
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		DeferCleanup(func() { _ = k8s.Delete(ctx, c) })
+		claim := &v1alpha1.InfraClaim{ObjectMeta: metav1.ObjectMeta{Namespace: newNamespace("e2e-pool-"), Name: "probe"},
+			Spec: v1alpha1.InfraClaimSpec{ResourceKind: kind}}
+		Expect(k8s.Create(ctx, claim)).To(Succeed())
+		eventually(func() string {
+			got := &v1alpha1.InfraClaim{}
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(claim), got)).To(Succeed())
+			return readyCondition(got.Status.Conditions)
+		}).Should(HavePrefix("True"))
+		res := resourceOf(claim)
+		Expect(res.Spec.RunnerPool).To(Equal(pool))
+		Expect(strings.Join(mapValues(runnerLogs(pool)), "\n")).To(ContainSubstring(`"key":"`+res.Name+`"`), "the apply ran in a runner pod")
+
+		Expect(k8s.Delete(ctx, claim)).To(Succeed())
+		eventually(func() bool {
+			return k8s.Get(ctx, client.ObjectKey{Name: res.Name}, &v1alpha1.InfraResource{}) != nil
+		}).Should(BeTrue(), "the runner destroyed it and the resource went")
+	})
+
+	It("a runner pod deleted mid-apply: the run is retried on the other runner, no lock is held, nothing is created twice without approval", func() {
+		kind := "E2EPooledSlow"
+		slowClass("e2e-pooled-slow", kind, func(c *v1alpha1.InfraClass) { c.Spec.RunnerPool = pool })
+		claim := slowClaim(newNamespace("e2e-pool-kill-"), "app", kind, "round-0")
+		Expect(k8s.Create(ctx, claim)).To(Succeed())
+		eventually(converged(claim, "round-0")).Should(HavePrefix("True"))
+		Expect(resourceOf(claim).Spec.RunnerPool).To(Equal(pool))
+		first := password(claim)
+
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+		greet(claim, "round-1")
+		Expect(k8s.Update(ctx, claim)).To(Succeed())
+		approved := map[string]bool{}
+		var victim string
+		eventually(func() string {
+			res := resourceOf(claim)
+			for name, log := range runnerLogs(pool) {
+				if res.Status.LastRun != nil && res.Status.LastRun.Result == "Running" &&
+					strings.Contains(log, `"run starting"`) && strings.Contains(log, res.Status.LastRun.ID) {
+					victim = name
+				}
+			}
+			return victim
+		}).ShouldNot(BeEmpty())
+		time.Sleep(2 * time.Second)
+		deleted := time.Now()
+		Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: system, Name: victim}}, client.GracePeriodSeconds(0))).To(Succeed())
+		GinkgoWriter.Printf("deleted runner pod %s mid-apply\n", victim)
+		eventually(func() string {
+			approveHeld(resourceOf(claim), approved)
+			return converged(claim, "round-1")()
+		}).Should(HavePrefix("True"))
+		GinkgoWriter.Printf("converged %s after the runner pod was deleted; %d held plan(s) approved\n", time.Since(deleted).Round(time.Second), len(approved))
+		Expect(locksHeld()).To(BeEmpty())
+		if password(claim) != first {
+			Expect(approved).NotTo(BeEmpty(), "the password was created twice without an approval")
+		}
+		Expect(fmt.Sprint(resourceOf(claim).Status.LastRun.Result)).To(Equal("Succeeded"))
+	})
+})
+
+func mapValues(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
