@@ -12,13 +12,9 @@ import (
 // (the fair sharing Kubernetes' API Priority and Fairness applies to requests, with one queue per
 // flow).
 type fairSlots struct {
-	mu    sync.Mutex
-	free  int
-	queue map[string][]*waiter
-	// ring is the order tenants with waiting runs are served in; next is the index of the tenant
-	// served next.
-	ring []string
-	next int
+	mu   sync.Mutex
+	free int
+	line FairLine[*waiter]
 }
 
 type waiter struct {
@@ -27,7 +23,7 @@ type waiter struct {
 }
 
 func newFairSlots(n int) *fairSlots {
-	return &fairSlots{free: n, queue: map[string][]*waiter{}}
+	return &fairSlots{free: n}
 }
 
 // acquire takes a slot for a run of tenant, waiting in turn until one is free or ctx is done.
@@ -35,17 +31,14 @@ func newFairSlots(n int) *fairSlots {
 // wait. It returns ctx.Err() when ctx ends first; the slot is then not held.
 func (f *fairSlots) acquire(ctx context.Context, tenant string, queued func(position, waiting int)) error {
 	f.mu.Lock()
-	if f.free > 0 && len(f.ring) == 0 {
+	if f.free > 0 && f.line.Len() == 0 {
 		f.free--
 		f.mu.Unlock()
 		return nil
 	}
 	w := &waiter{tenant: tenant, ready: make(chan struct{})}
-	if len(f.queue[tenant]) == 0 {
-		f.ring = append(f.ring, tenant)
-	}
-	f.queue[tenant] = append(f.queue[tenant], w)
-	pos, total := f.positionLocked(w), f.waitingLocked()
+	f.line.Push(tenant, w, false)
+	pos, total := f.line.Position(tenant, w), f.line.Len()
 	f.mu.Unlock()
 	if queued != nil {
 		queued(pos, total)
@@ -60,7 +53,7 @@ func (f *fairSlots) acquire(ctx context.Context, tenant string, queued func(posi
 		case <-w.ready: // handed a slot as ctx ended: give it to the next one
 			f.releaseLocked()
 		default:
-			f.removeLocked(w)
+			f.line.Remove(tenant, w)
 		}
 		return ctx.Err()
 	}
@@ -74,79 +67,10 @@ func (f *fairSlots) release() {
 }
 
 func (f *fairSlots) releaseLocked() {
-	if len(f.ring) == 0 {
+	w, ok := f.line.Pop()
+	if !ok {
 		f.free++
 		return
 	}
-	if f.next >= len(f.ring) {
-		f.next = 0
-	}
-	tenant := f.ring[f.next]
-	q := f.queue[tenant]
-	w := q[0]
-	if len(q) == 1 {
-		delete(f.queue, tenant)
-		f.ring = append(f.ring[:f.next], f.ring[f.next+1:]...)
-	} else {
-		f.queue[tenant] = q[1:]
-		f.next++
-	}
 	close(w.ready)
-}
-
-func (f *fairSlots) removeLocked(w *waiter) {
-	q := f.queue[w.tenant]
-	for i, x := range q {
-		if x == w {
-			q = append(q[:i], q[i+1:]...)
-			break
-		}
-	}
-	if len(q) > 0 {
-		f.queue[w.tenant] = q
-		return
-	}
-	delete(f.queue, w.tenant)
-	for i, t := range f.ring {
-		if t == w.tenant {
-			f.ring = append(f.ring[:i], f.ring[i+1:]...)
-			if i < f.next {
-				f.next--
-			}
-			break
-		}
-	}
-}
-
-// positionLocked is w's place in line (1 = served next) if no other run arrives: the round robin
-// played forward over the ring from next, w being the k-th waiting run of its tenant.
-func (f *fairSlots) positionLocked(w *waiter) int {
-	k := 0
-	for i, x := range f.queue[w.tenant] {
-		if x == w {
-			k = i
-			break
-		}
-	}
-	pos := 0
-	for round := 0; round <= k; round++ {
-		for j := range f.ring {
-			t := f.ring[(f.next+j)%len(f.ring)]
-			if len(f.queue[t]) > round {
-				pos++
-				if t == w.tenant && round == k {
-					return pos
-				}
-			}
-		}
-	}
-	return pos
-}
-
-func (f *fairSlots) waitingLocked() int {
-	n := 0
-	for _, q := range f.queue {
-		n += len(q)
-	}
-	return n
 }

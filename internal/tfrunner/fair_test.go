@@ -46,14 +46,14 @@ func TestFairShare(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); run(fmt.Sprintf("r-%d", i), "a", nil) }()
 	}
-	waitFor(t, func() bool { p.slots.mu.Lock(); defer p.slots.mu.Unlock(); return p.slots.waitingLocked() == 300 })
+	waitFor(t, func() bool { p.slots.mu.Lock(); defer p.slots.mu.Unlock(); return p.slots.line.Len() == 300 })
 	var pos, waiting int
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		run("late", "b", func(position, n int) { pos, waiting = position, n })
 	}()
-	waitFor(t, func() bool { p.slots.mu.Lock(); defer p.slots.mu.Unlock(); return p.slots.waitingLocked() == 301 })
+	waitFor(t, func() bool { p.slots.mu.Lock(); defer p.slots.mu.Unlock(); return p.slots.line.Len() == 301 })
 	close(hold)
 	wg.Wait()
 
