@@ -56,8 +56,9 @@ bench: tools ## Benchmarks (figures, not pass/fail).
 	$(WITH_TOOLS) go test ./... -run '^$$' -bench . -benchmem $(BENCHFLAGS)
 
 N ?= 200
-bench-scale: tools ## N claims to Ready through the controller vs a naive init && apply loop and bare apply (N=200).
-	$(WITH_TOOLS) go test -tags scale ./test/scale -run TestBenchScale -count 1 -timeout 180m -v -args -n=$(N) | grep -v '^=== RUN'
+RUNNERS ?= 0
+bench-scale: tools ## N claims to Ready through the controller vs a naive init && apply loop and bare apply (N=200; RUNNERS=2: on a runner pool of 2 runner processes).
+	$(WITH_TOOLS) go test -tags scale ./test/scale -run TestBenchScale -count 1 -timeout 180m -v -args -n=$(N) -runners=$(RUNNERS) | grep -v '^=== RUN'
 
 
 ##@ The main job

@@ -41,6 +41,7 @@ var (
 	n           = flag.Int("n", 200, "claims (and baseline directories)")
 	concurrency = flag.Int("concurrency", 2, "runs at once, for the controller and the baselines")
 	static      = flag.Int("static", 30, "static claims whose claim → Bound latency is measured")
+	runnerCount = flag.Int("runners", 0, "runner processes of a runner pool that run the claims (concurrency split among them); 0: the manager's in-process pool")
 )
 
 const stateNamespace = "conductor-system"
@@ -76,19 +77,34 @@ func TestBenchScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl, err := env.StartController(bin, filepath.Join(dir, "controller.log"), tfEnv,
-		"--namespace", stateNamespace, "--work-dir", filepath.Join(dir, "work"), "--terraform-path", tofu,
+	args := []string{"--namespace", stateNamespace, "--work-dir", filepath.Join(dir, "work"), "--terraform-path", tofu,
 		"--max-concurrent-runs", fmt.Sprint(*concurrency), "--max-concurrent-reconciles", "16", "--sync-interval", "10h",
-		"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--zap-devel=false", "--zap-log-level=error")
+		"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--zap-devel=false", "--zap-log-level=error"}
+	var protocol, state string
+	if *runnerCount > 0 {
+		var poolArgs []string
+		poolArgs, protocol, state = runnerPoolArgs(t)
+		args = append(args, poolArgs...)
+	}
+	ctl, err := env.StartController(bin, filepath.Join(dir, "controller.log"), tfEnv, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ctl.Stop()
+	mode := fmt.Sprintf("the manager's in-process pool of %d", *concurrency)
+	if *runnerCount > 0 {
+		perRunner := max(*concurrency / *runnerCount, 1)
+		defer startRunnerPool(t, ctx, env, k8s, bin, dir, tfEnv, protocol, state, *runnerCount, perRunner)()
+		mode = fmt.Sprintf("a runner pool of %d runner processes × %d runs", *runnerCount, perRunner)
+	}
 	class := &v1alpha1.InfraClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "pets"},
 		Spec: v1alpha1.InfraClassSpec{ResourceKind: "Pet", Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete,
 			Module:    v1alpha1.ModuleSource{Source: module, Version: "v1"},
 			Variables: v1alpha1.Variables{"prefix": {Raw: []byte(`"${claim.name}"`)}}},
+	}
+	if *runnerCount > 0 {
+		class.Spec.RunnerPool = benchPool
 	}
 	if err := k8s.Create(ctx, class); err != nil {
 		t.Fatal(err)
@@ -141,7 +157,7 @@ func TestBenchScale(t *testing.T) {
 	bareTime := baseline(t, dir, "bare", tofu, tfEnv, module, env.Kubeconfig, false)
 
 	p50, p90 := percentile(latencies, 50), percentile(latencies, 90)
-	fmt.Printf("\nbench-scale: N=%d claims, concurrency %d, %s, module with one random_pet\n", *n, *concurrency, filepath.Base(tofu))
+	fmt.Printf("\nbench-scale: N=%d claims, concurrency %d, %s, module with one random_pet, runs in %s\n", *n, *concurrency, filepath.Base(tofu), mode)
 	fmt.Printf("| measure | value |\n|---|---|\n")
 	fmt.Printf("| controller: %d claims to Ready | %.1f s |\n", *n, controllerTime.Seconds())
 	fmt.Printf("| naive loop: init && apply × %d | %.1f s |\n", *n, naiveTime.Seconds())
