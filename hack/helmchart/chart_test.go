@@ -202,7 +202,8 @@ providerMirror:
 			cm = o
 		}
 	}
-	if kinds["CustomResourceDefinition"] != 0 || kinds["Service"] != 0 {
+	// The one Service left is the runner pools' (ctf-runs), which metrics.enable does not gate.
+	if kinds["CustomResourceDefinition"] != 0 || kinds["Service"] != 1 {
 		t.Errorf("crd.enable and metrics.enable false still render %v", kinds)
 	}
 	if cm == nil || !strings.Contains(str(cm, "data", "terraform.rc"), `filesystem_mirror { path = "/providers" }`) {
@@ -230,7 +231,11 @@ providerMirror:
 			"requests": map[string]any{"cpu": "250m", "memory": "256Mi"}},
 		"nodeSelector":   map[string]any{"kubernetes.io/os": "linux"},
 		"serviceAccount": "ctf-controller-manager",
-		"ports":          nil,
+		// No metrics port; the run protocol's and the runners' state server's stay.
+		"ports": []any{
+			map[string]any{"containerPort": float64(9443), "name": "run-protocol", "protocol": "TCP"},
+			map[string]any{"containerPort": float64(9444), "name": "runner-state", "protocol": "TCP"},
+		},
 	}
 	for k := range want {
 		if !reflect.DeepEqual(expect[k], want[k]) {
