@@ -134,7 +134,13 @@ var _ = Describe("Runner pools", Ordered, func() {
 		Expect(k8s.Delete(s.ctx, claim)).To(Succeed())
 		Eventually(gone(func() error { return k8s.Get(s.ctx, client.ObjectKey{Name: res.Name}, &v1alpha1.InfraResource{}) }), timeout, time.Second).Should(BeTrue())
 		Expect(fileContent(path)).To(HavePrefix("<"), "destroyed by the runner")
-		Expect(strings.Count(runner.logText(), `"op":"destroy"`)).To(Equal(1))
+		destroys := 0
+		for _, line := range strings.Split(runner.logText(), "\n") {
+			if strings.Contains(line, `"msg":"run ended"`) && strings.Contains(line, `"op":"destroy"`) {
+				destroys++
+			}
+		}
+		Expect(destroys).To(Equal(1), "one destroy, on the runner")
 		runner.kill()
 	})
 
