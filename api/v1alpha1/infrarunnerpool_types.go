@@ -23,8 +23,9 @@ type InfraRunnerPoolSpec struct {
 	// Image of the runners; the manager's own image (its --runner-image) when empty.
 	// +optional
 	Image string `json:"image,omitempty"`
-	// ServiceAccountName is the ServiceAccount of the runner pods, in the manager's namespace
-	// ("default" when empty). Runners never mount its Kubernetes API token: it serves cloud
+	// ServiceAccountName is the ServiceAccount of the runner pods, in the manager's namespace;
+	// when empty, the manager creates conductor-tf-runner-<pool> for the pool. Each pool should
+	// have its own: the manager serves a pool only to runners of its ServiceAccount. Runners never mount its Kubernetes API token: it serves cloud
 	// workload identity (e.g. IRSA, GKE Workload Identity) and the run protocol's projected token,
 	// which the manager accepts from this ServiceAccount only.
 	// +optional

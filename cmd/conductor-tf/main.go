@@ -139,7 +139,10 @@ func run(o options) error {
 		// to list and watch them cluster-wide.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 		// Runner pools' Deployments live in the manager's namespace only (a namespaced Role).
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&appsv1.Deployment{}: {Namespaces: map[string]cache.Config{o.namespace: {}}}}},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&appsv1.Deployment{}:     {Namespaces: map[string]cache.Config{o.namespace: {}}},
+			&corev1.ServiceAccount{}: {Namespaces: map[string]cache.Config{o.namespace: {}}},
+		}},
 	})
 	if err != nil {
 		return err
@@ -256,7 +259,7 @@ func run(o options) error {
 	log.Info("starting the manager", "maxConcurrentRuns", pool.MaxConcurrent(), "stateNamespace", state.Namespace,
 		"lockHolder", statebackend.Who(), "pod", o.podName, "stateServer", stateServer.Addr())
 	err = mgr.Start(ctrl.SetupSignalHandler())
-	drain(pool, stateServer, o.grace)
+	drain(pool, runs.Remote, stateServer, o.grace)
 	return err
 }
 
@@ -265,12 +268,17 @@ func run(o options) error {
 // that wait. Either way the runs' contexts are cancelled (Terraform got SIGINT); the pool is given
 // the grace period to finish them, then the state server finishes the requests under way (their
 // final state writes and UNLOCKs) before the process exits.
-func drain(pool *tfrunner.Pool, server *statebackend.Server, grace time.Duration) {
+func drain(pool *tfrunner.Pool, remote *runners.Dispatcher, server *statebackend.Server, grace time.Duration) {
 	log := ctrl.Log.WithName("shutdown")
 	ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
 	defer cancel()
 	if !pool.Wait(ctx) {
 		log.Info("runs still under way after the grace period", "grace", grace.String())
+	}
+	// Runs on runner pools were told to cancel with their reconciles; their final state writes
+	// come through this process's state server.
+	if remote != nil && !remote.Wait(ctx) {
+		log.Info("runs on runner pools still under way after the grace period", "grace", grace.String())
 	}
 	if err := server.Shutdown(ctx); err != nil {
 		log.Error(err, "the state server did not finish its requests")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,7 @@ func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface,
 		Kube: kube, Namespace: o.namespace, Hosts: runnerHosts(o),
 		Address: o.runProtocolAddr, StateAddress: o.runnerStateAddr, State: state,
 		Authorize: runners.PoolAuthorizer(mgr.GetClient(), o.namespace), HeartbeatTimeout: o.heartbeatTimeout,
+		CheckPool: runners.PoolChecker(mgr.GetClient()), StateURL: ownStateURL(o),
 		Leading: func() bool {
 			select {
 			case <-elected:
@@ -82,4 +84,16 @@ func setupRunnerPools(ctx context.Context, o options, kube kubernetes.Interface,
 		},
 		Connected: func(pool string) int { return len(d.Runners(pool)) },
 	}).SetupWithManager(mgr)
+}
+
+// ownStateURL is this pod's own state server for runners (https://POD_IP:port), when the pod's
+// address is known: with several replicas the Service may lead a runner's state requests to one
+// that is not the leader, which knows no run's credentials. "" leaves the runners' --state-url.
+func ownStateURL(o options) string {
+	ip := os.Getenv("POD_IP")
+	_, port, err := net.SplitHostPort(o.runnerStateAddr)
+	if ip == "" || err != nil {
+		return ""
+	}
+	return "https://" + net.JoinHostPort(ip, port)
 }

@@ -6,15 +6,18 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/runners"
 )
 
 // RunnerPoolReconciler keeps each InfraRunnerPool's Deployment of runners in the manager's
@@ -39,6 +42,7 @@ const runnerPoolResync = 15 * time.Second
 // +kubebuilder:rbac:groups=apps,namespace=conductor-system,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",namespace=conductor-system,resources=configmaps,verbs=get;create;update
 // +kubebuilder:rbac:groups="",namespace=conductor-system,resources=pods,verbs=get
+// +kubebuilder:rbac:groups="",namespace=conductor-system,resources=serviceaccounts,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 
 // Reconcile makes the pool's Deployment (owned by the pool, so deleting the pool deletes it) and
@@ -51,11 +55,32 @@ func (r *RunnerPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if !pool.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	if err := r.ensureServiceAccount(ctx, pool); err != nil {
+		return ctrl.Result{}, err
+	}
 	dep, err := r.ensureDeployment(ctx, pool)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: runnerPoolResync}, r.recordStatus(ctx, pool, dep)
+}
+
+// ensureServiceAccount creates the pool's own ServiceAccount, conductor-tf-runner-<pool> (owned by
+// the pool, mounting no API token), when the pool names none: every pool has an identity of its
+// own for the run protocol.
+func (r *RunnerPoolReconciler) ensureServiceAccount(ctx context.Context, pool *v1alpha1.InfraRunnerPool) error {
+	if pool.Spec.ServiceAccountName != "" {
+		return nil
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: runners.PoolServiceAccount(pool), Namespace: r.Namespace}}
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, sa, func() error {
+		sa.AutomountServiceAccountToken = ptr.To(false)
+		return controllerutil.SetControllerReference(pool, sa, r.Scheme())
+	})
+	if err != nil {
+		return fmt.Errorf("runner ServiceAccount %s/%s: %w", sa.Namespace, sa.Name, err)
+	}
+	return nil
 }
 
 // ensureDeployment creates or updates the Deployment to what runnerDeployment says.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/runners"
 )
 
 // RunnerPoolTargets are where runner pods find the manager: the run protocol's address
@@ -43,10 +44,7 @@ func runnerDeployment(pool *v1alpha1.InfraRunnerPool, namespace, image string, t
 		image = pool.Spec.Image
 	}
 	concurrency := max(pool.Spec.Concurrency, 1)
-	sa := pool.Spec.ServiceAccountName
-	if sa == "" {
-		sa = "default"
-	}
+	sa := runners.PoolServiceAccount(pool)
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: RunnerDeploymentName(pool.Name), Namespace: namespace, Labels: labels},
 		Spec: appsv1.DeploymentSpec{

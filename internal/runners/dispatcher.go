@@ -36,6 +36,13 @@ type DispatcherOptions struct {
 	HeartbeatTimeout time.Duration
 	// OnRunnerLost, when set, is told of each run given up because its runner was lost.
 	OnRunnerLost func(pool, runner, key string, err error)
+	// CheckPool, when set, is asked before a run is queued whether its pool exists: a run for a
+	// pool that does not is refused at once instead of waiting for runners that never come.
+	CheckPool func(ctx context.Context, pool string) error
+	// StateURL, when set, is this manager's own state server for runners (its pod's address),
+	// sent with each run: the Service may lead a runner's state requests to a replica that is not
+	// the leader, which knows no run's credentials.
+	StateURL string
 	// Leading, when set, reports whether this manager is the leader; a replica that is not
 	// refuses runners (FailedPrecondition), which then connect again, through the Service, until
 	// they reach the leader.
@@ -55,6 +62,29 @@ type Dispatcher struct {
 	runners map[string]map[string]int // pool → runner → runs it holds
 	grpc    *grpc.Server
 	addr    string
+	// running counts the runs queued or under way, for Wait.
+	running sync.WaitGroup
+}
+
+// MaxMessageBytes bounds one message of the run protocol: 256 MiB, as the state server bounds a
+// state (a Result carries an errored state, a plan's rendering and the run's log).
+const MaxMessageBytes = 256 << 20
+
+// Wait blocks until no run is queued or under way on a runner, or ctx is done; it reports
+// whether they all ended. The manager calls it at shutdown, before it stops the state server
+// that cancelled runs still save their state through.
+func (d *Dispatcher) Wait(ctx context.Context) bool {
+	done := make(chan struct{})
+	go func() {
+		d.running.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // NewDispatcher returns a Dispatcher; Serve starts its server.
@@ -76,6 +106,7 @@ func (d *Dispatcher) Serve(ctx context.Context, addr string, tlsConfig *tls.Conf
 	srv := grpc.NewServer(
 		grpc.Creds(credentials.NewTLS(tlsConfig)),
 		grpc.ForceServerCodec(jsonCodec{}),
+		grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes),
 		// Connection-level liveness besides the run's heartbeats: a peer that stops answering
 		// pings within 10 s is dropped, which ends its streams.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 10 * time.Second, Timeout: 10 * time.Second}),
@@ -122,6 +153,7 @@ type job struct {
 	result       *Result
 	hookErr      error // the error a hook returned, which stopped the run
 	err          error // the run could not finish on its runner (lost), or was never started
+	withdrawn    bool  // its caller gave up after a runner took it (guarded by the queue's mu)
 }
 
 func (d *Dispatcher) queue(pool string) *queue {
@@ -142,6 +174,16 @@ func (d *Dispatcher) do(ctx context.Context, pool string, spec RunSpec, opts tfr
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if d.opts.CheckPool != nil {
+		if err := d.opts.CheckPool(ctx, pool); err != nil {
+			return nil, err
+		}
+	}
+	if d.opts.StateURL != "" {
+		spec.StateURL = d.opts.StateURL
+	}
+	d.running.Add(1)
+	defer d.running.Done()
 	j := &job{pool: pool, tenant: spec.Spec.Tenant, spec: spec, opts: opts, cancel: make(chan struct{}), done: make(chan struct{})}
 	d.mu.Lock()
 	d.busy[spec.Key]++
@@ -154,7 +196,7 @@ func (d *Dispatcher) do(ctx context.Context, pool string, spec RunSpec, opts tfr
 		d.mu.Unlock()
 	}()
 	q := d.queue(pool)
-	if pos, waiting, idle := q.push(j, false); !idle && opts.Queued != nil {
+	if pos, waiting, idle := q.push(j); !idle && opts.Queued != nil {
 		opts.Queued(pos, waiting)
 	}
 	select {
@@ -275,7 +317,10 @@ func (d *Dispatcher) serveRun(stream grpc.ServerStream) error {
 		return status.FromContextError(err).Err()
 	}
 	if err := stream.SendMsg(&ManagerMessage{Run: &j.spec}); err != nil {
-		q.push(j, true) // nothing ran: the next runner takes it
+		if !q.giveBack(j) { // nothing ran: the next runner takes it, unless its caller gave up
+			j.err = context.Canceled
+			close(j.done)
+		}
 		return err
 	}
 	res, err := d.drive(ctx, stream, j)

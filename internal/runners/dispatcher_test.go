@@ -299,7 +299,7 @@ func TestDispatcherCancelsTakenRunsAndWithdrawsWaitingOnes(t *testing.T) {
 func TestQueueServesTenantsInTurn(t *testing.T) {
 	q := newQueue()
 	for _, tenant := range []string{"a", "a", "a", "b"} {
-		q.push(&job{tenant: tenant}, false)
+		q.push(&job{tenant: tenant})
 	}
 	var order string
 	for range 4 {
@@ -311,5 +311,39 @@ func TestQueueServesTenantsInTurn(t *testing.T) {
 	}
 	if order != "abaa" {
 		t.Fatalf("order %s, want abaa", order)
+	}
+}
+
+func TestDispatcherReadsAResultSentJustBeforeTheStreamCloses(t *testing.T) {
+	// Before the messages and the stream's end shared one channel, a Result followed at once by
+	// CloseSend could be taken for a lost runner.
+	d, conn := startDispatcher(t, DispatcherOptions{})
+	for i := range 30 {
+		done := applyAsync(d, context.Background(), "res-f", tfrunner.ApplyOptions{})
+		r, _, err := openRun(t, conn, "good", "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 20 {
+			r.send(&RunnerMessage{Heartbeat: &Heartbeat{}})
+		}
+		r.send(&RunnerMessage{Result: &Result{Apply: &tfrunner.ApplyResult{Applied: true}}})
+		if err := r.stream.CloseSend(); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-done; got.err != nil || !got.res.Applied {
+			t.Fatalf("round %d: apply = %+v, %v", i, got.res, got.err)
+		}
+	}
+}
+
+func TestDispatcherRefusesRunsForAPoolThatDoesNotExist(t *testing.T) {
+	d, _ := startDispatcher(t, DispatcherOptions{CheckPool: func(_ context.Context, pool string) error {
+		return &PoolNotFoundError{Pool: pool}
+	}})
+	_, err := d.Apply(context.Background(), "res-g", tfrunner.Spec{RunnerPool: "typo"}, tfrunner.ApplyOptions{})
+	var nf *PoolNotFoundError
+	if !errors.As(err, &nf) || d.Busy("res-g") {
+		t.Fatalf("err = %v, busy %v", err, d.Busy("res-g"))
 	}
 }

@@ -21,19 +21,26 @@ func (d *Dispatcher) drive(ctx context.Context, stream grpc.ServerStream, j *job
 	defer stop()
 	var lastSeen atomic.Int64
 	lastSeen.Store(time.Now().UnixNano())
-	msgs := make(chan *RunnerMessage, 64)
-	recvErr := make(chan error, 1)
+	// One ordered channel for messages and the stream's end: a Result followed at once by the
+	// runner's CloseSend is always read before the end.
+	type received struct {
+		m   *RunnerMessage
+		err error
+	}
+	msgs := make(chan received, 64)
 	go func() {
 		for {
 			m := &RunnerMessage{}
-			if err := stream.RecvMsg(m); err != nil {
-				recvErr <- err
+			err := stream.RecvMsg(m)
+			if err == nil {
+				lastSeen.Store(time.Now().UnixNano())
+			}
+			select {
+			case msgs <- received{m, err}:
+			case <-ctx.Done():
 				return
 			}
-			lastSeen.Store(time.Now().UnixNano())
-			select {
-			case msgs <- m:
-			case <-ctx.Done():
+			if err != nil {
 				return
 			}
 		}
@@ -46,12 +53,13 @@ func (d *Dispatcher) drive(ctx context.Context, stream grpc.ServerStream, j *job
 	next := func() (*RunnerMessage, error) {
 		for {
 			select {
-			case m := <-msgs:
-				if m.Heartbeat == nil {
-					return m, nil
+			case r := <-msgs:
+				if r.err != nil {
+					return nil, fmt.Errorf("its stream ended: %w", r.err)
 				}
-			case err := <-recvErr:
-				return nil, fmt.Errorf("its stream ended: %w", err)
+				if r.m.Heartbeat == nil {
+					return r.m, nil
+				}
 			case <-ticker.C:
 				if silent := time.Since(time.Unix(0, lastSeen.Load())); silent > timeout {
 					return nil, fmt.Errorf("no heartbeat for %s (timeout %s)", silent.Round(time.Second), timeout)

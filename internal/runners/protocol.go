@@ -107,8 +107,11 @@ type RunSpec struct {
 	// Op is OpApply, OpDestroy or OpDriftCheck.
 	Op string `json:"op"`
 	// Key names the resource (its workspace).
-	Key  string   `json:"key"`
-	Spec WireSpec `json:"spec"`
+	Key string `json:"key"`
+	// StateURL, when set, is the manager's state server for this run (https://pod-ip:port); else
+	// the runner's --state-url.
+	StateURL string   `json:"stateURL,omitempty"`
+	Spec     WireSpec `json:"spec"`
 	// SavedPlan and Imports are ApplyOptions'; Check, BeforeApply and OnCreateStart are asked
 	// over the stream when the corresponding flags are set.
 	SavedPlan      bool                    `json:"savedPlan,omitempty"`

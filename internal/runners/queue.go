@@ -19,16 +19,32 @@ type queue struct {
 
 func newQueue() *queue { return &queue{wake: make(chan struct{})} }
 
-// push adds j at the end of its tenant's line (front: at its head, for a run given back before it
-// started). It returns j's place in line (1 = next), how many wait, and whether a runner was idle
-// to take it at once.
-func (q *queue) push(j *job, front bool) (position, waiting int, idle bool) {
+// push adds j at the end of its tenant's line. It returns j's place in line (1 = next), how many
+// wait, and whether a runner was idle to take it at once.
+func (q *queue) push(j *job) (position, waiting int, idle bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.line.Push(j.tenant, j, front)
+	q.line.Push(j.tenant, j, false)
+	q.wakeLocked()
+	return q.line.Position(j.tenant, j), q.line.Len(), q.idle > 0
+}
+
+// giveBack puts j, taken by a runner that could not be sent it, back at the head of its tenant's
+// line; false when its caller withdrew it meanwhile (remove found it taken), and nobody waits.
+func (q *queue) giveBack(j *job) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if j.withdrawn {
+		return false
+	}
+	q.line.Push(j.tenant, j, true)
+	q.wakeLocked()
+	return true
+}
+
+func (q *queue) wakeLocked() {
 	close(q.wake)
 	q.wake = make(chan struct{})
-	return q.line.Position(j.tenant, j), q.line.Len(), q.idle > 0
 }
 
 // take waits until a run is waiting, or ctx is done, and removes the next one in turn.
@@ -56,9 +72,14 @@ func (q *queue) take(ctx context.Context) (*job, error) {
 	}
 }
 
-// remove takes j out of the line; false when a runner took it already.
+// remove takes j out of the line; false when a runner took it already, and j is then marked
+// withdrawn, so that giveBack does not put it back.
 func (q *queue) remove(j *job) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.line.Remove(j.tenant, j)
+	if q.line.Remove(j.tenant, j) {
+		return true
+	}
+	j.withdrawn = true
+	return false
 }

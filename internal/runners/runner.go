@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -44,6 +45,20 @@ type Runner struct {
 	HeartbeatInterval time.Duration
 	// Log reports streams that failed and runs that ended; slog.Default when nil.
 	Log *slog.Logger
+
+	// stateTarget is where the state proxy sends requests: StateURL, or the leader's own state
+	// server named by the last run (RunSpec.StateURL).
+	stateTarget atomic.Pointer[url.URL]
+}
+
+// setStateTarget points the state proxy at rawURL (https://host:port).
+func (r *Runner) setStateTarget(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("state server URL %q: want https://host:port", rawURL)
+	}
+	r.stateTarget.Store(u)
+	return nil
 }
 
 // Run serves runs until ctx is done. Runs under way when ctx ends are cancelled (Terraform gets
@@ -94,7 +109,8 @@ func (r *Runner) work(ctx context.Context, proxy string) {
 			conn, err = grpc.NewClient(r.Manager,
 				grpc.WithTransportCredentials(credentials.NewTLS(r.TLS)),
 				grpc.WithPerRPCCredentials(tokenFile(r.TokenFile)),
-				grpc.WithDefaultCallOptions(grpc.ForceCodec(jsonCodec{})),
+				grpc.WithDefaultCallOptions(grpc.ForceCodec(jsonCodec{}),
+					grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)),
 				grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
 			)
 			if err != nil {
@@ -172,7 +188,10 @@ func (r *Runner) execute(ctx context.Context, stream grpc.ClientStream, spec *Ru
 		}
 	}()
 	done := make(chan struct{})
+	var beating sync.WaitGroup
+	beating.Add(1)
 	go func() {
+		defer beating.Done()
 		t := time.NewTicker(r.HeartbeatInterval)
 		defer t.Stop()
 		for {
@@ -185,17 +204,26 @@ func (r *Runner) execute(ctx context.Context, stream grpc.ClientStream, spec *Ru
 		}
 	}()
 	r.Log.Info("run starting", "run", spec.ID, "key", spec.Key, "op", spec.Op)
+	if spec.StateURL != "" {
+		if err := r.setStateTarget(spec.StateURL); err != nil {
+			r.Log.Info("run's state server URL refused; using --state-url", "error", err.Error())
+		}
+	}
 	ts := spec.Spec.spec()
 	ts.Env = withStateProxy(ts.Env, proxy)
 	res := r.run(runCtx, s, spec, ts)
 	close(done)
+	beating.Wait() // the stream's sends are the Result's and CloseSend's alone from here
 	if data, ok := r.Runs.ErroredState(spec.Key); ok {
 		res.ErroredState = data
 	}
-	r.Runs.Forget(spec.Key)
 	r.Log.Info("run ended", "run", spec.ID, "key", spec.Key, "op", spec.Op, "error", errText(res.Error))
-	if err := s.send(&RunnerMessage{Result: res}); err != nil {
-		return err
+	sendErr := s.send(&RunnerMessage{Result: res})
+	// The run's files (variables, credentials, kubeconfig, errored state) go, sent or not: a
+	// Result that did not arrive makes the manager hold the run as lost.
+	r.Runs.Forget(spec.Key)
+	if sendErr != nil {
+		return sendErr
 	}
 	if err := stream.CloseSend(); err != nil {
 		return err
@@ -293,10 +321,12 @@ func (r *Runner) startStateProxy() (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
+	r.stateTarget.Store(target)
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
-			pr.Out.Host = target.Host
+			t := r.stateTarget.Load()
+			pr.SetURL(t)
+			pr.Out.Host = t.Host
 		},
 		Transport: &http.Transport{TLSClientConfig: r.TLS.Clone(), ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 16},
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +33,9 @@ type ServeOptions struct {
 	HeartbeatTimeout time.Duration
 	OnRunnerLost     func(pool, runner, key string, err error)
 	Leading          func() bool
+	// CheckPool and StateURL are the Dispatcher's (see DispatcherOptions).
+	CheckPool func(ctx context.Context, pool string) error
+	StateURL  string
 }
 
 // Serve starts both servers with a certificate from the CA (LoadOrCreateCA) and returns the
@@ -48,6 +52,7 @@ func Serve(ctx context.Context, o ServeOptions) (*Dispatcher, string, error) {
 	d := NewDispatcher(DispatcherOptions{
 		Authenticator: &TokenReviewer{Kube: o.Kube}, Authorize: o.Authorize,
 		HeartbeatTimeout: o.HeartbeatTimeout, OnRunnerLost: o.OnRunnerLost, Leading: o.Leading,
+		CheckPool: o.CheckPool, StateURL: o.StateURL,
 	})
 	if err := d.Serve(ctx, o.Address, tlsConfig); err != nil {
 		return nil, "", err
@@ -68,7 +73,7 @@ func Serve(ctx context.Context, o ServeOptions) (*Dispatcher, string, error) {
 }
 
 // PoolAuthorizer allows a user to serve a pool when the InfraRunnerPool exists and the user is its
-// ServiceAccount (spec.serviceAccountName, "default" when empty) in namespace, the manager's.
+// ServiceAccount (PoolServiceAccount) in namespace, the manager's.
 func PoolAuthorizer(c client.Reader, namespace string) func(ctx context.Context, pool, user string) error {
 	return func(ctx context.Context, pool, user string) error {
 		var p v1alpha1.InfraRunnerPool
@@ -82,10 +87,30 @@ func PoolAuthorizer(c client.Reader, namespace string) func(ctx context.Context,
 	}
 }
 
-// PoolServiceAccount is the ServiceAccount of a pool's runners.
+// PoolChecker refuses runs for a pool that does not exist (an *PoolNotFoundError).
+func PoolChecker(c client.Reader) func(ctx context.Context, pool string) error {
+	return func(ctx context.Context, pool string) error {
+		err := c.Get(ctx, types.NamespacedName{Name: pool}, &v1alpha1.InfraRunnerPool{})
+		if apierrors.IsNotFound(err) {
+			return &PoolNotFoundError{Pool: pool}
+		}
+		return err
+	}
+}
+
+// PoolNotFoundError is a run for a runner pool that does not exist.
+type PoolNotFoundError struct{ Pool string }
+
+func (e *PoolNotFoundError) Error() string {
+	return fmt.Sprintf("runner pool %s: no InfraRunnerPool of that name", e.Pool)
+}
+
+// PoolServiceAccount is the ServiceAccount of a pool's runners: spec.serviceAccountName, or
+// conductor-tf-runner-<pool>, which the pool's reconciler creates. Each pool has an identity of
+// its own, so a token of one pool's runners serves no other pool.
 func PoolServiceAccount(p *v1alpha1.InfraRunnerPool) string {
 	if p.Spec.ServiceAccountName != "" {
 		return p.Spec.ServiceAccountName
 	}
-	return "default"
+	return "conductor-tf-runner-" + p.Name
 }
