@@ -24,7 +24,8 @@ func runnerHosts(o options) []string {
 		return strings.Split(o.runnerHosts, ",")
 	}
 	svc := "conductor-tf-runs"
-	return []string{svc, svc + "." + o.namespace, svc + "." + o.namespace + ".svc", svc + "." + o.namespace + ".svc.cluster.local"}
+	// The first is the one runner pods are given (setupRunnerPools).
+	return []string{svc + "." + o.namespace + ".svc", svc, svc + "." + o.namespace, svc + "." + o.namespace + ".svc.cluster.local"}
 }
 
 // startRunProtocol serves runner pools (runners.Serve): only runners whose token names their
@@ -73,9 +74,6 @@ func setupRunnerPools(ctx context.Context, o options, kube kubernetes.Interface,
 		return fmt.Errorf("--runner-state-address: %w", err)
 	}
 	host := runnerHosts(o)[0]
-	if o.runnerHosts == "" {
-		host = "conductor-tf-runs." + o.namespace + ".svc"
-	}
 	return (&controller.RunnerPoolReconciler{
 		Client: mgr.GetClient(), Namespace: o.namespace, Image: image,
 		Targets: controller.RunnerPoolTargets{

@@ -116,7 +116,7 @@ func (r *RunnerPoolReconciler) recordStatus(ctx context.Context, pool *v1alpha1.
 		Message: fmt.Sprintf("%d runner(s) connected", pool.Status.ConnectedRunners), ObservedGeneration: pool.Generation}
 	if pool.Status.ConnectedRunners == 0 {
 		cond.Status, cond.Reason = metav1.ConditionFalse, "NoRunners"
-		cond.Message = fmt.Sprintf("no runner is connected to %s; %d of %d pods ready; runs of this pool wait", r.Targets, dep.Status.ReadyReplicas, ptrInt32(dep.Spec.Replicas))
+		cond.Message = fmt.Sprintf("no runner is connected to %s; %d of %d pods ready; runs of this pool wait", r.Targets, dep.Status.ReadyReplicas, ptr.Deref(dep.Spec.Replicas, 0))
 	}
 	meta.SetStatusCondition(&pool.Status.Conditions, cond)
 	if equality.Semantic.DeepEqual(before, &pool.Status) {
@@ -127,13 +127,6 @@ func (r *RunnerPoolReconciler) recordStatus(ctx context.Context, pool *v1alpha1.
 		return nil // the next resync writes it
 	}
 	return err
-}
-
-func ptrInt32(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }
 
 // SetupWithManager registers the reconciler for pools and the Deployments they own.

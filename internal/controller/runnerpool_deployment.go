@@ -95,7 +95,7 @@ func runnerDeployment(pool *v1alpha1.InfraRunnerPool, namespace, image string, t
 	}
 }
 
-// describeTargets is for errors: where the pool's runners connect.
+// String is for messages: where the pool's runners connect.
 func (t RunnerPoolTargets) String() string {
 	return fmt.Sprintf("%s (state %s)", t.Manager, t.StateURL)
 }

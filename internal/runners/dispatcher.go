@@ -73,19 +73,7 @@ const MaxMessageBytes = 256 << 20
 // Wait blocks until no run is queued or under way on a runner, or ctx is done; it reports
 // whether they all ended. The manager calls it at shutdown, before it stops the state server
 // that cancelled runs still save their state through.
-func (d *Dispatcher) Wait(ctx context.Context) bool {
-	done := make(chan struct{})
-	go func() {
-		d.running.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+func (d *Dispatcher) Wait(ctx context.Context) bool { return tfrunner.WaitGroup(ctx, &d.running) }
 
 // NewDispatcher returns a Dispatcher; Serve starts its server.
 func NewDispatcher(opts DispatcherOptions) *Dispatcher {

@@ -70,7 +70,7 @@ type fakeRunner struct {
 func openRun(t *testing.T, conn *grpc.ClientConn, token, pool string) (*fakeRunner, *RunSpec, error) {
 	t.Helper()
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token)
-	stream, err := conn.NewStream(ctx, &runStreamDesc, RunMethod)
+	stream, err := conn.NewStream(ctx, runStreamDesc, RunMethod)
 	if err != nil {
 		return nil, nil, err
 	}

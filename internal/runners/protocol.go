@@ -287,8 +287,8 @@ func (jsonCodec) Name() string                       { return "json" }
 
 var _ encoding.Codec = jsonCodec{}
 
-// runStreamDesc describes Runs/Run for grpc: bidirectional.
-var runStreamDesc = grpc.StreamDesc{StreamName: "Run", ServerStreams: true, ClientStreams: true}
+// runStreamDesc describes Runs/Run, bidirectional, for clients.
+var runStreamDesc = &serviceDesc.Streams[0]
 
 // runsService is the handler type gRPC checks the Dispatcher against.
 type runsService interface {

@@ -139,7 +139,7 @@ func (r *Runner) work(ctx context.Context, proxy string) {
 func (r *Runner) serveOne(ctx context.Context, conn *grpc.ClientConn, proxy string) error {
 	streamCtx, closeStream := context.WithCancel(context.WithoutCancel(ctx))
 	defer closeStream()
-	stream, err := conn.NewStream(streamCtx, &runStreamDesc, RunMethod)
+	stream, err := conn.NewStream(streamCtx, runStreamDesc, RunMethod)
 	if err != nil {
 		return err
 	}

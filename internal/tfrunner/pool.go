@@ -78,10 +78,13 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 // Wait blocks until no run is waiting or running in the pool, or ctx is done; it reports whether
 // the pool drained. Shutdown calls it after cancelling the runs' contexts (Terraform got SIGINT)
 // so that their last state writes and unlocks reach the state server before it stops.
-func (p *Pool) Wait(ctx context.Context) bool {
+func (p *Pool) Wait(ctx context.Context) bool { return WaitGroup(ctx, &p.running) }
+
+// WaitGroup waits for wg until ctx is done and reports whether wg finished first.
+func WaitGroup(ctx context.Context, wg *sync.WaitGroup) bool {
 	done := make(chan struct{})
 	go func() {
-		p.running.Wait()
+		wg.Wait()
 		close(done)
 	}()
 	select {

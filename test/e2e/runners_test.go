@@ -4,6 +4,8 @@ package e2e_test
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,7 +80,7 @@ var _ = Describe("Runner pools on the cluster", Ordered, func() {
 		}).Should(HavePrefix("True"))
 		res := resourceOf(claim)
 		Expect(res.Spec.RunnerPool).To(Equal(pool))
-		Expect(strings.Join(mapValues(runnerLogs(pool)), "\n")).To(ContainSubstring(`"key":"`+res.Name+`"`), "the apply ran in a runner pod")
+		Expect(strings.Join(slices.Collect(maps.Values(runnerLogs(pool))), "\n")).To(ContainSubstring(`"key":"`+res.Name+`"`), "the apply ran in a runner pod")
 
 		Expect(k8s.Delete(ctx, claim)).To(Succeed())
 		eventually(func() bool {
@@ -126,11 +128,3 @@ var _ = Describe("Runner pools on the cluster", Ordered, func() {
 		Expect(fmt.Sprint(resourceOf(claim).Status.LastRun.Result)).To(Equal("Succeeded"))
 	})
 })
-
-func mapValues(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
-}
