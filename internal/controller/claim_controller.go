@@ -32,6 +32,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,7 +76,8 @@ type ClaimReconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
-// Reconcile syncs one claim: finalizer, then deletion or binding, then one status patch.
+// Reconcile syncs one claim: finalizer, then deletion or binding, then one status patch (none
+// when the status is unchanged).
 func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	claim := &v1alpha1.InfraClaim{}
 	if err := r.Get(ctx, req.NamespacedName, claim); err != nil {
@@ -95,7 +97,11 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	before := claim.DeepCopy()
 	result, err := r.sync(ctx, claim)
 	claim.Status.ObservedGeneration = claim.Generation
-	perr := r.Status().Patch(ctx, claim, client.MergeFrom(before))
+	var perr error
+	if !equality.Semantic.DeepEqual(before.Status, claim.Status) {
+		// Most reconciles (a bound resource's status changed) change nothing here: no write.
+		perr = r.Status().Patch(ctx, claim, client.MergeFrom(before))
+	}
 	if perr != nil && !apierrors.IsNotFound(perr) {
 		err = errors.Join(err, perr)
 	}

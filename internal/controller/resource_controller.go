@@ -11,7 +11,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -98,68 +97,92 @@ type ResourceReconciler struct {
 // Tokens for runs (kubernetesAccess), only of ServiceAccounts in the controller's namespace.
 // +kubebuilder:rbac:groups="",namespace=conductor-system,resources=serviceaccounts/token,verbs=create
 
-// Reconcile syncs one resource.
+// Reconcile syncs one resource: the phases below in order, over one scope, then one status write.
 func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	res := &v1alpha1.InfraResource{}
-	if err := r.Get(ctx, req.NamespacedName, res); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if last := res.Status.LastRun; last != nil && last.Result == RunRunning && r.APIReader != nil {
-		// A Running record in the cache is either a run that died with the controller or this
-		// controller's own record whose outcome the cache has not caught up with: ask the API server.
-		if err := r.APIReader.Get(ctx, req.NamespacedName, res); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
-	}
-	if !res.DeletionTimestamp.IsZero() {
-		return requeueOnConflict(r.finalize(ctx, res))
-	}
-	if added := controllerutil.AddFinalizer(res, v1alpha1.FinalizerResource); controllerutil.AddFinalizer(res, v1alpha1.FinalizerInUse) || added {
-		if err := r.Update(ctx, res); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	before := res.DeepCopy()
-	if r.Runs != nil {
-		if _, err := r.chooseStateName(ctx, res); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	class := r.observeUpgrade(ctx, res)
-	if upgraded, err := r.upgradeAutomatically(ctx, res, class); upgraded || err != nil {
-		return requeueOnConflict(ctrl.Result{}, err) // the new generation plans and applies
-	}
-	claimState, err := r.observeClaim(ctx, res)
-	if err != nil {
+	s, err := r.openScope(ctx, req.NamespacedName)
+	if s == nil || err != nil {
 		return ctrl.Result{}, err
 	}
-	phase := bindingPhase(res, claimState)
-	var result ctrl.Result
-	switch {
-	case phase == v1alpha1.ResourceReleased:
-		// Resource Released (claim deleted): Retain keeps it as it is; Delete deletes the object,
-		// whose finalizer then destroys the infrastructure and the state.
-		res.Status.Phase = phase
-		if r.Runs != nil && res.Spec.ReclaimPolicy != v1alpha1.ReclaimRetain {
-			r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonReleased, "Reclaim", "reclaim policy Delete: deleting the resource")
-			if err := r.Delete(ctx, res); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, err
-			}
+	if !s.res.DeletionTimestamp.IsZero() {
+		return runPhases(ctx, s, r.protectInUse, r.reclaimInfra, r.dropFinalizer)
+	}
+	return runPhases(ctx, s,
+		r.addFinalizers,   // FinalizerResource and FinalizerInUse, before anything else
+		r.nameState,       // the state name, chosen once (resource_state.go)
+		r.upgradeModule,   // UpgradeAvailable, and upgradePolicy Automatic (resource_upgrade.go)
+		r.observeBinding,  // the claim, and the phase it gives (as syncVolume)
+		r.reclaimReleased, // Released: Retain keeps it, Delete deletes it
+		r.withoutRunner,   // no runner: nothing to run, Available at once
+		r.decideRun,       // a run is due, or the resource is idle until it is (resource_lifecycle.go)
+		r.prepareRun,      // the state phases and the run's inputs
+		r.checkForDrift,   // a drift check instead of an apply, when the spec was applied (resource_drift.go)
+		r.applyPhase,      // apply, or plan, approval and apply; then the outcome
+	)
+}
+
+// addFinalizers adds the reclaim and in-use finalizers (one update, when either is missing).
+func (r *ResourceReconciler) addFinalizers(ctx context.Context, s *resourceScope) (bool, error) {
+	res := s.res
+	if added := controllerutil.AddFinalizer(res, v1alpha1.FinalizerResource); controllerutil.AddFinalizer(res, v1alpha1.FinalizerInUse) || added {
+		if err := r.Update(ctx, res); err != nil {
+			return true, err
 		}
-	case r.Runs == nil:
-		res.Status.Phase = phase
-	default:
-		result, err = r.syncInfra(ctx, res, before, phase)
+		s.base.ResourceVersion = res.ResourceVersion
 	}
-	// The status is written even when the run was cancelled by shutdown, and without a
-	// resourceVersion: a run's outcome must not be lost to a concurrent metadata write.
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	before.ResourceVersion = res.ResourceVersion
-	if perr := r.Status().Patch(pctx, res, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
-		err = errors.Join(err, perr)
+	return false, nil
+}
+
+// nameState gives the resource its state name once (chooseStateName), when it has runs.
+func (r *ResourceReconciler) nameState(ctx context.Context, s *resourceScope) (bool, error) {
+	if r.Runs == nil {
+		return false, nil
 	}
-	return requeueOnConflict(result, err)
+	_, err := r.chooseStateName(ctx, s.res)
+	return err != nil, err
+}
+
+// upgradeModule records whether the class offers a newer module version, and upgrades a resource
+// whose class asks for automatic upgrades: its new generation then plans and applies.
+func (r *ResourceReconciler) upgradeModule(ctx context.Context, s *resourceScope) (bool, error) {
+	s.class = r.observeUpgrade(ctx, s.res)
+	upgraded, err := r.upgradeAutomatically(ctx, s.res, s.class)
+	return upgraded, err
+}
+
+// observeBinding reads the claim the resource names and the phase it gives the resource.
+func (r *ResourceReconciler) observeBinding(ctx context.Context, s *resourceScope) (bool, error) {
+	claim, err := r.observeClaim(ctx, s.res)
+	if err != nil {
+		return true, err
+	}
+	s.claim, s.phase = claim, bindingPhase(s.res, claim)
+	return false, nil
+}
+
+// reclaimReleased handles a Released resource (its claim was deleted): Retain keeps it as it is;
+// Delete deletes the object, whose finalizer then destroys the infrastructure and the state.
+func (r *ResourceReconciler) reclaimReleased(ctx context.Context, s *resourceScope) (bool, error) {
+	if s.phase != v1alpha1.ResourceReleased {
+		return false, nil
+	}
+	res := s.res
+	res.Status.Phase = v1alpha1.ResourceReleased
+	if r.Runs != nil && res.Spec.ReclaimPolicy != v1alpha1.ReclaimRetain {
+		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonReleased, "Reclaim", "reclaim policy Delete: deleting the resource")
+		if err := r.Delete(ctx, res); client.IgnoreNotFound(err) != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// withoutRunner: a reconciler without runs (the binding suites) only keeps the phase.
+func (r *ResourceReconciler) withoutRunner(_ context.Context, s *resourceScope) (bool, error) {
+	if r.Runs != nil {
+		return false, nil
+	}
+	s.res.Status.Phase = s.phase
+	return true, nil
 }
 
 // claimState is what the resource controller observed of the claim a resource names.

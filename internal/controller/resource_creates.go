@@ -29,7 +29,8 @@ const WaitInterruptedCreate = v1alpha1.ReasonInterruptedCreate
 // recordCreateStart returns the apply's OnCreateStart hook: it adds the address to
 // status.createsPending and writes the status before returning, so the record is durable before
 // the run's next event is read. An error (the API server refused the write) interrupts the apply.
-func (r *ResourceReconciler) recordCreateStart(ctx context.Context, res, before *v1alpha1.InfraResource) tfrunner.CreateStartFunc {
+func (r *ResourceReconciler) recordCreateStart(ctx context.Context, s *resourceScope) tfrunner.CreateStartFunc {
+	res := s.res
 	return func(address string) error {
 		if slices.Contains(res.Status.CreatesPending, address) && res.Status.CreatesPendingRun == runID(res) {
 			return nil
@@ -40,7 +41,7 @@ func (r *ResourceReconciler) recordCreateStart(ctx context.Context, res, before 
 		}
 		res.Status.CreatesPending = append(res.Status.CreatesPending, address)
 		res.Status.CreatesPendingRun = runID(res)
-		return r.record(ctx, res, before)
+		return s.checkpoint(ctx)
 	}
 }
 

@@ -36,9 +36,30 @@ func isDriftCheck(res *v1alpha1.InfraResource) bool {
 		res.Status.ObservedGeneration == res.Generation
 }
 
+// checkForDrift runs a drift check instead of the apply when the run due is the sync interval's
+// (isDriftCheck) and no Secret input rotated; the reconcile ends there unless the drift must be
+// corrected now. The apply then uses the same inputs (backend() replaces the check's revoked
+// credentials).
+func (r *ResourceReconciler) checkForDrift(ctx context.Context, s *resourceScope) (bool, error) {
+	if !isDriftCheck(s.res) || rotated(s.res, s.spec) {
+		return false, nil
+	}
+	correct, result, err := r.checkDrift(ctx, s)
+	if correct && err == nil {
+		return false, nil
+	}
+	if err == nil {
+		s.res.Status.Phase = s.phase
+	}
+	s.result = result
+	return true, err
+}
+
 // checkDrift runs a drift check and records what it found. correct says the drift must be
-// corrected now (policy Correct); otherwise result is when to check again.
-func (r *ResourceReconciler) checkDrift(ctx context.Context, res, before *v1alpha1.InfraResource, spec tfrunner.Spec) (correct bool, result ctrl.Result, err error) {
+// corrected now (policy Correct; the finding is then a checkpoint); otherwise result is when to
+// check again.
+func (r *ResourceReconciler) checkDrift(ctx context.Context, s *resourceScope) (correct bool, result ctrl.Result, err error) {
+	res, spec := s.res, s.spec
 	if !r.takeDriftSlot() {
 		return false, ctrl.Result{RequeueAfter: jitter(driftRetry)}, nil
 	}
@@ -80,7 +101,7 @@ func (r *ResourceReconciler) checkDrift(ctx context.Context, res, before *v1alph
 	if policy == v1alpha1.DriftReport {
 		return false, ctrl.Result{RequeueAfter: jitter(r.syncInterval())}, nil
 	}
-	if err := r.record(ctx, res, before); err != nil {
+	if err := s.checkpoint(ctx); err != nil {
 		return false, ctrl.Result{}, err
 	}
 	return true, ctrl.Result{}, nil

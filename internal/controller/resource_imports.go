@@ -69,6 +69,9 @@ func (r *ResourceReconciler) adoptState(ctx context.Context, res *v1alpha1.Infra
 		// An orphaned state under the resource's own name (chooseStateName then gave it another)
 		// is likely the infrastructure this resource means: creating it again would duplicate it.
 		own := statebackend.SuffixFor(res.Name)
+		if suffix(res) == own {
+			return nil // chooseStateName found nothing under its own name: that state is its own
+		}
 		orphanedFrom, err := statebackend.OrphanedFrom(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, own)
 		if err != nil || orphanedFrom == "" {
 			return err

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,17 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/render"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
@@ -224,225 +218,6 @@ func moduleInputs(schema *tfrunner.ModuleSchema) []render.Input {
 	return out
 }
 
-// syncInfra plans and, when the plan has changes, applies the resource's module. Before the apply
-// it records status.lastRun as a Running apply (the crash window: a controller that dies during
-// the apply finds that record and runs again, recovering its own stale lock); after, how it ended.
-//
-// before is the reconcile's snapshot that the final status patch is computed from; each record
-// written mid-run moves it forward, so the final patch carries every field that changed since.
-func (r *ResourceReconciler) syncInfra(ctx context.Context, res, before *v1alpha1.InfraResource, phase v1alpha1.ResourcePhase) (ctrl.Result, error) {
-	now := time.Now()
-	run, wait := needsRun(res, now, r.syncInterval())
-	if !run && everApplied(res) && hasSecretInputs(res) && res.Status.LastRun.Result == RunSucceeded {
-		changed, err := r.secretInputsRotated(ctx, res)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if changed {
-			r.noteRotation(res)
-			run = true
-		} else {
-			wait = min(wait, r.secretCheckInterval())
-		}
-	}
-	if !run {
-		staleApproval(res)
-		switch {
-		case !everApplied(res) && res.Status.LastRun != nil && res.Status.LastRun.Result == RunWaitingForApproval:
-			res.Status.Phase = v1alpha1.ResourcePending
-		case !everApplied(res):
-			res.Status.Phase = v1alpha1.ResourceFailed
-		default:
-			res.Status.Phase = phase
-			if err := r.keepConnectionSecret(ctx, res); err != nil {
-				return ctrl.Result{RequeueAfter: wait}, err
-			}
-		}
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
-	if result, err, stop := r.beforeRun(ctx, res); stop {
-		return result, err
-	}
-	spec, err := r.runSpec(ctx, res)
-	var ie *inputError
-	if errors.As(err, &ie) {
-		r.setRunFailed(res, "render", ie.reason, ie.message, time.Now())
-		return ctrl.Result{RequeueAfter: secretRetry}, nil
-	} else if err != nil {
-		return ctrl.Result{}, err
-	}
-	if isDriftCheck(res) && !rotated(res, spec) {
-		// The spec was applied and the sync interval passed: a read-only check comes first.
-		correct, result, err := r.checkDrift(ctx, res, before, spec)
-		if !correct || err != nil {
-			if err == nil {
-				res.Status.Phase = phase
-			}
-			return result, err
-		}
-		// The same spec serves the apply: backend() replaces the check's revoked TF_HTTP_* credentials.
-	}
-	return r.applyRun(ctx, res, before, phase, spec, now)
-}
-
-// beforeRun runs the phases every run needs first: recover a dead run's lock, adopt orphaned
-// state, and the state checks. stop says the run must not happen now (result and err say why).
-func (r *ResourceReconciler) beforeRun(ctx context.Context, res *v1alpha1.InfraResource) (ctrl.Result, error, bool) {
-	// A state a dead run could not save goes back first (it releases that run's lock once
-	// saved); a lock is never recovered while it is pending, even after a restart.
-	if err := r.putBackState(ctx, res); err != nil {
-		return r.stateStop(res, "state", err)
-	}
-	if err := r.recoverOwnLock(ctx, res); err != nil {
-		return ctrl.Result{}, err, true
-	}
-	if err := r.adoptState(ctx, res); err != nil {
-		var ae *statebackend.AdoptError
-		if errors.As(err, &ae) {
-			r.setRunFailed(res, "adopt", v1alpha1.ReasonAdoptionRefused, ae.Message, time.Now())
-			return ctrl.Result{RequeueAfter: secretRetry}, nil, true
-		}
-		return ctrl.Result{}, err, true
-	}
-	if err := r.stateChecks(ctx, res); err != nil {
-		return r.stateStop(res, "state", err)
-	}
-	return ctrl.Result{}, nil, false
-}
-
-// stateStop turns a state phase's error into beforeRun's answer: a *stateError is recorded as the
-// failed operation op and retried after stateRetry; any other error goes to the work queue.
-func (r *ResourceReconciler) stateStop(res *v1alpha1.InfraResource, op string, err error) (ctrl.Result, error, bool) {
-	var se *stateError
-	if errors.As(err, &se) {
-		r.setRunFailed(res, op, se.reason, se.message, time.Now())
-		return ctrl.Result{RequeueAfter: stateRetry}, nil, true
-	}
-	return ctrl.Result{}, err, true
-}
-
-// applyRun brings the infrastructure to the spec: one apply -json, or, when the run must stop
-// between plan and apply (needsSavedPlan), plan, the approval gate, and apply of that plan.
-func (r *ResourceReconciler) applyRun(ctx context.Context, res, before *v1alpha1.InfraResource, phase v1alpha1.ResourcePhase, spec tfrunner.Spec, now time.Time) (ctrl.Result, error) {
-	if !everApplied(res) && res.Status.Phase != v1alpha1.ResourceFailed {
-		// A first provisioning; a failed one stays Failed while it is retried, until it succeeds.
-		res.Status.Phase = v1alpha1.ResourceProvisioning
-	}
-	savedPlan := needsSavedPlan(res)
-	op := "apply"
-	if savedPlan {
-		op = "plan"
-	}
-	res.Status.LastRun = r.newRun(res, op, now)
-	// The crash window: every command of the run may take the state lock, so the Running record
-	// is written before the first of them.
-	if err := r.record(ctx, res, before); err != nil {
-		return ctrl.Result{}, err
-	}
-	revoke := r.backend(res, &spec)
-	defer revoke()
-
-	opts := tfrunner.ApplyOptions{
-		SavedPlan: savedPlan,
-		Check:     func(schema *tfrunner.ModuleSchema) error { return checkVariables(res, schema) },
-		BeforeApply: func(p *tfrunner.Plan, render func() (string, error)) error {
-			if err := r.gate(ctx, res, p, render); err != nil {
-				return err
-			}
-			res.Status.LastRun.Operation = "apply"
-			res.Status.LastRun.Summary = summaryOf(p)
-			res.Status.LastRun.PlanID = p.ID
-			return r.record(ctx, res, before)
-		},
-		Queued:        r.queued(ctx, res, before),
-		OnCreateStart: r.recordCreateStart(ctx, res, before),
-	}
-	for _, imp := range res.Spec.Import {
-		opts.Imports = append(opts.Imports, tfrunner.ImportTarget{Address: imp.Address, ID: imp.ID})
-	}
-	out, err := r.Runs.Apply(ctx, res.Name, spec, opts)
-	done := time.Now()
-	settleCreates(res, err)
-	defer func() {
-		metrics.ObserveRun(res.Status.LastRun.Operation, runResult(res.Status.LastRun, err), done.Sub(now))
-	}()
-	if out != nil && out.Plan != nil {
-		if res.Status.LastRun.Summary == nil {
-			res.Status.LastRun.Summary = summaryOf(out.Plan)
-		}
-		res.Status.LastRun.PlanID = out.Plan.ID
-	}
-	if out != nil {
-		recordImports(res, out.Imports)
-		defer func() { r.recordRun(ctx, res, out.Log) }()
-	}
-	if err != nil {
-		return r.runFailed(ctx, res, err, done)
-	}
-	if err := r.writeConnectionSecret(ctx, res, out.Outputs); err != nil {
-		r.setRunFailed(res, "output", v1alpha1.ReasonApplyFailed, err.Error(), done)
-		return ctrl.Result{}, err
-	}
-	if err := r.consumeAnnotations(ctx, res, out.Applied); err != nil {
-		return ctrl.Result{}, err
-	}
-	res.Status.LastRun.Result = RunSucceeded
-	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
-	if !out.Applied {
-		res.Status.LastRun.Operation = "plan"
-	}
-	res.Status.ObservedGeneration = res.Generation
-	res.Status.InputsHash = inputsHash(res, spec)
-	res.Status.ModuleVersion = res.Spec.Module.Version
-	if out.Schema != nil && out.Schema.Version != "" {
-		res.Status.ModuleVersion = out.Schema.Version // a registry constraint, resolved by init
-	}
-	res.Status.Phase = phase
-	res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""
-	setOutputs(res, out.Outputs)
-	r.readState(ctx, res)
-	msg := fmt.Sprintf("plan: %d to add, %d to change, %d to destroy%s", res.Status.LastRun.Summary.Add,
-		res.Status.LastRun.Summary.Change, res.Status.LastRun.Summary.Destroy, describeChanges(out.Plan))
-	setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionTrue, v1alpha1.ReasonApplied, msg)
-	setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonApplied, "infrastructure matches the spec")
-	if res.Status.Drift != nil && res.Status.Drift.Drifted && out.Applied {
-		res.Status.Drift.Drifted = false
-		setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionDrifted, metav1.ConditionFalse, v1alpha1.ReasonNoDrift, "the drift was corrected")
-	}
-	if out.Applied {
-		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonApplied, "Apply", "%s", msg)
-	}
-	return ctrl.Result{RequeueAfter: jitter(r.syncInterval())}, nil
-}
-
-// queued records a waiting run's place in line (Synced=Unknown, WaitingForRunner).
-func (r *ResourceReconciler) queued(ctx context.Context, res, before *v1alpha1.InfraResource) func(position, waiting int) {
-	return func(position, waiting int) {
-		setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionUnknown, v1alpha1.ReasonWaitingForRunner,
-			fmt.Sprintf("waiting for a runner: %d in line of %d waiting (runs are served across namespaces in turn)", position, waiting))
-		if err := r.record(ctx, res, before); err != nil {
-			log.FromContext(ctx).V(1).Info("could not record the place in line", "error", err.Error())
-		}
-	}
-}
-
-// consumeAnnotations removes the one-shot annotations a successful run used: an approval is for
-// one plan, starting from empty state is allowed once.
-func (r *ResourceReconciler) consumeAnnotations(ctx context.Context, res *v1alpha1.InfraResource, applied bool) error {
-	keys := []string{v1alpha1.AnnotationStartFresh}
-	if applied {
-		keys = append(keys, v1alpha1.AnnotationApprovePlan, v1alpha1.AnnotationApproveReplace)
-	}
-	for _, k := range keys {
-		if _, ok := res.Annotations[k]; ok {
-			if err := r.removeAnnotation(ctx, res, k); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // everApplied reports whether an apply of some generation succeeded.
 func everApplied(res *v1alpha1.InfraResource) bool { return res.Status.ObservedGeneration > 0 }
 
@@ -451,7 +226,9 @@ func summaryOf(p *tfrunner.Plan) *v1alpha1.PlanSummary {
 		Destroy: int32(p.Summary.Destroy), Import: int32(p.Summary.Import)}
 }
 
-// readState records the state Secret's serial and lineage and any lock in status.
+// readState records the state Secret's serial and lineage in status, after a run that ended on its
+// own: it released its lock, so status shows none (a lock taken since is seen when a run meets it,
+// lockHeld).
 func (r *ResourceReconciler) readState(ctx context.Context, res *v1alpha1.InfraResource) {
 	sfx := suffix(res)
 	st, found, err := statebackend.Read(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, sfx)
@@ -462,25 +239,6 @@ func (r *ResourceReconciler) readState(ctx context.Context, res *v1alpha1.InfraR
 	}
 	res.Status.State.Serial = st.Serial
 	res.Status.State.Lineage = st.Lineage
-	if lock, err := statebackend.InspectLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res)); err == nil {
-		setLock(res, lock)
-		res.Status.State.LockStale = r.isStale(res, lock, time.Now())
-	}
-}
-
-// record writes the status as it is in memory, before a side effect, and moves the reconcile's
-// snapshot (before) forward to it, so that the final patch still carries every later change.
-//
-// The patch carries status fields only, never a resourceVersion: other writers (the claim
-// controller binding the resource) must not make the record fail.
-func (r *ResourceReconciler) record(ctx context.Context, res, before *v1alpha1.InfraResource) error {
-	before.ResourceVersion = res.ResourceVersion
-	if err := r.Status().Patch(ctx, res, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("recording the run in status: %w", err)
-	}
-	before.ResourceVersion = res.ResourceVersion
-	before.Status = *res.Status.DeepCopy()
-	return nil
 }
 
 func adoptedFrom(res *v1alpha1.InfraResource) string {

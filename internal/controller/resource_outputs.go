@@ -113,9 +113,12 @@ func (r *ResourceReconciler) keepConnectionSecret(ctx context.Context, res *v1al
 // putConnectionSecret writes outs to target, owned by owner and labelled with the resource; it
 // refuses a Secret of that name that is not this resource's. Then it deletes the connection Secret
 // written before, when it was elsewhere and is still this resource's, and records target.
+//
+// The first write for a resource (status records no connection Secret) is a create, one request;
+// an existing Secret of that name is then read and checked as every later write does.
 func (r *ResourceReconciler) putConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, target types.NamespacedName, owner client.Object, outs map[string]tfrunner.Output) error {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: target.Namespace, Name: target.Name}}
-	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, secret, func() error {
+	mutate := func() error {
 		if secret.ResourceVersion != "" && secret.Labels[statebackend.LabelResource] != statebackend.LabelValue(res.Name) {
 			return fmt.Errorf("Secret %s exists and is not the connection Secret of resource %s; choose another name", target, res.Name)
 		}
@@ -126,7 +129,19 @@ func (r *ResourceReconciler) putConnectionSecret(ctx context.Context, res *v1alp
 		}
 		secret.Labels[statebackend.LabelResource] = statebackend.LabelValue(res.Name)
 		return controllerutil.SetControllerReference(owner, secret, r.Scheme())
-	})
+	}
+	var err error
+	if res.Status.ConnectionSecret == nil {
+		if err = mutate(); err == nil {
+			err = r.Create(ctx, secret)
+		}
+		if apierrors.IsAlreadyExists(err) {
+			secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: target.Namespace, Name: target.Name}}
+			_, err = controllerutil.CreateOrUpdate(ctx, r.Client, secret, mutate)
+		}
+	} else {
+		_, err = controllerutil.CreateOrUpdate(ctx, r.Client, secret, mutate)
+	}
 	if err != nil {
 		return fmt.Errorf("writing connection Secret %s: %w", target, err)
 	}

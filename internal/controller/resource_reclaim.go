@@ -23,73 +23,89 @@ import (
 
 // Reclaim: what deleting a resource does to its infrastructure and state (the reclaim policy).
 
-// finalize runs the deletion phases of a resource, in order:
-//  1. protect: a Bound resource waits until its claim is gone (FinalizerInUse, as pv-protection);
-//  2. reclaim: Delete destroys the infrastructure and then deletes the state Secret; Retain
+// The deletion phases of a resource (Reconcile runs them in order once it is being deleted):
+//  1. protectInUse: a Bound resource waits until its claim is gone (FinalizerInUse, as pv-protection);
+//  2. reclaimInfra: Delete destroys the infrastructure and then deletes the state Secret; Retain
 //     orphans the state; a state that is not the resource's own is left as it is;
-//  3. the reclaim finalizer goes.
-func (r *ResourceReconciler) finalize(ctx context.Context, res *v1alpha1.InfraResource) (ctrl.Result, error) {
-	if controllerutil.ContainsFinalizer(res, v1alpha1.FinalizerInUse) {
-		if result, err, wait := r.protect(ctx, res); wait || err != nil {
-			return result, err
-		}
-	}
-	if !controllerutil.ContainsFinalizer(res, v1alpha1.FinalizerResource) {
-		return ctrl.Result{}, nil
-	}
-	if r.Runs != nil && suffix(res) != "" {
-		before := res.DeepCopy()
-		res.Status.Phase = v1alpha1.ResourceDeleting
-		result, err, wait := r.reclaim(ctx, res, before)
-		if perr := r.Status().Patch(ctx, res, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
-			err = errors.Join(err, perr)
-		}
-		if wait || err != nil {
-			return result, err
-		}
-		if err := r.deleteRunRecords(ctx, res); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	controllerutil.RemoveFinalizer(res, v1alpha1.FinalizerResource)
-	return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, res))
-}
+//  3. dropFinalizer: the reclaim finalizer goes.
 
-// protect keeps a resource being deleted while it is bound to a live claim (the claimRef's UID
-// matches a claim that is not being deleted), as the pv-protection controller keeps a PV
+// protectInUse keeps a resource being deleted while it is bound to a live claim (the claimRef's
+// UID matches a claim that is not being deleted), as the pv-protection controller keeps a PV
 // (pkg/controller/volume/pvprotection: isBeingUsed); it says so once in an event and in the Ready
 // condition, and waits for the claim's deletion (the claim watch requeues the resource). When the
-// resource is not in use, FinalizerInUse is removed. wait says the deletion must not go on.
-func (r *ResourceReconciler) protect(ctx context.Context, res *v1alpha1.InfraResource) (ctrl.Result, error, bool) {
+// resource is not in use, FinalizerInUse is removed.
+func (r *ResourceReconciler) protectInUse(ctx context.Context, s *resourceScope) (bool, error) {
+	res := s.res
+	if !controllerutil.ContainsFinalizer(res, v1alpha1.FinalizerInUse) {
+		return false, nil
+	}
 	claimState, err := r.observeClaim(ctx, res)
 	if err != nil {
-		return ctrl.Result{}, err, true
+		return true, err
 	}
 	if claimState == claimLive {
-		before := res.DeepCopy()
 		ref := res.Spec.ClaimRef
 		msg := fmt.Sprintf("deletion waits: the resource is bound to claim %s/%s; it is deleted once the claim is gone", ref.Namespace, ref.Name)
 		if c := meta.FindStatusCondition(res.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Reason != v1alpha1.ReasonResourceInUse {
 			r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonResourceInUse, "Delete", "%s", msg)
 		}
 		setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonResourceInUse, msg)
-		if err := r.Status().Patch(ctx, res, client.MergeFrom(before)); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err), true
-		}
-		return ctrl.Result{}, nil, true
+		return true, nil
 	}
 	controllerutil.RemoveFinalizer(res, v1alpha1.FinalizerInUse)
-	if err := r.Update(ctx, res); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err), true
+	return r.updateMeta(ctx, s)
+}
+
+// reclaimInfra carries out the reclaim policy (reclaim) on a resource that has state, then deletes
+// its run records; the phase is Deleting meanwhile.
+func (r *ResourceReconciler) reclaimInfra(ctx context.Context, s *resourceScope) (bool, error) {
+	res := s.res
+	if !controllerutil.ContainsFinalizer(res, v1alpha1.FinalizerResource) {
+		return true, nil
 	}
-	return ctrl.Result{}, nil, false
+	if r.Runs == nil || suffix(res) == "" {
+		return false, nil
+	}
+	res.Status.Phase = v1alpha1.ResourceDeleting
+	result, err, wait := r.reclaim(ctx, s)
+	if wait || err != nil {
+		s.result = result
+		return true, err
+	}
+	// The outcome is written before the finalizer goes: after that the object may be gone.
+	if err := s.close(ctx); err != nil {
+		return true, err
+	}
+	return false, r.deleteRunRecords(ctx, res)
+}
+
+// dropFinalizer removes the reclaim finalizer: the API server then deletes the object.
+func (r *ResourceReconciler) dropFinalizer(ctx context.Context, s *resourceScope) (bool, error) {
+	controllerutil.RemoveFinalizer(s.res, v1alpha1.FinalizerResource)
+	if _, err := r.updateMeta(ctx, s); err != nil {
+		return true, err
+	}
+	s.gone = true
+	return true, nil
+}
+
+// updateMeta writes the resource's metadata (its finalizers); a resource already gone ends the
+// reconcile with nothing more to write.
+func (r *ResourceReconciler) updateMeta(ctx context.Context, s *resourceScope) (bool, error) {
+	if err := r.Update(ctx, s.res); err != nil {
+		s.gone = apierrors.IsNotFound(err)
+		return true, client.IgnoreNotFound(err)
+	}
+	s.base.ResourceVersion = s.res.ResourceVersion
+	return false, nil
 }
 
 // reclaim carries out the reclaim policy on the resource's own state: Retain orphans it, Delete
 // destroys the infrastructure and deletes it. A state under the resource's name that another
 // resource orphaned (an adoption that was refused or never asked for) is not its own: it is
 // neither destroyed, nor deleted, nor relabelled. wait says the finalizer must stay for now.
-func (r *ResourceReconciler) reclaim(ctx context.Context, res, before *v1alpha1.InfraResource) (ctrl.Result, error, bool) {
+func (r *ResourceReconciler) reclaim(ctx context.Context, s *resourceScope) (ctrl.Result, error, bool) {
+	res := s.res
 	orphanedFrom, err := statebackend.OrphanedFrom(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
 	if err != nil {
 		return ctrl.Result{}, err, true
@@ -115,7 +131,7 @@ func (r *ResourceReconciler) reclaim(ctx context.Context, res, before *v1alpha1.
 		r.Runs.Forget(res.Name)
 		return ctrl.Result{}, nil, false
 	}
-	if err := r.destroy(ctx, res, before); err != nil {
+	if err := r.destroy(ctx, s); err != nil {
 		var se *stateError
 		if errors.As(err, &se) {
 			return ctrl.Result{RequeueAfter: stateRetry}, nil, true
@@ -139,7 +155,8 @@ func (r *ResourceReconciler) deleteRunRecords(ctx context.Context, res *v1alpha1
 
 // destroy runs terraform destroy (when there is state), then deletes the state Secret and Lease.
 // Like every run it first releases its own stale lock and records itself as Running.
-func (r *ResourceReconciler) destroy(ctx context.Context, res, before *v1alpha1.InfraResource) error {
+func (r *ResourceReconciler) destroy(ctx context.Context, s *resourceScope) error {
+	res := s.res
 	// A state a run could not save is saved first: destroy must see every object.
 	if err := r.putBackState(ctx, res); err != nil {
 		var se *stateError
@@ -181,7 +198,7 @@ func (r *ResourceReconciler) destroy(ctx context.Context, res, before *v1alpha1.
 			return err
 		}
 		res.Status.LastRun = r.newRun(res, "destroy", time.Now())
-		if err := r.record(ctx, res, before); err != nil {
+		if err := s.checkpoint(ctx); err != nil {
 			return err
 		}
 		revoke := r.backend(res, &spec)

@@ -67,7 +67,7 @@ func runResult(last *v1alpha1.RunStatus, err error) string {
 // left alone: the run then fails with StateLocked and status shows the holder.
 func (r *ResourceReconciler) recoverOwnLock(ctx context.Context, res *v1alpha1.InfraResource) error {
 	last := res.Status.LastRun
-	if last == nil || last.StartTime == nil {
+	if last == nil || last.StartTime == nil || endedOnItsOwn(last) {
 		return nil
 	}
 	lock, err := statebackend.InspectLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
@@ -106,6 +106,18 @@ func (r *ResourceReconciler) recoverOwnLock(ctx context.Context, res *v1alpha1.I
 		"released lock %s (holder %s, since %s) left by %s run %s started by %s, which is no longer running",
 		lock.ID, lock.Who, lock.Created.Format(time.RFC3339), last.Operation, last.ID, started)
 	return nil
+}
+
+// endedOnItsOwn reports a last run that cannot have left a lock: it succeeded, or stopped for
+// approval or invalid input, so Terraform ended on its own and released what it took. Only a run
+// recorded Running (it died with its controller) or Failed (it may have been killed) is looked
+// for a lock, which saves a Lease read before most runs.
+func endedOnItsOwn(last *v1alpha1.RunStatus) bool {
+	switch last.Result {
+	case RunSucceeded, RunWaitingForApproval, RunInvalid:
+		return true
+	}
+	return false
 }
 
 // isRecordedRunLock reports a lock taken through the state server by the very run recorded in

@@ -184,8 +184,9 @@ func (d *Dispatcher) do(ctx context.Context, pool string, spec RunSpec, opts tfr
 		d.mu.Unlock()
 	}()
 	q := d.queue(pool)
-	if pos, waiting, idle := q.push(j); !idle && opts.Queued != nil {
-		opts.Queued(pos, waiting)
+	if _, _, idle := q.push(j); !idle {
+		// Told once the run has waited tfrunner.QueuedAfter, if no runner took it by then.
+		tfrunner.NotifyQueued(ctx, j.done, func() (int, int) { return q.position(j) }, opts.Queued)
 	}
 	select {
 	case <-j.done:

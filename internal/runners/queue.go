@@ -29,6 +29,13 @@ func (q *queue) push(j *job) (position, waiting int, idle bool) {
 	return q.line.Position(j.tenant, j), q.line.Len(), q.idle > 0
 }
 
+// position is j's place in line and how many wait; 0 once a runner took it.
+func (q *queue) position(j *job) (int, int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.line.Position(j.tenant, j), q.line.Len()
+}
+
 // giveBack puts j, taken by a runner that could not be sent it, back at the head of its tenant's
 // line; false when its caller withdrew it meanwhile (remove found it taken), and nobody waits.
 func (q *queue) giveBack(j *job) bool {

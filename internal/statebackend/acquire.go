@@ -40,46 +40,71 @@ const lockAttempts = 5
 // info.ID (taking a lock twice is not an error, as in Terraform). When the Lease is held under
 // another ID it returns that holder and a *LockedError. info.ID must not be empty.
 func AcquireLock(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string, extra map[string]string, info Lock) (held *Lock, err error) {
+	held, _, err = acquireLock(ctx, kube, namespace, workspace, suffix, extra, info, nil, false)
+	return held, err
+}
+
+// acquireLock is AcquireLock starting from known, the Lease as this process last wrote or read it
+// (nil: unknown), and returns the Lease as written. A known Lease that is not held is updated at
+// once with its resourceVersion, and with createFirst an unknown one is created at once: one
+// request instead of a read and a write. A stale guess fails (Conflict, AlreadyExists) and is
+// retried from a fresh read; a lock is never reported held from a guess, only from a read.
+func acquireLock(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string, extra map[string]string, info Lock,
+	known *coordinationv1.Lease, createFirst bool) (*Lock, *coordinationv1.Lease, error) {
 	if info.ID == "" {
-		return nil, errors.New("lock info has no ID")
+		return nil, nil, errors.New("lock info has no ID")
 	}
 	raw, err := json.Marshal(info)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	leases := kube.CoordinationV1().Leases(namespace)
 	name := LeaseName(workspace, suffix)
+	lease, fresh := known.DeepCopy(), false
+	guessAbsent := known == nil && createFirst
 	for range lockAttempts {
-		lease, err := leases.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		if lease == nil && !guessAbsent {
+			lease, err = leases.Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				lease, err = nil, nil
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			fresh = true
+		}
+		guessAbsent = false
+		if lease == nil {
 			id := info.ID
-			lease = &coordinationv1.Lease{
+			created, err := leases.Create(ctx, &coordinationv1.Lease{
 				ObjectMeta: metav1.ObjectMeta{
 					Name: name, Namespace: namespace,
 					Labels:      backendLabels(workspace, suffix, extra),
 					Annotations: map[string]string{lockInfoAnnotation: string(raw)},
 				},
 				Spec: coordinationv1.LeaseSpec{HolderIdentity: &id},
-			}
-			_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
+			}, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("creating lock Lease %s: %w", name, err)
+				return nil, nil, fmt.Errorf("creating lock Lease %s: %w", name, err)
 			}
-			return &info, nil
+			return &info, created, nil
 		}
-		if err != nil {
-			return nil, err
+		current, err := leaseLock(lease)
+		if err != nil && fresh {
+			return nil, nil, err
 		}
-		if current, err := leaseLock(lease); err != nil {
-			return nil, err
-		} else if current != nil {
+		if err != nil || (current != nil && !fresh) {
+			lease = nil // a guess that looks held is read again, never reported
+			continue
+		}
+		if current != nil {
 			if current.ID == info.ID {
-				return current, nil
+				return current, lease, nil
 			}
-			return current, &LockedError{Holder: current}
+			return current, nil, &LockedError{Holder: current}
 		}
 		id := info.ID
 		lease.Spec.HolderIdentity = &id
@@ -87,16 +112,17 @@ func AcquireLock(ctx context.Context, kube kubernetes.Interface, namespace, work
 			lease.Annotations = map[string]string{}
 		}
 		lease.Annotations[lockInfoAnnotation] = string(raw)
-		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
+		updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) || (apierrors.IsNotFound(err) && !fresh) {
+			lease, fresh = nil, false
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("locking Lease %s: %w", name, err)
+			return nil, nil, fmt.Errorf("locking Lease %s: %w", name, err)
 		}
-		return &info, nil
+		return &info, updated, nil
 	}
-	return nil, fmt.Errorf("lock Lease %s changed %d times while locking it", name, lockAttempts)
+	return nil, nil, fmt.Errorf("lock Lease %s changed %d times while locking it", name, lockAttempts)
 }
 
 // Unlock releases the lock with this ID on a workspace's state, as Terraform's kubernetes backend
@@ -105,42 +131,58 @@ func AcquireLock(ctx context.Context, kube kubernetes.Interface, namespace, work
 // a retried unlock succeeds. It returns a *LockedError when the Lease is held under another ID.
 // The update carries the resourceVersion read; a lock taken in between is re-read, never released.
 func Unlock(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix, id string) error {
+	_, err := unlock(ctx, kube, namespace, workspace, suffix, id, nil)
+	return err
+}
+
+// unlock is Unlock starting from known, the Lease as this process last wrote it (nil: unknown):
+// when it shows the lock id held, it is updated at once with its resourceVersion (a Conflict means
+// it changed since, and the Lease is read again). It returns the Lease as written, if it was.
+func unlock(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix, id string, known *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	leases := kube.CoordinationV1().Leases(namespace)
 	name := LeaseName(workspace, suffix)
-	for range lockAttempts {
-		lease, err := leases.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
+	lease := known.DeepCopy()
+	if lease != nil {
+		if current, err := leaseLock(lease); err != nil || current == nil || current.ID != id {
+			lease = nil // only a guess that shows this very lock is written without a read
 		}
-		if err != nil {
-			return err
+	}
+	for range lockAttempts {
+		if lease == nil {
+			var err error
+			lease, err = leases.Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
 		current, err := leaseLock(lease)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if current == nil {
-			return nil
+			return lease, nil
 		}
 		if current.ID != id {
-			return &LockedError{Holder: current}
+			return nil, &LockedError{Holder: current}
 		}
 		lease.Spec.HolderIdentity = nil
 		delete(lease.Annotations, lockInfoAnnotation)
-		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
+		updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			lease = nil // changed or deleted since: read it again
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("unlocking Lease %s: %w", name, err)
+			return nil, fmt.Errorf("unlocking Lease %s: %w", name, err)
 		}
-		return nil
+		return updated, nil
 	}
-	return fmt.Errorf("lock Lease %s changed %d times while unlocking it", name, lockAttempts)
+	return nil, fmt.Errorf("lock Lease %s changed %d times while unlocking it", name, lockAttempts)
 }
 
-// leaseLock is the lock a Lease records, or nil when it has no holder. The ID is always the
-// holderIdentity; the rest comes from the lock-info annotation when present.
 func leaseLock(lease *coordinationv1.Lease) (*Lock, error) {
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 		return nil, nil

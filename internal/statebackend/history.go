@@ -75,18 +75,20 @@ func historySecrets(ctx context.Context, kube kubernetes.Interface, namespace, w
 }
 
 // keepVersion stores the version cur (its JSON plain) in the history, replacing any kept version
-// with the same serial.
-func (h *Handle) keepVersion(ctx context.Context, cur State, plain []byte) error {
+// with the same serial. It returns the history's Secrets by serial as they are now (the listing it
+// read, with this version's), for pruneHistory.
+func (h *Handle) keepVersion(ctx context.Context, cur State, plain []byte) (map[int64][]corev1.Secret, error) {
 	gz, err := gzipBytes(plain)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	kube, ns := h.store.kube, h.store.namespace
 	secrets := kube.CoreV1().Secrets(ns)
 	old, err := historySecrets(ctx, kube, ns, h.workspace, h.suffix)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var kept []corev1.Secret
 	parts := chunks(gz, chunkSize)
 	for idx, data := range parts {
 		s := &corev1.Secret{
@@ -115,26 +117,25 @@ func (h *Handle) keepVersion(ctx context.Context, cur State, plain []byte) error
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("writing history Secret %s: %w", s.Name, err)
+			return nil, fmt.Errorf("writing history Secret %s: %w", s.Name, err)
 		}
+		kept = append(kept, *s)
 	}
 	for _, s := range old[cur.Serial] {
 		if idx, _ := strconv.Atoi(s.Labels[labelHistoryPart]); idx >= len(parts) {
 			if err := deleteIgnoringMissing(ctx, kube, ns, s.Name); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return nil
+	old[cur.Serial] = kept
+	return old, nil
 }
 
-// pruneHistory deletes all but the newest limit kept versions (by serial).
-func (h *Handle) pruneHistory(ctx context.Context, limit int) error {
+// pruneHistory deletes all but the newest limit kept versions (by serial) of byserial, the
+// history's Secrets as keepVersion left them.
+func (h *Handle) pruneHistory(ctx context.Context, byserial map[int64][]corev1.Secret, limit int) error {
 	kube, ns := h.store.kube, h.store.namespace
-	byserial, err := historySecrets(ctx, kube, ns, h.workspace, h.suffix)
-	if err != nil {
-		return err
-	}
 	serials := make([]int64, 0, len(byserial))
 	for s := range byserial {
 		serials = append(serials, s)

@@ -149,13 +149,31 @@ func listChunks(ctx context.Context, kube kubernetes.Interface, namespace, works
 // A first chunk shorter than a whole chunk is the whole state (Put cuts whole chunks first): it is
 // read with one GET, and the Secrets are listed only for a state of two chunks or more.
 func ReadState(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) (state []byte, found bool, err error) {
+	state, _, found, err = readState(ctx, kube, namespace, workspace, suffix)
+	return state, found, err
+}
+
+// readState is ReadState; it also returns chunk 0's Secret when the state is that one Secret
+// (nil for a state of two chunks or more, or none), so that a writer can update it without reading
+// it again.
+func readState(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) (state []byte, single *corev1.Secret, found bool, err error) {
 	main, err := kube.CoreV1().Secrets(namespace).Get(ctx, SecretName(workspace, suffix), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
+	if _, ok := main.Data[stateKey]; ok && len(main.Data[stateKey]) < chunkSize {
+		single = main
+	}
+	state, found, err = assembleState(ctx, kube, namespace, workspace, suffix, main)
+	return state, single, found, err
+}
+
+// assembleState reads the state whose chunk 0 is main: main alone when it is shorter than a chunk,
+// else every chunk (listChunks).
+func assembleState(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string, main *corev1.Secret) (state []byte, found bool, err error) {
 	if data, ok := main.Data[stateKey]; !ok {
 		return nil, false, nil
 	} else if len(data) < chunkSize {

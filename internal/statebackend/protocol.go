@@ -138,7 +138,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, h *Handle, rn *r
 		return unavailable(err)
 	} else if found && h.store.HistoryLimit > 0 {
 		if cur, err := decodeJSON(stored); err == nil {
-			if err := h.keepVersion(ctx, cur, stored); err != nil {
+			if _, err := h.keepVersion(ctx, cur, stored); err != nil {
 				return unavailable(err)
 			}
 		}

@@ -5,7 +5,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"sync"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -21,6 +26,11 @@ type Store struct {
 	// HistoryLimit is how many earlier versions of each state Handle.Write keeps (the newest by
 	// serial); 0 keeps none. NewStore sets DefaultHistoryLimit.
 	HistoryLimit int
+
+	// leases holds each lock Lease as this Store last wrote it (name → *coordinationv1.Lease), so
+	// that a lock or unlock is one write guarded by its resourceVersion instead of a read and a
+	// write; a stale entry costs one Conflict and a read.
+	leases sync.Map
 }
 
 // NewStore returns a Store of the states in namespace, keeping DefaultHistoryLimit versions.
@@ -77,19 +87,41 @@ func (h *Handle) InspectLock(ctx context.Context) (*Lock, error) {
 	return InspectLock(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix)
 }
 
-// Lock takes the state's lock with info (AcquireLock); a *LockedError names the holder.
+// Lock takes the state's lock with info (AcquireLock); a *LockedError names the holder. It starts
+// from the Lease as the Store last wrote it, or, when it knows none, creates the Lease at once
+// (the common case of a new state); either guess costs one failed write when wrong.
 func (h *Handle) Lock(ctx context.Context, info Lock) (*Lock, error) {
-	return AcquireLock(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix, h.labels, info)
+	held, lease, err := acquireLock(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix, h.labels, info, h.knownLease(), true)
+	h.rememberLease(lease)
+	return held, err
 }
 
-// Unlock releases the state's lock with this ID (Unlock).
+// Unlock releases the state's lock with this ID (Unlock), starting from the Lease as the Store
+// last wrote it.
 func (h *Handle) Unlock(ctx context.Context, id string) error {
-	return Unlock(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix, id)
+	lease, err := unlock(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix, id, h.knownLease())
+	h.rememberLease(lease)
+	return err
 }
 
 // Delete removes the state, its history and its Lease (Delete).
 func (h *Handle) Delete(ctx context.Context) error {
+	h.store.leases.Delete(LeaseName(h.workspace, h.suffix))
 	return Delete(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix)
+}
+
+func (h *Handle) knownLease() *coordinationv1.Lease {
+	if v, ok := h.store.leases.Load(LeaseName(h.workspace, h.suffix)); ok {
+		return v.(*coordinationv1.Lease)
+	}
+	return nil
+}
+
+// rememberLease keeps lease as the last known state of h's Lease (nothing when nil).
+func (h *Handle) rememberLease(lease *coordinationv1.Lease) {
+	if lease != nil {
+		h.store.leases.Store(lease.Name, lease)
+	}
 }
 
 // ConflictError is a state refused because it does not follow the stored one: another lineage
@@ -131,7 +163,7 @@ func (h *Handle) write(ctx context.Context, state []byte, check bool) error {
 		return &InvalidStateError{Err: fmt.Errorf("the state has no lineage")}
 	}
 	kube, ns := h.store.kube, h.store.namespace
-	stored, found, err := ReadState(ctx, kube, ns, h.workspace, h.suffix)
+	stored, single, found, err := readState(ctx, kube, ns, h.workspace, h.suffix)
 	if err != nil && check {
 		return fmt.Errorf("reading the stored state: %w", err)
 	}
@@ -149,16 +181,64 @@ func (h *Handle) write(ctx context.Context, state []byte, check bool) error {
 			}
 		}
 		if err == nil && h.store.HistoryLimit > 0 {
-			if err := h.keepVersion(ctx, cur, stored); err != nil {
+			kept, err := h.keepVersion(ctx, cur, stored)
+			if err != nil {
 				return fmt.Errorf("keeping the stored state in history: %w", err)
 			}
+			if err := h.writeState(ctx, single, state); err != nil {
+				return err
+			}
+			return h.pruneHistory(ctx, kept, h.store.HistoryLimit)
 		}
 	}
-	if err := WriteState(ctx, kube, ns, h.workspace, h.suffix, h.labels, state); err != nil {
+	// No version was added to the history, so it needs no pruning.
+	return h.writeState(ctx, single, state)
+}
+
+// writeState stores state as the current version. A state that fits one chunk replacing a state
+// that was one chunk (single, as read) or none is one request: an update of that Secret (with the
+// resourceVersion read: a concurrent writer makes it fail with a Conflict) or a create. Leftover
+// -part-N Secrets of an older state, if a crash left any, are ignored by every reader while chunk
+// 0 is short, and deleted by the next write of two chunks or more. Any other state goes through
+// WriteState.
+func (h *Handle) writeState(ctx context.Context, single *corev1.Secret, state []byte) error {
+	gz, err := gzipBytes(state)
+	if err != nil {
 		return err
 	}
-	if h.store.HistoryLimit > 0 {
-		return h.pruneHistory(ctx, h.store.HistoryLimit)
+	kube, ns := h.store.kube, h.store.namespace
+	if len(gz) >= chunkSize {
+		return WriteState(ctx, kube, ns, h.workspace, h.suffix, h.labels, state)
+	}
+	want := backendLabels(h.workspace, h.suffix, h.labels)
+	secrets := kube.CoreV1().Secrets(ns)
+	if single == nil {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: SecretName(h.workspace, h.suffix), Namespace: ns,
+				Labels: want, Annotations: map[string]string{"encoding": "gzip"},
+			},
+			Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{stateKey: gz},
+		}
+		_, err := secrets.Create(ctx, s, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			// Chunk 0 exists without state data (or appeared meanwhile): the general path.
+			return WriteState(ctx, kube, ns, h.workspace, h.suffix, h.labels, state)
+		}
+		if err != nil {
+			return fmt.Errorf("creating state chunk %s: %w", s.Name, err)
+		}
+		return nil
+	}
+	s := single.DeepCopy()
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	maps.Copy(s.Labels, want)
+	s.Data[stateKey] = gz
+	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("updating state chunk %s: %w", s.Name, err)
 	}
 	return nil
 }

@@ -3,7 +3,31 @@ package tfrunner
 import (
 	"context"
 	"sync"
+	"time"
 )
+
+// QueuedAfter is how long a run waits in line before its Queued hook is told its place: a shorter
+// wait is not worth a status write (the controller records the place in line as a condition).
+var QueuedAfter = 2 * time.Second
+
+// NotifyQueued calls queued with position() once the run has waited QueuedAfter without ready
+// being closed, and returns when ready is closed or ctx is done. position is called without any
+// lock of the caller's held by this function; queued may be nil.
+func NotifyQueued(ctx context.Context, ready <-chan struct{}, position func() (int, int), queued func(position, waiting int)) {
+	if queued == nil {
+		return
+	}
+	t := time.NewTimer(QueuedAfter)
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+	case <-t.C:
+		if pos, waiting := position(); pos > 0 {
+			queued(pos, waiting)
+		}
+	}
+}
 
 // fairSlots bounds the runs executing at once and serves the runs waiting for a slot across
 // tenants (the controller passes the claim's namespace) in turn: one waiting run of each tenant,
@@ -27,8 +51,8 @@ func newFairSlots(n int) *fairSlots {
 }
 
 // acquire takes a slot for a run of tenant, waiting in turn until one is free or ctx is done.
-// queued is called (without the lock held) with the run's place in line (1 = next) when it must
-// wait. It returns ctx.Err() when ctx ends first; the slot is then not held.
+// queued is called (without the lock held) with the run's place in line (1 = next) once it has
+// waited QueuedAfter. It returns ctx.Err() when ctx ends first; the slot is then not held.
 func (f *fairSlots) acquire(ctx context.Context, tenant string, queued func(position, waiting int)) error {
 	f.mu.Lock()
 	if f.free > 0 && f.line.Len() == 0 {
@@ -38,11 +62,12 @@ func (f *fairSlots) acquire(ctx context.Context, tenant string, queued func(posi
 	}
 	w := &waiter{tenant: tenant, ready: make(chan struct{})}
 	f.line.Push(tenant, w, false)
-	pos, total := f.line.Position(tenant, w), f.line.Len()
 	f.mu.Unlock()
-	if queued != nil {
-		queued(pos, total)
-	}
+	NotifyQueued(ctx, w.ready, func() (int, int) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.line.Position(tenant, w), f.line.Len()
+	}, queued)
 	select {
 	case <-w.ready:
 		return nil

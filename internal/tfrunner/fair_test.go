@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -47,13 +48,15 @@ func TestFairShare(t *testing.T) {
 		go func() { defer wg.Done(); run(fmt.Sprintf("r-%d", i), "a", nil) }()
 	}
 	waitFor(t, func() bool { p.slots.mu.Lock(); defer p.slots.mu.Unlock(); return p.slots.line.Len() == 300 })
-	var pos, waiting int
+	defer func(d time.Duration) { QueuedAfter = d }(QueuedAfter)
+	QueuedAfter = 10 * time.Millisecond
+	var pos, waiting atomic.Int64
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		run("late", "b", func(position, n int) { pos, waiting = position, n })
+		run("late", "b", func(position, n int) { pos.Store(int64(position)); waiting.Store(int64(n)) })
 	}()
-	waitFor(t, func() bool { p.slots.mu.Lock(); defer p.slots.mu.Unlock(); return p.slots.line.Len() == 301 })
+	waitFor(t, func() bool { return pos.Load() != 0 })
 	close(hold)
 	wg.Wait()
 
@@ -66,8 +69,41 @@ func TestFairShare(t *testing.T) {
 	if at < 0 || at > 2 {
 		t.Errorf("namespace b's run started as run %d of %d, want within the first 3 after it was queued", at+1, len(order))
 	}
-	if pos != 2 || waiting != 301 {
-		t.Errorf("b's place in line = %d of %d, want 2 of 301", pos, waiting)
+	if pos.Load() != 2 || waiting.Load() != 301 {
+		t.Errorf("b's place in line = %d of %d, want 2 of 301", pos.Load(), waiting.Load())
+	}
+}
+
+// TestShortWaitIsNotQueued: a run that waits less than QueuedAfter for a slot is never told its
+// place in line (the controller writes nothing for it); one that waits longer is told once.
+func TestShortWaitIsNotQueued(t *testing.T) {
+	defer func(d time.Duration) { QueuedAfter = d }(QueuedAfter)
+	QueuedAfter = 300 * time.Millisecond
+	p, err := NewPool(PoolOptions{Dir: t.TempDir(), MaxConcurrent: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		hold  time.Duration
+		calls int64
+	}{{20 * time.Millisecond, 0}, {900 * time.Millisecond, 1}} {
+		hold := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = p.do(ctx, "holder", "a", nil, func(*Workspace) error { <-hold; return nil })
+		}()
+		waitFor(t, func() bool { return p.slots.free == 0 })
+		var calls atomic.Int64
+		go func() { time.Sleep(tc.hold); close(hold) }()
+		if err := p.do(ctx, "waiter", "b", func(int, int) { calls.Add(1) }, func(*Workspace) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		if calls.Load() != tc.calls {
+			t.Errorf("a run that waited about %s was told its place %d times, want %d", tc.hold, calls.Load(), tc.calls)
+		}
 	}
 }
 

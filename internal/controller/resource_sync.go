@@ -1,0 +1,255 @@
+package controller
+
+// The run phases of a resource's reconcile (see Reconcile): decide whether a run is due, prepare
+// it (the state phases, its inputs), then apply — or plan, wait for approval, and apply — and
+// record the outcome. Each changes the scope's status in memory; only the checkpoints a crash
+// needs are written before the reconcile's one status patch.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/metrics"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// decideRun ends the reconcile unless a run is due (needsRun, or a Secret input rotated since the
+// last apply); an idle resource keeps its phase and connection Secret until the next sync.
+func (r *ResourceReconciler) decideRun(ctx context.Context, s *resourceScope) (bool, error) {
+	res := s.res
+	run, wait := needsRun(res, s.start, r.syncInterval())
+	if !run && everApplied(res) && hasSecretInputs(res) && res.Status.LastRun.Result == RunSucceeded {
+		changed, err := r.secretInputsRotated(ctx, res)
+		if err != nil {
+			return true, err
+		}
+		if changed {
+			r.noteRotation(res)
+			run = true
+		} else {
+			wait = min(wait, r.secretCheckInterval())
+		}
+	}
+	if run {
+		return false, nil
+	}
+	s.result = ctrl.Result{RequeueAfter: wait}
+	staleApproval(res)
+	switch {
+	case !everApplied(res) && res.Status.LastRun != nil && res.Status.LastRun.Result == RunWaitingForApproval:
+		res.Status.Phase = v1alpha1.ResourcePending
+	case !everApplied(res):
+		res.Status.Phase = v1alpha1.ResourceFailed
+	default:
+		res.Status.Phase = s.phase
+		return true, r.keepConnectionSecret(ctx, res)
+	}
+	return true, nil
+}
+
+// prepareRun runs what every run needs first — recover a dead run's lock, adopt orphaned state,
+// the state phases (beforeRun) — and reads the run's inputs into s.spec. A missing Secret input
+// records the run as failed and is retried after secretRetry.
+func (r *ResourceReconciler) prepareRun(ctx context.Context, s *resourceScope) (bool, error) {
+	if result, err, stop := r.beforeRun(ctx, s.res); stop {
+		s.result = result
+		return true, err
+	}
+	spec, err := r.runSpec(ctx, s.res)
+	var ie *inputError
+	if errors.As(err, &ie) {
+		r.setRunFailed(s.res, "render", ie.reason, ie.message, time.Now())
+		return s.finish(ctrl.Result{RequeueAfter: secretRetry})
+	} else if err != nil {
+		return true, err
+	}
+	s.spec = spec
+	return false, nil
+}
+
+// beforeRun runs the phases every run needs first: recover a dead run's lock, adopt orphaned
+// state, and the state checks. stop says the run must not happen now (result and err say why).
+func (r *ResourceReconciler) beforeRun(ctx context.Context, res *v1alpha1.InfraResource) (ctrl.Result, error, bool) {
+	// A state a dead run could not save goes back first (it releases that run's lock once
+	// saved); a lock is never recovered while it is pending, even after a restart.
+	if err := r.putBackState(ctx, res); err != nil {
+		return r.stateStop(res, "state", err)
+	}
+	if err := r.recoverOwnLock(ctx, res); err != nil {
+		return ctrl.Result{}, err, true
+	}
+	if err := r.adoptState(ctx, res); err != nil {
+		var ae *statebackend.AdoptError
+		if errors.As(err, &ae) {
+			r.setRunFailed(res, "adopt", v1alpha1.ReasonAdoptionRefused, ae.Message, time.Now())
+			return ctrl.Result{RequeueAfter: secretRetry}, nil, true
+		}
+		return ctrl.Result{}, err, true
+	}
+	if err := r.stateChecks(ctx, res); err != nil {
+		return r.stateStop(res, "state", err)
+	}
+	return ctrl.Result{}, nil, false
+}
+
+// stateStop turns a state phase's error into beforeRun's answer: a *stateError is recorded as the
+// failed operation op and retried after stateRetry; any other error goes to the work queue.
+func (r *ResourceReconciler) stateStop(res *v1alpha1.InfraResource, op string, err error) (ctrl.Result, error, bool) {
+	var se *stateError
+	if errors.As(err, &se) {
+		r.setRunFailed(res, op, se.reason, se.message, time.Now())
+		return ctrl.Result{RequeueAfter: stateRetry}, nil, true
+	}
+	return ctrl.Result{}, err, true
+}
+
+// applyPhase brings the infrastructure to the spec: one apply -json, or, when the run must stop
+// between plan and apply (needsSavedPlan), plan, the approval gate, and apply of that plan. The
+// Running record is a checkpoint: every command of the run may take the state lock, so it is
+// written before the first of them (the crash window recoverOwnLock closes).
+func (r *ResourceReconciler) applyPhase(ctx context.Context, s *resourceScope) (bool, error) {
+	res := s.res
+	if !everApplied(res) && res.Status.Phase != v1alpha1.ResourceFailed {
+		// A first provisioning; a failed one stays Failed while it is retried, until it succeeds.
+		res.Status.Phase = v1alpha1.ResourceProvisioning
+	}
+	savedPlan := needsSavedPlan(res)
+	op := "apply"
+	if savedPlan {
+		op = "plan"
+	}
+	res.Status.LastRun = r.newRun(res, op, s.start)
+	if err := s.checkpoint(ctx); err != nil {
+		return true, err
+	}
+	revoke := r.backend(res, &s.spec)
+	defer revoke()
+	out, err := r.Runs.Apply(ctx, res.Name, s.spec, r.applyOptions(ctx, s, savedPlan))
+	done := time.Now()
+	settleCreates(res, err)
+	defer func() {
+		metrics.ObserveRun(res.Status.LastRun.Operation, runResult(res.Status.LastRun, err), done.Sub(s.start))
+	}()
+	if out != nil && out.Plan != nil {
+		if res.Status.LastRun.Summary == nil {
+			res.Status.LastRun.Summary = summaryOf(out.Plan)
+		}
+		res.Status.LastRun.PlanID = out.Plan.ID
+	}
+	if out != nil {
+		recordImports(res, out.Imports)
+		defer func() { r.recordRun(ctx, res, out.Log) }()
+	}
+	if err != nil {
+		result, ferr := r.runFailed(ctx, res, err, done)
+		s.result = result
+		return true, ferr
+	}
+	return true, r.applied(ctx, s, out, done)
+}
+
+// applyOptions are the hooks of the resource's apply: the variables checked against the module's
+// inputs, the approval gate between plan and apply (its decision a checkpoint), the place in line,
+// and each create's start (a checkpoint: resource_creates.go).
+func (r *ResourceReconciler) applyOptions(ctx context.Context, s *resourceScope, savedPlan bool) tfrunner.ApplyOptions {
+	res := s.res
+	opts := tfrunner.ApplyOptions{
+		SavedPlan: savedPlan,
+		Check:     func(schema *tfrunner.ModuleSchema) error { return checkVariables(res, schema) },
+		BeforeApply: func(p *tfrunner.Plan, render func() (string, error)) error {
+			if err := r.gate(ctx, res, p, render); err != nil {
+				return err
+			}
+			res.Status.LastRun.Operation = "apply"
+			res.Status.LastRun.Summary = summaryOf(p)
+			res.Status.LastRun.PlanID = p.ID
+			return s.checkpoint(ctx)
+		},
+		Queued:        r.queued(ctx, s),
+		OnCreateStart: r.recordCreateStart(ctx, s),
+	}
+	for _, imp := range res.Spec.Import {
+		opts.Imports = append(opts.Imports, tfrunner.ImportTarget{Address: imp.Address, ID: imp.ID})
+	}
+	return opts
+}
+
+// applied records a successful run: the connection Secret, the one-shot annotations it used, and
+// status (outputs, state, Synced and Ready, drift corrected); the next sync after the interval.
+func (r *ResourceReconciler) applied(ctx context.Context, s *resourceScope, out *tfrunner.ApplyResult, done time.Time) error {
+	res := s.res
+	if err := r.writeConnectionSecret(ctx, res, out.Outputs); err != nil {
+		r.setRunFailed(res, "output", v1alpha1.ReasonApplyFailed, err.Error(), done)
+		return err
+	}
+	if err := r.consumeAnnotations(ctx, res, out.Applied); err != nil {
+		return err
+	}
+	last := res.Status.LastRun
+	last.Result = RunSucceeded
+	last.CompletionTime = &metav1.Time{Time: done}
+	if !out.Applied {
+		last.Operation = "plan"
+	}
+	res.Status.ObservedGeneration = res.Generation
+	res.Status.InputsHash = inputsHash(res, s.spec)
+	res.Status.ModuleVersion = res.Spec.Module.Version
+	if out.Schema != nil && out.Schema.Version != "" {
+		res.Status.ModuleVersion = out.Schema.Version // a registry constraint, resolved by init
+	}
+	res.Status.Phase = s.phase
+	res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""
+	setOutputs(res, out.Outputs)
+	r.readState(ctx, res)
+	msg := fmt.Sprintf("plan: %d to add, %d to change, %d to destroy%s", last.Summary.Add,
+		last.Summary.Change, last.Summary.Destroy, describeChanges(out.Plan))
+	setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionTrue, v1alpha1.ReasonApplied, msg)
+	setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonApplied, "infrastructure matches the spec")
+	if res.Status.Drift != nil && res.Status.Drift.Drifted && out.Applied {
+		res.Status.Drift.Drifted = false
+		setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionDrifted, metav1.ConditionFalse, v1alpha1.ReasonNoDrift, "the drift was corrected")
+	}
+	if out.Applied {
+		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonApplied, "Apply", "%s", msg)
+	}
+	s.result = ctrl.Result{RequeueAfter: jitter(r.syncInterval())}
+	return nil
+}
+
+// queued records a waiting run's place in line (Synced=Unknown, WaitingForRunner). The pools call
+// it only once a run has waited tfrunner.QueuedAfter, so a short wait writes nothing.
+func (r *ResourceReconciler) queued(ctx context.Context, s *resourceScope) func(position, waiting int) {
+	return func(position, waiting int) {
+		setCondition(&s.res.Status.Conditions, s.res.Generation, v1alpha1.ConditionSynced, metav1.ConditionUnknown, v1alpha1.ReasonWaitingForRunner,
+			fmt.Sprintf("waiting for a runner: %d in line of %d waiting (runs are served across namespaces in turn)", position, waiting))
+		if err := s.checkpoint(ctx); err != nil {
+			log.FromContext(ctx).V(1).Info("could not record the place in line", "error", err.Error())
+		}
+	}
+}
+
+// consumeAnnotations removes the one-shot annotations a successful run used: an approval is for
+// one plan, starting from empty state is allowed once.
+func (r *ResourceReconciler) consumeAnnotations(ctx context.Context, res *v1alpha1.InfraResource, applied bool) error {
+	keys := []string{v1alpha1.AnnotationStartFresh}
+	if applied {
+		keys = append(keys, v1alpha1.AnnotationApprovePlan, v1alpha1.AnnotationApproveReplace)
+	}
+	for _, k := range keys {
+		if _, ok := res.Annotations[k]; ok {
+			if err := r.removeAnnotation(ctx, res, k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

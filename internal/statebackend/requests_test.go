@@ -1,0 +1,102 @@
+package statebackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// requests lists the API requests fk received since it was last reset, as "verb resource",
+// sorted.
+func requests(fk *fake.Clientset) []string {
+	var out []string
+	for _, a := range fk.Actions() {
+		out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
+	}
+	sort.Strings(out)
+	fk.ClearActions()
+	return out
+}
+
+// TestOneRunCostsFewRequests counts the API requests of what a run does through a Store: lock,
+// write a one-chunk state twice, unlock, then a second run's lock and unlock. A one-chunk state
+// is one read and one write (plus its history); a lock and an unlock, with the Lease known from
+// this Store's last write, are one write each.
+func TestOneRunCostsFewRequests(t *testing.T) {
+	ctx := context.Background()
+	fk := fake.NewClientset()
+	h := NewStore(fk, "ns").For("count")
+	state := func(serial int) []byte {
+		return []byte(fmt.Sprintf(`{"version":4,"serial":%d,"lineage":"l-1","outputs":{},"resources":[]}`, serial))
+	}
+	steps := []struct {
+		name string
+		do   func() error
+		want []string
+	}{
+		{"first lock (no Lease yet)", func() error { _, err := h.Lock(ctx, Lock{ID: "a"}); return err }, []string{"create leases"}},
+		{"first write", func() error { return h.Write(ctx, state(1)) }, []string{"create secrets", "get secrets"}},
+		{"second write (the first kept in history)", func() error { return h.Write(ctx, state(2)) },
+			[]string{"create secrets", "get secrets", "list secrets", "update secrets"}},
+		{"unlock", func() error { return h.Unlock(ctx, "a") }, []string{"update leases"}},
+		{"next run's lock", func() error { _, err := h.Lock(ctx, Lock{ID: "b"}); return err }, []string{"update leases"}},
+		{"next run's unlock", func() error { return h.Unlock(ctx, "b") }, []string{"update leases"}},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if got := requests(fk); strings.Join(got, ", ") != strings.Join(st.want, ", ") {
+			t.Errorf("%s: requests %v, want %v", st.name, got, st.want)
+		}
+	}
+	if got, _, err := h.Read(ctx); err != nil || string(got) != string(state(2)) {
+		t.Fatalf("stored state %s, %v", got, err)
+	}
+}
+
+// TestStaleLeaseGuessIsReadAgain: a Lease changed behind the Store's back (released and taken by
+// another holder, not through this Store) is never overwritten from the Store's stale copy: the
+// write conflicts on the real API server, the Lease is read again, and the lock is refused naming
+// the real holder. A Lease deleted behind its back is created again.
+func TestStaleLeaseGuessIsReadAgain(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	h := NewStore(testKube, ns).For("stale")
+	if _, err := h.Lock(ctx, Lock{ID: "mine"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Unlock(ctx, "mine"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AcquireLock(ctx, testKube, ns, DefaultWorkspace, "stale", nil, Lock{ID: "theirs"}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := h.Lock(ctx, Lock{ID: "mine-again"})
+	var locked *LockedError
+	if !errors.As(err, &locked) || held == nil || held.ID != "theirs" {
+		t.Fatalf("lock over another's: held %+v, err %v; want a LockedError naming theirs", held, err)
+	}
+	if err := h.Unlock(ctx, "mine-again"); !errors.As(err, &locked) {
+		t.Fatalf("unlock of a lock not held: %v, want a LockedError", err)
+	}
+	if err := ReleaseLock(ctx, testKube, ns, DefaultWorkspace, "stale", "theirs"); err != nil {
+		t.Fatal(err)
+	}
+	if err := testKube.CoordinationV1().Leases(ns).Delete(ctx, LeaseName(DefaultWorkspace, "stale"), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Lock(ctx, Lock{ID: "after-delete"}); err != nil {
+		t.Fatalf("lock after the Lease was deleted: %v", err)
+	}
+	lock, err := InspectLock(ctx, testKube, ns, DefaultWorkspace, "stale")
+	if err != nil || lock == nil || lock.ID != "after-delete" {
+		t.Fatalf("lock after the Lease was deleted: %+v, %v", lock, err)
+	}
+}
