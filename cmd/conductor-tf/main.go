@@ -38,6 +38,7 @@ import (
 
 type options struct {
 	metricsAddr, probeAddr string
+	pprofAddr              string
 	metricsSecure, http2   bool
 	podName                string
 	leaderElect            bool
@@ -74,6 +75,7 @@ func main() {
 	flag.BoolVar(&o.http2, "enable-http2", false, "Allow HTTP/2 on the metrics server (off: CVE-2023-44487, CVE-2023-39325).")
 	flag.StringVar(&o.podName, "pod-name", envOr("POD_NAME", hostname()), "Name of this controller's pod, recorded in each run it starts.")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes.")
+	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints (net/http/pprof), e.g. 127.0.0.1:6060; empty disables them. For profiling only: they are served without authentication.")
 	flag.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader, so that only one replica reconciles.")
 	flag.IntVar(&o.workers, "max-concurrent-reconciles", 8, "Reconciles of each kind that run at once.")
 	flag.IntVar(&o.resourceWorkers, "max-concurrent-resource-reconciles", 256, "Resource reconciles that run at once. Most of them wait for a runner slot, where waiting runs are served across namespaces in turn: keep it well above --max-concurrent-runs, or the work queue, first come first served, decides the order instead.")
@@ -129,6 +131,7 @@ func run(o options) error {
 		Scheme:                        scheme,
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        o.probeAddr,
+		PprofBindAddress:              o.pprofAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              "conductor-tf.conductor.io",
 		LeaderElectionNamespace:       o.namespace,

@@ -371,16 +371,19 @@ func TestPendingStateOutlivesTheServer(t *testing.T) {
 // TestRevokeReleasesTheRunsLocks: a run that ends without its UNLOCK (killed, cancelled) leaves
 // no lock once its credentials are revoked; another's lock is left alone. Issue 17: before,
 // revoking the credentials left the lock for recovery, which trusted user@host.
+//
+// On the real API server: the server updates a Lease it wrote from its own copy, guarded by the
+// resourceVersion, which the fake clientset does not check.
 func TestRevokeReleasesTheRunsLocks(t *testing.T) {
 	ctx := context.Background()
-	fk := fake.NewClientset()
-	srv := startServer(t, fk, "ns", 0)
+	fk, ns := testKube, newNamespace(t)
+	srv := startServer(t, fk, ns, 0)
 	c, revoke := srv.IssueRun("eps", nil)
 	if st, _, _ := call(t, LockMethod, c.LockAddress, c.Username, c.Password, []byte(`{"ID":"run-lock","Who":"x@y"}`)); st != 200 {
 		t.Fatalf("LOCK: %d", st)
 	}
 	revoke()
-	if l, err := InspectLock(ctx, fk, "ns", DefaultWorkspace, "eps"); err != nil || l != nil {
+	if l, err := InspectLock(ctx, fk, ns, DefaultWorkspace, "eps"); err != nil || l != nil {
 		t.Fatalf("lock after revoke: %+v, %v; want none", l, err)
 	}
 	// A lock someone else took after the run is not the run's to release.
@@ -388,14 +391,14 @@ func TestRevokeReleasesTheRunsLocks(t *testing.T) {
 	if st, _, _ := call(t, LockMethod, c2.LockAddress, c2.Username, c2.Password, []byte(`{"ID":"second","Who":"x@y"}`)); st != 200 {
 		t.Fatalf("LOCK: %d", st)
 	}
-	if err := Unlock(ctx, fk, "ns", DefaultWorkspace, "eps", "second"); err != nil {
+	if err := Unlock(ctx, fk, ns, DefaultWorkspace, "eps", "second"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := AcquireLock(ctx, fk, "ns", DefaultWorkspace, "eps", nil, Lock{ID: "person", Who: "alice@laptop"}); err != nil {
+	if _, err := AcquireLock(ctx, fk, ns, DefaultWorkspace, "eps", nil, Lock{ID: "person", Who: "alice@laptop"}); err != nil {
 		t.Fatal(err)
 	}
 	revoke2()
-	if l, _ := InspectLock(ctx, fk, "ns", DefaultWorkspace, "eps"); l == nil || l.ID != "person" {
+	if l, _ := InspectLock(ctx, fk, ns, DefaultWorkspace, "eps"); l == nil || l.ID != "person" {
 		t.Errorf("a person's lock after another run's revoke: %+v; want it kept", l)
 	}
 }

@@ -80,6 +80,8 @@ func TestBenchScale(t *testing.T) {
 	args := []string{"--namespace", stateNamespace, "--work-dir", filepath.Join(dir, "work"), "--terraform-path", tofu,
 		"--max-concurrent-runs", fmt.Sprint(*concurrency), "--max-concurrent-reconciles", "16", "--sync-interval", "10h",
 		"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--zap-devel=false", "--zap-log-level=error"}
+	profArgs, profAddr := pprofArgs(t)
+	args = append(args, profArgs...)
 	var protocol, state string
 	if *runnerCount > 0 {
 		var poolArgs []string
@@ -117,6 +119,7 @@ func TestBenchScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stopProfile := profileManager(t, profAddr)
 	start := time.Now()
 	parallel(*n, 8, func(i int) error {
 		return k8s.Create(ctx, &v1alpha1.InfraClaim{
@@ -139,6 +142,7 @@ func TestBenchScale(t *testing.T) {
 		return ready == *n
 	})
 	controllerTime := time.Since(start)
+	stopProfile()
 	after, err := apiRequests(ctx, env.Config)
 	if err != nil {
 		t.Fatal(err)
