@@ -4,9 +4,9 @@
 // phase from its claimRef the way the PV controller derives a PV's (syncVolume): no claimRef →
 // Available; a claimRef without a UID (a reservation) → Available; a claimRef naming a live claim
 // with that UID → Bound; a claimRef with a UID naming a claim that is gone, being deleted, or has
-// another UID → Released. Running Terraform for the resource and
-// reclaiming it are in resource_lifecycle.go; without a runner (Runs nil) a resource has nothing
-// to run and is Available as soon as it exists.
+// another UID → Released. Reconcile is a list of phases over one scope (resource_scope.go) that
+// writes the status once; the run phases are in resource_sync.go, reclaim in resource_reclaim.go.
+// Without a runner (Runs nil) a resource has nothing to run and is Available as soon as it exists.
 package controller
 
 import (
@@ -113,7 +113,7 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		r.observeBinding,  // the claim, and the phase it gives (as syncVolume)
 		r.reclaimReleased, // Released: Retain keeps it, Delete deletes it
 		r.withoutRunner,   // no runner: nothing to run, Available at once
-		r.decideRun,       // a run is due, or the resource is idle until it is (resource_lifecycle.go)
+		r.decideRun,       // a run is due, or the resource is idle until it is (resource_sync.go)
 		r.prepareRun,      // the state phases and the run's inputs
 		r.checkForDrift,   // a drift check instead of an apply, when the spec was applied (resource_drift.go)
 		r.applyPhase,      // apply, or plan, approval and apply; then the outcome
@@ -127,7 +127,7 @@ func (r *ResourceReconciler) addFinalizers(ctx context.Context, s *resourceScope
 		if err := r.Update(ctx, res); err != nil {
 			return true, err
 		}
-		s.base.ResourceVersion = res.ResourceVersion
+		s.base = res.DeepCopy() // the object as stored now, status included
 	}
 	return false, nil
 }

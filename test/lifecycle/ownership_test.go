@@ -98,6 +98,19 @@ func logKilledEnds(killed map[string]bool) {
 
 // deleteInBackground deletes a resource a spec leaves, without waiting for its reclaim: resources
 // left behind are drift-checked every syncInterval for the rest of the suite.
+// ledgerResource is a resource of the ledger module named name in s: each create of its one
+// object appends a line to the returned ledger file, then takes seconds.
+func ledgerResource(s *scenario, name string, seconds int) (*v1alpha1.InfraResource, string) {
+	ledger := filepath.Join(s.dir, "ledger")
+	src, _ := filepath.Abs("testdata/modules/ledger")
+	return &v1alpha1.InfraResource{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.InfraResourceSpec{ResourceKind: s.kind, Module: v1alpha1.ModuleSource{Source: src, Version: "v1.0.0"},
+			Variables:     v1alpha1.Variables{"ledger": js(`"` + ledger + `"`), "name": js(`"one"`), "seconds": js(strconv.Itoa(seconds))},
+			ReclaimPolicy: v1alpha1.ReclaimDelete},
+	}, ledger
+}
+
 func deleteInBackground(s *scenario, name string) {
 	_ = k8s.Delete(s.ctx, &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: name}})
 }
@@ -214,14 +227,7 @@ var _ = Describe("Ownership: what a resource may touch", func() {
 	It("holds a plan that would create again what a killed run had started creating, until it is approved", func() {
 		// Seen on b05cd2f: the next run created the object again (two ledger lines) unasked.
 		s := newScenario()
-		ledger := filepath.Join(s.dir, "ledger")
-		src, _ := filepath.Abs("testdata/modules/ledger")
-		res := &v1alpha1.InfraResource{
-			ObjectMeta: metav1.ObjectMeta{Name: "ledger-" + s.ns},
-			Spec: v1alpha1.InfraResourceSpec{ResourceKind: s.kind, Module: v1alpha1.ModuleSource{Source: src, Version: "v1.0.0"},
-				Variables:     v1alpha1.Variables{"ledger": js(`"` + ledger + `"`), "name": js(`"one"`), "seconds": js("8")},
-				ReclaimPolicy: v1alpha1.ReclaimDelete},
-		}
+		res, ledger := ledgerResource(s, "ledger-"+s.ns, 8)
 		Expect(k8s.Create(s.ctx, res)).To(Succeed())
 		DeferCleanup(deleteInBackground, s, res.Name)
 		Eventually(func() int { return ledgerLines(ledger) }, timeout, 100*time.Millisecond).Should(Equal(1))

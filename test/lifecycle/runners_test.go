@@ -147,14 +147,8 @@ var _ = Describe("Runner pools", Ordered, func() {
 	It("gives up a run whose runner is killed mid-apply, releases its lock, and holds the interrupted create until approved on another runner", func() {
 		s := newScenario()
 		first := startRunner(bin, pool, "runner-b", runnerToken(sa, runners.Audience))
-		ledger := filepath.Join(s.dir, "ledger")
-		src, _ := filepath.Abs("testdata/modules/ledger")
-		res := &v1alpha1.InfraResource{
-			ObjectMeta: metav1.ObjectMeta{Name: "pooled-ledger-" + s.ns},
-			Spec: v1alpha1.InfraResourceSpec{ResourceKind: s.kind, Module: v1alpha1.ModuleSource{Source: src, Version: "v1.0.0"},
-				Variables:     v1alpha1.Variables{"ledger": js(`"` + ledger + `"`), "name": js(`"one"`), "seconds": js("30")},
-				ReclaimPolicy: v1alpha1.ReclaimDelete, RunnerPool: pool},
-		}
+		res, ledger := ledgerResource(s, "pooled-ledger-"+s.ns, 30)
+		res.Spec.RunnerPool = pool
 		Expect(k8s.Create(s.ctx, res)).To(Succeed())
 		DeferCleanup(deleteInBackground, s, res.Name)
 		Eventually(func() int { return ledgerLines(ledger) }, timeout, 100*time.Millisecond).Should(Equal(1))

@@ -4,12 +4,10 @@ package lifecycle_test
 // of a run must survive whatever else was written to the object while the run went on.
 
 import (
-	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
@@ -18,14 +16,7 @@ import (
 var _ = Describe("One status write per reconcile", func() {
 	It("keeps a run's outcome when the resource's metadata is updated while the run goes on", func() {
 		s := newScenario()
-		ledger := filepath.Join(s.dir, "ledger")
-		src, _ := filepath.Abs("testdata/modules/ledger")
-		res := &v1alpha1.InfraResource{
-			ObjectMeta: metav1.ObjectMeta{Name: "scope-" + s.ns},
-			Spec: v1alpha1.InfraResourceSpec{ResourceKind: s.kind, Module: v1alpha1.ModuleSource{Source: src, Version: "v1.0.0"},
-				Variables:     v1alpha1.Variables{"ledger": js(`"` + ledger + `"`), "name": js(`"one"`), "seconds": js("4")},
-				ReclaimPolicy: v1alpha1.ReclaimDelete},
-		}
+		res, ledger := ledgerResource(s, "scope-"+s.ns, 4)
 		Expect(k8s.Create(s.ctx, res)).To(Succeed())
 		DeferCleanup(deleteInBackground, s, res.Name)
 		Eventually(func() int { return ledgerLines(ledger) }, timeout, 100*time.Millisecond).Should(Equal(1), "the create is under way")

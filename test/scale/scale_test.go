@@ -120,6 +120,7 @@ func TestBenchScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopProfile := profileManager(t, profAddr)
+	cpuBefore := cpuSeconds()
 	start := time.Now()
 	parallel(*n, 8, func(i int) error {
 		return k8s.Create(ctx, &v1alpha1.InfraClaim{
@@ -142,6 +143,7 @@ func TestBenchScale(t *testing.T) {
 		return ready == *n
 	})
 	controllerTime := time.Since(start)
+	cpuController := cpuRows(cpuBefore, cpuSeconds(), *n)
 	stopProfile()
 	after, err := apiRequests(ctx, env.Config)
 	if err != nil {
@@ -157,8 +159,12 @@ func TestBenchScale(t *testing.T) {
 	rss, peak, _ := ctl.RSS()
 
 	// The baselines, same binary, mirror, state storage and concurrency.
+	cpuBefore = cpuSeconds()
 	naiveTime := baseline(t, dir, "naive", tofu, tfEnv, module, env.Kubeconfig, true)
+	cpuNaive := cpuRows(cpuBefore, cpuSeconds(), *n)
+	cpuBefore = cpuSeconds()
 	bareTime := baseline(t, dir, "bare", tofu, tfEnv, module, env.Kubeconfig, false)
+	cpuBare := cpuRows(cpuBefore, cpuSeconds(), *n)
 
 	p50, p90 := percentile(latencies, 50), percentile(latencies, 90)
 	fmt.Printf("\nbench-scale: N=%d claims, concurrency %d, %s, module with one random_pet, runs in %s\n", *n, *concurrency, filepath.Base(tofu), mode)
@@ -171,6 +177,7 @@ func TestBenchScale(t *testing.T) {
 	fmt.Printf("| controller RSS at the end (peak) | %.0f MiB (%.0f MiB) |\n", float64(rss)/(1<<20), float64(peak)/(1<<20))
 	fmt.Printf("| static claim → Bound, p50 / p90 (%d claims) | %d ms / %d ms |\n", len(latencies), p50.Milliseconds(), p90.Milliseconds())
 	fmt.Printf("| API server requests per claim to Ready | %.1f |\n", requestTotal)
+	fmt.Printf("\nCPU per claim (/proc), controller: %s\nCPU per claim, naive loop: %s\nCPU per claim, bare apply: %s\n", cpuController, cpuNaive, cpuBare)
 	fmt.Printf("\nAPI server requests per claim to Ready, by verb and resource (apiserver_request_total; the\n"+
 		"benchmark's own CREATE and LIST of claims left out):\n| request | per claim |\n|---|---|\n%s\n", strings.Join(requestRows, "\n"))
 }
