@@ -40,6 +40,8 @@ func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (
 				v1alpha1.AnnotationProvisionedBy:      "conductor-tf",
 				v1alpha1.AnnotationRenderedGeneration: strconv.FormatInt(claim.Generation, 10),
 			},
+			// Born with the resource controller's finalizers: its first reconcile need not add them.
+			Finalizers: []string{v1alpha1.FinalizerResource, v1alpha1.FinalizerInUse},
 		},
 		Spec: v1alpha1.InfraResourceSpec{
 			ResourceKind:     claim.Spec.ResourceKind,

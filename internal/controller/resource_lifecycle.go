@@ -229,9 +229,17 @@ func summaryOf(p *tfrunner.Plan) *v1alpha1.PlanSummary {
 // readState records the state Secret's serial and lineage in status, after a run that ended on its
 // own: it released its lock, so status shows none (a lock taken since is seen when a run meets it,
 // lockHeld).
+//
+// A state the run stored through the state server is known without a read (Server.TakeWritten).
 func (r *ResourceReconciler) readState(ctx context.Context, res *v1alpha1.InfraResource) {
 	sfx := suffix(res)
-	st, found, err := statebackend.Read(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, sfx)
+	st, found, err := statebackend.State{}, false, error(nil)
+	if r.StateServer != nil {
+		st, found = r.StateServer.TakeWritten(sfx)
+	}
+	if !found {
+		st, found, err = statebackend.Read(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, sfx)
+	}
 	// The name is the one chosen once, whatever the read says: a failed read must not erase it.
 	res.Status.State = &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, sfx), AdoptedFrom: adoptedFrom(res)}
 	if err != nil || !found {

@@ -58,6 +58,7 @@ func (r *ResourceReconciler) backend(res *v1alpha1.InfraResource, spec *tfrunner
 	if res.Status.LastRun != nil {
 		runID = res.Status.LastRun.ID
 	}
+	r.StateServer.TakeWritten(suffix(res)) // what readState takes afterwards is this run's
 	creds, revoke := r.StateServer.IssueRunAs(runID, suffix(res), stateLabels(res))
 	spec.RunID = runID
 	spec.Backend = tfrunner.Backend{Type: "http"}

@@ -85,6 +85,9 @@ type run struct {
 	pwHash  [sha256.Size]byte
 	labels  map[string]string
 	lockIDs map[string]bool // locks taken with these credentials, by lock ID
+	// seen is the state as this run last read or wrote it, so that its next write needs no read
+	// (Handle.writeFrom); only used under the state's serialize mutex.
+	seen *storedState
 }
 
 // randomToken returns n random bytes, base64url without padding.

@@ -3,10 +3,13 @@ package statebackend
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // A pending state is one the server received from a run (a POST it accepted: the right lock,
@@ -57,21 +60,31 @@ func (h *Handle) savePending(ctx context.Context, state []byte, lockID string) e
 // pendingLockAnnotation records, on a pending state's Secret, the lock ID of the run that sent it.
 const pendingLockAnnotation = "conductor.io/pending-lock-id"
 
-// loadPending reads h's pending state Secret: the state, the lock ID of the run that sent it, and
-// whether there is one.
-func (h *Handle) loadPending(ctx context.Context) (state []byte, lockID string, found bool, err error) {
-	s, err := h.store.kube.CoreV1().Secrets(h.store.namespace).Get(ctx, PendingSecretName(h.workspace, h.suffix), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, "", false, nil
-	}
+// listPending reads every pending state Secret of the store's namespace (DefaultWorkspace, the
+// http backend's only one), by suffix: the state, its labels, and the lock ID of the run that
+// sent it. A Secret whose data does not decode is an error: its state must not be ignored.
+func (st *Store) listPending(ctx context.Context) (map[string]pendingState, error) {
+	sel := labels.SelectorFromSet(labels.Set{LabelPendingState: "true"})
+	list, err := st.kube.CoreV1().Secrets(st.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
-		return nil, "", false, err
+		return nil, err
 	}
-	state, err = gunzipBytes(s.Data[stateKey])
-	if err != nil {
-		return nil, "", false, fmt.Errorf("pending state Secret %s: %w", s.Name, err)
+	prefix := PendingSecretName(DefaultWorkspace, "")
+	out := map[string]pendingState{}
+	for _, s := range list.Items {
+		suffix, ok := strings.CutPrefix(s.Name, prefix)
+		if !ok || suffix == "" {
+			continue
+		}
+		state, err := gunzipBytes(s.Data[stateKey])
+		if err != nil {
+			return nil, fmt.Errorf("pending state Secret %s: %w", s.Name, err)
+		}
+		extra := maps.Clone(s.Labels)
+		delete(extra, LabelPendingState)
+		out[suffix] = pendingState{state: state, labels: extra, lockID: s.Annotations[pendingLockAnnotation]}
 	}
-	return state, s.Annotations[pendingLockAnnotation], true, nil
+	return out, nil
 }
 
 // deletePending deletes h's pending state Secret (gone already is not an error).

@@ -21,18 +21,20 @@ func unavailable(err error) *httpError {
 	return &httpError{status: http.StatusServiceUnavailable, err: err}
 }
 
-func (s *Server) get(w http.ResponseWriter, r *http.Request, h *Handle) *httpError {
+func (s *Server) get(w http.ResponseWriter, r *http.Request, h *Handle, rn *run) *httpError {
 	if _, err := s.flushPending(r.Context(), h); err != nil {
 		return unavailable(err)
 	}
-	state, found, err := h.Read(r.Context())
+	stored, err := h.readStored(r.Context())
 	if err != nil {
 		return unavailable(err)
 	}
-	if !found {
+	rn.seen = stored
+	if !stored.found {
 		w.WriteHeader(http.StatusNotFound)
 		return nil
 	}
+	state := stored.plain
 	sum := md5.Sum(state)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
@@ -97,8 +99,12 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, h *Handle, rn *run
 			}
 		}
 		err = h.flush(ctx, body)
+		rn.seen = nil
 	} else {
-		err = h.Write(ctx, body)
+		// From what this run last read or wrote: one request for a one-chunk state.
+		var written *storedState
+		written, err = h.writeFrom(ctx, body, true, rn.seen)
+		rn.seen = written
 	}
 	var conflict *ConflictError
 	var invalid *InvalidStateError
@@ -116,6 +122,10 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, h *Handle, rn *run
 			return unavailable(err)
 		}
 	}
+	sent.SecretName = SecretName(h.workspace, h.suffix)
+	s.mu.Lock()
+	s.written[h.suffix] = sent
+	s.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
 	return nil
 }
@@ -146,6 +156,10 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, h *Handle, rn *r
 	if err := deleteState(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix); err != nil {
 		return unavailable(err)
 	}
+	rn.seen = nil
+	s.mu.Lock()
+	delete(s.written, h.suffix)
+	s.mu.Unlock()
 	if err := s.dropPending(ctx, h); err != nil {
 		return unavailable(err)
 	}

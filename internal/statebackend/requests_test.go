@@ -100,3 +100,53 @@ func TestStaleLeaseGuessIsReadAgain(t *testing.T) {
 		t.Fatalf("lock after the Lease was deleted: %+v, %v", lock, err)
 	}
 }
+
+// TestWriteFromWhatTheRunRead: a run's write starts from the state as the run last read or wrote
+// it, so a one-chunk state is written with one request (history off here); a state changed behind
+// its back (another lineage written by someone else) is not overwritten from the stale copy: the
+// update conflicts on the real API server, the state is read again and the write refused.
+func TestWriteFromWhatTheRunRead(t *testing.T) {
+	ctx := context.Background()
+	doc := func(lineage string, serial int) []byte {
+		return []byte(fmt.Sprintf(`{"version":4,"serial":%d,"lineage":%q,"outputs":{},"resources":[]}`, serial, lineage))
+	}
+	fk := fake.NewClientset()
+	counted := NewStore(fk, "ns")
+	counted.HistoryLimit = 0
+	h := counted.For("known")
+	seen, err := h.readStored(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests(fk)
+	for serial := 1; serial <= 3; serial++ {
+		if seen, err = h.writeFrom(ctx, doc("l-1", serial), true, seen); err != nil {
+			t.Fatal(err)
+		}
+		if got := requests(fk); len(got) != 1 {
+			t.Errorf("write of serial %d from what the run saw: requests %v, want one", serial, got)
+		}
+	}
+
+	ns := newNamespace(t)
+	mine := NewStore(testKube, ns).For("known")
+	seen, err = mine.readStored(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen, err = mine.writeFrom(ctx, doc("l-1", 1), true, seen); err != nil {
+		t.Fatal(err)
+	}
+	// Someone else replaces it with another lineage, not through this run.
+	if err := NewStore(testKube, ns).For("known").write(ctx, doc("l-other", 7), false); err != nil {
+		t.Fatal(err)
+	}
+	_, err = mine.writeFrom(ctx, doc("l-1", 2), true, seen)
+	var conflict *ConflictError
+	if !errors.As(err, &conflict) || conflict.Stored.Lineage != "l-other" {
+		t.Fatalf("write from a stale copy over another lineage: %v; want a ConflictError naming l-other", err)
+	}
+	if st, _, err := Read(ctx, testKube, ns, DefaultWorkspace, "known"); err != nil || st.Lineage != "l-other" || st.Serial != 7 {
+		t.Fatalf("stored after the refused write: %+v, %v; want l-other serial 7 kept", st, err)
+	}
+}

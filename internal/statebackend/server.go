@@ -57,8 +57,20 @@ type Server struct {
 	srv     *http.Server
 	runs    map[string]*run         // by username
 	pending map[string]pendingState // by suffix
-	loaded  map[string]bool         // suffixes whose pending Secret was read (loadPending)
+	listed  bool                    // the pending Secrets were listed into pending (loadPending)
 	states  map[string]*sync.Mutex  // by suffix, held while a request or RetryPending runs
+	written map[string]State        // by suffix: the state last stored through the server, until TakeWritten
+}
+
+// TakeWritten returns the serial, lineage and resource count of the state last stored for suffix
+// through this server (a run's POST), and forgets it; false when none was since the last call.
+// The controller reads a run's outcome from it instead of reading the state Secret again.
+func (s *Server) TakeWritten(suffix string) (State, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.written[suffix]
+	delete(s.written, suffix)
+	return st, ok
 }
 
 // requestTimeout bounds the work of one request on the API server.
@@ -88,7 +100,7 @@ const maxStateBytes = 256 << 20
 func NewServer(kube kubernetes.Interface, namespace string, historyLimit int) *Server {
 	st := NewStore(kube, namespace)
 	st.HistoryLimit = historyLimit
-	return &Server{store: st, runs: map[string]*run{}, pending: map[string]pendingState{}, loaded: map[string]bool{},
+	return &Server{store: st, runs: map[string]*run{}, pending: map[string]pendingState{}, written: map[string]State{},
 		states: map[string]*sync.Mutex{}}
 }
 
@@ -163,26 +175,32 @@ type pendingState struct {
 	lockID string
 }
 
-// loadPending puts a pending state a previous process of the controller left in its Secret into
-// memory, once per state and process.
-func (s *Server) loadPending(ctx context.Context, h *Handle) error {
+// loadPending puts the pending states a previous process of the controller left in their Secrets
+// into memory: the first call lists them all (one request, labelled LabelPendingState), instead of
+// reading one Secret per state. It is first called by the leader's first reconcile that runs
+// anything, after any earlier leader stopped serving.
+func (s *Server) loadPending(ctx context.Context, _ *Handle) error {
 	s.mu.Lock()
-	_, inMemory := s.pending[h.suffix]
-	done := s.loaded[h.suffix]
+	listed := s.listed
 	s.mu.Unlock()
-	if inMemory || done {
+	if listed {
 		return nil
 	}
-	state, lockID, found, err := h.loadPending(ctx)
+	found, err := s.store.listPending(ctx)
 	if err != nil {
-		return fmt.Errorf("reading the pending state of %s: %w", SecretName(h.workspace, h.suffix), err)
+		return fmt.Errorf("listing pending states: %w", err)
 	}
 	s.mu.Lock()
-	if found {
-		s.pending[h.suffix] = pendingState{state: state, labels: h.labels, lockID: lockID}
+	defer s.mu.Unlock()
+	if s.listed {
+		return nil
 	}
-	s.loaded[h.suffix] = true
-	s.mu.Unlock()
+	for suffix, p := range found {
+		if _, inMemory := s.pending[suffix]; !inMemory {
+			s.pending[suffix] = p
+		}
+	}
+	s.listed = true
 	return nil
 }
 
@@ -240,7 +258,6 @@ func (s *Server) hasPending(suffix string) bool {
 func (s *Server) keepPending(ctx context.Context, h *Handle, state []byte, lockID string, err error) {
 	s.mu.Lock()
 	s.pending[h.suffix] = pendingState{state: bytes.Clone(state), labels: h.labels, lockID: lockID}
-	s.loaded[h.suffix] = true
 	s.mu.Unlock()
 	if serr := h.savePending(ctx, state, lockID); serr != nil {
 		err = fmt.Errorf("%w; and it could not be saved to %s either, so only this process keeps it: %v", err,
@@ -306,7 +323,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var e *httpError
 	switch r.Method {
 	case http.MethodGet:
-		e = s.get(w, r, h)
+		e = s.get(w, r, h, rn)
 	case http.MethodPost:
 		e = s.post(w, r, h, rn)
 	case http.MethodDelete:

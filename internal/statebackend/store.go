@@ -3,6 +3,7 @@ package statebackend
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -155,81 +156,145 @@ func (h *Handle) Write(ctx context.Context, state []byte) error {
 // write is Write; with check false the stored state is replaced whatever its lineage and serial,
 // and even when it cannot be read (still kept in history when it can).
 func (h *Handle) write(ctx context.Context, state []byte, check bool) error {
+	_, err := h.writeFrom(ctx, state, check, nil)
+	return err
+}
+
+// storedState is what this process last read or wrote of a state: its JSON, and chunk 0's Secret
+// when the state is that one Secret (nil for two chunks or more); found false when there was none.
+type storedState struct {
+	plain  []byte
+	single *corev1.Secret
+	found  bool
+}
+
+// readStored reads the state as it is stored now.
+func (h *Handle) readStored(ctx context.Context) (*storedState, error) {
+	plain, single, found, err := readState(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix)
+	if err != nil {
+		return nil, err
+	}
+	return &storedState{plain: plain, single: single, found: found}, nil
+}
+
+// errStale says a one-request write found the state changed since it was read: it is done again
+// from a fresh read.
+var errStale = errors.New("the state changed since it was read")
+
+// writeFrom is write starting from known, what this process last read or wrote of the state (nil:
+// read it now), and returns what it wrote, for the next write. known saves the read only for a
+// one-chunk state replacing a one-chunk state or none: the write is then one update guarded by
+// the resourceVersion known holds (or one create), so a state changed since makes it conflict,
+// and it is done again from a fresh read, checks included. Otherwise the state is read first.
+func (h *Handle) writeFrom(ctx context.Context, state []byte, check bool, known *storedState) (*storedState, error) {
 	sent, err := decodeJSON(state)
 	if err != nil {
-		return &InvalidStateError{Err: err}
+		return nil, &InvalidStateError{Err: err}
 	}
 	if sent.Lineage == "" && check {
-		return &InvalidStateError{Err: fmt.Errorf("the state has no lineage")}
+		return nil, &InvalidStateError{Err: fmt.Errorf("the state has no lineage")}
 	}
-	kube, ns := h.store.kube, h.store.namespace
-	stored, single, found, err := readState(ctx, kube, ns, h.workspace, h.suffix)
-	if err != nil && check {
-		return fmt.Errorf("reading the stored state: %w", err)
+	gz, err := gzipBytes(state)
+	if err != nil {
+		return nil, err
 	}
-	if err == nil && found {
-		if bytes.Equal(stored, state) {
-			return nil
+	if !check || len(gz) >= chunkSize || (known != nil && known.found && known.single == nil) {
+		known = nil
+	}
+	for attempt := 0; ; attempt++ {
+		stored := known
+		var rerr error
+		if stored == nil || attempt > 0 {
+			stored, rerr = h.readStored(ctx)
 		}
-		cur, err := decodeJSON(stored)
+		fresh := stored != known || known == nil
+		written, err := h.writeOver(ctx, stored, rerr, sent, state, gz, check, fresh)
+		if errors.Is(err, errStale) && attempt == 0 {
+			continue
+		}
+		return written, err
+	}
+}
+
+// writeOver writes state (sent its serial and lineage, gz its gzip) over stored (or, when the read
+// failed with rerr, over whatever is there, if check is false): equal bytes are not written again,
+// the stored version is checked (checkFollows) and kept in history, the new one written, and the
+// history cut.
+func (h *Handle) writeOver(ctx context.Context, stored *storedState, rerr error, sent State, state, gz []byte, check, fresh bool) (*storedState, error) {
+	if rerr != nil && check {
+		return nil, fmt.Errorf("reading the stored state: %w", rerr)
+	}
+	if rerr != nil {
+		stored = &storedState{}
+	}
+	var kept map[int64][]corev1.Secret
+	if stored.found {
+		if bytes.Equal(stored.plain, state) {
+			return stored, nil
+		}
+		cur, err := decodeJSON(stored.plain)
 		if err != nil && check {
-			return fmt.Errorf("reading the stored state %s: %w", SecretName(h.workspace, h.suffix), err)
+			return nil, fmt.Errorf("reading the stored state %s: %w", SecretName(h.workspace, h.suffix), err)
 		}
 		if err == nil && check {
 			if err := checkFollows(cur, sent, SecretName(h.workspace, h.suffix)); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if err == nil && h.store.HistoryLimit > 0 {
-			kept, err := h.keepVersion(ctx, cur, stored)
-			if err != nil {
-				return fmt.Errorf("keeping the stored state in history: %w", err)
+			if kept, err = h.keepVersion(ctx, cur, stored.plain); err != nil {
+				return nil, fmt.Errorf("keeping the stored state in history: %w", err)
 			}
-			if err := h.writeState(ctx, single, state); err != nil {
-				return err
-			}
-			return h.pruneHistory(ctx, kept, h.store.HistoryLimit)
 		}
 	}
-	// No version was added to the history, so it needs no pruning.
-	return h.writeState(ctx, single, state)
+	single, err := h.writeState(ctx, stored, state, gz, fresh)
+	if err != nil {
+		return nil, err
+	}
+	if kept != nil {
+		// Only a version added to the history can take it over the limit.
+		if err := h.pruneHistory(ctx, kept, h.store.HistoryLimit); err != nil {
+			return nil, err
+		}
+	}
+	return &storedState{plain: bytes.Clone(state), single: single, found: true}, nil
 }
 
-// writeState stores state as the current version. A state that fits one chunk replacing a state
-// that was one chunk (single, as read) or none is one request: an update of that Secret (with the
-// resourceVersion read: a concurrent writer makes it fail with a Conflict) or a create. Leftover
-// -part-N Secrets of an older state, if a crash left any, are ignored by every reader while chunk
-// 0 is short, and deleted by the next write of two chunks or more. Any other state goes through
-// WriteState.
-func (h *Handle) writeState(ctx context.Context, single *corev1.Secret, state []byte) error {
-	gz, err := gzipBytes(state)
-	if err != nil {
-		return err
-	}
+// writeState stores state (gz, its gzip) over stored as the current version, and returns chunk
+// 0's Secret as written when that is the whole state. A state that fits one chunk replacing a
+// state that was one chunk or none is one request: an update of that Secret with the
+// resourceVersion read, or a create; errStale when it changed or appeared since stored was known
+// (fresh false). Leftover -part-N Secrets of an older state, if a crash left any, are ignored by
+// every reader while chunk 0 is short, and deleted by the next write of two chunks or more. Any
+// other state goes through WriteState, as does a create that meets a chunk 0 a fresh read found
+// without state data.
+func (h *Handle) writeState(ctx context.Context, stored *storedState, state, gz []byte, fresh bool) (*corev1.Secret, error) {
 	kube, ns := h.store.kube, h.store.namespace
-	if len(gz) >= chunkSize {
-		return WriteState(ctx, kube, ns, h.workspace, h.suffix, h.labels, state)
+	single := stored.single
+	if len(gz) >= chunkSize || (stored.found && single == nil) {
+		return nil, WriteState(ctx, kube, ns, h.workspace, h.suffix, h.labels, state)
 	}
 	want := backendLabels(h.workspace, h.suffix, h.labels)
 	secrets := kube.CoreV1().Secrets(ns)
 	if single == nil {
-		s := &corev1.Secret{
+		created, err := secrets.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: SecretName(h.workspace, h.suffix), Namespace: ns,
 				Labels: want, Annotations: map[string]string{"encoding": "gzip"},
 			},
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{stateKey: gz},
+		}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) && fresh {
+			return nil, WriteState(ctx, kube, ns, h.workspace, h.suffix, h.labels, state)
 		}
-		_, err := secrets.Create(ctx, s, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
-			// Chunk 0 exists without state data (or appeared meanwhile): the general path.
-			return WriteState(ctx, kube, ns, h.workspace, h.suffix, h.labels, state)
+			return nil, fmt.Errorf("creating state chunk %s: %w", SecretName(h.workspace, h.suffix), errStale)
 		}
 		if err != nil {
-			return fmt.Errorf("creating state chunk %s: %w", s.Name, err)
+			return nil, fmt.Errorf("creating state chunk %s: %w", SecretName(h.workspace, h.suffix), err)
 		}
-		return nil
+		return created, nil
 	}
 	s := single.DeepCopy()
 	if s.Labels == nil {
@@ -237,10 +302,14 @@ func (h *Handle) writeState(ctx context.Context, single *corev1.Secret, state []
 	}
 	maps.Copy(s.Labels, want)
 	s.Data[stateKey] = gz
-	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("updating state chunk %s: %w", s.Name, err)
+	updated, err := secrets.Update(ctx, s, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("updating state chunk %s: %w", s.Name, errStale)
 	}
-	return nil
+	if err != nil {
+		return nil, fmt.Errorf("updating state chunk %s: %w", s.Name, err)
+	}
+	return updated, nil
 }
 
 // checkFollows returns a *ConflictError unless sent may replace cur: same lineage (or none
