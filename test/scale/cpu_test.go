@@ -15,8 +15,9 @@ const clockTicks = 100
 
 // cpuSeconds returns the CPU time in seconds (user + system, from /proc/<pid>/stat, children not
 // included) used so far by the processes of this machine named kube-apiserver, etcd and
-// conductor-tf, summed by name, and "machine": the busy time of all CPUs (/proc/stat, everything
-// but idle and iowait), from which the rest (tofu, providers, the benchmark) is the difference.
+// conductor-tf, summed by name, and "machine": the busy time of all CPUs (/proc/stat: user, nice,
+// system, irq, softirq; not idle, iowait, or steal, which is another guest's), from which the rest
+// (tofu, providers, the benchmark) is the difference.
 func cpuSeconds() map[string]float64 {
 	out := map[string]float64{}
 	pids, _ := filepath.Glob("/proc/[0-9]*/stat")
@@ -45,9 +46,11 @@ func cpuSeconds() map[string]float64 {
 	if b, err := os.ReadFile("/proc/stat"); err == nil {
 		line := strings.SplitN(string(b), "\n", 2)[0]
 		fields := strings.Fields(line)[1:]
-		for i, f := range fields {
-			v, _ := strconv.ParseFloat(f, 64)
-			if i != 3 && i != 4 { // idle, iowait
+		// user nice system idle iowait irq softirq steal guest guest_nice: this machine's own work
+		// is user, nice, system, irq and softirq (steal is another guest's; guest is in user).
+		for _, i := range []int{0, 1, 2, 5, 6} {
+			if i < len(fields) {
+				v, _ := strconv.ParseFloat(fields[i], 64)
 				out["machine"] += v / clockTicks
 			}
 		}

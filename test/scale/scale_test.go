@@ -159,12 +159,8 @@ func TestBenchScale(t *testing.T) {
 	rss, peak, _ := ctl.RSS()
 
 	// The baselines, same binary, mirror, state storage and concurrency.
-	cpuBefore = cpuSeconds()
-	naiveTime := baseline(t, dir, "naive", tofu, tfEnv, module, env.Kubeconfig, true)
-	cpuNaive := cpuRows(cpuBefore, cpuSeconds(), *n)
-	cpuBefore = cpuSeconds()
-	bareTime := baseline(t, dir, "bare", tofu, tfEnv, module, env.Kubeconfig, false)
-	cpuBare := cpuRows(cpuBefore, cpuSeconds(), *n)
+	naiveTime, cpuNaive := baseline(t, dir, "naive", tofu, tfEnv, module, env.Kubeconfig, true)
+	bareTime, cpuBare := baseline(t, dir, "bare", tofu, tfEnv, module, env.Kubeconfig, false)
 
 	p50, p90 := percentile(latencies, 50), percentile(latencies, 90)
 	fmt.Printf("\nbench-scale: N=%d claims, concurrency %d, %s, module with one random_pet, runs in %s\n", *n, *concurrency, filepath.Base(tofu), mode)
@@ -229,7 +225,8 @@ func staticBindLatencies(t *testing.T, ctx context.Context, k8s client.Client, m
 
 // baseline times N directories of the module with state in Secrets of the same API server
 // (Terraform's kubernetes backend): init && apply each (naive), or apply each after an untimed init.
-func baseline(t *testing.T, dir, name, tofu string, tfEnv map[string]string, module, kubeconfig string, timeInit bool) time.Duration {
+// baseline returns the time of the timed loop and the CPU it used per claim (cpuRows).
+func baseline(t *testing.T, dir, name, tofu string, tfEnv map[string]string, module, kubeconfig string, timeInit bool) (time.Duration, string) {
 	// A plain loop has no shared plugin cache: each init installs the provider from the same
 	// mirror (with one, OpenTofu 1.12's concurrent inits made applies fail: see tfrunner/shared.go).
 	var envList []string
@@ -266,6 +263,7 @@ func baseline(t *testing.T, dir, name, tofu string, tfEnv map[string]string, mod
 	if !timeInit {
 		parallel(*n, *concurrency, func(i int) error { return run(dirs[i], initArgs...) })
 	}
+	cpuBefore := cpuSeconds()
 	start := time.Now()
 	parallel(*n, *concurrency, func(i int) error {
 		if timeInit {
@@ -275,7 +273,7 @@ func baseline(t *testing.T, dir, name, tofu string, tfEnv map[string]string, mod
 		}
 		return run(dirs[i], applyArgs...)
 	})
-	return time.Since(start)
+	return time.Since(start), cpuRows(cpuBefore, cpuSeconds(), *n)
 }
 
 // parallel runs fn(0..count-1) with at most width at once; the first error panics the test.
