@@ -50,6 +50,7 @@ type options struct {
 	syncInterval, grace    time.Duration
 	secretCheck            time.Duration
 	keepRunLogs            bool
+	warmProviders          bool
 	stateHistory           int
 	driftChecks            int
 	staleLockAfter         time.Duration
@@ -86,6 +87,7 @@ func main() {
 	flag.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "conductor-system"), "Namespace of the state Secrets and lock Leases (must exist).")
 	flag.StringVar(&o.kubeconfig, "state-kubeconfig", "", "Deprecated and ignored: state goes through the controller's state server, and runs get Kubernetes credentials only from a class's kubernetesAccess.")
 	flag.DurationVar(&o.syncInterval, "sync-interval", controller.DefaultSyncInterval, "How often an unchanged resource is planned again to detect drift.")
+	flag.BoolVar(&o.warmProviders, "warm-providers", false, "Keep provider processes between runs and reattach runs to them (TF_REATTACH_PROVIDERS): one run at a time per process, shared only by runs of the same tenant, module, provider version and environment; recycled after 100 runs or 2 minutes idle; killed after a failed run. Experimental.")
 	flag.BoolVar(&o.keepRunLogs, "keep-run-logs", false, "Keep every run's log in its Secret (tflog-…); by default only failed runs, plans waiting for approval and drift found keep one, and a successful run's summary stays in status.")
 	flag.DurationVar(&o.secretCheck, "secret-check-interval", controller.DefaultSecretCheckInterval, "How often an applied resource's Secret inputs (variablesFrom, env) are read to notice a rotation, which applies it once.")
 	flag.IntVar(&o.driftChecks, "max-concurrent-drift-checks", 1, "Drift checks that run at once: the share of the runner pool drift checks may take.")
@@ -195,9 +197,14 @@ func run(o options) error {
 			return err
 		}
 	}
+	var warm *tfrunner.WarmProviders
+	if o.warmProviders {
+		warm = tfrunner.NewWarmProviders(filepath.Join(o.workDir, "runs", ".warm"))
+		defer warm.Close()
+	}
 	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{
 		Binary: bin, Dir: filepath.Join(o.workDir, "runs"), Env: env, MaxConcurrent: o.maxRuns, GracePeriod: o.grace,
-		Observer: metrics.Pool{},
+		Observer: metrics.Pool{}, WarmProviders: warm,
 	})
 	if err != nil {
 		return err

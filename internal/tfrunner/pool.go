@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
 )
 
 // PoolOptions configure a Pool.
@@ -29,6 +31,9 @@ type PoolOptions struct {
 	GracePeriod time.Duration
 	// Observer, when set, is told when runs take and give back slots (the controller's metrics).
 	Observer Observer
+	// WarmProviders, when set, keeps provider processes between runs and reattaches the common
+	// run's apply to them (warm.go); nil starts every provider with its run.
+	WarmProviders *WarmProviders
 }
 
 // Observer is told about the pool's slots.
@@ -314,7 +319,18 @@ func (p *Pool) Apply(ctx context.Context, key string, spec Spec, opts ApplyOptio
 // applyJSON is the common run: one apply -json gives the plan, the apply and the non-sensitive
 // outputs; output -json runs only when the module has sensitive outputs, for their values.
 func (p *Pool) applyJSON(ctx context.Context, ws *Workspace, res *ApplyResult, onCreate CreateStartFunc) error {
-	stream, err := ws.ApplyJSON(ctx, onCreate)
+	var extra []tfexec.ApplyOption
+	release := func(bool) {}
+	if wp := p.opts.WarmProviders; wp != nil {
+		if provs := installedProviders(ws.Dir()); len(provs) > 0 {
+			// A provider that cannot be started warm is started by the run itself, as without.
+			if info, rel, err := wp.checkout(ctx, provs, ws.spec.Tenant, ws.spec.Module, ws.runEnv()); err == nil {
+				extra, release = []tfexec.ApplyOption{tfexec.Reattach(info)}, rel
+			}
+		}
+	}
+	stream, err := ws.ApplyJSON(ctx, onCreate, extra...)
+	release(err == nil && ctx.Err() == nil)
 	if stream != nil {
 		res.Log = tailBytes(strings.Join(stream.Log, "\n"), MaxLogBytes)
 		res.Plan = stream.Plan

@@ -19,8 +19,10 @@ import (
 // its state) and its error returned. The result is returned even when the run fails, with what the
 // stream said so far. Errors: *LockError when the state is locked by someone else, else *RunError
 // with Terraform's diagnostics, or a context error.
-func (w *Workspace) ApplyJSON(ctx context.Context, onCreate CreateStartFunc) (*StreamResult, error) {
-	return w.streamApply(ctx, onCreate, tfexec.VarFile(varsFile))
+//
+// extra are further terraform-exec options (Reattach, for warm providers).
+func (w *Workspace) ApplyJSON(ctx context.Context, onCreate CreateStartFunc, extra ...tfexec.ApplyOption) (*StreamResult, error) {
+	return w.streamApply(ctx, onCreate, append([]tfexec.ApplyOption{tfexec.VarFile(varsFile)}, extra...)...)
 }
 
 // streamApply runs apply -json with opts, reading its stream while it runs (see ApplyJSON).

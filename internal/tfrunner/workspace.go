@@ -196,6 +196,18 @@ func (w *Workspace) tf() (*tfexec.Terraform, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := tf.SetEnv(w.runEnv()); err != nil {
+		return nil, err
+	}
+	if err := tf.SetWaitDelay(w.grace); err != nil {
+		return nil, err
+	}
+	return tf, nil
+}
+
+// runEnv is the whole environment of the run's commands: the pool's, the run's own (provider
+// credentials, the state server's), the kubeconfig granted, and EnvWorkspace.
+func (w *Workspace) runEnv() map[string]string {
 	env := maps.Clone(w.baseEnv)
 	if env == nil {
 		env = map[string]string{}
@@ -206,13 +218,7 @@ func (w *Workspace) tf() (*tfexec.Terraform, error) {
 		env["KUBECONFIG"], env["KUBE_CONFIG_PATH"] = path, path
 	}
 	env[EnvWorkspace] = w.dir
-	if err := tf.SetEnv(env); err != nil {
-		return nil, err
-	}
-	if err := tf.SetWaitDelay(w.grace); err != nil {
-		return nil, err
-	}
-	return tf, nil
+	return env
 }
 
 // Init runs init (modules, backend, providers) and reads the module's declared inputs and outputs.

@@ -41,6 +41,7 @@ var (
 	n           = flag.Int("n", 200, "claims (and baseline directories)")
 	concurrency = flag.Int("concurrency", 2, "runs at once, for the controller and the baselines")
 	static      = flag.Int("static", 30, "static claims whose claim → Bound latency is measured")
+	warm        = flag.Bool("warm", false, "run the manager with --warm-providers (provider processes kept between runs)")
 	runnerCount = flag.Int("runners", 0, "runner processes of a runner pool that run the claims (concurrency split among them); 0: the manager's in-process pool")
 )
 
@@ -82,6 +83,9 @@ func TestBenchScale(t *testing.T) {
 		"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--zap-devel=false", "--zap-log-level=error"}
 	profArgs, profAddr := pprofArgs(t)
 	args = append(args, profArgs...)
+	if *warm {
+		args = append(args, "--warm-providers")
+	}
 	var protocol, state string
 	if *runnerCount > 0 {
 		var poolArgs []string
@@ -163,6 +167,9 @@ func TestBenchScale(t *testing.T) {
 	bareTime, cpuBare := baseline(t, dir, "bare", tofu, tfEnv, module, env.Kubeconfig, false)
 
 	p50, p90 := percentile(latencies, 50), percentile(latencies, 90)
+	if *warm {
+		mode += ", warm providers"
+	}
 	fmt.Printf("\nbench-scale: N=%d claims, concurrency %d, %s, module with one random_pet, runs in %s\n", *n, *concurrency, filepath.Base(tofu), mode)
 	fmt.Printf("| measure | value |\n|---|---|\n")
 	fmt.Printf("| controller: %d claims to Ready | %.1f s |\n", *n, controllerTime.Seconds())

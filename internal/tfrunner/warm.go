@@ -1,0 +1,306 @@
+package tfrunner
+
+// Warm providers: provider plugin processes kept between runs, which Terraform and OpenTofu drive
+// through provider reattach (TF_REATTACH_PROVIDERS, set by terraform-exec's Reattach option)
+// instead of starting their own. A provider started with -debug serves until it is killed and
+// prints how to reattach to it; the start-up it saves is most of a small apply.
+//
+// Isolation: a process is checked out by one run at a time, and is shared only by runs with the
+// same key: the provider's address and binary (so its version), the run's tenant and module (its
+// class), and a hash of the environment the provider gets (the run's env, which holds provider
+// credentials). A run that fails, is cancelled, or was killed kills the processes it used; a
+// process serves at most MaxRuns runs and waits idle at most IdleTimeout.
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+)
+
+// Defaults of WarmProviders.
+const (
+	DefaultWarmMaxRuns     = 100
+	DefaultWarmIdleTimeout = 2 * time.Minute
+	warmStartTimeout       = 30 * time.Second
+)
+
+// WarmProviders keeps provider processes between runs. The zero value is not usable: use
+// NewWarmProviders.
+type WarmProviders struct {
+	// MaxRuns is how many runs a process serves before it is killed (recycled).
+	MaxRuns int
+	// IdleTimeout is how long a process may wait for its next run before it is killed.
+	IdleTimeout time.Duration
+	// dir is the EnvWorkspace of every process started, so that Reap of the pool's directory
+	// finds them.
+	dir string
+
+	mu      sync.Mutex
+	idle    map[string][]*warmProvider // by key
+	started int                        // processes started, ever (tests and metrics)
+}
+
+// NewWarmProviders returns an empty set of warm providers whose processes carry EnvWorkspace=dir.
+func NewWarmProviders(dir string) *WarmProviders {
+	return &WarmProviders{MaxRuns: DefaultWarmMaxRuns, IdleTimeout: DefaultWarmIdleTimeout, dir: dir, idle: map[string][]*warmProvider{}}
+}
+
+type warmProvider struct {
+	key     string
+	address string
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed once the process has exited
+	config  tfexec.ReattachConfig
+	runs    int
+	idleAt  time.Time
+}
+
+// providerBinary is a provider installed in a workspace: its address (host/namespace/type, as
+// the lock file names it) and executable.
+type providerBinary struct{ address, path string }
+
+// installedProviders lists the providers init installed for dir (.terraform/providers/<host>/
+// <namespace>/<type>/<version>/<os_arch>/terraform-provider-*, links resolved), sorted by address.
+func installedProviders(dir string) []providerBinary {
+	paths, _ := filepath.Glob(filepath.Join(dir, ".terraform", "providers", "*", "*", "*", "*", "*", "terraform-provider-*"))
+	var out []providerBinary
+	for _, p := range paths {
+		rel, err := filepath.Rel(filepath.Join(dir, ".terraform", "providers"), p)
+		if err != nil {
+			continue
+		}
+		parts := strings.Split(rel, string(filepath.Separator))
+		// The workspace's .terraform links to the init it shares: the key is the binary itself.
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		out = append(out, providerBinary{address: strings.Join(parts[:3], "/"), path: p})
+	}
+	slices.SortFunc(out, func(a, b providerBinary) int { return strings.Compare(a.address, b.address) })
+	return out
+}
+
+// providerEnv is the environment a warm provider of a run gets: the run's, without what belongs to
+// one run only (the state server's credentials, the workspace directory), with EnvWorkspace naming
+// the warm providers' directory.
+func (wp *WarmProviders) providerEnv(runEnv map[string]string) map[string]string {
+	env := maps.Clone(runEnv)
+	for k := range env {
+		if strings.HasPrefix(k, "TF_HTTP_") || strings.HasPrefix(k, "TF_REATTACH") {
+			delete(env, k)
+		}
+	}
+	env[EnvWorkspace] = wp.dir
+	return env
+}
+
+// warmKey is the key of a provider for a run (see the file's comment).
+func warmKey(p providerBinary, tenant string, module Module, env map[string]string) string {
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		fmt.Fprintf(h, "%d:%s=%d:%s\n", len(k), k, len(env[k]), env[k])
+	}
+	return strings.Join([]string{p.address, p.path, tenant, module.Source, module.Version, hex.EncodeToString(h.Sum(nil))}, "|")
+}
+
+// checkout takes, for each provider, a process of its key, started now when none is idle, and
+// returns the reattach information for all of them and a release func: release(true) gives them
+// back for later runs, release(false) kills them. An error (a provider that did not start) kills
+// what was taken.
+func (wp *WarmProviders) checkout(ctx context.Context, providers []providerBinary, tenant string, module Module, runEnv map[string]string) (tfexec.ReattachInfo, func(healthy bool), error) {
+	env := wp.providerEnv(runEnv)
+	var taken []*warmProvider
+	release := func(healthy bool) {
+		for _, p := range taken {
+			wp.checkin(p, healthy)
+		}
+	}
+	info := tfexec.ReattachInfo{}
+	for _, pb := range providers {
+		key := warmKey(pb, tenant, module, env)
+		p := wp.takeIdle(key)
+		if p == nil {
+			var err error
+			if p, err = wp.start(ctx, pb, key, env); err != nil {
+				release(false)
+				return nil, nil, err
+			}
+		}
+		taken = append(taken, p)
+		info[pb.address] = p.config
+	}
+	return info, release, nil
+}
+
+// takeIdle pops an idle process of key, killing the ones idle for longer than IdleTimeout.
+func (wp *WarmProviders) takeIdle(key string) *warmProvider {
+	wp.mu.Lock()
+	defer wp.mu.Unlock()
+	wp.expireLocked(time.Now())
+	list := wp.idle[key]
+	if len(list) == 0 {
+		return nil
+	}
+	p := list[len(list)-1]
+	wp.idle[key] = list[:len(list)-1]
+	return p
+}
+
+// checkin gives p back after a run, or kills it: after a failed run, at MaxRuns, or when its
+// process has exited.
+func (wp *WarmProviders) checkin(p *warmProvider, healthy bool) {
+	p.runs++
+	if !healthy || p.runs >= wp.MaxRuns || p.gone() {
+		p.kill()
+		return
+	}
+	wp.mu.Lock()
+	defer wp.mu.Unlock()
+	p.idleAt = time.Now()
+	wp.idle[p.key] = append(wp.idle[p.key], p)
+}
+
+func (wp *WarmProviders) expireLocked(now time.Time) {
+	for key, list := range wp.idle {
+		kept := list[:0]
+		for _, p := range list {
+			if now.Sub(p.idleAt) > wp.IdleTimeout {
+				p.kill()
+			} else {
+				kept = append(kept, p)
+			}
+		}
+		wp.idle[key] = kept
+	}
+}
+
+// Started is how many provider processes were started so far.
+func (wp *WarmProviders) Started() int {
+	wp.mu.Lock()
+	defer wp.mu.Unlock()
+	return wp.started
+}
+
+// Close kills every idle process (a process checked out is killed when its run gives it back).
+func (wp *WarmProviders) Close() {
+	wp.mu.Lock()
+	defer wp.mu.Unlock()
+	for key, list := range wp.idle {
+		for _, p := range list {
+			p.kill()
+		}
+		delete(wp.idle, key)
+	}
+}
+
+// start runs the provider with -debug in a process group of its own and reads, from its output,
+// how to reattach to it (the TF_REATTACH_PROVIDERS line that terraform-plugin-go prints).
+func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key string, env map[string]string) (*warmProvider, error) {
+	cmd := exec.Command(pb.path, "-debug")
+	cmd.Dir = wp.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = io.Discard
+	if err := os.MkdirAll(wp.dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting provider %s: %w", pb.address, err)
+	}
+	p := &warmProvider{key: key, address: pb.address, cmd: cmd, exited: make(chan struct{})}
+	found := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sent := false
+		for sc.Scan() {
+			if !sent {
+				if cfg, ok := reattachLine(sc.Text()); ok {
+					p.config, sent = cfg, true
+					found <- nil
+				}
+			}
+		}
+		if !sent {
+			found <- errors.New("the provider exited without saying how to reattach to it (does it support -debug?)")
+		}
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
+	timer := time.NewTimer(warmStartTimeout)
+	defer timer.Stop()
+	select {
+	case err = <-found:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-timer.C:
+		err = fmt.Errorf("the provider did not say how to reattach to it within %s", warmStartTimeout)
+	}
+	if err != nil {
+		p.kill()
+		return nil, fmt.Errorf("warm provider %s: %w", pb.address, err)
+	}
+	wp.mu.Lock()
+	wp.started++
+	wp.mu.Unlock()
+	return p, nil
+}
+
+// reattachLine parses a line TF_REATTACH_PROVIDERS='{"<address>": {...}}' into the one provider's
+// config (the address printed is the provider's own; the run's is used instead).
+func reattachLine(line string) (tfexec.ReattachConfig, bool) {
+	_, rest, ok := strings.Cut(line, "TF_REATTACH_PROVIDERS='")
+	if !ok {
+		return tfexec.ReattachConfig{}, false
+	}
+	raw, _, ok := strings.Cut(rest, "'")
+	if !ok {
+		return tfexec.ReattachConfig{}, false
+	}
+	var info map[string]tfexec.ReattachConfig
+	if err := json.Unmarshal([]byte(raw), &info); err != nil || len(info) != 1 {
+		return tfexec.ReattachConfig{}, false
+	}
+	for _, cfg := range info {
+		return cfg, true
+	}
+	return tfexec.ReattachConfig{}, false
+}
+
+// gone reports a process that has exited.
+func (p *warmProvider) gone() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill ends the process's group (SIGKILL).
+func (p *warmProvider) kill() {
+	if p.cmd.Process != nil {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	}
+}

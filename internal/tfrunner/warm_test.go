@@ -1,0 +1,118 @@
+package tfrunner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// randomProvider is the random provider of the tools' mirror, as a workspace would list it.
+func randomProvider(t *testing.T) providerBinary {
+	paths, _ := filepath.Glob(filepath.Join(os.Getenv("CONDUCTOR_TF_PROVIDER_MIRROR"), "registry.terraform.io", "hashicorp", "random", "*", "*", "terraform-provider-random*"))
+	if len(paths) == 0 {
+		t.Fatal("no random provider in CONDUCTOR_TF_PROVIDER_MIRROR: run with the tools' environment")
+	}
+	return providerBinary{address: "registry.opentofu.org/hashicorp/random", path: paths[0]}
+}
+
+// checkoutOne takes one process for the random provider and returns its pid and release.
+func checkoutOne(t *testing.T, wp *WarmProviders, pb providerBinary, tenant string, env map[string]string) (int, func(bool)) {
+	t.Helper()
+	info, release, err := wp.checkout(context.Background(), []providerBinary{pb}, tenant, Module{Source: "./m", Version: "v1"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, ok := info[pb.address]
+	if !ok || cfg.Pid == 0 || cfg.Addr.String == "" {
+		t.Fatalf("reattach info %+v has no process for %s", info, pb.address)
+	}
+	return cfg.Pid, release
+}
+
+// TestWarmProvidersIsolation: a process serves one run at a time (a second run at once gets its
+// own), is reused by a later run of the same key, never by another tenant or another
+// environment (the run's credentials), and is killed after a failed run and at MaxRuns.
+func TestWarmProvidersIsolation(t *testing.T) {
+	wp := NewWarmProviders(t.TempDir())
+	defer wp.Close()
+	pb := randomProvider(t)
+	env := map[string]string{"PATH": os.Getenv("PATH"), "TF_HTTP_PASSWORD": "run-1"}
+
+	a, releaseA := checkoutOne(t, wp, pb, "team-a", env)
+	b, releaseB := checkoutOne(t, wp, pb, "team-a", env)
+	if a == b {
+		t.Fatalf("two runs at once share provider process %d", a)
+	}
+	releaseA(true)
+	releaseB(true)
+	env["TF_HTTP_PASSWORD"] = "run-2" // the state server's per-run credentials do not split keys
+	c, releaseC := checkoutOne(t, wp, pb, "team-a", env)
+	if c != a && c != b {
+		t.Errorf("a later run of the same key got a new process %d, want %d or %d", c, a, b)
+	}
+	releaseC(true)
+	if wp.Started() != 2 {
+		t.Errorf("started %d processes, want 2", wp.Started())
+	}
+
+	other, releaseOther := checkoutOne(t, wp, pb, "team-b", env)
+	if other == a || other == b {
+		t.Errorf("another tenant's run got team-a's process %d", other)
+	}
+	releaseOther(true)
+	creds := map[string]string{"PATH": os.Getenv("PATH"), "AWS_SECRET_ACCESS_KEY": "another"}
+	withCreds, releaseCreds := checkoutOne(t, wp, pb, "team-a", creds)
+	if withCreds == a || withCreds == b {
+		t.Errorf("a run with other credentials got process %d of a run without them", withCreds)
+	}
+
+	releaseCreds(false)
+	waitGone(t, withCreds, "after a failed run")
+	wp.MaxRuns = 1
+	d, releaseD := checkoutOne(t, wp, pb, "team-a", env)
+	releaseD(true)
+	waitGone(t, d, "after MaxRuns")
+}
+
+// TestWarmProvidersIdleTimeout: a process idle for longer than IdleTimeout is killed.
+func TestWarmProvidersIdleTimeout(t *testing.T) {
+	wp := NewWarmProviders(t.TempDir())
+	defer wp.Close()
+	wp.IdleTimeout = 100 * time.Millisecond
+	pb := randomProvider(t)
+	env := map[string]string{"PATH": os.Getenv("PATH")}
+	a, release := checkoutOne(t, wp, pb, "t", env)
+	release(true)
+	time.Sleep(300 * time.Millisecond)
+	b, release := checkoutOne(t, wp, pb, "t", env)
+	release(false)
+	if a == b {
+		t.Fatal("a process idle past IdleTimeout was reused")
+	}
+	waitGone(t, a, "idle past IdleTimeout")
+}
+
+func waitGone(t *testing.T, pid int, when string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(filepath.Join("/proc", itoa(pid), "stat")); err != nil || isZombie(b) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("provider process %d still runs %s", pid, when)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// isZombie reports a /proc/<pid>/stat whose state is Z (exited, not reaped yet).
+func isZombie(stat []byte) bool {
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && len(s) > i+2 && s[i+2] == 'Z'
+}
