@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-version"
@@ -50,7 +51,7 @@ type options struct {
 	syncInterval, grace    time.Duration
 	secretCheck            time.Duration
 	keepRunLogs            bool
-	warmProviders          bool
+	warmProviders          string
 	stateHistory           int
 	driftChecks            int
 	staleLockAfter         time.Duration
@@ -87,7 +88,7 @@ func main() {
 	flag.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "conductor-system"), "Namespace of the state Secrets and lock Leases (must exist).")
 	flag.StringVar(&o.kubeconfig, "state-kubeconfig", "", "Deprecated and ignored: state goes through the controller's state server, and runs get Kubernetes credentials only from a class's kubernetesAccess.")
 	flag.DurationVar(&o.syncInterval, "sync-interval", controller.DefaultSyncInterval, "How often an unchanged resource is planned again to detect drift.")
-	flag.BoolVar(&o.warmProviders, "warm-providers", false, "Keep provider processes between runs and reattach runs to them (TF_REATTACH_PROVIDERS): one run at a time per process, shared only by runs of the same tenant, module, provider version and environment; recycled after 100 runs or 2 minutes idle; killed after a failed run. Experimental.")
+	flag.StringVar(&o.warmProviders, "warm-providers", "", "Providers to keep running between runs, comma-separated (e.g. hashicorp/random): runs reattach to them (TF_REATTACH_PROVIDERS) instead of starting them. A process serves one run at a time and only runs of the same tenant, module, provider version and environment; it is recycled after 100 runs or 2 minutes idle and killed after a failed run; modules that declare provider aliases never use it. List only providers that read no file relative to their working directory. Experimental; empty: none.")
 	flag.BoolVar(&o.keepRunLogs, "keep-run-logs", false, "Keep every run's log in its Secret (tflog-…); by default only failed runs, plans waiting for approval and drift found keep one, and a successful run's summary stays in status.")
 	flag.DurationVar(&o.secretCheck, "secret-check-interval", controller.DefaultSecretCheckInterval, "How often an applied resource's Secret inputs (variablesFrom, env) are read to notice a rotation, which applies it once.")
 	flag.IntVar(&o.driftChecks, "max-concurrent-drift-checks", 1, "Drift checks that run at once: the share of the runner pool drift checks may take.")
@@ -198,8 +199,9 @@ func run(o options) error {
 		}
 	}
 	var warm *tfrunner.WarmProviders
-	if o.warmProviders {
+	if o.warmProviders != "" {
 		warm = tfrunner.NewWarmProviders(filepath.Join(o.workDir, "runs", ".warm"))
+		warm.Providers = strings.Split(o.warmProviders, ",")
 		defer warm.Close()
 	}
 	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{

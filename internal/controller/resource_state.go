@@ -119,9 +119,10 @@ func (r *ResourceReconciler) restoreState(ctx context.Context, res *v1alpha1.Inf
 	if err == nil {
 		// Recorded as a run before it locks the state: a crash mid-restore leaves a lock that
 		// recoverOwnLock releases by this run's id.
+		// Written from a copy: the answer must not replace the status this reconcile holds.
 		before := res.DeepCopy()
 		res.Status.LastRun = r.newRun(res, "restore", time.Now())
-		if err := r.Status().Patch(ctx, res, client.MergeFrom(before)); err != nil {
+		if err := r.Status().Patch(ctx, res.DeepCopy(), client.MergeFrom(before)); err != nil {
 			return fmt.Errorf("recording the restore run: %w", err)
 		}
 		err = r.stateHandle(res).Restore(ctx, serial, res.Status.LastRun.ID)

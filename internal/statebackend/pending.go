@@ -62,15 +62,16 @@ const pendingLockAnnotation = "conductor.io/pending-lock-id"
 
 // listPending reads every pending state Secret of the store's namespace (DefaultWorkspace, the
 // http backend's only one), by suffix: the state, its labels, and the lock ID of the run that
-// sent it. A Secret whose data does not decode is an error: its state must not be ignored.
-func (st *Store) listPending(ctx context.Context) (map[string]pendingState, error) {
+// sent it; and, by suffix, the pending Secrets whose data does not decode (their states must not
+// be ignored, nor stop the others).
+func (st *Store) listPending(ctx context.Context) (map[string]pendingState, map[string]error, error) {
 	sel := labels.SelectorFromSet(labels.Set{LabelPendingState: "true"})
 	list, err := st.kube.CoreV1().Secrets(st.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	prefix := PendingSecretName(DefaultWorkspace, "")
-	out := map[string]pendingState{}
+	out, bad := map[string]pendingState{}, map[string]error{}
 	for _, s := range list.Items {
 		suffix, ok := strings.CutPrefix(s.Name, prefix)
 		if !ok || suffix == "" {
@@ -78,13 +79,14 @@ func (st *Store) listPending(ctx context.Context) (map[string]pendingState, erro
 		}
 		state, err := gunzipBytes(s.Data[stateKey])
 		if err != nil {
-			return nil, fmt.Errorf("pending state Secret %s: %w", s.Name, err)
+			bad[suffix] = fmt.Errorf("pending state Secret %s: %w", s.Name, err)
+			continue
 		}
 		extra := maps.Clone(s.Labels)
 		delete(extra, LabelPendingState)
 		out[suffix] = pendingState{state: state, labels: extra, lockID: s.Annotations[pendingLockAnnotation]}
 	}
-	return out, nil
+	return out, bad, nil
 }
 
 // deletePending deletes h's pending state Secret (gone already is not an error).

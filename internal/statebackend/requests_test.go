@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -148,5 +149,28 @@ func TestWriteFromWhatTheRunRead(t *testing.T) {
 	}
 	if st, _, err := Read(ctx, testKube, ns, DefaultWorkspace, "known"); err != nil || st.Lineage != "l-other" || st.Serial != 7 {
 		t.Fatalf("stored after the refused write: %+v, %v; want l-other serial 7 kept", st, err)
+	}
+}
+
+// TestUndecodablePendingStopsOnlyItsState: a pending-state Secret that does not decode stops its
+// own state, with its name in the error, and no other: the listing of pending states is not
+// failed by it.
+func TestUndecodablePendingStopsOnlyItsState(t *testing.T) {
+	ctx := context.Background()
+	fk := fake.NewClientset()
+	_, err := fk.CoreV1().Secrets("ns").Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: PendingSecretName(DefaultWorkspace, "bad"), Namespace: "ns",
+			Labels: map[string]string{LabelPendingState: "true"}},
+		Data: map[string][]byte{stateKey: []byte("not gzip")},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, fk, "ns", DefaultHistoryLimit)
+	if saved, err := srv.RetryPending(ctx, "good"); err != nil || saved {
+		t.Fatalf("another state: saved=%v, %v; want nothing to save and no error", saved, err)
+	}
+	if _, err := srv.RetryPending(ctx, "bad"); err == nil || !strings.Contains(err.Error(), PendingSecretName(DefaultWorkspace, "bad")) {
+		t.Fatalf("the undecodable pending state: %v; want an error naming its Secret", err)
 	}
 }

@@ -58,8 +58,10 @@ type Server struct {
 	runs    map[string]*run         // by username
 	pending map[string]pendingState // by suffix
 	listed  bool                    // the pending Secrets were listed into pending (loadPending)
-	states  map[string]*sync.Mutex  // by suffix, held while a request or RetryPending runs
-	written map[string]State        // by suffix: the state last stored through the server, until TakeWritten
+	// badPending holds, by suffix, the pending Secrets that did not decode when listed.
+	badPending map[string]error
+	states     map[string]*sync.Mutex // by suffix, held while a request or RetryPending runs
+	written    map[string]State       // by suffix: the state last stored through the server, until TakeWritten
 }
 
 // TakeWritten returns the serial, lineage and resource count of the state last stored for suffix
@@ -179,29 +181,32 @@ type pendingState struct {
 // into memory: the first call lists them all (one request, labelled LabelPendingState), instead of
 // reading one Secret per state. It is first called by the leader's first reconcile that runs
 // anything, after any earlier leader stopped serving.
-func (s *Server) loadPending(ctx context.Context, _ *Handle) error {
+//
+// A pending Secret that does not decode stops only its own state, with that error.
+func (s *Server) loadPending(ctx context.Context, h *Handle) error {
 	s.mu.Lock()
-	listed := s.listed
+	listed, bad := s.listed, s.badPending[h.suffix]
 	s.mu.Unlock()
 	if listed {
-		return nil
+		return bad
 	}
-	found, err := s.store.listPending(ctx)
+	found, undecoded, err := s.store.listPending(ctx)
 	if err != nil {
 		return fmt.Errorf("listing pending states: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.listed {
-		return nil
+		return s.badPending[h.suffix]
 	}
+	s.badPending = undecoded
 	for suffix, p := range found {
 		if _, inMemory := s.pending[suffix]; !inMemory {
 			s.pending[suffix] = p
 		}
 	}
 	s.listed = true
-	return nil
+	return s.badPending[h.suffix]
 }
 
 // flushPending writes h's pending state, if any (see RetryPending).

@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/terraform-config-inspect/tfconfig"
 	"github.com/hashicorp/terraform-exec/tfexec"
 )
 
@@ -43,6 +44,11 @@ const (
 // WarmProviders keeps provider processes between runs. The zero value is not usable: use
 // NewWarmProviders.
 type WarmProviders struct {
+	// Providers names the providers kept warm, as "namespace/type" (hashicorp/random) or a full
+	// address; the others start with their run as usual. Only list providers that read no file
+	// relative to their working directory (a warm process runs in a directory of its own, not the
+	// run's) and keep no state between configurations.
+	Providers []string
 	// MaxRuns is how many runs a process serves before it is killed (recycled).
 	MaxRuns int
 	// IdleTimeout is how long a process may wait for its next run before it is killed.
@@ -54,11 +60,14 @@ type WarmProviders struct {
 	mu      sync.Mutex
 	idle    map[string][]*warmProvider // by key
 	started int                        // processes started, ever (tests and metrics)
+	closed  bool                       // Close was called: processes given back are killed
+	aliases map[string]bool            // by module directory: the modules declare provider aliases
 }
 
 // NewWarmProviders returns an empty set of warm providers whose processes carry EnvWorkspace=dir.
 func NewWarmProviders(dir string) *WarmProviders {
-	return &WarmProviders{MaxRuns: DefaultWarmMaxRuns, IdleTimeout: DefaultWarmIdleTimeout, dir: dir, idle: map[string][]*warmProvider{}}
+	return &WarmProviders{MaxRuns: DefaultWarmMaxRuns, IdleTimeout: DefaultWarmIdleTimeout, dir: dir,
+		idle: map[string][]*warmProvider{}, aliases: map[string]bool{}}
 }
 
 type warmProvider struct {
@@ -159,6 +168,9 @@ func (wp *WarmProviders) takeIdle(key string) *warmProvider {
 	}
 	p := list[len(list)-1]
 	wp.idle[key] = list[:len(list)-1]
+	if p.gone() { // exited while idle: the run starts a new one
+		return nil
+	}
 	return p
 }
 
@@ -172,8 +184,18 @@ func (wp *WarmProviders) checkin(p *warmProvider, healthy bool) {
 	}
 	wp.mu.Lock()
 	defer wp.mu.Unlock()
+	if wp.closed {
+		p.kill()
+		return
+	}
 	p.idleAt = time.Now()
 	wp.idle[p.key] = append(wp.idle[p.key], p)
+	// The idle timeout holds even when no run comes to expire it.
+	time.AfterFunc(wp.IdleTimeout+time.Second, func() {
+		wp.mu.Lock()
+		defer wp.mu.Unlock()
+		wp.expireLocked(time.Now())
+	})
 }
 
 func (wp *WarmProviders) expireLocked(now time.Time) {
@@ -201,12 +223,87 @@ func (wp *WarmProviders) Started() int {
 func (wp *WarmProviders) Close() {
 	wp.mu.Lock()
 	defer wp.mu.Unlock()
+	wp.closed = true
 	for key, list := range wp.idle {
 		for _, p := range list {
 			p.kill()
 		}
 		delete(wp.idle, key)
 	}
+}
+
+// warmable returns the providers of a run that may be served warm: those listed in Providers, and
+// none when a module the run installed declares a provider alias (Terraform sends every alias's
+// configuration to the one process of a provider, so they would overwrite each other).
+func (wp *WarmProviders) warmable(workDir string, providers []providerBinary) []providerBinary {
+	if wp.hasAliases(workDir) {
+		return nil
+	}
+	var out []providerBinary
+	for _, p := range providers {
+		for _, name := range wp.Providers {
+			if p.address == name || strings.HasSuffix(p.address, "/"+name) {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// hasAliases reports whether any module init installed for workDir (its modules.json manifest)
+// declares a provider configuration with an alias or configuration_aliases; a module that cannot
+// be read counts as having them. Answers are kept by module directory.
+func (wp *WarmProviders) hasAliases(workDir string) bool {
+	data, err := os.ReadFile(filepath.Join(workDir, ".terraform", "modules", "modules.json"))
+	if err != nil {
+		return true
+	}
+	var manifest struct{ Modules []struct{ Dir string } }
+	if json.Unmarshal(data, &manifest) != nil {
+		return true
+	}
+	for _, m := range manifest.Modules {
+		dir := m.Dir
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(workDir, dir)
+		}
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+		wp.mu.Lock()
+		has, known := wp.aliases[dir]
+		wp.mu.Unlock()
+		if !known {
+			has = declaresAliases(dir)
+			wp.mu.Lock()
+			wp.aliases[dir] = has
+			wp.mu.Unlock()
+		}
+		if has {
+			return true
+		}
+	}
+	return false
+}
+
+// declaresAliases reads one module (terraform-config-inspect) for provider aliases.
+func declaresAliases(dir string) bool {
+	mod, diags := tfconfig.LoadModule(dir)
+	if diags.HasErrors() {
+		return true
+	}
+	for _, pc := range mod.ProviderConfigs {
+		if pc.Alias != "" {
+			return true
+		}
+	}
+	for _, rp := range mod.RequiredProviders {
+		if len(rp.ConfigurationAliases) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // start runs the provider with -debug in a process group of its own and reads, from its output,

@@ -116,3 +116,51 @@ func isZombie(stat []byte) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i > 0 && len(s) > i+2 && s[i+2] == 'Z'
 }
+
+// TestWarmProvidersNeverForAliases: a module that declares a provider alias, or
+// configuration_aliases, is never served warm (every alias's configuration would reach the one
+// process); a provider not listed is never warm either.
+func TestWarmProvidersNeverForAliases(t *testing.T) {
+	write := func(body string) string {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	cases := map[string]bool{
+		`provider "random" {}`:                 false,
+		`provider "random" { alias = "dr" }`:   true,
+		`terraform {
+  required_providers {
+    random = { source = "hashicorp/random", configuration_aliases = [random.dr] }
+  }
+}`: true,
+	}
+	for body, want := range cases {
+		if got := declaresAliases(write(body)); got != want {
+			t.Errorf("declaresAliases(%q) = %v, want %v", body, got, want)
+		}
+	}
+	wp := NewWarmProviders(t.TempDir())
+	wp.Providers = []string{"hashicorp/random"}
+	work := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(work, ".terraform", "modules"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	manifest := func(dir string) {
+		data := []byte(`{"Modules":[{"Key":"","Source":"","Dir":"."},{"Key":"main","Source":"x","Dir":"` + dir + `"}]}`)
+		if err := os.WriteFile(filepath.Join(work, ".terraform", "modules", "modules.json"), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	provs := []providerBinary{{address: "registry.opentofu.org/hashicorp/random"}, {address: "registry.opentofu.org/hashicorp/local"}}
+	manifest(write(`provider "random" {}`))
+	if got := wp.warmable(work, provs); len(got) != 1 || got[0].address != provs[0].address {
+		t.Errorf("warmable without aliases = %v, want only the listed random provider", got)
+	}
+	manifest(write(`provider "random" { alias = "dr" }`))
+	if got := wp.warmable(work, provs); len(got) != 0 {
+		t.Errorf("warmable with an alias in module main = %v, want none", got)
+	}
+}

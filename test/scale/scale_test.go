@@ -41,7 +41,7 @@ var (
 	n           = flag.Int("n", 200, "claims (and baseline directories)")
 	concurrency = flag.Int("concurrency", 2, "runs at once, for the controller and the baselines")
 	static      = flag.Int("static", 30, "static claims whose claim → Bound latency is measured")
-	warm        = flag.Bool("warm", false, "run the manager with --warm-providers (provider processes kept between runs)")
+	warm        = flag.Bool("warm", false, "run the manager with --warm-providers=hashicorp/random (the provider process kept between runs)")
 	runnerCount = flag.Int("runners", 0, "runner processes of a runner pool that run the claims (concurrency split among them); 0: the manager's in-process pool")
 )
 
@@ -84,7 +84,7 @@ func TestBenchScale(t *testing.T) {
 	profArgs, profAddr := pprofArgs(t)
 	args = append(args, profArgs...)
 	if *warm {
-		args = append(args, "--warm-providers")
+		args = append(args, "--warm-providers=hashicorp/random")
 	}
 	var protocol, state string
 	if *runnerCount > 0 {
