@@ -129,8 +129,8 @@ func TestWarmProvidersNeverForAliases(t *testing.T) {
 		return dir
 	}
 	cases := map[string]bool{
-		`provider "random" {}`:                 false,
-		`provider "random" { alias = "dr" }`:   true,
+		`provider "random" {}`:               false,
+		`provider "random" { alias = "dr" }`: true,
 		`terraform {
   required_providers {
     random = { source = "hashicorp/random", configuration_aliases = [random.dr] }
