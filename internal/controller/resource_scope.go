@@ -108,9 +108,3 @@ func (s *resourceScope) patch(ctx context.Context) error {
 	s.base.Status = *s.res.Status.DeepCopy()
 	return nil
 }
-
-// finish ends the reconcile with result.
-func (s *resourceScope) finish(result ctrl.Result) (bool, error) {
-	s.result = result
-	return true, nil
-}

@@ -68,7 +68,8 @@ func (r *ResourceReconciler) prepareRun(ctx context.Context, s *resourceScope) (
 	var ie *inputError
 	if errors.As(err, &ie) {
 		r.setRunFailed(s.res, "render", ie.reason, ie.message, time.Now())
-		return s.finish(ctrl.Result{RequeueAfter: secretRetry})
+		s.result = ctrl.Result{RequeueAfter: secretRetry}
+		return true, nil
 	} else if err != nil {
 		return true, err
 	}

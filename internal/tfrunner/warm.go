@@ -71,13 +71,12 @@ func NewWarmProviders(dir string) *WarmProviders {
 }
 
 type warmProvider struct {
-	key     string
-	address string
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed once the process has exited
-	config  tfexec.ReattachConfig
-	runs    int
-	idleAt  time.Time
+	key    string
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once the process has exited
+	config tfexec.ReattachConfig
+	runs   int
+	idleAt time.Time
 }
 
 // providerBinary is a provider installed in a workspace: its address (host/namespace/type, as
@@ -326,7 +325,7 @@ func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key strin
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting provider %s: %w", pb.address, err)
 	}
-	p := &warmProvider{key: key, address: pb.address, cmd: cmd, exited: make(chan struct{})}
+	p := &warmProvider{key: key, cmd: cmd, exited: make(chan struct{})}
 	found := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(out)

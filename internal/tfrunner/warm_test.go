@@ -100,15 +100,13 @@ func waitGone(t *testing.T, pid int, when string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(filepath.Join("/proc", itoa(pid), "stat")); err != nil || isZombie(b) {
+		if b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat")); err != nil || isZombie(b) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Errorf("provider process %d still runs %s", pid, when)
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // isZombie reports a /proc/<pid>/stat whose state is Z (exited, not reaped yet).
 func isZombie(stat []byte) bool {
