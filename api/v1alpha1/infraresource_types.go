@@ -215,6 +215,18 @@ type StateStatus struct {
 	// released by hand (kubectl conductor unlock); the controller never takes it itself.
 	// +optional
 	LockStale bool `json:"lockStale,omitempty"`
+	// Destroyed is recorded by a Delete reclaim once destroy succeeded and before the state Secret
+	// is deleted: a state missing afterwards is the reclaim's own deletion, never a lost state.
+	// +optional
+	Destroyed *StateDestroyed `json:"destroyed,omitempty"`
+}
+
+// StateDestroyed says that a reclaim destroyed the infrastructure a state recorded.
+type StateDestroyed struct {
+	// Serial of the state once destroy ended (its last version, holding no objects).
+	Serial int64 `json:"serial"`
+	// Time destroy ended.
+	Time metav1.Time `json:"time"`
 }
 
 // ImportStatus records the outcome of one import.

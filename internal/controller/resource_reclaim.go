@@ -153,10 +153,17 @@ func (r *ResourceReconciler) deleteRunRecords(ctx context.Context, res *v1alpha1
 	return nil
 }
 
-// destroy runs terraform destroy (when there is state), then deletes the state Secret and Lease.
-// Like every run it first releases its own stale lock and records itself as Running.
+// destroy runs terraform destroy (when there is state), records that it did (status.state.destroyed,
+// a checkpoint), and only then deletes the state Secret and Lease: a write lost after the deletion
+// (a conflict on the finalizer, a restart) finds the record and finishes the reclaim, never a
+// "missing" state. Like every run it first releases its own stale lock and records itself as Running.
 func (r *ResourceReconciler) destroy(ctx context.Context, s *resourceScope) error {
 	res := s.res
+	if destroyedEarlier(res) {
+		// An earlier reconcile destroyed and recorded it; the deletion may not have happened.
+		r.Runs.Forget(res.Name)
+		return statebackend.Delete(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
+	}
 	// A state a run could not save is saved first: destroy must see every object.
 	if err := r.putBackState(ctx, res); err != nil {
 		var se *stateError
@@ -189,35 +196,76 @@ func (r *ResourceReconciler) destroy(ctx context.Context, s *resourceScope) erro
 			strings.Join(res.Status.CreatesPending, ", "))
 	}
 	if found && st.Resources > 0 {
-		spec, err := r.runSpec(ctx, res)
-		if err != nil {
-			r.setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, err.Error(), time.Now())
+		if st, err = r.runDestroy(ctx, s, st); err != nil {
 			return err
 		}
-		if err := r.recoverOwnLock(ctx, res); err != nil {
+	}
+	if found {
+		if err := recordDestroyed(ctx, s, st.Serial); err != nil {
 			return err
 		}
-		res.Status.LastRun = r.newRun(res, "destroy", time.Now())
-		if err := s.checkpoint(ctx); err != nil {
-			return err
-		}
-		revoke := r.backend(res, &spec)
-		err = r.Runs.Destroy(ctx, res.Name, spec)
-		revoke()
-		metrics.ObserveRun("destroy", runResult(nil, err), time.Since(res.Status.LastRun.StartTime.Time))
-		if err != nil {
-			msg := err.Error()
-			var re *tfrunner.RunError
-			if errors.As(err, &re) {
-				msg = re.Message
-			}
-			r.setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, msg, time.Now())
-			return err
-		}
-		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "Destroyed", "Reclaim", "reclaim policy Delete: infrastructure destroyed")
 	}
 	r.Runs.Forget(res.Name)
 	return statebackend.Delete(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
+}
+
+// runDestroy runs terraform destroy on the resource's state st and returns the state it left (its
+// serial as the run stored it; st's when unknown). The Running record is a checkpoint, as every
+// run's; the outcome is recorded in status.lastRun.
+func (r *ResourceReconciler) runDestroy(ctx context.Context, s *resourceScope, st statebackend.State) (statebackend.State, error) {
+	res := s.res
+	spec, err := r.runSpec(ctx, res)
+	if err != nil {
+		r.setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, err.Error(), time.Now())
+		return st, err
+	}
+	if err := r.recoverOwnLock(ctx, res); err != nil {
+		return st, err
+	}
+	res.Status.LastRun = r.newRun(res, "destroy", time.Now())
+	if err := s.checkpoint(ctx); err != nil {
+		return st, err
+	}
+	revoke := r.backend(res, &spec)
+	err = r.Runs.Destroy(ctx, res.Name, spec)
+	revoke()
+	done := time.Now()
+	metrics.ObserveRun("destroy", runResult(nil, err), done.Sub(res.Status.LastRun.StartTime.Time))
+	if err != nil {
+		msg := err.Error()
+		var re *tfrunner.RunError
+		if errors.As(err, &re) {
+			msg = re.Message
+		}
+		r.setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, msg, done)
+		return st, err
+	}
+	res.Status.LastRun.Result = RunSucceeded
+	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
+	if r.StateServer != nil {
+		if written, ok := r.StateServer.TakeWritten(suffix(res)); ok {
+			st = written
+		}
+	}
+	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "Destroyed", "Reclaim", "reclaim policy Delete: infrastructure destroyed")
+	return st, nil
+}
+
+// recordDestroyed writes status.state.destroyed (serial, now) as a checkpoint, before the state
+// Secret is deleted: once the deletion happened, only this record tells a reclaim that finished its
+// destroy from a state that went missing.
+func recordDestroyed(ctx context.Context, s *resourceScope, serial int64) error {
+	if s.res.Status.State == nil {
+		s.res.Status.State = &v1alpha1.StateStatus{}
+	}
+	s.res.Status.State.Destroyed = &v1alpha1.StateDestroyed{Serial: serial, Time: metav1.Now()}
+	return s.checkpoint(ctx)
+}
+
+// destroyedEarlier reports a reclaim that recorded its destroy (recordDestroyed) in an earlier
+// reconcile.
+func destroyedEarlier(res *v1alpha1.InfraResource) bool {
+	return res.Status.State != nil && res.Status.State.Destroyed != nil
 }
 
 // stateMissingOnDelete decides a Delete reclaim whose state is missing. A resource that never

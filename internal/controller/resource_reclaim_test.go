@@ -1,0 +1,106 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+)
+
+// A reclaim that destroyed the infrastructure and deleted the state, and then lost the write that
+// drops its finalizer (a conflict with another writer, a restart), must finish on the next
+// reconcile: the state it deleted itself is not a missing state (issue 31: 6 of 200 resources of a
+// mass deletion were left in Deleting with StateMissing).
+func TestReclaimFinishesAfterAWriteLostOnceTheStateIsDeleted(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+
+	const ns = "conductor-system"
+	res := &v1alpha1.InfraResource{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-1", Finalizers: []string{v1alpha1.FinalizerResource}, Generation: 1},
+		Spec: v1alpha1.InfraResourceSpec{ResourceKind: "Pet", ReclaimPolicy: v1alpha1.ReclaimDelete,
+			Module: v1alpha1.ModuleSource{Source: "./m", Version: "v1"}},
+	}
+	sfx := statebackend.SuffixFor(res.Name)
+	res.Status = v1alpha1.InfraResourceStatus{Phase: v1alpha1.ResourceBound, ObservedGeneration: 1,
+		State: &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, sfx), Serial: 1}}
+
+	kube := kubefake.NewClientset()
+	state := []byte(`{"version":4,"serial":1,"lineage":"l-1","resources":[{"mode":"managed","type":"random_pet","name":"p","instances":[{"attributes":{"id":"x"}}]}]}`)
+	if err := statebackend.NewStore(kube, ns).For(sfx).Write(ctx, state); err != nil {
+		t.Fatal(err)
+	}
+
+	// The first finalizer removal fails, as a conflict with another writer does, once the state is
+	// gone: the window the issue names.
+	var failOnce sync.Once
+	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.InfraResource{}).WithObjects(res).
+		WithInterceptorFuncs(interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			var err error
+			if r, ok := obj.(*v1alpha1.InfraResource); ok && !controllerutil.ContainsFinalizer(r, v1alpha1.FinalizerResource) {
+				failOnce.Do(func() {
+					err = apierrors.NewConflict(schema.GroupResource{Group: "conductor.io", Resource: "infraresources"}, r.Name, errors.New("the object has been modified"))
+				})
+			}
+			if err != nil {
+				return err
+			}
+			return c.Update(ctx, obj, opts...)
+		}}).Build()
+	if err := c.Delete(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	runs := &recordingRuns{}
+	rec := events.NewFakeRecorder(100)
+	r := &ResourceReconciler{Client: c, APIReader: c, Kube: kube, Recorder: rec, Runs: runs,
+		State: statebackend.Config{Namespace: ns}}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Name: res.Name}}
+
+	// A conflict is requeued, not returned: the resource must still be there.
+	_, _ = r.Reconcile(ctx, req)
+	if err := c.Get(ctx, req.NamespacedName, &v1alpha1.InfraResource{}); err != nil {
+		t.Fatalf("the first reconcile's finalizer removal should have failed, leaving the resource: %v", err)
+	}
+	if runs.destroys != 1 {
+		t.Fatalf("destroys after the first reconcile = %d, want 1", runs.destroys)
+	}
+	if _, found, _ := statebackend.Read(ctx, kube, ns, statebackend.DefaultWorkspace, sfx); found {
+		t.Fatal("the state should be deleted by the first reconcile")
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatalf("the second reconcile: %v", err)
+	}
+	got := &v1alpha1.InfraResource{}
+	if err := c.Get(ctx, req.NamespacedName, got); !apierrors.IsNotFound(err) {
+		t.Errorf("the resource should be gone after the second reconcile; got err=%v, phase %s, conditions %+v", err, got.Status.Phase, got.Status.Conditions)
+	}
+	if runs.destroys != 1 {
+		t.Errorf("destroys = %d, want 1: nothing is destroyed twice", runs.destroys)
+	}
+	close(rec.Events)
+	for e := range rec.Events {
+		if strings.Contains(e, v1alpha1.ReasonStateMissing) {
+			t.Errorf("event %q: the state the reclaim deleted itself was reported missing", e)
+		}
+	}
+}
