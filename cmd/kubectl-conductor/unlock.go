@@ -58,13 +58,14 @@ func runUnlock(ctx context.Context, out io.Writer, cl *Clients, name string) err
 	}
 	suffix := stateSuffix(t.Resource)
 	lease := cl.ControllerNamespace + "/" + statebackend.LeaseName(statebackend.DefaultWorkspace, suffix)
-	err = statebackend.ReleaseLock(ctx, cl.Kube, cl.ControllerNamespace, statebackend.DefaultWorkspace, suffix, st.LockID)
+	state := statebackend.NewStore(cl.Kube, cl.ControllerNamespace).For(suffix)
+	err = state.ReleaseLock(ctx, st.LockID)
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("%s: the lock Lease %s does not exist: the lock is already gone", t, lease)
 	}
 	if err != nil {
 		msg := fmt.Sprintf("%s: stale lock %s not released: %v", t, st.LockID, err)
-		if cur, ierr := statebackend.InspectLock(ctx, cl.Kube, cl.ControllerNamespace, statebackend.DefaultWorkspace, suffix); ierr == nil {
+		if cur, ierr := state.InspectLock(ctx); ierr == nil {
 			if cur == nil {
 				msg += " (the state is no longer locked)"
 			} else {

@@ -137,8 +137,11 @@ func (r *ResourceReconciler) nameState(ctx context.Context, s *resourceScope) (b
 	if r.Runs == nil {
 		return false, nil
 	}
-	_, err := r.chooseStateName(ctx, s.res)
-	return err != nil, err
+	if _, err := r.chooseStateName(ctx, s.res); err != nil {
+		return true, err
+	}
+	s.state = r.stateHandle(s.res)
+	return false, nil
 }
 
 // upgradeModule records whether the class offers a newer module version, and upgrades a resource

@@ -67,7 +67,7 @@ func (r *ResourceReconciler) checkDrift(ctx context.Context, s *resourceScope) (
 	now := time.Now()
 	prev := res.Status.LastRun.DeepCopy()
 	res.Status.LastRun = r.newRun(res, "drift", now)
-	revoke := r.backend(res, &spec)
+	revoke := r.backend(s, &spec)
 	check, err := r.Runs.DriftCheck(ctx, res.Name, spec)
 	revoke()
 	done := time.Now()

@@ -37,7 +37,8 @@ func describeChanges(p *tfrunner.Plan) string {
 
 // runFailed records a failed run; input errors are not retried until the spec changes, Terraform
 // errors are returned so that the work queue retries them with exponential backoff.
-func (r *ResourceReconciler) runFailed(ctx context.Context, res *v1alpha1.InfraResource, err error, at time.Time) (ctrl.Result, error) {
+func (r *ResourceReconciler) runFailed(ctx context.Context, s *resourceScope, err error, at time.Time) (ctrl.Result, error) {
+	res := s.res
 	var ie *inputError
 	var le *tfrunner.LockError
 	var re *tfrunner.RunError
@@ -59,7 +60,7 @@ func (r *ResourceReconciler) runFailed(ctx context.Context, res *v1alpha1.InfraR
 		return ctrl.Result{}, nil
 	case errors.As(err, &le):
 		metrics.LockConflict()
-		r.lockHeld(ctx, res)
+		r.lockHeld(ctx, s)
 		r.setRunFailed(res, le.Op, v1alpha1.ReasonStateLocked, le.Error(), at)
 	case errors.As(err, &re):
 		r.setRunFailed(res, re.Op, failReason(re.Op), re.Message, at)

@@ -57,7 +57,8 @@ func recordImports(res *v1alpha1.InfraResource, imports []tfrunner.ImportResult)
 //
 // A resource that does not ask to adopt never silently takes over state that a deleted Retain
 // resource of the same name orphaned: it is refused until spec.adoptState names that Secret.
-func (r *ResourceReconciler) adoptState(ctx context.Context, res *v1alpha1.InfraResource) error {
+func (r *ResourceReconciler) adoptState(ctx context.Context, s *resourceScope) error {
+	res := s.res
 	from := res.Spec.AdoptState
 	if res.Status.State != nil && res.Status.State.AdoptedFrom == from && from != "" {
 		return nil
@@ -69,10 +70,10 @@ func (r *ResourceReconciler) adoptState(ctx context.Context, res *v1alpha1.Infra
 		// An orphaned state under the resource's own name (chooseStateName then gave it another)
 		// is likely the infrastructure this resource means: creating it again would duplicate it.
 		own := statebackend.SuffixFor(res.Name)
-		if suffix(res) == own {
+		if s.state.Suffix() == own {
 			return nil // chooseStateName found nothing under its own name: that state is its own
 		}
-		orphanedFrom, err := statebackend.OrphanedFrom(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, own)
+		orphanedFrom, err := r.states().For(own).OrphanedFrom(ctx)
 		if err != nil || orphanedFrom == "" {
 			return err
 		}
@@ -80,7 +81,7 @@ func (r *ResourceReconciler) adoptState(ctx context.Context, res *v1alpha1.Infra
 		return &statebackend.AdoptError{Message: fmt.Sprintf(
 			"state Secret %s was orphaned by the deleted resource %s; set spec.adoptState: %s to adopt it, or delete it", name, orphanedFrom, name)}
 	}
-	if err := statebackend.Adopt(ctx, r.Kube, r.State.Namespace, from, statebackend.DefaultWorkspace, suffix(res), statebackend.LabelValue(res.Name)); err != nil {
+	if err := s.state.Adopt(ctx, from, statebackend.LabelValue(res.Name)); err != nil {
 		return err
 	}
 	if res.Status.State == nil {

@@ -231,14 +231,14 @@ func summaryOf(p *tfrunner.Plan) *v1alpha1.PlanSummary {
 // lockHeld).
 //
 // A state the run stored through the state server is known without a read (Server.TakeWritten).
-func (r *ResourceReconciler) readState(ctx context.Context, res *v1alpha1.InfraResource) {
-	sfx := suffix(res)
+func (r *ResourceReconciler) readState(ctx context.Context, s *resourceScope) {
+	res, sfx := s.res, s.state.Suffix()
 	st, found, err := statebackend.State{}, false, error(nil)
 	if r.StateServer != nil {
 		st, found = r.StateServer.TakeWritten(sfx)
 	}
 	if !found {
-		st, found, err = statebackend.Read(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, sfx)
+		st, found, err = s.state.Status(ctx)
 	}
 	// The name is the one chosen once, whatever the read says: a failed read must not erase it.
 	res.Status.State = &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, sfx), AdoptedFrom: adoptedFrom(res)}

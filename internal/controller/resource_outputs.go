@@ -83,9 +83,10 @@ func (r *ResourceReconciler) writeConnectionSecret(ctx context.Context, res *v1a
 // connection Secret status records is missing, or the target moved (the claim renamed it), it
 // writes the outputs of the resource's state there (stateOutputs) and deletes the old one. A
 // Secret that is present is left as it is: one GET per sync, no state read.
-func (r *ResourceReconciler) keepConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource) error {
+func (r *ResourceReconciler) keepConnectionSecret(ctx context.Context, s *resourceScope) error {
+	res := s.res
 	target, owner, err := r.connectionTarget(ctx, res)
-	if err != nil || owner == nil || suffix(res) == "" {
+	if err != nil || owner == nil || s.state == nil {
 		return err
 	}
 	if ref := res.Status.ConnectionSecret; ref != nil && ref.Namespace == target.Namespace && ref.Name == target.Name {
@@ -94,7 +95,7 @@ func (r *ResourceReconciler) keepConnectionSecret(ctx context.Context, res *v1al
 			return err
 		}
 	}
-	state, found, err := statebackend.ReadState(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
+	state, found, err := s.state.Read(ctx)
 	if err != nil || !found {
 		return err
 	}

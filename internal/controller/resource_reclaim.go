@@ -63,7 +63,7 @@ func (r *ResourceReconciler) reclaimInfra(ctx context.Context, s *resourceScope)
 	if !controllerutil.ContainsFinalizer(res, v1alpha1.FinalizerResource) {
 		return true, nil
 	}
-	if r.Runs == nil || suffix(res) == "" {
+	if r.Runs == nil || s.state == nil {
 		return false, nil
 	}
 	res.Status.Phase = v1alpha1.ResourceDeleting
@@ -106,28 +106,28 @@ func (r *ResourceReconciler) updateMeta(ctx context.Context, s *resourceScope) (
 // neither destroyed, nor deleted, nor relabelled. wait says the finalizer must stay for now.
 func (r *ResourceReconciler) reclaim(ctx context.Context, s *resourceScope) (ctrl.Result, error, bool) {
 	res := s.res
-	orphanedFrom, err := statebackend.OrphanedFrom(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
+	orphanedFrom, err := s.state.OrphanedFrom(ctx)
 	if err != nil {
 		return ctrl.Result{}, err, true
 	}
 	if orphanedFrom != "" {
 		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateNotOwned, "Reclaim",
 			"state Secret %s is the orphaned state of the deleted resource %s, never adopted by this one: left as it is, and no destroy",
-			statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res)), orphanedFrom)
+			res.Status.State.SecretName, orphanedFrom)
 		r.Runs.Forget(res.Name)
 		return ctrl.Result{}, nil, false
 	}
 	if res.Spec.ReclaimPolicy == v1alpha1.ReclaimRetain {
 		// The orphaned state must be the newest: a state a run could not save goes back first.
-		if err := r.putBackState(ctx, res); err != nil {
+		if err := r.putBackState(ctx, s); err != nil {
 			return r.stateStop(res, "orphan", err)
 		}
-		if err := statebackend.Orphan(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res), statebackend.LabelValue(res.Name)); err != nil {
+		if err := s.state.Orphan(ctx, statebackend.LabelValue(res.Name)); err != nil {
 			return ctrl.Result{}, err, true
 		}
 		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "StateOrphaned", "Reclaim",
 			"reclaim policy Retain: infrastructure kept, state Secret %s labelled %s=%s",
-			statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res)), statebackend.LabelOrphanedFrom, statebackend.LabelValue(res.Name))
+			res.Status.State.SecretName, statebackend.LabelOrphanedFrom, statebackend.LabelValue(res.Name))
 		r.Runs.Forget(res.Name)
 		return ctrl.Result{}, nil, false
 	}
@@ -162,10 +162,10 @@ func (r *ResourceReconciler) destroy(ctx context.Context, s *resourceScope) erro
 	if destroyedEarlier(res) {
 		// An earlier reconcile destroyed and recorded it; the deletion may not have happened.
 		r.Runs.Forget(res.Name)
-		return statebackend.Delete(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
+		return s.state.Delete(ctx)
 	}
 	// A state a run could not save is saved first: destroy must see every object.
-	if err := r.putBackState(ctx, res); err != nil {
+	if err := r.putBackState(ctx, s); err != nil {
 		var se *stateError
 		if errors.As(err, &se) {
 			r.setRunFailed(res, "destroy", se.reason, se.message, time.Now())
@@ -173,14 +173,14 @@ func (r *ResourceReconciler) destroy(ctx context.Context, s *resourceScope) erro
 		return err
 	}
 	// An operator's restore of a missing state (stateMissingOnDelete) is carried out here too.
-	if err := r.restoreState(ctx, res); err != nil {
+	if err := r.restoreState(ctx, s); err != nil {
 		var se *stateError
 		if errors.As(err, &se) {
 			r.setRunFailed(res, "destroy", se.reason, se.message, time.Now())
 		}
 		return err
 	}
-	st, found, err := statebackend.Read(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
+	st, found, err := s.state.Status(ctx)
 	if err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func (r *ResourceReconciler) destroy(ctx context.Context, s *resourceScope) erro
 		}
 	}
 	r.Runs.Forget(res.Name)
-	return statebackend.Delete(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
+	return s.state.Delete(ctx)
 }
 
 // runDestroy runs terraform destroy on the resource's state st and returns the state it left (its
@@ -219,14 +219,14 @@ func (r *ResourceReconciler) runDestroy(ctx context.Context, s *resourceScope, s
 		r.setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, err.Error(), time.Now())
 		return st, err
 	}
-	if err := r.recoverOwnLock(ctx, res); err != nil {
+	if err := r.recoverOwnLock(ctx, s); err != nil {
 		return st, err
 	}
 	res.Status.LastRun = r.newRun(res, "destroy", time.Now())
 	if err := s.checkpoint(ctx); err != nil {
 		return st, err
 	}
-	revoke := r.backend(res, &spec)
+	revoke := r.backend(s, &spec)
 	err = r.Runs.Destroy(ctx, res.Name, spec)
 	revoke()
 	done := time.Now()
@@ -243,7 +243,7 @@ func (r *ResourceReconciler) runDestroy(ctx context.Context, s *resourceScope, s
 	res.Status.LastRun.Result = RunSucceeded
 	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
 	if r.StateServer != nil {
-		if written, ok := r.StateServer.TakeWritten(suffix(res)); ok {
+		if written, ok := r.StateServer.TakeWritten(s.state.Suffix()); ok {
 			st = written
 		}
 	}

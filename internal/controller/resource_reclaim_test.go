@@ -84,7 +84,7 @@ func TestReclaimFinishesAfterAWriteLostOnceTheStateIsDeleted(t *testing.T) {
 	if runs.destroys != 1 {
 		t.Fatalf("destroys after the first reconcile = %d, want 1", runs.destroys)
 	}
-	if _, found, _ := statebackend.Read(ctx, kube, ns, statebackend.DefaultWorkspace, sfx); found {
+	if _, found, _ := statebackend.NewStore(kube, ns).For(sfx).Status(ctx); found {
 		t.Fatal("the state should be deleted by the first reconcile")
 	}
 	if _, err := r.Reconcile(ctx, req); err != nil {

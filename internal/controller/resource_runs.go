@@ -65,12 +65,13 @@ func runResult(last *v1alpha1.RunStatus, err error) string {
 // taken while that run went on (statebackend.IsOwnStaleLock). The run may have died with its pod
 // (recorded Running) or alone (killed, recorded Failed). Anyone else's lock, and a live run's, is
 // left alone: the run then fails with StateLocked and status shows the holder.
-func (r *ResourceReconciler) recoverOwnLock(ctx context.Context, res *v1alpha1.InfraResource) error {
+func (r *ResourceReconciler) recoverOwnLock(ctx context.Context, s *resourceScope) error {
+	res := s.res
 	last := res.Status.LastRun
 	if last == nil || last.StartTime == nil || endedOnItsOwn(last) {
 		return nil
 	}
-	lock, err := statebackend.InspectLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res))
+	lock, err := s.state.InspectLock(ctx)
 	if err != nil || lock == nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func (r *ResourceReconciler) recoverOwnLock(ctx context.Context, res *v1alpha1.I
 		run.Ended = last.CompletionTime.Time
 	}
 	if r.StateServer != nil {
-		if _, pending := r.StateServer.Pending(suffix(res)); pending {
+		if _, pending := r.StateServer.Pending(s.state.Suffix()); pending {
 			return nil // the lock stays while the run's state is not saved (putBackState saves it)
 		}
 		// Runs through the state server name themselves in their locks: a lock is recovered
@@ -91,7 +92,7 @@ func (r *ResourceReconciler) recoverOwnLock(ctx context.Context, res *v1alpha1.I
 	} else if !statebackend.IsOwnStaleLock(lock, run, r.Identity.who()) {
 		return nil
 	}
-	if err := statebackend.ReleaseLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res), lock.ID); err != nil {
+	if err := s.state.ReleaseLock(ctx, lock.ID); err != nil {
 		return fmt.Errorf("recovering own stale lock %s: %w", lock.ID, err)
 	}
 	metrics.LockRecovered()
@@ -129,11 +130,12 @@ func isRecordedRunLock(lock *statebackend.Lock, last *v1alpha1.RunStatus, alive 
 }
 
 // lockHeld records in status who holds the state lock that refused a run.
-func (r *ResourceReconciler) lockHeld(ctx context.Context, res *v1alpha1.InfraResource) {
-	if res.Status.State == nil {
+func (r *ResourceReconciler) lockHeld(ctx context.Context, s *resourceScope) {
+	res := s.res
+	if res.Status.State == nil || s.state == nil {
 		return
 	}
-	if lock, err := statebackend.InspectLock(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, suffix(res)); err == nil {
+	if lock, err := s.state.InspectLock(ctx); err == nil {
 		setLock(res, lock)
 		res.Status.State.LockStale = r.isStale(res, lock, time.Now())
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
@@ -33,6 +34,9 @@ type resourceScope struct {
 	class *v1alpha1.InfraClass   // the resource's class, nil when static or gone
 	start time.Time              // when the reconcile began deciding a run
 	spec  tfrunner.Spec          // the run's inputs, once readInputs read them
+	// state is the resource's one state handle (Secret, Lease, history), labelled with the
+	// resource; nil until its name is chosen (nameState). Every state read and write goes through it.
+	state *statebackend.Handle
 
 	result ctrl.Result
 	gone   bool // the object was deleted in this reconcile: nothing to write
@@ -55,7 +59,11 @@ func (r *ResourceReconciler) openScope(ctx context.Context, name types.Namespace
 			return nil, client.IgnoreNotFound(err)
 		}
 	}
-	return &resourceScope{c: r.Client, res: res, base: res.DeepCopy(), start: time.Now()}, nil
+	s := &resourceScope{c: r.Client, res: res, base: res.DeepCopy(), start: time.Now()}
+	if suffix(res) != "" {
+		s.state = r.stateHandle(res)
+	}
+	return s, nil
 }
 
 // runPhases runs phases in order until one is done or fails, then writes the status once (close).

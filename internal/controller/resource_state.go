@@ -49,7 +49,8 @@ func stateLabels(res *v1alpha1.InfraResource) map[string]string {
 // backend configures a run's state: the state server's http backend, with credentials issued
 // for this run and this resource only (revoke when the run ends), or, without a server, Terraform's
 // kubernetes backend on the same Secrets.
-func (r *ResourceReconciler) backend(res *v1alpha1.InfraResource, spec *tfrunner.Spec) (revoke func()) {
+func (r *ResourceReconciler) backend(s *resourceScope, spec *tfrunner.Spec) (revoke func()) {
+	res := s.res
 	if r.StateServer == nil {
 		spec.Backend = tfrunner.Backend{Type: "kubernetes", Config: r.State.Attributes(suffix(res), stateLabels(res))}
 		return func() {}
@@ -58,8 +59,8 @@ func (r *ResourceReconciler) backend(res *v1alpha1.InfraResource, spec *tfrunner
 	if res.Status.LastRun != nil {
 		runID = res.Status.LastRun.ID
 	}
-	r.StateServer.TakeWritten(suffix(res)) // what readState takes afterwards is this run's
-	creds, revoke := r.StateServer.IssueRunAs(runID, suffix(res), stateLabels(res))
+	r.StateServer.TakeWritten(s.state.Suffix()) // what readState takes afterwards is this run's
+	creds, revoke := r.StateServer.IssueRunAs(runID, s.state.Suffix(), stateLabels(res))
 	spec.RunID = runID
 	spec.Backend = tfrunner.Backend{Type: "http"}
 	for k, v := range creds.Env() {
@@ -72,8 +73,8 @@ func (r *ResourceReconciler) backend(res *v1alpha1.InfraResource, spec *tfrunner
 // the resource: first what the state server received and kept (Server.Pending), then Terraform's
 // errored.tfstate in the workspace (a state the server never received, e.g. when the controller
 // restarted). A state older than the stored one is already saved and is dropped.
-func (r *ResourceReconciler) putBackState(ctx context.Context, res *v1alpha1.InfraResource) error {
-	sfx := suffix(res)
+func (r *ResourceReconciler) putBackState(ctx context.Context, s *resourceScope) error {
+	res, sfx := s.res, s.state.Suffix()
 	if r.StateServer != nil {
 		// Kept in memory, or in its Secret by a controller that was killed since.
 		saved, err := r.StateServer.RetryPending(ctx, sfx)
@@ -91,7 +92,7 @@ func (r *ResourceReconciler) putBackState(ctx context.Context, res *v1alpha1.Inf
 	if !ok {
 		return nil
 	}
-	err := r.stateHandle(res).Write(ctx, data)
+	err := s.state.Write(ctx, data)
 	var conflict *statebackend.ConflictError
 	switch {
 	case errors.As(err, &conflict):
@@ -110,7 +111,8 @@ func (r *ResourceReconciler) putBackState(ctx context.Context, res *v1alpha1.Inf
 // restoreState carries out the restore annotation: the version of the state with that serial,
 // from the state's history, becomes the current state (with the next serial; the replaced
 // version stays in history, so a restore can be undone). The annotation is removed once done.
-func (r *ResourceReconciler) restoreState(ctx context.Context, res *v1alpha1.InfraResource) error {
+func (r *ResourceReconciler) restoreState(ctx context.Context, s *resourceScope) error {
+	res := s.res
 	want, ok := res.Annotations[v1alpha1.AnnotationRestoreState]
 	if !ok {
 		return nil
@@ -125,7 +127,7 @@ func (r *ResourceReconciler) restoreState(ctx context.Context, res *v1alpha1.Inf
 		if err := r.Status().Patch(ctx, res.DeepCopy(), client.MergeFrom(before)); err != nil {
 			return fmt.Errorf("recording the restore run: %w", err)
 		}
-		err = r.stateHandle(res).Restore(ctx, serial, res.Status.LastRun.ID)
+		err = s.state.Restore(ctx, serial, res.Status.LastRun.ID)
 	}
 	if err != nil {
 		return &stateError{v1alpha1.ReasonStateRestoreFailed, fmt.Sprintf(
@@ -142,19 +144,20 @@ func (r *ResourceReconciler) restoreState(ctx context.Context, res *v1alpha1.Inf
 // guardEmptyState refuses to plan a resource that was ever applied from an empty state: its state
 // Secret is gone, and a plan would create every object again beside the existing ones. The
 // start-fresh annotation (removed after the next successful apply) lets it start from empty state.
-func (r *ResourceReconciler) guardEmptyState(ctx context.Context, res *v1alpha1.InfraResource) error {
+func (r *ResourceReconciler) guardEmptyState(ctx context.Context, s *resourceScope) error {
+	res := s.res
 	applied := everApplied(res) || (res.Status.State != nil && res.Status.State.Serial > 0)
 	if !applied || res.Annotations[v1alpha1.AnnotationStartFresh] == "true" {
 		return nil
 	}
-	_, found, err := r.stateHandle(res).Status(ctx)
+	_, found, err := s.state.Status(ctx)
 	if err != nil || found {
 		return err
 	}
 	return &stateError{v1alpha1.ReasonStateMissing, fmt.Sprintf(
 		"the resource was applied (state serial %d) but its state %s is gone: planning from empty state would create every object again; "+
 			"restore the state (kubectl conductor restore-state, or the %s annotation), or annotate %s=true to start from empty state",
-		serialOf(res), statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res)), v1alpha1.AnnotationRestoreState, v1alpha1.AnnotationStartFresh)}
+		serialOf(res), res.Status.State.SecretName, v1alpha1.AnnotationRestoreState, v1alpha1.AnnotationStartFresh)}
 }
 
 func serialOf(res *v1alpha1.InfraResource) int64 {
@@ -166,9 +169,9 @@ func serialOf(res *v1alpha1.InfraResource) int64 {
 
 // stateChecks runs the state phases after putBackState (which beforeRun runs first, before lock
 // recovery), in order, before a run.
-func (r *ResourceReconciler) stateChecks(ctx context.Context, res *v1alpha1.InfraResource) error {
-	for _, phase := range []func(context.Context, *v1alpha1.InfraResource) error{r.restoreState, r.guardEmptyState} {
-		if err := phase(ctx, res); err != nil {
+func (r *ResourceReconciler) stateChecks(ctx context.Context, s *resourceScope) error {
+	for _, phase := range []func(context.Context, *resourceScope) error{r.restoreState, r.guardEmptyState} {
+		if err := phase(ctx, s); err != nil {
 			return err
 		}
 	}
@@ -202,7 +205,7 @@ func (r *ResourceReconciler) chooseStateName(ctx context.Context, res *v1alpha1.
 		return false, nil
 	}
 	sfx := statebackend.SuffixFor(res.Name)
-	taken, err := statebackend.Exists(ctx, r.Kube, r.State.Namespace, statebackend.DefaultWorkspace, sfx)
+	taken, err := r.states().For(sfx).Exists(ctx)
 	if err != nil {
 		return false, err
 	}

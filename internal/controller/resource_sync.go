@@ -51,7 +51,7 @@ func (r *ResourceReconciler) decideRun(ctx context.Context, s *resourceScope) (b
 		res.Status.Phase = v1alpha1.ResourceFailed
 	default:
 		res.Status.Phase = s.phase
-		return true, r.keepConnectionSecret(ctx, res)
+		return true, r.keepConnectionSecret(ctx, s)
 	}
 	return true, nil
 }
@@ -60,7 +60,7 @@ func (r *ResourceReconciler) decideRun(ctx context.Context, s *resourceScope) (b
 // the state phases (beforeRun) — and reads the run's inputs into s.spec. A missing Secret input
 // records the run as failed and is retried after secretRetry.
 func (r *ResourceReconciler) prepareRun(ctx context.Context, s *resourceScope) (bool, error) {
-	if result, err, stop := r.beforeRun(ctx, s.res); stop {
+	if result, err, stop := r.beforeRun(ctx, s); stop {
 		s.result = result
 		return true, err
 	}
@@ -79,16 +79,17 @@ func (r *ResourceReconciler) prepareRun(ctx context.Context, s *resourceScope) (
 
 // beforeRun runs the phases every run needs first: recover a dead run's lock, adopt orphaned
 // state, and the state checks. stop says the run must not happen now (result and err say why).
-func (r *ResourceReconciler) beforeRun(ctx context.Context, res *v1alpha1.InfraResource) (ctrl.Result, error, bool) {
+func (r *ResourceReconciler) beforeRun(ctx context.Context, s *resourceScope) (ctrl.Result, error, bool) {
+	res := s.res
 	// A state a dead run could not save goes back first (it releases that run's lock once
 	// saved); a lock is never recovered while it is pending, even after a restart.
-	if err := r.putBackState(ctx, res); err != nil {
+	if err := r.putBackState(ctx, s); err != nil {
 		return r.stateStop(res, "state", err)
 	}
-	if err := r.recoverOwnLock(ctx, res); err != nil {
+	if err := r.recoverOwnLock(ctx, s); err != nil {
 		return ctrl.Result{}, err, true
 	}
-	if err := r.adoptState(ctx, res); err != nil {
+	if err := r.adoptState(ctx, s); err != nil {
 		var ae *statebackend.AdoptError
 		if errors.As(err, &ae) {
 			r.setRunFailed(res, "adopt", v1alpha1.ReasonAdoptionRefused, ae.Message, time.Now())
@@ -96,7 +97,7 @@ func (r *ResourceReconciler) beforeRun(ctx context.Context, res *v1alpha1.InfraR
 		}
 		return ctrl.Result{}, err, true
 	}
-	if err := r.stateChecks(ctx, res); err != nil {
+	if err := r.stateChecks(ctx, s); err != nil {
 		return r.stateStop(res, "state", err)
 	}
 	return ctrl.Result{}, nil, false
@@ -132,7 +133,7 @@ func (r *ResourceReconciler) applyPhase(ctx context.Context, s *resourceScope) (
 	if err := s.checkpoint(ctx); err != nil {
 		return true, err
 	}
-	revoke := r.backend(res, &s.spec)
+	revoke := r.backend(s, &s.spec)
 	defer revoke()
 	out, err := r.Runs.Apply(ctx, res.Name, s.spec, r.applyOptions(ctx, s, savedPlan))
 	done := time.Now()
@@ -151,7 +152,7 @@ func (r *ResourceReconciler) applyPhase(ctx context.Context, s *resourceScope) (
 		defer func() { r.recordRun(ctx, res, out.Log) }()
 	}
 	if err != nil {
-		result, ferr := r.runFailed(ctx, res, err, done)
+		result, ferr := r.runFailed(ctx, s, err, done)
 		s.result = result
 		return true, ferr
 	}
@@ -210,7 +211,7 @@ func (r *ResourceReconciler) applied(ctx context.Context, s *resourceScope, out 
 	res.Status.Phase = s.phase
 	res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""
 	setOutputs(res, out.Outputs)
-	r.readState(ctx, res)
+	r.readState(ctx, s)
 	msg := fmt.Sprintf("plan: %d to add, %d to change, %d to destroy%s", last.Summary.Add,
 		last.Summary.Change, last.Summary.Destroy, describeChanges(out.Plan))
 	setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionTrue, v1alpha1.ReasonApplied, msg)

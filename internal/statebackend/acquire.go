@@ -9,7 +9,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // LockedError is a lock refused, or an unlock refused, because the state is locked under another
@@ -25,11 +24,11 @@ func (e *LockedError) Error() string {
 		h.Who, h.ID, h.Operation, h.Created.Format("2006-01-02T15:04:05Z07:00"), h.Info)
 }
 
-// lockAttempts bounds how often AcquireLock and Unlock re-read a Lease another writer changed
+// lockAttempts bounds how often acquireLock and unlock re-read a Lease another writer changed
 // between their read and their write.
 const lockAttempts = 5
 
-// AcquireLock locks a workspace's state with info, as Terraform's kubernetes backend does
+// acquireLock locks a handle's's state with info, as Terraform's kubernetes backend does
 // (client.go, Lock): the Lease lock-tfstate-<workspace>-<suffix> is created with holderIdentity =
 // info.ID, annotation app.terraform.io/lock-info = info as JSON and the backend's labels (plus
 // extra), or, when it exists unheld, updated so. Unlike Terraform's, the update carries the
@@ -39,18 +38,14 @@ const lockAttempts = 5
 // It returns the lock now held: info, or the recorded lock when the Lease is already held under
 // info.ID (taking a lock twice is not an error, as in Terraform). When the Lease is held under
 // another ID it returns that holder and a *LockedError. info.ID must not be empty.
-func AcquireLock(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string, extra map[string]string, info Lock) (held *Lock, err error) {
-	held, _, err = acquireLock(ctx, kube, namespace, workspace, suffix, extra, info, nil, false)
-	return held, err
-}
-
-// acquireLock is AcquireLock starting from known, the Lease as this process last wrote or read it
+//
+// acquireLock starts from known, the Lease as this process last wrote or read it
 // (nil: unknown), and returns the Lease as written. A known Lease that is not held is updated at
 // once with its resourceVersion, and with createFirst an unknown one is created at once: one
 // request instead of a read and a write. A stale guess fails (Conflict, AlreadyExists) and is
 // retried from a fresh read; a lock is never reported held from a guess, only from a read.
-func acquireLock(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string, extra map[string]string, info Lock,
-	known *coordinationv1.Lease, createFirst bool) (*Lock, *coordinationv1.Lease, error) {
+func acquireLock(ctx context.Context, h *Handle, info Lock, known *coordinationv1.Lease, createFirst bool) (*Lock, *coordinationv1.Lease, error) {
+	kube, namespace, workspace, suffix, extra := h.store.kube, h.store.namespace, h.workspace, h.suffix, h.labels
 	if info.ID == "" {
 		return nil, nil, errors.New("lock info has no ID")
 	}
@@ -125,22 +120,18 @@ func acquireLock(ctx context.Context, kube kubernetes.Interface, namespace, work
 	return nil, nil, fmt.Errorf("lock Lease %s changed %d times while locking it", name, lockAttempts)
 }
 
-// Unlock releases the lock with this ID on a workspace's state, as Terraform's kubernetes backend
+// unlock releases the lock with this ID on a handle's's state, as Terraform's kubernetes backend
 // does (client.go, Unlock: holderIdentity and the lock-info annotation removed, the Lease kept).
 // Unlike Terraform's, a state that is not locked (no Lease, or no holder) is not an error, so that
 // a retried unlock succeeds. It returns a *LockedError when the Lease is held under another ID.
 // The update carries the resourceVersion read; a lock taken in between is re-read, never released.
-func Unlock(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix, id string) error {
-	_, err := unlock(ctx, kube, namespace, workspace, suffix, id, nil)
-	return err
-}
-
-// unlock is Unlock starting from known, the Lease as this process last wrote it (nil: unknown):
+//
+// unlock starts from known, the Lease as this process last wrote it (nil: unknown):
 // when it shows the lock id held, it is updated at once with its resourceVersion (a Conflict means
 // it changed since, and the Lease is read again). It returns the Lease as written, if it was.
-func unlock(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix, id string, known *coordinationv1.Lease) (*coordinationv1.Lease, error) {
-	leases := kube.CoordinationV1().Leases(namespace)
-	name := LeaseName(workspace, suffix)
+func unlock(ctx context.Context, h *Handle, id string, known *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	leases := h.store.kube.CoordinationV1().Leases(h.store.namespace)
+	name := LeaseName(h.workspace, h.suffix)
 	lease := known.DeepCopy()
 	if lease != nil {
 		if current, err := leaseLock(lease); err != nil || current == nil || current.ID != id {

@@ -20,14 +20,14 @@ type AdoptError struct{ Message string }
 
 func (e *AdoptError) Error() string { return e.Message }
 
-// Adopt makes the orphaned state Secret `from` the state of resource, whose state lives in the
+// adopt makes the orphaned state Secret `from` the state of resource, whose state lives in the
 // workspace's Secret for suffix: the data is copied to that Secret (with the backend's labels for
 // the new suffix and LabelResource), then `from` is deleted. A state of several chunks (layout.go)
 // moves whole: its -part-N Secrets are copied before and deleted before chunk 0. Each step is idempotent, so an
 // adoption interrupted between the two finishes on the next call. It returns an *AdoptError when
 // `from` does not exist, is not labelled LabelOrphanedFrom, is labelled as another resource's
 // state, or when the resource already has state with resources in it.
-func Adopt(ctx context.Context, kube kubernetes.Interface, namespace, from, workspace, suffix, resource string) error {
+func adopt(ctx context.Context, kube kubernetes.Interface, namespace, from, workspace, suffix, resource string) error {
 	secrets := kube.CoreV1().Secrets(namespace)
 	target := SecretName(workspace, suffix)
 	existing, err := secrets.Get(ctx, target, metav1.GetOptions{})
@@ -69,7 +69,7 @@ func Adopt(ctx context.Context, kube kubernetes.Interface, namespace, from, work
 		return nil
 	}
 	if existing != nil && existing.Annotations[AnnotationAdoptedFrom] != from {
-		if st, found, err := Read(ctx, kube, namespace, workspace, suffix); err == nil && found && st.Resources > 0 {
+		if st, found, err := readStatus(ctx, kube, namespace, workspace, suffix); err == nil && found && st.Resources > 0 {
 			return &AdoptError{fmt.Sprintf("resource %s already has state with %d resources in %s", resource, st.Resources, target)}
 		}
 		if err := deleteState(ctx, kube, namespace, workspace, suffix); err != nil {
@@ -160,9 +160,9 @@ func putChunk(ctx context.Context, kube kubernetes.Interface, namespace, name st
 	return err
 }
 
-// OrphanedFrom returns the LabelOrphanedFrom label of a workspace's state Secret: the resource
+// orphanedFrom returns the LabelOrphanedFrom label of a workspace's state Secret: the resource
 // whose deletion orphaned it, or "" when the Secret is missing or not orphaned.
-func OrphanedFrom(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) (string, error) {
+func orphanedFrom(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) (string, error) {
 	s, err := kube.CoreV1().Secrets(namespace).Get(ctx, SecretName(workspace, suffix), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return "", nil

@@ -14,10 +14,10 @@ func TestOrphanAndAdoptChunkedState(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	big := stateJSON(t, "lin-a", 4, map[string]int{"big": 3 << 20})
-	if err := WriteState(ctx, testKube, ns, "default", "old", map[string]string{LabelResource: "old"}, big); err != nil {
+	if err := writeStateJSON(ctx, testKube, ns, "default", "old", map[string]string{LabelResource: "old"}, big); err != nil {
 		t.Fatal(err)
 	}
-	if err := Orphan(ctx, testKube, ns, "default", "old", "old"); err != nil {
+	if err := orphan(ctx, testKube, ns, "default", "old", "old"); err != nil {
 		t.Fatal(err)
 	}
 	for name := range chunkSecrets(t, ns, "old") {
@@ -27,13 +27,13 @@ func TestOrphanAndAdoptChunkedState(t *testing.T) {
 		}
 	}
 	// The new resource's empty state is replaced; a chunked one with resources would refuse.
-	if err := WriteState(ctx, testKube, ns, "default", "new", nil, stateJSON(t, "lin-n", 1, nil)); err != nil {
+	if err := writeStateJSON(ctx, testKube, ns, "default", "new", nil, stateJSON(t, "lin-n", 1, nil)); err != nil {
 		t.Fatal(err)
 	}
-	if err := Adopt(ctx, testKube, ns, "tfstate-default-old", "default", "new", "new"); err != nil {
+	if err := adopt(ctx, testKube, ns, "tfstate-default-old", "default", "new", "new"); err != nil {
 		t.Fatal(err)
 	}
-	got, found, err := ReadState(ctx, testKube, ns, "default", "new")
+	got, found, err := readStateJSON(ctx, testKube, ns, "default", "new")
 	if err != nil || !found || !bytes.Equal(got, big) {
 		t.Fatalf("adopted state: found=%v err=%v equal=%v", found, err, bytes.Equal(got, big))
 	}
@@ -46,19 +46,19 @@ func TestOrphanAndAdoptChunkedState(t *testing.T) {
 			t.Errorf("adopted chunk %s labels %v", name, s.Labels)
 		}
 	}
-	if err := Adopt(ctx, testKube, ns, "tfstate-default-old", "default", "new", "new"); err != nil {
+	if err := adopt(ctx, testKube, ns, "tfstate-default-old", "default", "new", "new"); err != nil {
 		t.Errorf("adopting again (finished): %v", err)
 	}
 
 	// A chunked state with resources is never replaced by an adoption.
-	if err := WriteState(ctx, testKube, ns, "default", "third", map[string]string{LabelOrphanedFrom: "third"}, stateJSON(t, "lin-t", 1, nil)); err != nil {
+	if err := writeStateJSON(ctx, testKube, ns, "default", "third", map[string]string{LabelOrphanedFrom: "third"}, stateJSON(t, "lin-t", 1, nil)); err != nil {
 		t.Fatal(err)
 	}
 	var adoptErr *AdoptError
-	if err := Adopt(ctx, testKube, ns, "tfstate-default-third", "default", "new", "new"); !errors.As(err, &adoptErr) {
+	if err := adopt(ctx, testKube, ns, "tfstate-default-third", "default", "new", "new"); !errors.As(err, &adoptErr) {
 		t.Errorf("adopting over a chunked state with resources: %v", err)
 	}
-	if got, _, _ := ReadState(ctx, testKube, ns, "default", "new"); !bytes.Equal(got, big) {
+	if got, _, _ := readStateJSON(ctx, testKube, ns, "default", "new"); !bytes.Equal(got, big) {
 		t.Error("the refused adoption changed the state")
 	}
 }

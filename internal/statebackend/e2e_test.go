@@ -55,7 +55,7 @@ func TestServerWithRealClients(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitFor(t, filepath.Join(dir, "started"), &buf)
-			l, err := InspectLock(ctx, testKube, ns, DefaultWorkspace, suffix)
+			l, err := inspectLock(ctx, testKube, ns, DefaultWorkspace, suffix)
 			if err != nil || l == nil || l.Info != "conductor-tf run run-"+bin.name || l.Who != Who() || l.Operation != "OperationTypeApply" {
 				t.Errorf("lock during apply: %+v, %v", l, err)
 			}
@@ -65,7 +65,7 @@ func TestServerWithRealClients(t *testing.T) {
 			if err := cmd.Wait(); err != nil {
 				t.Fatalf("apply: %v\n%s", err, buf.String())
 			}
-			if l, _ := InspectLock(ctx, testKube, ns, DefaultWorkspace, suffix); l != nil {
+			if l, _ := inspectLock(ctx, testKube, ns, DefaultWorkspace, suffix); l != nil {
 				t.Errorf("still locked after apply: %+v", l)
 			}
 			list := mustTF(t, bin.path, dir, env, "state", "list")
@@ -73,7 +73,7 @@ func TestServerWithRealClients(t *testing.T) {
 				t.Fatalf("state list:\n%s", list)
 			}
 			serial, lineage, _ := pulled(t, mustTF(t, bin.path, dir, env, "state", "pull"))
-			st, found, err := Read(ctx, testKube, ns, DefaultWorkspace, suffix)
+			st, found, err := readStatus(ctx, testKube, ns, DefaultWorkspace, suffix)
 			if err != nil || !found || st.Serial != serial || st.Lineage != lineage || st.Resources != 2 {
 				t.Fatalf("stored state %+v (%v, %v), pulled serial %d lineage %s", st, found, err, serial, lineage)
 			}
@@ -84,7 +84,7 @@ func TestServerWithRealClients(t *testing.T) {
 
 			// Someone else's lock: the client refuses, naming the lock.
 			theirs := Lock{ID: "cccccccc-0000-4000-8000-00000000000c", Operation: "OperationTypeApply", Who: "ops@laptop", Version: "1.11.4", Created: time.Now().UTC()}
-			if _, err := AcquireLock(ctx, testKube, ns, DefaultWorkspace, suffix, nil, theirs); err != nil {
+			if _, err := NewStore(testKube, ns).For(suffix).Lock(ctx, theirs); err != nil {
 				t.Fatal(err)
 			}
 			out, err := runTF(t, bin.path, dir, env, "plan", "-input=false")
@@ -95,7 +95,7 @@ func TestServerWithRealClients(t *testing.T) {
 			if bin.name == "tofu" && !strings.Contains(out, "ops@laptop") {
 				t.Errorf("tofu does not show the holder:\n%s", out)
 			}
-			if err := Unlock(ctx, testKube, ns, DefaultWorkspace, suffix, theirs.ID); err != nil {
+			if err := NewStore(testKube, ns).For(suffix).Unlock(ctx, theirs.ID); err != nil {
 				t.Fatal(err)
 			}
 
@@ -124,7 +124,7 @@ func TestServerWithRealClients(t *testing.T) {
 			if out, err := runTF(t, bin.path, dir, env, "state", "push", "-force", "forged.tfstate"); err == nil || !strings.Contains(out, "409") {
 				t.Errorf("push of another lineage: %v\n%s", err, out)
 			}
-			if st, _, _ := Read(ctx, testKube, ns, DefaultWorkspace, suffix); st.Lineage != lineage {
+			if st, _, _ := readStatus(ctx, testKube, ns, DefaultWorkspace, suffix); st.Lineage != lineage {
 				t.Errorf("the stored lineage changed to %s", st.Lineage)
 			}
 

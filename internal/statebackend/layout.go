@@ -140,7 +140,7 @@ func listChunks(ctx context.Context, kube kubernetes.Interface, namespace, works
 	return out, nil
 }
 
-// ReadState returns the state JSON of a workspace (uncompressed), assembled from its chunks, or
+// readStateJSON returns the state JSON of a workspace (uncompressed), assembled from its chunks, or
 // found=false when there is no Secret tfstate-<workspace>-<suffix> or it holds no "tfstate" key
 // (as Terraform reads it).
 // It returns an error when a chunk is missing (parts 1..n-1 must all exist) or the data is not
@@ -148,7 +148,7 @@ func listChunks(ctx context.Context, kube kubernetes.Interface, namespace, works
 //
 // A first chunk shorter than a whole chunk is the whole state (Put cuts whole chunks first): it is
 // read with one GET, and the Secrets are listed only for a state of two chunks or more.
-func ReadState(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) (state []byte, found bool, err error) {
+func readStateJSON(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) (state []byte, found bool, err error) {
 	state, _, found, err = readState(ctx, kube, namespace, workspace, suffix)
 	return state, found, err
 }
@@ -207,14 +207,14 @@ func assembleState(ctx context.Context, kube kubernetes.Interface, namespace, wo
 	return state, true, nil
 }
 
-// WriteState stores state (JSON, uncompressed) as a workspace's state in Terraform's layout:
+// writeStateJSON stores state (JSON, uncompressed) as a workspace's state in Terraform's layout:
 // gzip, cut into 1 MiB chunks, each chunk created (with the backend's labels plus extra, and the
 // encoding=gzip annotation) or updated in order 0..n-1, then chunks from an earlier, larger state
 // deleted. Existing Secrets keep their labels, with the backend's and extra added. Each update
 // carries the resourceVersion read, so a concurrent writer makes it fail with a Conflict error
 // rather than being overwritten silently; the write is not atomic across chunks (nor is
 // Terraform's), which the gzip checksum detects on read.
-func WriteState(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string, extra map[string]string, state []byte) error {
+func writeStateJSON(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string, extra map[string]string, state []byte) error {
 	gz, err := gzipBytes(state)
 	if err != nil {
 		return err

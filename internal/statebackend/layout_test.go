@@ -79,10 +79,10 @@ func TestLayoutRoundTrip(t *testing.T) {
 	extra := map[string]string{LabelResource: "pet"}
 
 	small := stateJSON(t, "lin-1", 1, map[string]int{"a": 100})
-	if err := WriteState(ctx, testKube, ns, "default", "pet", extra, small); err != nil {
+	if err := writeStateJSON(ctx, testKube, ns, "default", "pet", extra, small); err != nil {
 		t.Fatal(err)
 	}
-	got, found, err := ReadState(ctx, testKube, ns, "default", "pet")
+	got, found, err := readStateJSON(ctx, testKube, ns, "default", "pet")
 	if err != nil || !found || !bytes.Equal(got, small) {
 		t.Fatalf("small state read back: found=%v err=%v equal=%v", found, err, bytes.Equal(got, small))
 	}
@@ -96,7 +96,7 @@ func TestLayoutRoundTrip(t *testing.T) {
 
 	// Over 4 MiB gzipped: 6 MiB of base64 text compresses to about 4.5 MiB, 5 chunks.
 	big := stateJSON(t, "lin-1", 2, map[string]int{"a": 6 << 20})
-	if err := WriteState(ctx, testKube, ns, "default", "pet", extra, big); err != nil {
+	if err := writeStateJSON(ctx, testKube, ns, "default", "pet", extra, big); err != nil {
 		t.Fatal(err)
 	}
 	gz, _ := gzipBytes(big)
@@ -120,17 +120,17 @@ func TestLayoutRoundTrip(t *testing.T) {
 	if _, ok := cs["tfstate-default-pet-part-1"]; !ok {
 		t.Errorf("no tfstate-default-pet-part-1 among %v", cs)
 	}
-	got, found, err = ReadState(ctx, testKube, ns, "default", "pet")
+	got, found, err = readStateJSON(ctx, testKube, ns, "default", "pet")
 	if err != nil || !found || !bytes.Equal(got, big) {
 		t.Fatalf("big state read back: found=%v err=%v equal=%v", found, err, bytes.Equal(got, big))
 	}
-	st, found, err := Read(ctx, testKube, ns, "default", "pet")
+	st, found, err := readStatus(ctx, testKube, ns, "default", "pet")
 	if err != nil || !found || st.Serial != 2 || st.Lineage != "lin-1" || st.Resources != 1 {
 		t.Fatalf("Read of a chunked state = %+v, %v, %v", st, found, err)
 	}
 
 	// Back to a small state: the parts go.
-	if err := WriteState(ctx, testKube, ns, "default", "pet", extra, small); err != nil {
+	if err := writeStateJSON(ctx, testKube, ns, "default", "pet", extra, small); err != nil {
 		t.Fatal(err)
 	}
 	if cs := chunkSecrets(t, ns, "pet"); len(cs) != 1 {
@@ -138,23 +138,23 @@ func TestLayoutRoundTrip(t *testing.T) {
 	}
 
 	// A chunk missing in the middle is an error, not a state.
-	if err := WriteState(ctx, testKube, ns, "default", "pet", extra, big); err != nil {
+	if err := writeStateJSON(ctx, testKube, ns, "default", "pet", extra, big); err != nil {
 		t.Fatal(err)
 	}
 	if err := testKube.CoreV1().Secrets(ns).Delete(ctx, "tfstate-default-pet-part-2", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := ReadState(ctx, testKube, ns, "default", "pet"); err == nil || !strings.Contains(err.Error(), "part-2") {
+	if _, _, err := readStateJSON(ctx, testKube, ns, "default", "pet"); err == nil || !strings.Contains(err.Error(), "part-2") {
 		t.Errorf("read with a missing chunk: %v", err)
 	}
 
-	if err := Delete(ctx, testKube, ns, "default", "pet"); err != nil {
+	if err := deleteAll(ctx, testKube, ns, "default", "pet"); err != nil {
 		t.Fatal(err)
 	}
 	if cs := chunkSecrets(t, ns, "pet"); len(cs) != 0 {
 		t.Fatalf("after Delete: %v", cs)
 	}
-	if _, found, err := ReadState(ctx, testKube, ns, "default", "pet"); found || err != nil {
+	if _, found, err := readStateJSON(ctx, testKube, ns, "default", "pet"); found || err != nil {
 		t.Fatalf("after Delete: found=%v err=%v", found, err)
 	}
 }
@@ -197,7 +197,7 @@ func TestTerraformReadsOurLayout(t *testing.T) {
 	ns := newNamespace(t)
 	bins := binaries(t)
 	big := stateJSON(t, "0d7a3c70-1b7e-4b4e-9c55-1c9e4c0a0001", 7, map[string]int{"big": 6 << 20, "small": 10})
-	if err := WriteState(ctx, testKube, ns, "default", "ours", nil, big); err != nil {
+	if err := writeStateJSON(ctx, testKube, ns, "default", "ours", nil, big); err != nil {
 		t.Fatal(err)
 	}
 	dir := writeModule(t, kubernetesBackend(ns, "ours", ""))
@@ -213,7 +213,7 @@ func TestTerraformReadsOurLayout(t *testing.T) {
 	}
 
 	small := stateJSON(t, "0d7a3c70-1b7e-4b4e-9c55-1c9e4c0a0002", 3, map[string]int{"only": 10})
-	if err := WriteState(ctx, testKube, ns, "default", "single", nil, small); err != nil {
+	if err := writeStateJSON(ctx, testKube, ns, "default", "single", nil, small); err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range bins {
@@ -245,7 +245,7 @@ resource "terraform_data" "small" {
 	if cs := chunkSecrets(t, ns, "theirs"); len(cs) < 2 {
 		t.Fatalf("terraform wrote %v; the test needs a chunked state", cs)
 	}
-	state, found, err := ReadState(ctx, testKube, ns, "default", "theirs")
+	state, found, err := readStateJSON(ctx, testKube, ns, "default", "theirs")
 	if err != nil || !found {
 		t.Fatalf("ReadState of terraform's chunked state: found=%v err=%v", found, err)
 	}
@@ -258,7 +258,7 @@ resource "terraform_data" "small" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteState(ctx, testKube, ns, "default", "theirs", nil, next); err != nil {
+	if err := writeStateJSON(ctx, testKube, ns, "default", "theirs", nil, next); err != nil {
 		t.Fatal(err)
 	}
 	if s, _, _ := pulled(t, mustTF(t, tf, dir, nil, "state", "pull")); s != serial+1 {

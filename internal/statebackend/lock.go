@@ -38,8 +38,8 @@ type Lock struct {
 	Path string `json:"Path"`
 }
 
-// InspectLock returns the lock held on a workspace's state, or nil when it is not locked.
-func InspectLock(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) (*Lock, error) {
+// inspectLock returns the lock held on a workspace's state, or nil when it is not locked.
+func inspectLock(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) (*Lock, error) {
 	lease, err := kube.CoordinationV1().Leases(namespace).Get(ctx, LeaseName(workspace, suffix), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -111,10 +111,10 @@ func IsOwnStaleLock(lock *Lock, run *RunRecord, self string) bool {
 	return run.Ended.IsZero() || !lock.Created.After(run.Ended.Add(lockClockSkew))
 }
 
-// ReleaseLock removes the lock with this ID from a workspace's Lease, as `force-unlock ID` would.
+// releaseLock removes the lock with this ID from a workspace's Lease, as `force-unlock ID` would.
 // It returns an error when the Lease is held under another ID (the update carries the
 // resourceVersion read, so a lock taken in between is never released).
-func ReleaseLock(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix, id string) error {
+func releaseLock(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix, id string) error {
 	leases := kube.CoordinationV1().Leases(namespace)
 	lease, err := leases.Get(ctx, LeaseName(workspace, suffix), metav1.GetOptions{})
 	if err != nil {

@@ -21,7 +21,7 @@ func TestAcquireLockAndUnlock(t *testing.T) {
 	ns := newNamespace(t)
 	created := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	ops := Lock{ID: "11111111-1111-4111-8111-111111111111", Operation: "OperationTypeApply", Who: "ops@laptop", Version: "1.11.4", Created: created}
-	held, err := AcquireLock(ctx, testKube, ns, "default", "db", map[string]string{LabelResource: "db"}, ops)
+	held, err := acquireFresh(ctx, testKube, ns, "default", "db", map[string]string{LabelResource: "db"}, ops)
 	if err != nil || held.ID != ops.ID {
 		t.Fatalf("AcquireLock = %+v, %v", held, err)
 	}
@@ -42,11 +42,11 @@ func TestAcquireLockAndUnlock(t *testing.T) {
 	if got := lease.Annotations["app.terraform.io/lock-info"]; got != want {
 		t.Errorf("lock-info annotation\n got %s\nwant %s", got, want)
 	}
-	if again, err := AcquireLock(ctx, testKube, ns, "default", "db", nil, ops); err != nil || again.Who != "ops@laptop" {
+	if again, err := acquireFresh(ctx, testKube, ns, "default", "db", nil, ops); err != nil || again.Who != "ops@laptop" {
 		t.Errorf("taking the same lock again = %+v, %v", again, err)
 	}
 	other := Lock{ID: "22222222-2222-4222-8222-222222222222", Who: "conductor@ctl", Created: created}
-	holder, err := AcquireLock(ctx, testKube, ns, "default", "db", nil, other)
+	holder, err := acquireFresh(ctx, testKube, ns, "default", "db", nil, other)
 	var locked *LockedError
 	if !errors.As(err, &locked) || holder == nil || holder.Who != "ops@laptop" || locked.Holder.ID != ops.ID {
 		t.Fatalf("a held lock taken by another = %+v, %v", holder, err)
@@ -54,19 +54,19 @@ func TestAcquireLockAndUnlock(t *testing.T) {
 	if !strings.Contains(err.Error(), "ops@laptop") {
 		t.Errorf("LockedError does not name the holder: %v", err)
 	}
-	if err := Unlock(ctx, testKube, ns, "default", "db", other.ID); !errors.As(err, &locked) {
+	if err := unlockFresh(ctx, testKube, ns, "default", "db", other.ID); !errors.As(err, &locked) {
 		t.Errorf("unlock under another ID = %v", err)
 	}
-	if err := Unlock(ctx, testKube, ns, "default", "db", ops.ID); err != nil {
+	if err := unlockFresh(ctx, testKube, ns, "default", "db", ops.ID); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := InspectLock(ctx, testKube, ns, "default", "db"); l != nil || err != nil {
+	if l, err := inspectLock(ctx, testKube, ns, "default", "db"); l != nil || err != nil {
 		t.Fatalf("after Unlock: %+v, %v", l, err)
 	}
-	if err := Unlock(ctx, testKube, ns, "default", "db", ops.ID); err != nil {
+	if err := unlockFresh(ctx, testKube, ns, "default", "db", ops.ID); err != nil {
 		t.Errorf("unlocking an unlocked state: %v", err)
 	}
-	if _, err := AcquireLock(ctx, testKube, ns, "default", "db", nil, other); err != nil {
+	if _, err := acquireFresh(ctx, testKube, ns, "default", "db", nil, other); err != nil {
 		t.Errorf("taking the released lock: %v", err)
 	}
 }
@@ -85,7 +85,7 @@ func TestAcquireLockRace(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				id := fmt.Sprintf("round-%d-caller-%d", round, i)
-				if _, err := AcquireLock(ctx, testKube, ns, "default", "race", nil, Lock{ID: id, Who: id}); err == nil {
+				if _, err := acquireFresh(ctx, testKube, ns, "default", "race", nil, Lock{ID: id, Who: id}); err == nil {
 					wins <- id
 				} else if !errors.As(err, new(*LockedError)) {
 					t.Errorf("caller %s: %v", id, err)
@@ -101,11 +101,11 @@ func TestAcquireLockRace(t *testing.T) {
 		if len(won) != 1 {
 			t.Fatalf("round %d: %d callers hold the lock: %v", round, len(won), won)
 		}
-		l, _ := InspectLock(ctx, testKube, ns, "default", "race")
+		l, _ := inspectLock(ctx, testKube, ns, "default", "race")
 		if l == nil || l.ID != won[0] {
 			t.Fatalf("round %d: Lease holds %+v, winner %s", round, l, won[0])
 		}
-		if err := Unlock(ctx, testKube, ns, "default", "race", won[0]); err != nil {
+		if err := unlockFresh(ctx, testKube, ns, "default", "race", won[0]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -127,14 +127,14 @@ resource "terraform_data" "wait" {
 `))
 	mustTF(t, tf, dir, nil, "init", "-input=false")
 	ours := Lock{ID: "33333333-3333-4333-8333-333333333333", Operation: "restore", Who: "ops@laptop", Version: "conductor-tf", Created: time.Now().UTC()}
-	if _, err := AcquireLock(ctx, testKube, ns, "default", "locked", nil, ours); err != nil {
+	if _, err := acquireFresh(ctx, testKube, ns, "default", "locked", nil, ours); err != nil {
 		t.Fatal(err)
 	}
 	out, err := runTF(t, tf, dir, nil, "plan", "-input=false")
 	if err == nil || !strings.Contains(out, "Error acquiring the state lock") || !strings.Contains(out, ours.ID) || !strings.Contains(out, "ops@laptop") {
 		t.Fatalf("terraform plan under our lock: %v\n%s", err, out)
 	}
-	if err := Unlock(ctx, testKube, ns, "default", "locked", ours.ID); err != nil {
+	if err := unlockFresh(ctx, testKube, ns, "default", "locked", ours.ID); err != nil {
 		t.Fatal(err)
 	}
 
@@ -158,7 +158,7 @@ resource "terraform_data" "wait" {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	holder, err := AcquireLock(ctx, testKube, ns, "default", "locked", nil, Lock{ID: "44444444-4444-4444-8444-444444444444", Who: "conductor@ctl"})
+	holder, err := acquireFresh(ctx, testKube, ns, "default", "locked", nil, Lock{ID: "44444444-4444-4444-8444-444444444444", Who: "conductor@ctl"})
 	if !errors.As(err, new(*LockedError)) || holder == nil || holder.Operation != "OperationTypeApply" || holder.Who != Who() || holder.Version != "1.11.4" {
 		t.Fatalf("our lock over terraform's = %+v, %v", holder, err)
 	}
@@ -178,7 +178,7 @@ resource "terraform_data" "wait" {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("terraform apply: %v\n%s", err, buf.String())
 	}
-	if l, err := InspectLock(ctx, testKube, ns, "default", "locked"); l != nil || err != nil {
+	if l, err := inspectLock(ctx, testKube, ns, "default", "locked"); l != nil || err != nil {
 		t.Errorf("after terraform's apply: %+v, %v", l, err)
 	}
 }

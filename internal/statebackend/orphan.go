@@ -21,10 +21,10 @@ const (
 	LabelOrphanedFrom = "conductor.io/orphaned-from"
 )
 
-// Orphan labels a workspace's state Secret (every chunk of it, see layout.go) as orphaned from
+// orphan labels a workspace's state Secret (every chunk of it, see layout.go) as orphaned from
 // resource: LabelOrphanedFrom set, LabelResource removed. The state itself is untouched so that it
 // can be adopted again. A missing Secret (nothing was ever applied) is not an error.
-func Orphan(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix, resource string) error {
+func orphan(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix, resource string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{
 		LabelOrphanedFrom: resource,
 		LabelResource:     nil,

@@ -107,7 +107,7 @@ func (h *Handle) flush(ctx context.Context, state []byte) error {
 	if err != nil {
 		return &InvalidStateError{Err: err}
 	}
-	if stored, found, err := ReadState(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix); err == nil && found {
+	if stored, found, err := readStateJSON(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix); err == nil && found {
 		if cur, err := decodeJSON(stored); err == nil {
 			if err := checkFollows(cur, sent, SecretName(h.workspace, h.suffix)); err != nil {
 				return err

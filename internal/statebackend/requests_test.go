@@ -76,7 +76,7 @@ func TestStaleLeaseGuessIsReadAgain(t *testing.T) {
 	if err := h.Unlock(ctx, "mine"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := AcquireLock(ctx, testKube, ns, DefaultWorkspace, "stale", nil, Lock{ID: "theirs"}); err != nil {
+	if _, err := acquireFresh(ctx, testKube, ns, DefaultWorkspace, "stale", nil, Lock{ID: "theirs"}); err != nil {
 		t.Fatal(err)
 	}
 	held, err := h.Lock(ctx, Lock{ID: "mine-again"})
@@ -87,7 +87,7 @@ func TestStaleLeaseGuessIsReadAgain(t *testing.T) {
 	if err := h.Unlock(ctx, "mine-again"); !errors.As(err, &locked) {
 		t.Fatalf("unlock of a lock not held: %v, want a LockedError", err)
 	}
-	if err := ReleaseLock(ctx, testKube, ns, DefaultWorkspace, "stale", "theirs"); err != nil {
+	if err := releaseLock(ctx, testKube, ns, DefaultWorkspace, "stale", "theirs"); err != nil {
 		t.Fatal(err)
 	}
 	if err := testKube.CoordinationV1().Leases(ns).Delete(ctx, LeaseName(DefaultWorkspace, "stale"), metav1.DeleteOptions{}); err != nil {
@@ -96,7 +96,7 @@ func TestStaleLeaseGuessIsReadAgain(t *testing.T) {
 	if _, err := h.Lock(ctx, Lock{ID: "after-delete"}); err != nil {
 		t.Fatalf("lock after the Lease was deleted: %v", err)
 	}
-	lock, err := InspectLock(ctx, testKube, ns, DefaultWorkspace, "stale")
+	lock, err := inspectLock(ctx, testKube, ns, DefaultWorkspace, "stale")
 	if err != nil || lock == nil || lock.ID != "after-delete" {
 		t.Fatalf("lock after the Lease was deleted: %+v, %v", lock, err)
 	}
@@ -147,7 +147,7 @@ func TestWriteFromWhatTheRunRead(t *testing.T) {
 	if !errors.As(err, &conflict) || conflict.Stored.Lineage != "l-other" {
 		t.Fatalf("write from a stale copy over another lineage: %v; want a ConflictError naming l-other", err)
 	}
-	if st, _, err := Read(ctx, testKube, ns, DefaultWorkspace, "known"); err != nil || st.Lineage != "l-other" || st.Serial != 7 {
+	if st, _, err := readStatus(ctx, testKube, ns, DefaultWorkspace, "known"); err != nil || st.Lineage != "l-other" || st.Serial != 7 {
 		t.Fatalf("stored after the refused write: %+v, %v; want l-other serial 7 kept", st, err)
 	}
 }

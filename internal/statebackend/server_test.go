@@ -108,7 +108,7 @@ func TestServerProtocol(t *testing.T) {
 	if st, out, _ := call(t, LockMethod, a.LockAddress, a.Username, a.Password, body); st != 200 {
 		t.Fatalf("LOCK: %d %s", st, out)
 	}
-	l, _ := InspectLock(ctx, testKube, ns, DefaultWorkspace, "alpha")
+	l, _ := inspectLock(ctx, testKube, ns, DefaultWorkspace, "alpha")
 	if l == nil || l.Who != "me@host" || l.Info != "conductor-tf run run-a" {
 		t.Fatalf("lock recorded as %+v", l)
 	}
@@ -167,7 +167,7 @@ func TestServerProtocol(t *testing.T) {
 	if st, _, _ := call(t, UnlockMethod, a.UnlockAddress, a.Username, a.Password, nil); st != 200 {
 		t.Errorf("UNLOCK of an unlocked state: %d", st)
 	}
-	if l, _ := InspectLock(ctx, testKube, ns, DefaultWorkspace, "alpha"); l != nil {
+	if l, _ := inspectLock(ctx, testKube, ns, DefaultWorkspace, "alpha"); l != nil {
 		t.Errorf("still locked: %+v", l)
 	}
 
@@ -179,7 +179,7 @@ func TestServerProtocol(t *testing.T) {
 		t.Errorf("UNLOCK without a body of the run's own lock: %d", st)
 	}
 	foreign := Lock{ID: "dddddddd-0000-4000-8000-00000000000d", Who: "ops@laptop"}
-	if _, err := AcquireLock(ctx, testKube, ns, DefaultWorkspace, "alpha", nil, foreign); err != nil {
+	if _, err := acquireFresh(ctx, testKube, ns, DefaultWorkspace, "alpha", nil, foreign); err != nil {
 		t.Fatal(err)
 	}
 	if st, _, _ := call(t, UnlockMethod, a.UnlockAddress, a.Username, a.Password, nil); st != 409 {
@@ -189,7 +189,7 @@ func TestServerProtocol(t *testing.T) {
 	if st, _, _ := call(t, "DELETE", a.Address, a.Username, a.Password, nil); st != 423 {
 		t.Errorf("DELETE under someone's lock: %d", st)
 	}
-	if err := Unlock(ctx, testKube, ns, DefaultWorkspace, "alpha", foreign.ID); err != nil {
+	if err := unlockFresh(ctx, testKube, ns, DefaultWorkspace, "alpha", foreign.ID); err != nil {
 		t.Fatal(err)
 	}
 	if st, _, _ := call(t, "DELETE", a.Address, a.Username, a.Password, nil); st != 200 {
@@ -282,7 +282,7 @@ func TestServerKeepsStateItCouldNotWrite(t *testing.T) {
 	if _, ok := srv.Pending("gamma"); ok {
 		t.Error("still pending after RetryPending")
 	}
-	got, found, err := ReadState(ctx, fk, "ns", DefaultWorkspace, "gamma")
+	got, found, err := readStateJSON(ctx, fk, "ns", DefaultWorkspace, "gamma")
 	if err != nil || !found || !bytes.Equal(got, s2) {
 		t.Fatalf("stored after RetryPending: found=%v err=%v equal=%v", found, err, bytes.Equal(got, s2))
 	}
@@ -329,7 +329,7 @@ func TestPendingStateOutlivesTheServer(t *testing.T) {
 		t.Errorf("UNLOCK while the state is pending: %d, want 503 (the lock stays)", st)
 	}
 	revoke()
-	if l, err := InspectLock(ctx, fk, "ns", DefaultWorkspace, "delta"); err != nil || l == nil || l.ID != "lock-delta" {
+	if l, err := inspectLock(ctx, fk, "ns", DefaultWorkspace, "delta"); err != nil || l == nil || l.ID != "lock-delta" {
 		t.Fatalf("lock after revoking a run whose state is pending: %+v, %v; want lock-delta held", l, err)
 	}
 
@@ -340,10 +340,10 @@ func TestPendingStateOutlivesTheServer(t *testing.T) {
 	if err != nil || !saved {
 		t.Fatalf("RetryPending on a new server: saved=%v, %v", saved, err)
 	}
-	if got, found, err := ReadState(ctx, fk, "ns", DefaultWorkspace, "delta"); err != nil || !found || !bytes.Equal(got, s1) {
+	if got, found, err := readStateJSON(ctx, fk, "ns", DefaultWorkspace, "delta"); err != nil || !found || !bytes.Equal(got, s1) {
 		t.Fatalf("stored after the restart: found=%v %v equal=%v", found, err, bytes.Equal(got, s1))
 	}
-	if l, err := InspectLock(ctx, fk, "ns", DefaultWorkspace, "delta"); err != nil || l != nil {
+	if l, err := inspectLock(ctx, fk, "ns", DefaultWorkspace, "delta"); err != nil || l != nil {
 		t.Errorf("lock after the pending state was saved: %+v, %v; want released", l, err)
 	}
 	if _, err := fk.CoreV1().Secrets("ns").Get(ctx, PendingSecretName(DefaultWorkspace, "delta"), metav1.GetOptions{}); err == nil {
@@ -363,7 +363,7 @@ func TestPendingStateOutlivesTheServer(t *testing.T) {
 	if _, err := third.RetryPending(ctx, "delta"); !errors.As(err, &conflict) {
 		t.Fatalf("flush of a pending state older than the stored one: %v, want a *ConflictError", err)
 	}
-	if st, _, _ := Read(ctx, fk, "ns", DefaultWorkspace, "delta"); st.Serial != 5 {
+	if st, _, _ := readStatus(ctx, fk, "ns", DefaultWorkspace, "delta"); st.Serial != 5 {
 		t.Errorf("stored serial after a refused flush: %d, want 5", st.Serial)
 	}
 }
@@ -383,7 +383,7 @@ func TestRevokeReleasesTheRunsLocks(t *testing.T) {
 		t.Fatalf("LOCK: %d", st)
 	}
 	revoke()
-	if l, err := InspectLock(ctx, fk, ns, DefaultWorkspace, "eps"); err != nil || l != nil {
+	if l, err := inspectLock(ctx, fk, ns, DefaultWorkspace, "eps"); err != nil || l != nil {
 		t.Fatalf("lock after revoke: %+v, %v; want none", l, err)
 	}
 	// A lock someone else took after the run is not the run's to release.
@@ -391,14 +391,14 @@ func TestRevokeReleasesTheRunsLocks(t *testing.T) {
 	if st, _, _ := call(t, LockMethod, c2.LockAddress, c2.Username, c2.Password, []byte(`{"ID":"second","Who":"x@y"}`)); st != 200 {
 		t.Fatalf("LOCK: %d", st)
 	}
-	if err := Unlock(ctx, fk, ns, DefaultWorkspace, "eps", "second"); err != nil {
+	if err := unlockFresh(ctx, fk, ns, DefaultWorkspace, "eps", "second"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := AcquireLock(ctx, fk, ns, DefaultWorkspace, "eps", nil, Lock{ID: "person", Who: "alice@laptop"}); err != nil {
+	if _, err := acquireFresh(ctx, fk, ns, DefaultWorkspace, "eps", nil, Lock{ID: "person", Who: "alice@laptop"}); err != nil {
 		t.Fatal(err)
 	}
 	revoke2()
-	if l, _ := InspectLock(ctx, fk, ns, DefaultWorkspace, "eps"); l == nil || l.ID != "person" {
+	if l, _ := inspectLock(ctx, fk, ns, DefaultWorkspace, "eps"); l == nil || l.ID != "person" {
 		t.Errorf("a person's lock after another run's revoke: %+v; want it kept", l)
 	}
 }

@@ -53,11 +53,11 @@ func decodeJSON(plain []byte) (State, error) {
 	return State{Serial: doc.Serial, Lineage: doc.Lineage, Resources: len(doc.Resources)}, nil
 }
 
-// Read returns the state of a workspace and suffix, assembled from all its chunks (ReadState), or
+// readStatus returns the state of a workspace and suffix, assembled from all its chunks (ReadState), or
 // found=false when there is none (no Secret, or no "tfstate" key in it).
-func Read(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) (st State, found bool, err error) {
+func readStatus(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) (st State, found bool, err error) {
 	name := SecretName(workspace, suffix)
-	plain, found, err := ReadState(ctx, kube, namespace, workspace, suffix)
+	plain, found, err := readStateJSON(ctx, kube, namespace, workspace, suffix)
 	if err != nil {
 		return State{}, false, err
 	}
@@ -69,9 +69,9 @@ func Read(ctx context.Context, kube kubernetes.Interface, namespace, workspace, 
 	return st, true, err
 }
 
-// Delete removes a workspace's state: every chunk Secret, the kept history (history.go) and the
+// deleteAll removes a workspace's state: every chunk Secret, the kept history (history.go) and the
 // lock Lease. Objects already gone are not an error.
-func Delete(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) error {
+func deleteAll(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) error {
 	if err := deleteState(ctx, kube, namespace, workspace, suffix); err != nil {
 		return fmt.Errorf("deleting state Secret: %w", err)
 	}
@@ -85,9 +85,9 @@ func Delete(ctx context.Context, kube kubernetes.Interface, namespace, workspace
 	return nil
 }
 
-// Exists reports whether anything of a workspace's state is in namespace: its chunk-0 Secret or its
+// exists reports whether anything of a workspace's state is in namespace: its chunk-0 Secret or its
 // lock Lease. A state name whose Secret or Lease exists is taken, whoever wrote it.
-func Exists(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) (bool, error) {
+func exists(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) (bool, error) {
 	_, err := kube.CoreV1().Secrets(namespace).Get(ctx, SecretName(workspace, suffix), metav1.GetOptions{})
 	if err == nil || !apierrors.IsNotFound(err) {
 		return err == nil, err

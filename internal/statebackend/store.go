@@ -73,42 +73,77 @@ func (h *Handle) Workspace() string { return h.workspace }
 // Suffix is the handle's secret_suffix.
 func (h *Handle) Suffix() string { return h.suffix }
 
-// Read returns the state JSON, or found=false when there is none (ReadState).
+// Read returns the state JSON, assembled from all its chunks, or found=false when there is none.
 func (h *Handle) Read(ctx context.Context) (state []byte, found bool, err error) {
-	return ReadState(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix)
+	return readStateJSON(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix)
 }
 
-// Status returns the state's serial, lineage and resource count (Read).
+// Status returns the state's serial, lineage and resource count, or found=false when there is
+// none (no Secret, or no "tfstate" key in it).
 func (h *Handle) Status(ctx context.Context) (State, bool, error) {
-	return Read(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix)
+	return readStatus(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix)
 }
 
-// InspectLock returns the lock held on the state, or nil (InspectLock).
+// Exists reports whether anything of the state is in the namespace: its chunk-0 Secret or its
+// lock Lease. A state name whose Secret or Lease exists is taken, whoever wrote it.
+func (h *Handle) Exists(ctx context.Context) (bool, error) {
+	return exists(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix)
+}
+
+// InspectLock returns the lock held on the state, or nil when it is not locked.
 func (h *Handle) InspectLock(ctx context.Context) (*Lock, error) {
-	return InspectLock(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix)
+	return inspectLock(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix)
 }
 
-// Lock takes the state's lock with info (AcquireLock); a *LockedError names the holder. It starts
+// Lock takes the state's lock with info (acquireLock); a *LockedError names the holder. It starts
 // from the Lease as the Store last wrote it, or, when it knows none, creates the Lease at once
 // (the common case of a new state); either guess costs one failed write when wrong.
 func (h *Handle) Lock(ctx context.Context, info Lock) (*Lock, error) {
-	held, lease, err := acquireLock(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix, h.labels, info, h.knownLease(), true)
+	held, lease, err := acquireLock(ctx, h, info, h.knownLease(), true)
 	h.rememberLease(lease)
 	return held, err
 }
 
-// Unlock releases the state's lock with this ID (Unlock), starting from the Lease as the Store
-// last wrote it.
+// Unlock releases the state's lock with this ID as Terraform's kubernetes backend does (unlock),
+// starting from the Lease as the Store last wrote it; a state not locked is not an error, a lock
+// held under another ID is a *LockedError.
 func (h *Handle) Unlock(ctx context.Context, id string) error {
-	lease, err := unlock(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix, id, h.knownLease())
+	lease, err := unlock(ctx, h, id, h.knownLease())
 	h.rememberLease(lease)
 	return err
 }
 
-// Delete removes the state, its history and its Lease (Delete).
+// ReleaseLock removes the lock with this ID, as `force-unlock ID` would: an error when the Lease
+// is missing or held under another ID (the update carries the resourceVersion read, so a lock
+// taken in between is never released).
+func (h *Handle) ReleaseLock(ctx context.Context, id string) error {
+	h.store.leases.Delete(LeaseName(h.workspace, h.suffix))
+	return releaseLock(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix, id)
+}
+
+// Delete removes the state, its history and its Lease; objects already gone are not an error.
 func (h *Handle) Delete(ctx context.Context) error {
 	h.store.leases.Delete(LeaseName(h.workspace, h.suffix))
-	return Delete(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix)
+	return deleteAll(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix)
+}
+
+// OrphanedFrom returns the resource whose deletion orphaned the state (its LabelOrphanedFrom), or
+// "" when the Secret is missing or not orphaned.
+func (h *Handle) OrphanedFrom(ctx context.Context) (string, error) {
+	return orphanedFrom(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix)
+}
+
+// Orphan labels the state as orphaned from resource (LabelOrphanedFrom set, LabelResource
+// removed), every chunk of it; the state itself is untouched so that it can be adopted again. A
+// missing Secret is not an error.
+func (h *Handle) Orphan(ctx context.Context, resource string) error {
+	return orphan(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix, resource)
+}
+
+// Adopt moves the orphaned state Secret `from` (in the same namespace) to this state, for
+// resource (see adopt); an *AdoptError says why an adoption is refused.
+func (h *Handle) Adopt(ctx context.Context, from, resource string) error {
+	return adopt(ctx, h.store.kube, h.store.namespace, from, h.workspace, h.suffix, resource)
 }
 
 func (h *Handle) knownLease() *coordinationv1.Lease {
@@ -272,7 +307,7 @@ func (h *Handle) writeState(ctx context.Context, stored *storedState, state, gz 
 	kube, ns := h.store.kube, h.store.namespace
 	single := stored.single
 	if len(gz) >= chunkSize || (stored.found && single == nil) {
-		return nil, WriteState(ctx, kube, ns, h.workspace, h.suffix, h.labels, state)
+		return nil, writeStateJSON(ctx, kube, ns, h.workspace, h.suffix, h.labels, state)
 	}
 	want := backendLabels(h.workspace, h.suffix, h.labels)
 	secrets := kube.CoreV1().Secrets(ns)
@@ -286,7 +321,7 @@ func (h *Handle) writeState(ctx context.Context, stored *storedState, state, gz 
 			Data: map[string][]byte{stateKey: gz},
 		}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) && fresh {
-			return nil, WriteState(ctx, kube, ns, h.workspace, h.suffix, h.labels, state)
+			return nil, writeStateJSON(ctx, kube, ns, h.workspace, h.suffix, h.labels, state)
 		}
 		if apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("creating state chunk %s: %w", SecretName(h.workspace, h.suffix), errStale)

@@ -160,7 +160,7 @@ func TestRealChain(t *testing.T) {
 			if addrs, err := ws.StateAddresses(ctx); err != nil || len(addrs) != 0 {
 				t.Fatalf("state after destroy: %v, %v; want empty", addrs, err)
 			}
-			if err := statebackend.Delete(ctx, kube, ns, statebackend.DefaultWorkspace, suffix); err != nil {
+			if err := statebackend.NewStore(kube, ns).For(suffix).Delete(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := kube.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -213,14 +213,14 @@ func TestLockedState(t *testing.T) {
 			if !errors.As(err, &le) || le.ID != "held-by-ops" || le.Who != "ops@laptop" {
 				t.Fatalf("plan on a locked state: %v (%T), want *LockError with ID held-by-ops and holder ops@laptop", err, err)
 			}
-			lock, err := statebackend.InspectLock(ctx, kube, ns, "default", suffix)
+			lock, err := statebackend.NewStore(kube, ns).For(suffix).InspectLock(ctx)
 			if err != nil || lock == nil || lock.ID != "held-by-ops" {
 				t.Fatalf("InspectLock = %+v, %v", lock, err)
 			}
 			if statebackend.IsOwnStaleLock(lock, &statebackend.RunRecord{Who: statebackend.Who(), Started: time.Now().Add(-time.Hour)}, statebackend.Who()) {
 				t.Fatal("someone else's lock taken for ours")
 			}
-			if err := statebackend.ReleaseLock(ctx, kube, ns, "default", suffix, lock.ID); err != nil {
+			if err := statebackend.NewStore(kube, ns).For(suffix).ReleaseLock(ctx, lock.ID); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := ws.Plan(ctx, tfrunner.PlanOptions{}); err != nil {
@@ -257,7 +257,7 @@ func TestCancelReachesTerraform(t *testing.T) {
 			// Wait until the apply holds the lock, then cancel it.
 			deadline := time.Now().Add(time.Minute)
 			for {
-				lock, err := statebackend.InspectLock(ctx, kube, ns, "default", suffix)
+				lock, err := statebackend.NewStore(kube, ns).For(suffix).InspectLock(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -277,7 +277,7 @@ func TestCancelReachesTerraform(t *testing.T) {
 			if took := time.Since(started); took > 25*time.Second {
 				t.Errorf("the cancelled apply took %s: SIGINT did not stop the provisioner's 20 s sleep", took)
 			}
-			lock, err := statebackend.InspectLock(ctx, kube, ns, "default", suffix)
+			lock, err := statebackend.NewStore(kube, ns).For(suffix).InspectLock(ctx)
 			if err != nil || lock != nil {
 				t.Fatalf("lock after a cancelled apply: %+v, %v; want none", lock, err)
 			}

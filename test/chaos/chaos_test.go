@@ -259,7 +259,7 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 			t.Errorf("claim %s bound twice: %s and %s", key, other, r.Name)
 		}
 		boundTo[key] = r.Name
-		st, found, err := statebackend.Read(ctx, kube, stateNamespace, statebackend.DefaultWorkspace, statebackend.SuffixOf(r.Status.State.SecretName))
+		st, found, err := statebackend.NewStore(kube, stateNamespace).For(statebackend.SuffixOf(r.Status.State.SecretName)).Status(ctx)
 		if err != nil || !found || st.Resources != 3 {
 			lost++
 			t.Errorf("resource %s: state found=%v resources=%d err=%v, want its 3 objects", r.Name, found, st.Resources, err)

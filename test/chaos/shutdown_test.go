@@ -65,7 +65,7 @@ func TestShutdownMidApplyLeavesNoLock(t *testing.T) {
 			sfx := statebackend.SuffixFor(name)
 			// The slow create is under way (its ledger line written) while the apply holds the lock.
 			for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-				lock, _ := statebackend.InspectLock(ctx, kube, stateNamespace, statebackend.DefaultWorkspace, sfx)
+				lock, _ := statebackend.NewStore(kube, stateNamespace).For(sfx).InspectLock(ctx)
 				if _, err := os.Stat(filepath.Join(files, name+".ledger")); err == nil && lock != nil {
 					break
 				}
@@ -85,7 +85,7 @@ func TestShutdownMidApplyLeavesNoLock(t *testing.T) {
 					t.Fatal("the controller did not stop after losing its leader Lease")
 				}
 			}
-			lock, err := statebackend.InspectLock(ctx, kube, stateNamespace, statebackend.DefaultWorkspace, sfx)
+			lock, err := statebackend.NewStore(kube, stateNamespace).For(sfx).InspectLock(ctx)
 			if err != nil || lock != nil {
 				t.Errorf("after %s mid-apply: lock %+v (%v); want none", how, lock, err)
 			}

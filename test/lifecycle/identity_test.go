@@ -166,7 +166,7 @@ var _ = Describe("Pod identity and state locks", func() {
 		Expect(fileContent(filepath.Join(s.dir, res.Name+".txt"))).To(Equal("v2"))
 
 		By("once alice unlocks, the change is applied")
-		Expect(statebackend.ReleaseLock(s.ctx, kube, stateNamespace, "default", statebackend.SuffixFor(res.Name), "held-by-alice")).To(Succeed())
+		Expect(statebackend.NewStore(kube, stateNamespace).For(statebackend.SuffixFor(res.Name)).ReleaseLock(s.ctx, "held-by-alice")).To(Succeed())
 		Eventually(func() string { return fileContent(filepath.Join(s.dir, res.Name+".txt")) }, timeout, time.Second).Should(Equal("v3"))
 		Expect(k8s.Delete(s.ctx, got)).To(Succeed())
 		Eventually(gone(func() error { return k8s.Get(s.ctx, client.ObjectKey{Name: res.Name}, got) }), timeout, time.Second).Should(BeTrue())

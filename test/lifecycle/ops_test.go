@@ -144,7 +144,7 @@ var _ = Describe("Day-2 operations", func() {
 // sensitiveWord is the resource's generated password (random_password.result, sensitive) as its
 // state holds it: a value that must never reach a log.
 func sensitiveWord(res *v1alpha1.InfraResource) string {
-	data, found, err := statebackend.ReadState(context.Background(), kube, stateNamespace, "default", statebackend.SuffixFor(res.Name))
+	data, found, err := statebackend.NewStore(kube, stateNamespace).For(statebackend.SuffixFor(res.Name)).Read(context.Background())
 	Expect(err).NotTo(HaveOccurred())
 	Expect(found).To(BeTrue())
 	var st struct {

@@ -213,7 +213,7 @@ var _ = Describe("Ownership: what a resource may touch", func() {
 		res := fileResource(s, "lost-"+s.ns, "lost")
 		Expect(k8s.Create(s.ctx, res)).To(Succeed())
 		readyAt(s, res.Name)
-		Expect(statebackend.Delete(s.ctx, kube, stateNamespace, "default", stateSuffix(s, res.Name))).To(Succeed())
+		Expect(statebackend.NewStore(kube, stateNamespace).For(stateSuffix(s, res.Name)).Delete(s.ctx)).To(Succeed())
 		Expect(k8s.Delete(s.ctx, s.resource(res.Name)())).To(Succeed())
 		Eventually(syncedReason(s, res.Name), timeout, time.Second).Should(Equal(v1alpha1.ReasonStateMissing))
 		Consistently(func() error { return k8s.Get(s.ctx, client.ObjectKey{Name: res.Name}, &v1alpha1.InfraResource{}) }, 3*time.Second, time.Second).Should(Succeed())

@@ -161,7 +161,7 @@ var _ = Describe("Runner pools", Ordered, func() {
 			ContainElement(ContainSubstring("runner runner-b of pool " + pool + " was lost mid-run")))
 		GinkgoWriter.Printf("runner death noticed within %s\n", time.Since(killedAt).Round(time.Millisecond))
 		Eventually(func() (*statebackend.Lock, error) {
-			return statebackend.InspectLock(s.ctx, kube, stateNamespace, statebackend.DefaultWorkspace, stateSuffix(s, res.Name))
+			return statebackend.NewStore(kube, stateNamespace).For(stateSuffix(s, res.Name)).InspectLock(s.ctx)
 		}, 30*time.Second, 200*time.Millisecond).Should(BeNil(), "the dead run's lock is released")
 
 		By("the next run, on another runner, holds the create that had started")

@@ -215,7 +215,7 @@ var _ = Describe("State the controller serves", func() {
 		readyAt(s, res.Name)
 
 		By("the state disappears: the resource stops instead of creating everything again")
-		Expect(statebackend.Delete(s.ctx, kube, stateNamespace, "default", statebackend.SuffixFor(res.Name))).To(Succeed())
+		Expect(statebackend.NewStore(kube, stateNamespace).For(statebackend.SuffixFor(res.Name)).Delete(s.ctx)).To(Succeed())
 		setContent(s, res.Name, "v3")
 		Eventually(syncedReason(s, res.Name), timeout, time.Second).Should(Equal(v1alpha1.ReasonStateMissing))
 		count := runs(res.Name)

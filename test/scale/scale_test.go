@@ -8,8 +8,9 @@
 //	naive: a loop running `tofu init && tofu apply -auto-approve` in N directories;
 //	bare:  `tofu apply -auto-approve` in N directories already initialised (init not timed).
 //
-// It also reports the controller's RSS at the end, and the latency from creating a claim to its
-// being Bound to an existing (static) resource, p50 and p90.
+// It also reports the controller's RSS at the end, the latency from creating a claim to its
+// being Bound to an existing (static) resource, p50 and p90, and the time to reclaim every
+// resource when all N claims are deleted at once (failing when one is left or reports StateMissing).
 package scale_test
 
 import (
@@ -161,6 +162,7 @@ func TestBenchScale(t *testing.T) {
 	// Static claims: each binds to an existing Available resource.
 	latencies := staticBindLatencies(t, ctx, k8s, module, *static)
 	rss, peak, _ := ctl.RSS()
+	deletion := massDeletion(t, ctx, k8s, "bench", "Pet", *n)
 
 	// The baselines, same binary, mirror, state storage and concurrency.
 	naiveTime, cpuNaive := baseline(t, dir, "naive", tofu, tfEnv, module, env.Kubeconfig, true)
@@ -180,6 +182,7 @@ func TestBenchScale(t *testing.T) {
 	fmt.Printf("| controller RSS at the end (peak) | %.0f MiB (%.0f MiB) |\n", float64(rss)/(1<<20), float64(peak)/(1<<20))
 	fmt.Printf("| static claim → Bound, p50 / p90 (%d claims) | %d ms / %d ms |\n", len(latencies), p50.Milliseconds(), p90.Milliseconds())
 	fmt.Printf("| API server requests per claim to Ready | %.1f |\n", requestTotal)
+	fmt.Printf("| %d claims deleted at once → every resource gone (0 StateMissing asserted) | %.1f s |\n", *n, deletion.Seconds())
 	fmt.Printf("\nCPU per claim (/proc), controller: %s\nCPU per claim, naive loop: %s\nCPU per claim, bare apply: %s\n", cpuController, cpuNaive, cpuBare)
 	fmt.Printf("\nAPI server requests per claim to Ready, by verb and resource (apiserver_request_total; the\n"+
 		"benchmark's own CREATE and LIST of claims left out):\n| request | per claim |\n|---|---|\n%s\n", strings.Join(requestRows, "\n"))
