@@ -212,6 +212,10 @@ const (
 	// ReasonDriftDetected and ReasonNoDrift are the reasons of the Drifted condition.
 	ReasonDriftDetected = "DriftDetected"
 	ReasonNoDrift       = "NoDrift"
+	// ReasonRunnersConnected and ReasonNoRunners are the reasons of a runner pool's Ready
+	// condition: runners are connected to the manager, or none is (its runs wait).
+	ReasonRunnersConnected = "RunnersConnected"
+	ReasonNoRunners        = "NoRunners"
 	// ReasonStateNotSaved: a run's state could not be saved; the controller keeps it and runs
 	// nothing until it is saved. ReasonStateSaved: it was saved later.
 	ReasonStateNotSaved = "StateNotSaved"

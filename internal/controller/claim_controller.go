@@ -32,7 +32,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -97,12 +96,10 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	before := claim.DeepCopy()
 	result, err := r.sync(ctx, claim)
 	claim.Status.ObservedGeneration = claim.Generation
-	var perr error
-	if !equality.Semantic.DeepEqual(before.Status, claim.Status) {
-		// Most reconciles (a bound resource's status changed) change nothing here: no write.
-		perr = r.Status().Patch(ctx, claim, client.MergeFrom(before))
-	}
-	if perr != nil && !apierrors.IsNotFound(perr) {
+	// Most reconciles (a bound resource's status changed) change nothing here: no write.
+	_, perr := patchStatus(ctx, r.Client, claim, before)
+	perr = client.IgnoreNotFound(perr)
+	if perr != nil {
 		err = errors.Join(err, perr)
 	}
 	r.recordTransition(before, claim)

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -70,10 +69,10 @@ func (r *ClassReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		setCondition(&class.Status.Conditions, class.Generation, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonValid,
 			fmt.Sprintf("module %s@%s resolved; template checked against its %d inputs", class.Spec.Module.Source, class.Spec.Module.Version, len(class.Status.Inputs)))
 	}
-	if perr := r.Status().Patch(ctx, class, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
+	if _, perr := patchStatus(ctx, r.Client, class, before); client.IgnoreNotFound(perr) != nil {
 		err = errors.Join(err, perr)
 	}
-	return result, err
+	return requeueOnConflict(result, err)
 }
 
 // moduleRetry is how soon a class whose module could not be fetched is tried again.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -96,12 +95,10 @@ func (s *resourceScope) checkpoint(ctx context.Context) error {
 // written; nothing when it is unchanged or the object is gone. It writes even when the reconcile
 // was cancelled by shutdown (a run's outcome must not be lost), within 10 s.
 func (s *resourceScope) close(ctx context.Context) error {
-	if s.gone || equality.Semantic.DeepEqual(s.base.Status, s.res.Status) {
+	if s.gone {
 		return nil
 	}
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	return client.IgnoreNotFound(s.patch(pctx))
+	return client.IgnoreNotFound(s.patch(ctx))
 }
 
 // patch sends the status fields that changed since base as a JSON merge patch, without a
@@ -109,7 +106,7 @@ func (s *resourceScope) close(ctx context.Context) error {
 // annotation) must not make a run's record fail. base then moves forward to what was written.
 func (s *resourceScope) patch(ctx context.Context) error {
 	s.base.ResourceVersion = s.res.ResourceVersion
-	if err := s.c.Status().Patch(ctx, s.res, client.MergeFrom(s.base)); err != nil {
+	if _, err := patchStatus(ctx, s.c, s.res, s.base); err != nil {
 		return err
 	}
 	s.base.ResourceVersion = s.res.ResourceVersion

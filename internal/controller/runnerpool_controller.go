@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -106,27 +105,21 @@ func (r *RunnerPoolReconciler) ensureDeployment(ctx context.Context, pool *v1alp
 
 // recordStatus writes ready and connected runners and the Ready condition.
 func (r *RunnerPoolReconciler) recordStatus(ctx context.Context, pool *v1alpha1.InfraRunnerPool, dep *appsv1.Deployment) error {
-	before := pool.Status.DeepCopy()
+	before := pool.DeepCopy()
 	pool.Status.ObservedGeneration = pool.Generation
 	pool.Status.ReadyReplicas = dep.Status.ReadyReplicas
 	if r.Connected != nil {
 		pool.Status.ConnectedRunners = int32(r.Connected(pool.Name))
 	}
-	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "RunnersConnected",
+	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRunnersConnected,
 		Message: fmt.Sprintf("%d runner(s) connected", pool.Status.ConnectedRunners), ObservedGeneration: pool.Generation}
 	if pool.Status.ConnectedRunners == 0 {
-		cond.Status, cond.Reason = metav1.ConditionFalse, "NoRunners"
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonNoRunners
 		cond.Message = fmt.Sprintf("no runner is connected to %s; %d of %d pods ready; runs of this pool wait", r.Targets, dep.Status.ReadyReplicas, ptr.Deref(dep.Spec.Replicas, 0))
 	}
 	meta.SetStatusCondition(&pool.Status.Conditions, cond)
-	if equality.Semantic.DeepEqual(before, &pool.Status) {
-		return nil
-	}
-	err := r.Status().Update(ctx, pool)
-	if apierrors.IsConflict(err) {
-		return nil // the next resync writes it
-	}
-	return err
+	_, err := patchStatus(ctx, r.Client, pool, before)
+	return client.IgnoreNotFound(err)
 }
 
 // SetupWithManager registers the reconciler for pools and the Deployments they own.
