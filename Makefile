@@ -23,7 +23,7 @@ help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 ##@ Development
-.PHONY: tools manifests generate fmt vet test bench bench-scale
+.PHONY: tools manifests generate generate-proto verify-proto fmt vet test bench bench-scale
 tools: ## Build every pinned tool into the cache (idempotent).
 	@$(TOOLS) all
 
@@ -37,6 +37,20 @@ generate: ## Generate deepcopy code with controller-gen.
 	@$(TOOLS) controller-gen
 	@$(WITH_TOOLS) "$$CONTROLLER_GEN" object paths=./api/...
 
+# buf (hack/tools.sh proto) compiles proto/ and runs the pinned plugins, found on PATH, offline.
+BUF_GENERATE = $(WITH_TOOLS) PATH="$$(dirname "$$PROTOC_GEN_GO"):$$PATH" "$$BUF" generate proto --template proto/buf.gen.yaml
+
+generate-proto: ## Generate the run protocol's Go code (internal/runners/runnerpb) from proto/ with buf.
+	@$(TOOLS) proto
+	@$(BUF_GENERATE)
+
+verify-proto: ## Fail when internal/runners/runnerpb is not what generate-proto makes of proto/.
+	@$(TOOLS) proto
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(BUF_GENERATE) --output "$$tmp"; \
+	diff -r internal/runners/runnerpb "$$tmp/internal/runners/runnerpb" || \
+		{ echo "internal/runners/runnerpb is out of date with proto/: run make generate-proto" >&2; exit 1; }
+
 fmt: ## gofmt the code.
 	gofmt -l -w $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 
@@ -48,7 +62,7 @@ vet: ## go vet.
 # workers on a loaded machine and fails with "context deadline exceeded" and no failing input
 # (golang/go#75804, fixed in Go 1.27; seen here on go1.26.8 during a cold CI run).
 FUZZTIME ?= 100000x
-test: tools manifests generate fmt vet ## Unit tests and envtest suites against the real binaries, then a bounded fuzz of claim input.
+test: tools manifests generate verify-proto fmt vet ## Unit tests and envtest suites against the real binaries, then a bounded fuzz of claim input.
 	$(WITH_TOOLS) go test ./... -timeout $(TEST_TIMEOUT) $(TESTFLAGS)
 	go test ./internal/scheduler -run '^$$' -fuzz '^FuzzClaimInput$$' -fuzztime $(FUZZTIME)
 

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Builds conductor-tf's real parts from the Go module proxy into a cache outside the repository.
 #
-#   hack/tools.sh [all|k8s|tofu|providers|cloud-providers|controller-gen|kind|env]
+#   hack/tools.sh [all|k8s|tofu|providers|cloud-providers|controller-gen|proto|kind|env]
+#
+# `proto` (make generate-proto, and make test's verify-proto) builds buf, protoc-gen-go and
+# protoc-gen-go-grpc: buf compiles the .proto files itself (no protoc) and runs the two plugins as
+# local binaries, offline.
 #
 # `kind` (for make kind-node-image and make test-e2e only) builds the kind CLI and a node's parts:
 # kubelet, kubeadm, kube-scheduler, kube-proxy and CoreDNS.
@@ -21,6 +25,13 @@ COREDNS_VERSION=${COREDNS_VERSION:-v1.14.6}
 # Helm, to lint and render dist/chart (make test) and install it (make test-e2e). v3.22.0 builds
 # against k8s.io v0.37, as the project does.
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
+# The run protocol's code generators (proto/, internal/runners/runnerpb). protoc-gen-go v1.36.12's
+# generator is the same code as the google.golang.org/protobuf pseudo-version go.mod requires (a
+# commit before v1.36.12; only the version it stamps into the generated files differs).
+# protoc-gen-go-grpc v1.6.2 is the newest the module proxy serves; its code needs grpc ≥ v1.64.
+BUF_VERSION=${BUF_VERSION:-v1.75.0}
+PROTOC_GEN_GO_VERSION=${PROTOC_GEN_GO_VERSION:-v1.36.12}
+PROTOC_GEN_GO_GRPC_VERSION=${PROTOC_GEN_GO_GRPC_VERSION:-v1.6.2}
 # Provider plugins: <name> <module path> <pseudo-version of a commit> <version the mirror publishes it as>.
 # Their v2+/v3 tags lack the /vN module path, so a commit is pinned by its pseudo-version; the
 # version is the newest release in that commit's CHANGELOG. hashicorp/null is not here: the module
@@ -48,6 +59,8 @@ CLI_CONFIG=$CACHE/providers/terraform.rc
 CONTROLLER_GEN=$CACHE/bin/controller-gen-$CONTROLLER_TOOLS_VERSION
 KIND=$CACHE/bin/kind-$KIND_VERSION
 HELM=$CACHE/bin/helm-$HELM_VERSION
+# buf finds the plugins by name on PATH (proto/buf.gen.yaml): they share one directory.
+PROTO_BIN=$CACHE/proto/bin
 NODE_BIN=$CACHE/k8s/$KUBE_VERSION/node-bin
 export GOFLAGS=-mod=mod
 
@@ -272,6 +285,26 @@ build_controller_gen() {
   mv "$tmp/controller-gen" "$CONTROLLER_GEN"; rmdir "$tmp"
 }
 
+# build_proto: buf and the Go plugins into $PROTO_BIN, each rebuilt only when its version changes.
+build_proto() {
+  proto_tool buf github.com/bufbuild/buf/cmd/buf "$BUF_VERSION"
+  proto_tool protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go "$PROTOC_GEN_GO_VERSION"
+  proto_tool protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc "$PROTOC_GEN_GO_GRPC_VERSION"
+}
+
+# proto_tool NAME PACKAGE VERSION: go install PACKAGE@VERSION as $PROTO_BIN/NAME (stamp .NAME.stamp).
+proto_tool() {
+  local name=$1 pkg=$2 ver=$3
+  local stamp=$PROTO_BIN/.$name.stamp recipe="$pkg@$ver cgo=0 trimpath"
+  [[ -x $PROTO_BIN/$name ]] && fresh "$stamp" "$recipe" && return 0
+  log "building $name $ver"
+  mkdir -p "$PROTO_BIN"
+  local tmp; tmp=$(mktemp -d)
+  CGO_ENABLED=0 GOBIN=$tmp go install -trimpath -ldflags "-s -w" "$pkg@$ver"
+  mv "$tmp/$name" "$PROTO_BIN/$name"; rmdir "$tmp"
+  echo "$recipe" >"$stamp"
+}
+
 # print_env: the variables the Makefile and tests use to find the parts.
 print_env() {
   cat <<ENV
@@ -281,6 +314,9 @@ CONDUCTOR_TF_TOFU=$TOFU_BIN/tofu
 TF_CLI_CONFIG_FILE=$CLI_CONFIG
 CONDUCTOR_TF_PROVIDER_MIRROR=$MIRROR
 CONTROLLER_GEN=$CONTROLLER_GEN
+BUF=$PROTO_BIN/buf
+PROTOC_GEN_GO=$PROTO_BIN/protoc-gen-go
+PROTOC_GEN_GO_GRPC=$PROTO_BIN/protoc-gen-go-grpc
 CONDUCTOR_TF_KIND=$KIND
 CONDUCTOR_TF_HELM=$HELM
 CONDUCTOR_TF_NODE_BIN=$NODE_BIN
@@ -294,8 +330,9 @@ case "${1:-all}" in
   providers) build_providers ;;
   cloud-providers) build_providers; build_cloud_providers ;;
   controller-gen) build_controller_gen ;;
+  proto) build_proto ;;
   helm) build_helm ;;
   kind) build_k8s; build_k8s_node; build_kind ;;
   env) print_env ;;
-  *) echo "usage: $0 [all|k8s|tofu|providers|cloud-providers|controller-gen|helm|kind|env]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|k8s|tofu|providers|cloud-providers|controller-gen|proto|helm|kind|env]" >&2; exit 2 ;;
 esac

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
+	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
@@ -93,14 +94,13 @@ func (d *Dispatcher) Serve(ctx context.Context, addr string, tlsConfig *tls.Conf
 	}
 	srv := grpc.NewServer(
 		grpc.Creds(credentials.NewTLS(tlsConfig)),
-		grpc.ForceServerCodec(jsonCodec{}),
 		grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes),
 		// Connection-level liveness besides the run's heartbeats: a peer that stops answering
 		// pings within 10 s is dropped, which ends its streams.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 10 * time.Second, Timeout: 10 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	)
-	srv.RegisterService(&serviceDesc, d)
+	runnerpb.RegisterRunsServer(srv, runsServer{d: d})
 	d.mu.Lock()
 	d.grpc, d.addr = srv, ln.Addr().String()
 	d.mu.Unlock()
@@ -131,14 +131,22 @@ func (d *Dispatcher) Runners(pool string) map[string]int {
 	return out
 }
 
+// runsServer serves Runs/Run for a Dispatcher.
+type runsServer struct {
+	runnerpb.UnimplementedRunsServer
+	d *Dispatcher
+}
+
+func (s runsServer) Run(stream runnerpb.Runs_RunServer) error { return s.d.serveRun(stream) }
+
 // job is one run, from the caller's Apply, Destroy or DriftCheck to its Result.
 type job struct {
 	pool, tenant string
-	spec         RunSpec
+	spec         *runnerpb.RunSpec
 	opts         tfrunner.ApplyOptions
 	cancel       chan struct{} // closed when the caller's ctx is done after a runner took the run
 	done         chan struct{} // closed once result and err are set
-	result       *Result
+	result       *runnerpb.Result
 	hookErr      error // the error a hook returned, which stopped the run
 	err          error // the run could not finish on its runner (lost), or was never started
 	withdrawn    bool  // its caller gave up after a runner took it (guarded by the queue's mu)
@@ -158,7 +166,7 @@ func (d *Dispatcher) queue(pool string) *queue {
 // do queues a run in pool and waits for its outcome. A ctx done while the run waits withdraws it;
 // once a runner has it, the runner is told to cancel it and do waits for the result (Terraform
 // gets SIGINT and the run ends as an in-process run would).
-func (d *Dispatcher) do(ctx context.Context, pool string, spec RunSpec, opts tfrunner.ApplyOptions) (*job, error) {
+func (d *Dispatcher) do(ctx context.Context, pool string, spec *runnerpb.RunSpec, opts tfrunner.ApplyOptions) (*job, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -168,18 +176,19 @@ func (d *Dispatcher) do(ctx context.Context, pool string, spec RunSpec, opts tfr
 		}
 	}
 	if d.opts.StateURL != "" {
-		spec.StateURL = d.opts.StateURL
+		spec.StateUrl = d.opts.StateURL
 	}
 	d.running.Add(1)
 	defer d.running.Done()
-	j := &job{pool: pool, tenant: spec.Spec.Tenant, spec: spec, opts: opts, cancel: make(chan struct{}), done: make(chan struct{})}
+	j := &job{pool: pool, tenant: spec.GetSpec().GetTenant(), spec: spec, opts: opts, cancel: make(chan struct{}), done: make(chan struct{})}
+	key := spec.GetKey()
 	d.mu.Lock()
-	d.busy[spec.Key]++
+	d.busy[key]++
 	d.mu.Unlock()
 	defer func() {
 		d.mu.Lock()
-		if d.busy[spec.Key]--; d.busy[spec.Key] <= 0 {
-			delete(d.busy, spec.Key)
+		if d.busy[key]--; d.busy[key] <= 0 {
+			delete(d.busy, key)
 		}
 		d.mu.Unlock()
 	}()
@@ -202,38 +211,63 @@ func (d *Dispatcher) do(ctx context.Context, pool string, spec RunSpec, opts tfr
 	}
 	if j.result.ErroredState != nil {
 		d.mu.Lock()
-		d.errored[spec.Key] = j.result.ErroredState
+		d.errored[key] = j.result.ErroredState
 		d.mu.Unlock()
 	}
-	return j, j.result.Error.decode(j.hookErr)
+	return j, errorFromProto(j.result.GetError(), j.hookErr)
+}
+
+// newRunSpec is the RunSpec of op on key's spec; it fails when spec does not convert (see
+// specToProto).
+func newRunSpec(op runnerpb.Operation, key string, spec tfrunner.Spec) (*runnerpb.RunSpec, error) {
+	s, err := specToProto(spec)
+	if err != nil {
+		return nil, fmt.Errorf("run of %s: %w", key, err)
+	}
+	return &runnerpb.RunSpec{Id: spec.RunID, Op: op, Key: key, Spec: s}, nil
 }
 
 // Apply runs spec's apply on a runner of spec.RunnerPool; see tfrunner.Pool.Apply for the
 // result and errors, plus *RunnerLostError when the runner was lost mid-run.
 func (d *Dispatcher) Apply(ctx context.Context, key string, spec tfrunner.Spec, opts tfrunner.ApplyOptions) (*tfrunner.ApplyResult, error) {
-	j, err := d.do(ctx, spec.RunnerPool, RunSpec{
-		ID: spec.RunID, Op: OpApply, Key: key, Spec: toWire(spec), SavedPlan: opts.SavedPlan, Imports: opts.Imports,
-		AskCheck: opts.Check != nil, AskBeforeApply: opts.BeforeApply != nil, AskCreateStart: opts.OnCreateStart != nil,
-	}, opts)
+	rs, err := newRunSpec(runnerpb.Operation_OPERATION_APPLY, key, spec)
+	if err != nil {
+		return &tfrunner.ApplyResult{}, err
+	}
+	rs.SavedPlan, rs.Imports = opts.SavedPlan, importsToProto(opts.Imports)
+	rs.AskCheck, rs.AskBeforeApply, rs.AskCreateStart = opts.Check != nil, opts.BeforeApply != nil, opts.OnCreateStart != nil
+	j, err := d.do(ctx, spec.RunnerPool, rs, opts)
 	if j == nil || j.result == nil {
 		return &tfrunner.ApplyResult{}, err
 	}
-	return j.result.applyResult(), err
+	res, convErr := applyResultFromProto(j.result.GetApply())
+	if err == nil {
+		err = convErr
+	}
+	return res, err
 }
 
 // Destroy runs spec's destroy on a runner of spec.RunnerPool.
 func (d *Dispatcher) Destroy(ctx context.Context, key string, spec tfrunner.Spec) error {
-	_, err := d.do(ctx, spec.RunnerPool, RunSpec{ID: spec.RunID, Op: OpDestroy, Key: key, Spec: toWire(spec)}, tfrunner.ApplyOptions{})
+	rs, err := newRunSpec(runnerpb.Operation_OPERATION_DESTROY, key, spec)
+	if err != nil {
+		return err
+	}
+	_, err = d.do(ctx, spec.RunnerPool, rs, tfrunner.ApplyOptions{})
 	return err
 }
 
 // DriftCheck runs spec's read-only plan on a runner of spec.RunnerPool.
 func (d *Dispatcher) DriftCheck(ctx context.Context, key string, spec tfrunner.Spec) (*tfrunner.StreamResult, error) {
-	j, err := d.do(ctx, spec.RunnerPool, RunSpec{ID: spec.RunID, Op: OpDriftCheck, Key: key, Spec: toWire(spec)}, tfrunner.ApplyOptions{})
+	rs, err := newRunSpec(runnerpb.Operation_OPERATION_DRIFT_CHECK, key, spec)
+	if err != nil {
+		return nil, err
+	}
+	j, err := d.do(ctx, spec.RunnerPool, rs, tfrunner.ApplyOptions{})
 	if j == nil || j.result == nil {
 		return nil, err
 	}
-	return j.result.Drift, err
+	return streamResultFromProto(j.result.GetDrift()), err
 }
 
 // Busy reports whether a run of key waits for or holds a runner.
@@ -276,7 +310,7 @@ func (e *RunnerLostError) Unwrap() error { return tfrunner.ErrProcessLost }
 
 // serveRun serves one Runs/Run stream: authenticate, read Hello, wait for a run of the runner's
 // pool, then drive it to its Result.
-func (d *Dispatcher) serveRun(stream grpc.ServerStream) error {
+func (d *Dispatcher) serveRun(stream runnerpb.Runs_RunServer) error {
 	ctx := stream.Context()
 	if d.opts.Leading != nil && !d.opts.Leading() {
 		return status.Error(codes.FailedPrecondition, "this manager replica is not the leader")
@@ -285,12 +319,12 @@ func (d *Dispatcher) serveRun(stream grpc.ServerStream) error {
 	if err != nil {
 		return err
 	}
-	var first RunnerMessage
-	if err := stream.RecvMsg(&first); err != nil {
+	first, err := stream.Recv()
+	if err != nil {
 		return err
 	}
-	hello := first.Hello
-	if hello == nil || hello.Pool == "" || hello.Runner == "" {
+	hello := first.GetHello()
+	if hello.GetPool() == "" || hello.GetRunner() == "" {
 		return status.Error(codes.InvalidArgument, "the first message must be a hello naming the runner and its pool")
 	}
 	if d.opts.Authorize != nil {
@@ -305,7 +339,7 @@ func (d *Dispatcher) serveRun(stream grpc.ServerStream) error {
 	if err != nil {
 		return status.FromContextError(err).Err()
 	}
-	if err := stream.SendMsg(&ManagerMessage{Run: &j.spec}); err != nil {
+	if err := stream.Send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Run{Run: j.spec}}); err != nil {
 		if !q.giveBack(j) { // nothing ran: the next runner takes it, unless its caller gave up
 			j.err = context.Canceled
 			close(j.done)
@@ -316,7 +350,7 @@ func (d *Dispatcher) serveRun(stream grpc.ServerStream) error {
 	if err != nil {
 		j.err = &RunnerLostError{Pool: hello.Pool, Runner: hello.Runner, Reason: err.Error()}
 		if d.opts.OnRunnerLost != nil {
-			d.opts.OnRunnerLost(hello.Pool, hello.Runner, j.spec.Key, j.err)
+			d.opts.OnRunnerLost(hello.Pool, hello.Runner, j.spec.GetKey(), j.err)
 		}
 	}
 	j.result = res
@@ -325,7 +359,7 @@ func (d *Dispatcher) serveRun(stream grpc.ServerStream) error {
 }
 
 // track counts the runner's open streams (one per run it can take or holds).
-func (d *Dispatcher) track(h *Hello, delta int) {
+func (d *Dispatcher) track(h *runnerpb.Hello, delta int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	rs := d.runners[h.Pool]

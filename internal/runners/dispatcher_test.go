@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
@@ -52,8 +53,7 @@ func startDispatcher(t *testing.T, opts DispatcherOptions) (*Dispatcher, *grpc.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := grpc.NewClient(d.Addr(), grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)),
-		grpc.WithDefaultCallOptions(grpc.ForceCodec(jsonCodec{})))
+	conn, err := grpc.NewClient(d.Addr(), grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,40 +64,54 @@ func startDispatcher(t *testing.T, opts DispatcherOptions) (*Dispatcher, *grpc.C
 // fakeRunner is the runner's side of one stream, driven by the test.
 type fakeRunner struct {
 	t      *testing.T
-	stream grpc.ClientStream
+	stream runnerpb.Runs_RunClient
 }
 
-func openRun(t *testing.T, conn *grpc.ClientConn, token, pool string) (*fakeRunner, *RunSpec, error) {
+func openRun(t *testing.T, conn *grpc.ClientConn, token, pool string) (*fakeRunner, *runnerpb.RunSpec, error) {
 	t.Helper()
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token)
-	stream, err := conn.NewStream(ctx, runStreamDesc, RunMethod)
+	stream, err := runnerpb.NewRunsClient(conn).Run(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := stream.SendMsg(&RunnerMessage{Hello: &Hello{Runner: "r1", Pool: pool}}); err != nil {
+	hello := &runnerpb.RunnerMessage_Hello{Hello: &runnerpb.Hello{Runner: "r1", Pool: pool}}
+	if err := stream.Send(&runnerpb.RunnerMessage{Message: hello}); err != nil {
 		return nil, nil, err
 	}
-	m := &ManagerMessage{}
-	if err := stream.RecvMsg(m); err != nil {
+	m, err := stream.Recv()
+	if err != nil {
 		return nil, nil, err
 	}
-	return &fakeRunner{t: t, stream: stream}, m.Run, nil
+	return &fakeRunner{t: t, stream: stream}, m.GetRun(), nil
 }
 
-func (f *fakeRunner) send(m *RunnerMessage) {
+func (f *fakeRunner) send(m *runnerpb.RunnerMessage) {
 	f.t.Helper()
-	if err := f.stream.SendMsg(m); err != nil {
+	if err := f.stream.Send(m); err != nil {
 		f.t.Fatal(err)
 	}
 }
 
-func (f *fakeRunner) recv() *ManagerMessage {
+func (f *fakeRunner) recv() *runnerpb.ManagerMessage {
 	f.t.Helper()
-	m := &ManagerMessage{}
-	if err := f.stream.RecvMsg(m); err != nil {
+	m, err := f.stream.Recv()
+	if err != nil {
 		f.t.Fatal(err)
 	}
 	return m
+}
+
+// Messages a runner sends.
+func heartbeat() *runnerpb.RunnerMessage {
+	return &runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Heartbeat{Heartbeat: &runnerpb.Heartbeat{}}}
+}
+
+func result(r *runnerpb.Result) *runnerpb.RunnerMessage {
+	return &runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Result{Result: r}}
+}
+
+func schemaRequest(s *tfrunner.ModuleSchema) *runnerpb.RunnerMessage {
+	return &runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Schema{Schema: schemaToProto(s)}}
 }
 
 type applied struct {
@@ -132,30 +146,33 @@ func TestDispatcherAnswersHooksAndReturnsTheResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spec.Key != "res-a" || spec.ID != "run-1" || spec.Op != OpApply || !spec.AskCheck || !spec.AskCreateStart || !spec.AskBeforeApply {
+	if spec.GetKey() != "res-a" || spec.GetId() != "run-1" || spec.GetOp() != runnerpb.Operation_OPERATION_APPLY ||
+		!spec.GetAskCheck() || !spec.GetAskCreateStart() || !spec.GetAskBeforeApply() {
 		t.Fatalf("run spec %+v", spec)
 	}
 	if !d.Busy("res-a") {
 		t.Fatal("a run under way is not busy")
 	}
-	r.send(&RunnerMessage{Schema: &tfrunner.ModuleSchema{Version: "1.2.3"}})
-	if a := r.recv().Answer; a == nil || a.Error != "" {
+	r.send(schemaRequest(&tfrunner.ModuleSchema{Version: "1.2.3"}))
+	if a := r.recv().GetAnswer(); a == nil || a.GetError() != "" {
 		t.Fatalf("check answer %+v", a)
 	}
-	r.send(&RunnerMessage{Plan: &tfrunner.Plan{HasChanges: true, ID: "abc"}})
-	if !r.recv().Render {
+	r.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Plan{Plan: planToProto(&tfrunner.Plan{HasChanges: true, ID: "abc"})}})
+	if r.recv().GetRender() == nil {
 		t.Fatal("no render request")
 	}
-	r.send(&RunnerMessage{Heartbeat: &Heartbeat{}})
-	r.send(&RunnerMessage{Rendered: &Rendered{Text: "+ create"}})
-	if a := r.recv().Answer; a == nil || a.Error != "" {
+	r.send(heartbeat())
+	r.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Rendered{Rendered: &runnerpb.Rendered{Text: "+ create"}}})
+	if a := r.recv().GetAnswer(); a == nil || a.GetError() != "" {
 		t.Fatalf("before-apply answer %+v", a)
 	}
-	r.send(&RunnerMessage{CreateStart: &CreateStart{Address: "module.main.x.y"}})
-	if a := r.recv().Answer; a == nil || a.Error != "" {
+	r.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_CreateStart{CreateStart: &runnerpb.CreateStart{Address: "module.main.x.y"}}})
+	if a := r.recv().GetAnswer(); a == nil || a.GetError() != "" {
 		t.Fatalf("create-start answer %+v", a)
 	}
-	r.send(&RunnerMessage{Result: &Result{Apply: &tfrunner.ApplyResult{Applied: true}, ErroredState: []byte("{}")}})
+	res := newResult(&tfrunner.ApplyResult{Applied: true}, nil, nil)
+	res.ErroredState = []byte("{}")
+	r.send(result(res))
 	got := <-done
 	if got.err != nil || !got.res.Applied {
 		t.Fatalf("apply = %+v, %v", got.res, got.err)
@@ -184,12 +201,12 @@ func TestDispatcherReturnsTheHooksOwnErrorAndRunErrorsByKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.send(&RunnerMessage{Schema: &tfrunner.ModuleSchema{}})
-	a := r.recv().Answer
-	if a == nil || a.Error != "variable x is not an input" {
+	r.send(schemaRequest(&tfrunner.ModuleSchema{}))
+	a := r.recv().GetAnswer()
+	if a == nil || a.GetError() != "variable x is not an input" {
 		t.Fatalf("answer %+v", a)
 	}
-	r.send(&RunnerMessage{Result: newResult(&tfrunner.ApplyResult{}, nil, errors.Join(tfrunner.ErrStopped, errors.New(a.Error)))})
+	r.send(result(newResult(&tfrunner.ApplyResult{}, nil, errors.Join(tfrunner.ErrStopped, errors.New(a.GetError())))))
 	got := <-done
 	var ref *refusal
 	if !errors.Is(got.err, tfrunner.ErrStopped) || !errors.As(got.err, &ref) {
@@ -201,7 +218,7 @@ func TestDispatcherReturnsTheHooksOwnErrorAndRunErrorsByKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.send(&RunnerMessage{Result: newResult(nil, nil, &tfrunner.LockError{ID: "l1", Who: "x@y", Op: "apply"})})
+	r.send(result(newResult(nil, nil, &tfrunner.LockError{ID: "l1", Who: "x@y", Op: "apply"})))
 	got = <-done
 	var le *tfrunner.LockError
 	if !errors.As(got.err, &le) || le.ID != "l1" {
@@ -215,8 +232,8 @@ func TestDispatcherReturnsTheHooksOwnErrorAndRunErrorsByKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.send(&RunnerMessage{Result: &Result{Error: &WireError{Kind: ErrorRun, Message: "signal: killed", Killed: true,
-		Run: &tfrunner.RunError{Op: "apply", Message: "signal: killed"}}}})
+	r.send(result(&runnerpb.Result{Error: &runnerpb.Error{Kind: runnerpb.ErrorKind_ERROR_KIND_RUN, Message: "signal: killed", Killed: true,
+		Detail: &runnerpb.Error_Run{Run: &runnerpb.RunError{Op: "apply", Message: "signal: killed"}}}}))
 	got = <-done
 	var re *tfrunner.RunError
 	if !errors.As(got.err, &re) || !tfrunner.Killed(got.err) {
@@ -287,10 +304,10 @@ func TestDispatcherCancelsTakenRunsAndWithdrawsWaitingOnes(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel()
-	if !r.recv().Cancel {
+	if r.recv().GetCancel() == nil {
 		t.Fatal("the runner was not told to cancel")
 	}
-	r.send(&RunnerMessage{Result: newResult(&tfrunner.ApplyResult{}, nil, context.Canceled)})
+	r.send(result(newResult(&tfrunner.ApplyResult{}, nil, context.Canceled)))
 	if got := <-done; !errors.Is(got.err, context.Canceled) {
 		t.Fatalf("cancelled run: %v", got.err)
 	}
@@ -325,9 +342,9 @@ func TestDispatcherReadsAResultSentJustBeforeTheStreamCloses(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 20 {
-			r.send(&RunnerMessage{Heartbeat: &Heartbeat{}})
+			r.send(heartbeat())
 		}
-		r.send(&RunnerMessage{Result: &Result{Apply: &tfrunner.ApplyResult{Applied: true}}})
+		r.send(result(newResult(&tfrunner.ApplyResult{Applied: true}, nil, nil)))
 		if err := r.stream.CloseSend(); err != nil {
 			t.Fatal(err)
 		}

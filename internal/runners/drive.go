@@ -7,8 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc"
-
+	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
@@ -16,7 +15,7 @@ import (
 // with the caller's hooks, passes the caller's cancel on, and returns the runner's Result. It
 // returns an error, and no result, when the runner is lost first: its stream broke or it sent
 // nothing (not even a heartbeat) for the heartbeat timeout.
-func (d *Dispatcher) drive(ctx context.Context, stream grpc.ServerStream, j *job) (*Result, error) {
+func (d *Dispatcher) drive(ctx context.Context, stream runnerpb.Runs_RunServer, j *job) (*runnerpb.Result, error) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var lastSeen atomic.Int64
@@ -24,14 +23,13 @@ func (d *Dispatcher) drive(ctx context.Context, stream grpc.ServerStream, j *job
 	// One ordered channel for messages and the stream's end: a Result followed at once by the
 	// runner's CloseSend is always read before the end.
 	type received struct {
-		m   *RunnerMessage
+		m   *runnerpb.RunnerMessage
 		err error
 	}
 	msgs := make(chan received, 64)
 	go func() {
 		for {
-			m := &RunnerMessage{}
-			err := stream.RecvMsg(m)
+			m, err := stream.Recv()
 			if err == nil {
 				lastSeen.Store(time.Now().UnixNano())
 			}
@@ -50,14 +48,14 @@ func (d *Dispatcher) drive(ctx context.Context, stream grpc.ServerStream, j *job
 	defer ticker.Stop()
 	cancel := j.cancel
 	// next returns the next message other than a heartbeat, or why the runner is lost.
-	next := func() (*RunnerMessage, error) {
+	next := func() (*runnerpb.RunnerMessage, error) {
 		for {
 			select {
 			case r := <-msgs:
 				if r.err != nil {
 					return nil, fmt.Errorf("its stream ended: %w", r.err)
 				}
-				if r.m.Heartbeat == nil {
+				if r.m.GetHeartbeat() == nil {
 					return r.m, nil
 				}
 			case <-ticker.C:
@@ -66,18 +64,18 @@ func (d *Dispatcher) drive(ctx context.Context, stream grpc.ServerStream, j *job
 				}
 			case <-cancel:
 				cancel = nil
-				if err := stream.SendMsg(&ManagerMessage{Cancel: true}); err != nil {
+				if err := stream.Send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Cancel{Cancel: &runnerpb.Cancel{}}}); err != nil {
 					return nil, fmt.Errorf("sending cancel: %w", err)
 				}
 			}
 		}
 	}
 	answer := func(err error) error {
-		a := &Answer{}
+		a := &runnerpb.Answer{}
 		if err != nil {
 			j.hookErr, a.Error = err, err.Error()
 		}
-		return stream.SendMsg(&ManagerMessage{Answer: a})
+		return stream.Send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Answer{Answer: a}})
 	}
 	for {
 		m, err := next()
@@ -85,30 +83,37 @@ func (d *Dispatcher) drive(ctx context.Context, stream grpc.ServerStream, j *job
 			return nil, err
 		}
 		switch {
-		case m.Result != nil:
-			return m.Result, nil
-		case m.Schema != nil:
-			err = answer(callCheck(j.opts.Check, m.Schema))
-		case m.CreateStart != nil:
-			err = answer(callCreateStart(j.opts.OnCreateStart, m.CreateStart.Address))
-		case m.Plan != nil:
+		case m.GetResult() != nil:
+			return m.GetResult(), nil
+		case m.GetSchema() != nil:
+			// A schema that does not convert stops the run as the hook's error would.
+			schema, convErr := schemaFromProto(m.GetSchema())
+			if convErr != nil {
+				err = answer(convErr)
+				break
+			}
+			err = answer(callCheck(j.opts.Check, schema))
+		case m.GetCreateStart() != nil:
+			err = answer(callCreateStart(j.opts.OnCreateStart, m.GetCreateStart().GetAddress()))
+		case m.GetPlan() != nil:
 			render := func() (string, error) {
-				if err := stream.SendMsg(&ManagerMessage{Render: true}); err != nil {
+				if err := stream.Send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Render{Render: &runnerpb.Render{}}}); err != nil {
 					return "", err
 				}
 				r, err := next()
 				if err != nil {
 					return "", err
 				}
-				if r.Rendered == nil {
+				rendered := r.GetRendered()
+				if rendered == nil {
 					return "", errors.New("the runner answered a render request with something else")
 				}
-				if r.Rendered.Error != "" {
-					return r.Rendered.Text, errors.New(r.Rendered.Error)
+				if rendered.GetError() != "" {
+					return rendered.GetText(), errors.New(rendered.GetError())
 				}
-				return r.Rendered.Text, nil
+				return rendered.GetText(), nil
 			}
-			err = answer(callBeforeApply(j.opts.BeforeApply, m.Plan, render))
+			err = answer(callBeforeApply(j.opts.BeforeApply, planFromProto(m.GetPlan()), render))
 		default:
 			err = errors.New("unexpected message from the runner")
 		}

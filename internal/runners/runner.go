@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
+	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
@@ -109,8 +110,7 @@ func (r *Runner) work(ctx context.Context, proxy string) {
 			conn, err = grpc.NewClient(r.Manager,
 				grpc.WithTransportCredentials(credentials.NewTLS(r.TLS)),
 				grpc.WithPerRPCCredentials(tokenFile(r.TokenFile)),
-				grpc.WithDefaultCallOptions(grpc.ForceCodec(jsonCodec{}),
-					grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)),
+				grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)),
 				grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
 			)
 			if err != nil {
@@ -139,48 +139,48 @@ func (r *Runner) work(ctx context.Context, proxy string) {
 func (r *Runner) serveOne(ctx context.Context, conn *grpc.ClientConn, proxy string) error {
 	streamCtx, closeStream := context.WithCancel(context.WithoutCancel(ctx))
 	defer closeStream()
-	stream, err := conn.NewStream(streamCtx, runStreamDesc, RunMethod)
+	stream, err := runnerpb.NewRunsClient(conn).Run(streamCtx)
 	if err != nil {
 		return err
 	}
-	if err := stream.SendMsg(&RunnerMessage{Hello: &Hello{Runner: r.Name, Pool: r.Pool}}); err != nil {
+	hello := &runnerpb.Hello{Runner: r.Name, Pool: r.Pool}
+	if err := stream.Send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Hello{Hello: hello}}); err != nil {
 		return err
 	}
 	// Waiting for work ends with ctx; a run, once given, does not.
 	stopWaiting := context.AfterFunc(ctx, closeStream)
-	first := &ManagerMessage{}
-	err = stream.RecvMsg(first)
+	first, err := stream.Recv()
 	if !stopWaiting() {
 		return ctx.Err()
 	}
 	if err != nil {
 		return err
 	}
-	if first.Run == nil {
+	if first.GetRun() == nil {
 		return errors.New("the manager's first message is not a run")
 	}
-	return r.execute(ctx, stream, first.Run, proxy)
+	return r.execute(ctx, stream, first.GetRun(), proxy)
 }
 
 // execute runs spec, serving its hooks over stream, and sends its Result. Every file of the run
 // (its variables, credentials, kubeconfig) is deleted when it ends.
-func (r *Runner) execute(ctx context.Context, stream grpc.ClientStream, spec *RunSpec, proxy string) error {
+func (r *Runner) execute(ctx context.Context, stream runnerpb.Runs_RunClient, spec *runnerpb.RunSpec, proxy string) error {
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
 	stopOnShutdown := context.AfterFunc(ctx, cancelRun)
 	defer stopOnShutdown()
-	s := &session{stream: stream, in: make(chan *ManagerMessage, 4)}
+	s := &session{stream: stream, in: make(chan *runnerpb.ManagerMessage, 4)}
 	// Reader: Cancel and a broken stream (the manager is gone: nobody will use this run's
 	// outcome, and its state credentials die with the manager) stop the run.
 	go func() {
 		defer close(s.in)
 		for {
-			m := &ManagerMessage{}
-			if err := stream.RecvMsg(m); err != nil {
+			m, err := stream.Recv()
+			if err != nil {
 				cancelRun()
 				return
 			}
-			if m.Cancel {
+			if m.GetCancel() != nil {
 				cancelRun()
 				continue
 			}
@@ -197,31 +197,36 @@ func (r *Runner) execute(ctx context.Context, stream grpc.ClientStream, spec *Ru
 		for {
 			select {
 			case <-t.C:
-				_ = s.send(&RunnerMessage{Heartbeat: &Heartbeat{}})
+				_ = s.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Heartbeat{Heartbeat: &runnerpb.Heartbeat{}}})
 			case <-done:
 				return
 			}
 		}
 	}()
-	r.Log.Info("run starting", "run", spec.ID, "key", spec.Key, "op", spec.Op)
-	if spec.StateURL != "" {
-		if err := r.setStateTarget(spec.StateURL); err != nil {
+	key, op := spec.GetKey(), opName(spec.GetOp())
+	r.Log.Info("run starting", "run", spec.GetId(), "key", key, "op", op)
+	if spec.GetStateUrl() != "" {
+		if err := r.setStateTarget(spec.GetStateUrl()); err != nil {
 			r.Log.Info("run's state server URL refused; using --state-url", "error", err.Error())
 		}
 	}
-	ts := spec.Spec.spec()
-	ts.Env = withStateProxy(ts.Env, proxy)
-	res := r.run(runCtx, s, spec, ts)
+	var res *runnerpb.Result
+	if ts, err := specFromProto(spec.GetSpec()); err != nil {
+		res = newResult(nil, nil, err)
+	} else {
+		ts.Env = withStateProxy(ts.Env, proxy)
+		res = r.run(runCtx, s, spec, ts)
+	}
 	close(done)
 	beating.Wait() // the stream's sends are the Result's and CloseSend's alone from here
-	if data, ok := r.Runs.ErroredState(spec.Key); ok {
+	if data, ok := r.Runs.ErroredState(key); ok {
 		res.ErroredState = data
 	}
-	r.Log.Info("run ended", "run", spec.ID, "key", spec.Key, "op", spec.Op, "error", errText(res.Error))
-	sendErr := s.send(&RunnerMessage{Result: res})
+	r.Log.Info("run ended", "run", spec.GetId(), "key", key, "op", op, "error", res.GetError().GetMessage())
+	sendErr := s.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Result{Result: res}})
 	// The run's files (variables, credentials, kubeconfig, errored state) go, sent or not: a
 	// Result that did not arrive makes the manager hold the run as lost.
-	r.Runs.Forget(spec.Key)
+	r.Runs.Forget(key)
 	if sendErr != nil {
 		return sendErr
 	}
@@ -233,67 +238,65 @@ func (r *Runner) execute(ctx context.Context, stream grpc.ClientStream, spec *Ru
 	return nil
 }
 
-func errText(e *WireError) string {
-	if e == nil {
-		return ""
-	}
-	return e.Message
-}
-
 // run carries out the operation.
-func (r *Runner) run(ctx context.Context, s *session, spec *RunSpec, ts tfrunner.Spec) *Result {
-	switch spec.Op {
-	case OpApply:
-		opts := tfrunner.ApplyOptions{SavedPlan: spec.SavedPlan, Imports: spec.Imports}
-		if spec.AskCheck {
-			opts.Check = func(schema *tfrunner.ModuleSchema) error { return s.ask(&RunnerMessage{Schema: schema}, nil) }
-		}
-		if spec.AskBeforeApply {
-			opts.BeforeApply = func(p *tfrunner.Plan, render func() (string, error)) error {
-				return s.ask(&RunnerMessage{Plan: p}, render)
+func (r *Runner) run(ctx context.Context, s *session, spec *runnerpb.RunSpec, ts tfrunner.Spec) *runnerpb.Result {
+	key := spec.GetKey()
+	switch spec.GetOp() {
+	case runnerpb.Operation_OPERATION_APPLY:
+		opts := tfrunner.ApplyOptions{SavedPlan: spec.GetSavedPlan(), Imports: importsFromProto(spec.GetImports())}
+		if spec.GetAskCheck() {
+			opts.Check = func(schema *tfrunner.ModuleSchema) error {
+				return s.ask(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Schema{Schema: schemaToProto(schema)}}, nil)
 			}
 		}
-		if spec.AskCreateStart {
-			opts.OnCreateStart = func(addr string) error { return s.ask(&RunnerMessage{CreateStart: &CreateStart{Address: addr}}, nil) }
+		if spec.GetAskBeforeApply() {
+			opts.BeforeApply = func(p *tfrunner.Plan, render func() (string, error)) error {
+				return s.ask(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Plan{Plan: planToProto(p)}}, render)
+			}
 		}
-		res, err := r.Runs.Apply(ctx, spec.Key, ts, opts)
+		if spec.GetAskCreateStart() {
+			opts.OnCreateStart = func(addr string) error {
+				return s.ask(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_CreateStart{CreateStart: &runnerpb.CreateStart{Address: addr}}}, nil)
+			}
+		}
+		res, err := r.Runs.Apply(ctx, key, ts, opts)
 		return newResult(res, nil, err)
-	case OpDestroy:
-		return newResult(nil, nil, r.Runs.Destroy(ctx, spec.Key, ts))
-	case OpDriftCheck:
-		res, err := r.Runs.DriftCheck(ctx, spec.Key, ts)
+	case runnerpb.Operation_OPERATION_DESTROY:
+		return newResult(nil, nil, r.Runs.Destroy(ctx, key, ts))
+	case runnerpb.Operation_OPERATION_DRIFT_CHECK:
+		res, err := r.Runs.DriftCheck(ctx, key, ts)
 		return newResult(nil, res, err)
 	}
-	return newResult(nil, nil, fmt.Errorf("unknown operation %q", spec.Op))
+	return newResult(nil, nil, fmt.Errorf("unknown operation %q", opName(spec.GetOp())))
 }
 
 // session is one run's stream: sends from the run and the heartbeat are serialised.
 type session struct {
 	mu     sync.Mutex
-	stream grpc.ClientStream
-	in     chan *ManagerMessage
+	stream runnerpb.Runs_RunClient
+	in     chan *runnerpb.ManagerMessage
 }
 
-func (s *session) send(m *RunnerMessage) error {
+func (s *session) send(m *runnerpb.RunnerMessage) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.stream.SendMsg(m)
+	return s.stream.Send(m)
 }
 
 // ask sends a hook request and waits for the manager's Answer, rendering the plan when asked.
-func (s *session) ask(m *RunnerMessage, render func() (string, error)) error {
+func (s *session) ask(m *runnerpb.RunnerMessage, render func() (string, error)) error {
 	if err := s.send(m); err != nil {
 		return fmt.Errorf("asking the manager: %w", err)
 	}
 	for msg := range s.in {
 		switch {
-		case msg.Answer != nil:
-			if msg.Answer.Error != "" {
-				return errors.New(msg.Answer.Error)
+		case msg.GetAnswer() != nil:
+			if e := msg.GetAnswer().GetError(); e != "" {
+				return errors.New(e)
 			}
 			return nil
-		case msg.Render:
-			out := &Rendered{}
+		case msg.GetRender() != nil:
+			out := &runnerpb.Rendered{}
 			if render == nil {
 				out.Error = "nothing to render"
 			} else if text, err := render(); err != nil {
@@ -301,7 +304,7 @@ func (s *session) ask(m *RunnerMessage, render func() (string, error)) error {
 			} else {
 				out.Text = text
 			}
-			if err := s.send(&RunnerMessage{Rendered: out}); err != nil {
+			if err := s.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Rendered{Rendered: out}}); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,395 @@
+package runners
+
+// Conversions between package tfrunner's types and the run protocol's messages (runnerpb, from
+// proto/conductor/runner/v1/runner.proto). Empty lists and maps arrive as nil.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// opName is an Operation as logs name it: apply, destroy or drift-check.
+func opName(op runnerpb.Operation) string {
+	switch op {
+	case runnerpb.Operation_OPERATION_APPLY:
+		return "apply"
+	case runnerpb.Operation_OPERATION_DESTROY:
+		return "destroy"
+	case runnerpb.Operation_OPERATION_DRIFT_CHECK:
+		return "drift-check"
+	}
+	return op.String()
+}
+
+// specToProto converts a Spec for the stream (RunnerPool and RunID stay behind). It fails when a
+// variable does not encode to JSON or a backend attribute is not a string, a bool or a
+// map(string).
+func specToProto(s tfrunner.Spec) (*runnerpb.Spec, error) {
+	p := &runnerpb.Spec{
+		Module:             &runnerpb.Module{Source: s.Module.Source, Version: s.Module.Version},
+		Backend:            &runnerpb.Backend{Type: s.Backend.Type},
+		SensitiveVariables: cloneMap(s.SensitiveVariables),
+		Env:                cloneMap(s.Env),
+		Kubeconfig:         s.Kubeconfig,
+		Tenant:             s.Tenant,
+	}
+	for k, v := range s.Backend.Config {
+		bv, err := backendValueToProto(v)
+		if err != nil {
+			return nil, fmt.Errorf("backend attribute %s: %w", k, err)
+		}
+		if p.Backend.Config == nil {
+			p.Backend.Config = map[string]*runnerpb.BackendValue{}
+		}
+		p.Backend.Config[k] = bv
+	}
+	for k, v := range s.Variables {
+		data, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("variable %s: %w", k, err)
+		}
+		if p.Variables == nil {
+			p.Variables = map[string][]byte{}
+		}
+		p.Variables[k] = data
+	}
+	return p, nil
+}
+
+// specFromProto converts a received Spec back. Variables come back as json.RawMessage, the JSON
+// the manager encoded; it fails when one is not valid JSON or a backend value is unset.
+func specFromProto(p *runnerpb.Spec) (tfrunner.Spec, error) {
+	s := tfrunner.Spec{
+		Module:             tfrunner.Module{Source: p.GetModule().GetSource(), Version: p.GetModule().GetVersion()},
+		Backend:            tfrunner.Backend{Type: p.GetBackend().GetType()},
+		SensitiveVariables: cloneMap(p.GetSensitiveVariables()),
+		Env:                cloneMap(p.GetEnv()),
+		Kubeconfig:         nilIfEmpty(p.GetKubeconfig()),
+		Tenant:             p.GetTenant(),
+	}
+	for k, bv := range p.GetBackend().GetConfig() {
+		v, err := backendValueFromProto(bv)
+		if err != nil {
+			return tfrunner.Spec{}, fmt.Errorf("backend attribute %s: %w", k, err)
+		}
+		if s.Backend.Config == nil {
+			s.Backend.Config = map[string]cty.Value{}
+		}
+		s.Backend.Config[k] = v
+	}
+	for k, data := range p.GetVariables() {
+		if !json.Valid(data) {
+			return tfrunner.Spec{}, fmt.Errorf("variable %s: not a JSON value", k)
+		}
+		if s.Variables == nil {
+			s.Variables = map[string]any{}
+		}
+		s.Variables[k] = json.RawMessage(data)
+	}
+	return s, nil
+}
+
+func backendValueToProto(v cty.Value) (*runnerpb.BackendValue, error) {
+	if v.IsNull() || !v.IsWhollyKnown() {
+		return nil, errors.New("null or unknown value")
+	}
+	switch ty := v.Type(); {
+	case ty == cty.String:
+		return &runnerpb.BackendValue{Value: &runnerpb.BackendValue_StringValue{StringValue: v.AsString()}}, nil
+	case ty == cty.Bool:
+		return &runnerpb.BackendValue{Value: &runnerpb.BackendValue_BoolValue{BoolValue: v.True()}}, nil
+	case ty.IsMapType() && ty.ElementType() == cty.String:
+		m := &runnerpb.StringMap{Entries: map[string]string{}}
+		for k, e := range v.AsValueMap() {
+			if e.IsNull() {
+				return nil, fmt.Errorf("key %s: null value", k)
+			}
+			m.Entries[k] = e.AsString()
+		}
+		return &runnerpb.BackendValue{Value: &runnerpb.BackendValue_StringMap{StringMap: m}}, nil
+	default:
+		return nil, fmt.Errorf("a %s, not a string, bool or map(string)", ty.FriendlyName())
+	}
+}
+
+func backendValueFromProto(bv *runnerpb.BackendValue) (cty.Value, error) {
+	switch v := bv.GetValue().(type) {
+	case *runnerpb.BackendValue_StringValue:
+		return cty.StringVal(v.StringValue), nil
+	case *runnerpb.BackendValue_BoolValue:
+		return cty.BoolVal(v.BoolValue), nil
+	case *runnerpb.BackendValue_StringMap:
+		if len(v.StringMap.GetEntries()) == 0 {
+			return cty.MapValEmpty(cty.String), nil
+		}
+		m := make(map[string]cty.Value, len(v.StringMap.GetEntries()))
+		for k, e := range v.StringMap.GetEntries() {
+			m[k] = cty.StringVal(e)
+		}
+		return cty.MapVal(m), nil
+	}
+	return cty.NilVal, errors.New("no value")
+}
+
+func importsToProto(in []tfrunner.ImportTarget) []*runnerpb.ImportTarget {
+	var out []*runnerpb.ImportTarget
+	for _, t := range in {
+		out = append(out, &runnerpb.ImportTarget{Address: t.Address, Id: t.ID})
+	}
+	return out
+}
+
+func importsFromProto(in []*runnerpb.ImportTarget) []tfrunner.ImportTarget {
+	var out []tfrunner.ImportTarget
+	for _, t := range in {
+		out = append(out, tfrunner.ImportTarget{Address: t.GetAddress(), ID: t.GetId()})
+	}
+	return out
+}
+
+func schemaToProto(s *tfrunner.ModuleSchema) *runnerpb.ModuleSchema {
+	if s == nil {
+		return nil
+	}
+	p := &runnerpb.ModuleSchema{Version: s.Version}
+	for _, in := range s.Inputs {
+		p.Inputs = append(p.Inputs, &runnerpb.Input{Name: in.Name, TypeExpr: in.TypeExpr, Required: in.Required,
+			Sensitive: in.Sensitive, Description: in.Description})
+	}
+	for _, o := range s.Outputs {
+		p.Outputs = append(p.Outputs, &runnerpb.ModuleOutput{Name: o.Name, Sensitive: o.Sensitive, Description: o.Description})
+	}
+	return p
+}
+
+// schemaFromProto converts a received ModuleSchema back, parsing each input's type constraint as
+// tfrunner.LoadModuleSchema does; it fails when one does not parse.
+func schemaFromProto(p *runnerpb.ModuleSchema) (*tfrunner.ModuleSchema, error) {
+	if p == nil {
+		return nil, nil
+	}
+	s := &tfrunner.ModuleSchema{Version: p.GetVersion()}
+	for _, in := range p.GetInputs() {
+		ty, defaults, err := parseTypeExpr(in.GetTypeExpr())
+		if err != nil {
+			return nil, fmt.Errorf("input %q: %w", in.GetName(), err)
+		}
+		s.Inputs = append(s.Inputs, tfrunner.Input{Name: in.GetName(), TypeExpr: in.GetTypeExpr(), Type: ty, Defaults: defaults,
+			Required: in.GetRequired(), Sensitive: in.GetSensitive(), Description: in.GetDescription()})
+	}
+	for _, o := range p.GetOutputs() {
+		s.Outputs = append(s.Outputs, tfrunner.ModuleOutput{Name: o.GetName(), Sensitive: o.GetSensitive(), Description: o.GetDescription()})
+	}
+	return s, nil
+}
+
+// parseTypeExpr is a variable's type constraint and its optional attributes' defaults, as
+// tfrunner.LoadModuleSchema reads them: cty.DynamicPseudoType and no defaults when expr is empty.
+func parseTypeExpr(expr string) (cty.Type, *typeexpr.Defaults, error) {
+	if expr == "" {
+		return cty.DynamicPseudoType, nil, nil
+	}
+	e, diags := hclsyntax.ParseExpression([]byte(expr), "", hcl.InitialPos)
+	if diags.HasErrors() {
+		return cty.NilType, nil, fmt.Errorf("type %q: %s", expr, diags.Error())
+	}
+	ty, defaults, diags := typeexpr.TypeConstraintWithDefaults(e)
+	if diags.HasErrors() {
+		return cty.NilType, nil, fmt.Errorf("type %q: %s", expr, diags.Error())
+	}
+	return ty, defaults, nil
+}
+
+func summaryToProto(s tfrunner.Summary) *runnerpb.Summary {
+	return &runnerpb.Summary{Add: int64(s.Add), Change: int64(s.Change), Destroy: int64(s.Destroy), Import: int64(s.Import)}
+}
+
+func summaryFromProto(p *runnerpb.Summary) tfrunner.Summary {
+	return tfrunner.Summary{Add: int(p.GetAdd()), Change: int(p.GetChange()), Destroy: int(p.GetDestroy()), Import: int(p.GetImport())}
+}
+
+func planToProto(pl *tfrunner.Plan) *runnerpb.Plan {
+	if pl == nil {
+		return nil
+	}
+	p := &runnerpb.Plan{HasChanges: pl.HasChanges, Summary: summaryToProto(pl.Summary), Id: pl.ID, Destroy: pl.Destroy}
+	for _, c := range pl.Changes {
+		p.Changes = append(p.Changes, &runnerpb.Change{Address: c.Address, Actions: c.Actions, Importing: c.Importing})
+	}
+	return p
+}
+
+func planFromProto(p *runnerpb.Plan) *tfrunner.Plan {
+	if p == nil {
+		return nil
+	}
+	pl := &tfrunner.Plan{HasChanges: p.GetHasChanges(), Summary: summaryFromProto(p.GetSummary()), ID: p.GetId(), Destroy: p.GetDestroy()}
+	for _, c := range p.GetChanges() {
+		pl.Changes = append(pl.Changes, tfrunner.Change{Address: c.GetAddress(), Actions: nilIfEmpty(c.GetActions()), Importing: c.GetImporting()})
+	}
+	return pl
+}
+
+func outputsToProto(in map[string]tfrunner.Output) map[string]*runnerpb.Output {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]*runnerpb.Output, len(in))
+	for k, o := range in {
+		out[k] = &runnerpb.Output{Value: o.Value, Sensitive: o.Sensitive}
+	}
+	return out
+}
+
+func outputsFromProto(in map[string]*runnerpb.Output) map[string]tfrunner.Output {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]tfrunner.Output, len(in))
+	for k, o := range in {
+		out[k] = tfrunner.Output{Value: json.RawMessage(nilIfEmpty(o.GetValue())), Sensitive: o.GetSensitive()}
+	}
+	return out
+}
+
+func applyResultToProto(r *tfrunner.ApplyResult) *runnerpb.ApplyResult {
+	if r == nil {
+		return nil
+	}
+	p := &runnerpb.ApplyResult{Initialized: r.Initialized, Schema: schemaToProto(r.Schema), Plan: planToProto(r.Plan),
+		Applied: r.Applied, Outputs: outputsToProto(r.Outputs), Log: r.Log}
+	for _, imp := range r.Imports {
+		p.Imports = append(p.Imports, &runnerpb.ImportResult{Address: imp.Address, Id: imp.ID, Imported: imp.Imported,
+			Error: errorToProto(imp.Err)})
+	}
+	return p
+}
+
+// applyResultFromProto converts a received ApplyResult back; nil becomes an empty result. It fails
+// only when the schema does not convert (see schemaFromProto), and then returns the rest.
+func applyResultFromProto(p *runnerpb.ApplyResult) (*tfrunner.ApplyResult, error) {
+	if p == nil {
+		return &tfrunner.ApplyResult{}, nil
+	}
+	schema, err := schemaFromProto(p.GetSchema())
+	r := &tfrunner.ApplyResult{Initialized: p.GetInitialized(), Schema: schema, Plan: planFromProto(p.GetPlan()),
+		Applied: p.GetApplied(), Outputs: outputsFromProto(p.GetOutputs()), Log: p.GetLog()}
+	for _, imp := range p.GetImports() {
+		r.Imports = append(r.Imports, tfrunner.ImportResult{Address: imp.GetAddress(), ID: imp.GetId(), Imported: imp.GetImported(),
+			Err: errorFromProto(imp.GetError(), nil)})
+	}
+	return r, err
+}
+
+func streamResultToProto(r *tfrunner.StreamResult) *runnerpb.StreamResult {
+	if r == nil {
+		return nil
+	}
+	p := &runnerpb.StreamResult{Plan: planToProto(r.Plan), Outputs: outputsToProto(r.Outputs), Drift: r.Drift, Errors: r.Errors, Log: r.Log}
+	if r.Applied != nil {
+		p.Applied = summaryToProto(*r.Applied)
+	}
+	return p
+}
+
+func streamResultFromProto(p *runnerpb.StreamResult) *tfrunner.StreamResult {
+	if p == nil {
+		return nil
+	}
+	r := &tfrunner.StreamResult{Plan: planFromProto(p.GetPlan()), Outputs: outputsFromProto(p.GetOutputs()),
+		Drift: nilIfEmpty(p.GetDrift()), Errors: nilIfEmpty(p.GetErrors()), Log: nilIfEmpty(p.GetLog())}
+	if p.GetApplied() != nil {
+		s := summaryFromProto(p.GetApplied())
+		r.Applied = &s
+	}
+	return r
+}
+
+// newResult is the Result of a run that returned apply, drift and err.
+func newResult(apply *tfrunner.ApplyResult, drift *tfrunner.StreamResult, err error) *runnerpb.Result {
+	return &runnerpb.Result{Apply: applyResultToProto(apply), Drift: streamResultToProto(drift), Error: errorToProto(err)}
+}
+
+// errorToProto classifies err for the stream; nil stays nil.
+func errorToProto(err error) *runnerpb.Error {
+	if err == nil {
+		return nil
+	}
+	p := &runnerpb.Error{Kind: runnerpb.ErrorKind_ERROR_KIND_UNSPECIFIED, Message: err.Error(), Killed: tfrunner.Killed(err)}
+	var re *tfrunner.RunError
+	var le *tfrunner.LockError
+	switch {
+	case errors.As(err, &le):
+		p.Kind = runnerpb.ErrorKind_ERROR_KIND_LOCK
+		p.Detail = &runnerpb.Error_Lock{Lock: &runnerpb.LockError{Id: le.ID, Who: le.Who, Operation: le.Operation, Created: le.Created, Op: le.Op}}
+	case errors.Is(err, tfrunner.ErrStopped):
+		p.Kind = runnerpb.ErrorKind_ERROR_KIND_STOPPED
+	case errors.As(err, &re):
+		p.Kind = runnerpb.ErrorKind_ERROR_KIND_RUN
+		p.Detail = &runnerpb.Error_Run{Run: &runnerpb.RunError{Op: re.Op, Message: re.Message}}
+	case errors.Is(err, context.Canceled):
+		p.Kind = runnerpb.ErrorKind_ERROR_KIND_CANCELLED
+	}
+	return p
+}
+
+// errorFromProto returns the error the stream carried, so that errors.As and errors.Is find what
+// they would in the runner's error: *tfrunner.RunError (wrapping tfrunner.ErrProcessLost when
+// killed), *tfrunner.LockError, tfrunner.ErrStopped, context.Canceled. hookErr is the manager's own
+// hook error for ERROR_KIND_STOPPED (the original, with its type); nil stays nil.
+func errorFromProto(p *runnerpb.Error, hookErr error) error {
+	if p == nil {
+		return nil
+	}
+	msg := p.GetMessage()
+	cause := errors.New(msg)
+	if p.GetKilled() {
+		cause = fmt.Errorf("%s: %w", msg, tfrunner.ErrProcessLost)
+	}
+	switch p.GetKind() {
+	case runnerpb.ErrorKind_ERROR_KIND_RUN:
+		if re := p.GetRun(); re != nil {
+			return &tfrunner.RunError{Op: re.GetOp(), Message: re.GetMessage(), Err: cause}
+		}
+	case runnerpb.ErrorKind_ERROR_KIND_LOCK:
+		if le := p.GetLock(); le != nil {
+			return &tfrunner.LockError{ID: le.GetId(), Who: le.GetWho(), Operation: le.GetOperation(), Created: le.GetCreated(), Op: le.GetOp()}
+		}
+	case runnerpb.ErrorKind_ERROR_KIND_STOPPED:
+		if hookErr != nil {
+			return fmt.Errorf("%w: %w", tfrunner.ErrStopped, hookErr)
+		}
+		return fmt.Errorf("%w: %s", tfrunner.ErrStopped, msg)
+	case runnerpb.ErrorKind_ERROR_KIND_CANCELLED:
+		if p.GetKilled() {
+			return fmt.Errorf("%w: %w", cause, context.Canceled)
+		}
+		return fmt.Errorf("%s: %w", msg, context.Canceled)
+	}
+	return cause
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
+}
+
+func nilIfEmpty[S ~[]E, E any](s S) S {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
