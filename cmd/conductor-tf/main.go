@@ -230,7 +230,7 @@ func run(o options) error {
 	if err := stateServer.Start(serverCtx, o.stateServerAddr); err != nil {
 		return fmt.Errorf("state server: %w", err)
 	}
-	runs := &runners.Router{Local: pool}
+	runs := &runners.Router{Local: pool, KeepErrored: stateServer.KeepErrored}
 	if o.runProtocolAddr != "" {
 		if runs.Remote, err = startRunProtocol(serverCtx, o, kube, mgr, stateServer); err != nil {
 			return fmt.Errorf("run protocol: %w", err)

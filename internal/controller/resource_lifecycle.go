@@ -21,19 +21,19 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
-// Runs is what the resource controller needs of the runner pool (tfrunner.Pool implements it).
+// Runs is the boundary between the resource controller and Terraform (runners.Router implements
+// it for the in-process pool and runner pools alike): a run in, its outcome out. Where a run
+// happens, its workspace, and a state it could not save (which the carrier hands to the state
+// server's pending state as soon as the run returns) stay behind it.
 type Runs interface {
+	// Apply brings key's infrastructure to spec (one apply -json, or plan, opts' gate, apply).
 	Apply(ctx context.Context, key string, spec tfrunner.Spec, opts tfrunner.ApplyOptions) (*tfrunner.ApplyResult, error)
+	// Destroy destroys everything key's state holds.
 	Destroy(ctx context.Context, key string, spec tfrunner.Spec) error
-	Forget(key string)
-	// Busy reports whether a run of key is waiting or running: its lock is alive.
-	Busy(key string) bool
-	// ErroredState returns the state a run of key left because it could not save it, if any;
-	// ClearErroredState forgets it once saved.
-	ErroredState(key string) ([]byte, bool)
-	ClearErroredState(key string)
 	// DriftCheck plans key's infrastructure read-only.
 	DriftCheck(ctx context.Context, key string, spec tfrunner.Spec) (*tfrunner.StreamResult, error)
+	// Busy reports whether a run of key is waiting or running: its lock is alive.
+	Busy(key string) bool
 }
 
 // Run results recorded in status.lastRun.result.

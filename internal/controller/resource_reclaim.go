@@ -114,7 +114,6 @@ func (r *ResourceReconciler) reclaim(ctx context.Context, s *resourceScope) (ctr
 		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateNotOwned, "Reclaim",
 			"state Secret %s is the orphaned state of the deleted resource %s, never adopted by this one: left as it is, and no destroy",
 			res.Status.State.SecretName, orphanedFrom)
-		r.Runs.Forget(res.Name)
 		return ctrl.Result{}, nil, false
 	}
 	if res.Spec.ReclaimPolicy == v1alpha1.ReclaimRetain {
@@ -128,7 +127,6 @@ func (r *ResourceReconciler) reclaim(ctx context.Context, s *resourceScope) (ctr
 		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "StateOrphaned", "Reclaim",
 			"reclaim policy Retain: infrastructure kept, state Secret %s labelled %s=%s",
 			res.Status.State.SecretName, statebackend.LabelOrphanedFrom, statebackend.LabelValue(res.Name))
-		r.Runs.Forget(res.Name)
 		return ctrl.Result{}, nil, false
 	}
 	if err := r.destroy(ctx, s); err != nil {
@@ -161,7 +159,6 @@ func (r *ResourceReconciler) destroy(ctx context.Context, s *resourceScope) erro
 	res := s.res
 	if destroyedEarlier(res) {
 		// An earlier reconcile destroyed and recorded it; the deletion may not have happened.
-		r.Runs.Forget(res.Name)
 		return s.state.Delete(ctx)
 	}
 	// A state a run could not save is saved first: destroy must see every object.
@@ -205,7 +202,6 @@ func (r *ResourceReconciler) destroy(ctx context.Context, s *resourceScope) erro
 			return err
 		}
 	}
-	r.Runs.Forget(res.Name)
 	return s.state.Delete(ctx)
 }
 

@@ -10,7 +10,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -70,41 +69,27 @@ func (r *ResourceReconciler) backend(s *resourceScope, spec *tfrunner.Spec) (rev
 }
 
 // putBackState writes the state a run produced but could not save, before anything else runs for
-// the resource: first what the state server received and kept (Server.Pending), then Terraform's
-// errored.tfstate in the workspace (a state the server never received, e.g. when the controller
-// restarted). A state older than the stored one is already saved and is dropped.
+// the resource. There is one place such a state is kept: the state server's pending state (in
+// memory, and in its Secret so that it outlives the controller), whether the server received it
+// and could not write it, or Terraform could not send it (errored.tfstate, which the Runs carrier
+// hands to the server as soon as the run returns: runners.Router.KeepErrored). A state older than
+// the stored one is already saved and is dropped.
 func (r *ResourceReconciler) putBackState(ctx context.Context, s *resourceScope) error {
-	res, sfx := s.res, s.state.Suffix()
-	if r.StateServer != nil {
-		// Kept in memory, or in its Secret by a controller that was killed since.
-		saved, err := r.StateServer.RetryPending(ctx, sfx)
-		if err != nil {
-			return &stateError{v1alpha1.ReasonStateNotSaved, fmt.Sprintf(
-				"the state the last run produced could not be saved to %s and is kept by the controller in %s (%v); its lock is kept and nothing runs until it is saved",
-				statebackend.SecretName(statebackend.DefaultWorkspace, sfx), statebackend.PendingSecretName(statebackend.DefaultWorkspace, sfx), err)}
-		}
-		if saved {
-			r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateSaved, "SaveState",
-				"saved the state the last run produced, which could not be saved when it ended")
-		}
-	}
-	data, ok := r.Runs.ErroredState(res.Name)
-	if !ok {
+	if r.StateServer == nil {
 		return nil
 	}
-	err := s.state.Write(ctx, data)
-	var conflict *statebackend.ConflictError
-	switch {
-	case errors.As(err, &conflict):
-		// Older than (or another lineage than) what is stored: the stored state is newer; keep it.
-	case err != nil:
+	res, sfx := s.res, s.state.Suffix()
+	// Kept in memory, or in its Secret by a controller that was killed since.
+	saved, err := r.StateServer.RetryPending(ctx, sfx)
+	if err != nil {
 		return &stateError{v1alpha1.ReasonStateNotSaved, fmt.Sprintf(
-			"Terraform could not save the state of the last run (errored.tfstate in its workspace) and it cannot be saved now: %v; nothing runs until it is", err)}
-	default:
-		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateSaved, "SaveState",
-			"saved the state the last run left in errored.tfstate")
+			"the state the last run produced could not be saved to %s and is kept by the controller in %s (%v); its lock is kept and nothing runs until it is saved",
+			res.Status.State.SecretName, statebackend.PendingSecretName(statebackend.DefaultWorkspace, sfx), err)}
 	}
-	r.Runs.ClearErroredState(res.Name)
+	if saved {
+		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateSaved, "SaveState",
+			"saved the state the last run produced, which could not be saved when it ended")
+	}
 	return nil
 }
 

@@ -29,10 +29,7 @@ func (f *recordingRuns) Destroy(context.Context, string, tfrunner.Spec) error {
 	return nil
 }
 
-func (f *recordingRuns) Forget(string)                      {}
-func (f *recordingRuns) Busy(string) bool                   { return false }
-func (f *recordingRuns) ErroredState(string) ([]byte, bool) { return nil, false }
-func (f *recordingRuns) ClearErroredState(string)           {}
+func (f *recordingRuns) Busy(string) bool { return false }
 func (f *recordingRuns) DriftCheck(context.Context, string, tfrunner.Spec) (*tfrunner.StreamResult, error) {
 	return &tfrunner.StreamResult{}, nil
 }

@@ -2,37 +2,66 @@ package runners
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
 // Router sends each run to where its spec says: Spec.RunnerPool "" to Local, the manager's
-// in-process pool, any other to Remote's runners. It implements the controller's Runs. Questions
-// about a key (Busy, ErroredState) are asked of both: a resource may move between pools.
+// in-process pool, any other to Remote's runners. It implements the controller's Runs, and keeps
+// what the two carriers differ in behind it: a state a run could not save (Terraform's
+// errored.tfstate, in the in-process workspace or in a runner's Result) goes to KeepErrored as
+// soon as the run returns, the same way from either carrier, and a run of a key whose errored
+// state is not stored yet does not start.
 type Router struct {
 	Local  *tfrunner.Pool
 	Remote *Dispatcher
+	// KeepErrored stores a run's errored state, identified by the run's ID (Spec.RunID), before
+	// the run's state credentials are revoked: statebackend.Server.KeepErrored, which keeps it as
+	// the state's pending state until it is written back. Nil leaves errored states where the
+	// carriers keep them (a workspace file, the dispatcher's memory): only for runs without the
+	// state server.
+	KeepErrored func(ctx context.Context, runID string, state []byte) error
 }
+
+// ErrStateNotKept wraps the error of a run whose errored state could not be stored: its state
+// is in doubt, and no other run of its key starts until it is.
+var ErrStateNotKept = errors.New("the state the run could not save was not stored either")
 
 func (r *Router) remote(spec tfrunner.Spec) bool { return spec.RunnerPool != "" && r.Remote != nil }
 
 // Apply: see tfrunner.Pool.Apply and Dispatcher.Apply.
 func (r *Router) Apply(ctx context.Context, key string, spec tfrunner.Spec, opts tfrunner.ApplyOptions) (*tfrunner.ApplyResult, error) {
-	if r.remote(spec) {
-		return r.Remote.Apply(ctx, key, spec, opts)
+	if err := r.keepErrored(ctx, key, spec); err != nil {
+		return nil, err
 	}
-	return r.Local.Apply(ctx, key, spec, opts)
+	var out *tfrunner.ApplyResult
+	var err error
+	if r.remote(spec) {
+		out, err = r.Remote.Apply(ctx, key, spec, opts)
+	} else {
+		out, err = r.Local.Apply(ctx, key, spec, opts)
+	}
+	return out, errors.Join(err, r.keepErrored(ctx, key, spec))
 }
 
 // Destroy: see tfrunner.Pool.Destroy and Dispatcher.Destroy.
 func (r *Router) Destroy(ctx context.Context, key string, spec tfrunner.Spec) error {
-	if r.remote(spec) {
-		return r.Remote.Destroy(ctx, key, spec)
+	if err := r.keepErrored(ctx, key, spec); err != nil {
+		return err
 	}
-	return r.Local.Destroy(ctx, key, spec)
+	var err error
+	if r.remote(spec) {
+		err = r.Remote.Destroy(ctx, key, spec)
+	} else {
+		err = r.Local.Destroy(ctx, key, spec)
+	}
+	return errors.Join(err, r.keepErrored(ctx, key, spec))
 }
 
-// DriftCheck: see tfrunner.Pool.DriftCheck and Dispatcher.DriftCheck.
+// DriftCheck: see tfrunner.Pool.DriftCheck and Dispatcher.DriftCheck. A drift check writes no
+// state (-lock=false, read-only plan).
 func (r *Router) DriftCheck(ctx context.Context, key string, spec tfrunner.Spec) (*tfrunner.StreamResult, error) {
 	if r.remote(spec) {
 		return r.Remote.DriftCheck(ctx, key, spec)
@@ -40,29 +69,33 @@ func (r *Router) DriftCheck(ctx context.Context, key string, spec tfrunner.Spec)
 	return r.Local.DriftCheck(ctx, key, spec)
 }
 
-// Forget drops key's in-process workspace (runners keep none).
-func (r *Router) Forget(key string) { r.Local.Forget(key) }
-
 // Busy reports a run of key waiting or running in either place.
 func (r *Router) Busy(key string) bool {
 	return r.Local.Busy(key) || (r.Remote != nil && r.Remote.Busy(key))
 }
 
-// ErroredState returns the state a run of key could not save, from either place.
-func (r *Router) ErroredState(key string) ([]byte, bool) {
+// keepErrored stores the errored state a run of key left in either carrier (KeepErrored), with a
+// context a shutdown does not cancel, and clears it there once stored. It returns an error
+// wrapping ErrStateNotKept when there is one and it could not be stored.
+func (r *Router) keepErrored(ctx context.Context, key string, spec tfrunner.Spec) error {
+	if r.KeepErrored == nil {
+		return nil
+	}
+	ctx = context.WithoutCancel(ctx)
 	if data, ok := r.Local.ErroredState(key); ok {
-		return data, ok
+		if err := r.KeepErrored(ctx, spec.RunID, data); err != nil {
+			return fmt.Errorf("%w (errored.tfstate in the workspace of %s): %w", ErrStateNotKept, key, err)
+		}
+		r.Local.ClearErroredState(key)
 	}
-	if r.Remote != nil {
-		return r.Remote.ErroredState(key)
+	if r.Remote == nil {
+		return nil
 	}
-	return nil, false
-}
-
-// ClearErroredState forgets key's errored state in both places.
-func (r *Router) ClearErroredState(key string) {
-	r.Local.ClearErroredState(key)
-	if r.Remote != nil {
+	if data, ok := r.Remote.ErroredState(key); ok {
+		if err := r.KeepErrored(ctx, spec.RunID, data); err != nil {
+			return fmt.Errorf("%w (sent by the runner of %s): %w", ErrStateNotKept, key, err)
+		}
 		r.Remote.ClearErroredState(key)
 	}
+	return nil
 }

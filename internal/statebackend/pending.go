@@ -2,6 +2,7 @@ package statebackend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -115,4 +116,64 @@ func (h *Handle) flush(ctx context.Context, state []byte) error {
 		}
 	}
 	return h.write(ctx, state, false)
+}
+
+// KeepErrored keeps the state a run could not send to the server — Terraform's errored.tfstate,
+// left in the run's workspace or carried back in a runner's Result — as its state's pending
+// state, at once: in memory and in its pending Secret (so that it outlives this process), to be
+// written back by RetryPending before anything else runs on that state. The run is found by
+// runID among the runs whose credentials are not revoked yet: call it before revoke. A lock the
+// run still holds stays held until the state is saved.
+//
+// A state that does not follow the stored one (older, or another lineage) is dropped: the stored
+// state is newer, as when the run's last write did reach the server. So is one that does not
+// follow a pending state the server already keeps for it. It returns an *InvalidStateError for
+// data that is not a Terraform state, and an error when no live run has that ID.
+func (s *Server) KeepErrored(ctx context.Context, runID string, state []byte) error {
+	sent, err := decodeJSON(state)
+	if err != nil {
+		return &InvalidStateError{Err: err}
+	}
+	s.mu.Lock()
+	var rn *run
+	for _, r := range s.runs {
+		if r.id == runID {
+			rn = r
+			break
+		}
+	}
+	var lockID string
+	if rn != nil {
+		for id := range rn.lockIDs {
+			lockID = id
+		}
+	}
+	s.mu.Unlock()
+	if rn == nil {
+		return fmt.Errorf("no run %q holds credentials of this state server: its errored state cannot be kept", runID)
+	}
+	unlock := s.serialize(rn.suffix)
+	defer unlock()
+	h := s.store.For(rn.suffix).WithLabels(rn.labels)
+	if stored, found, err := h.Status(ctx); err != nil {
+		return err
+	} else if found && checkFollows(stored, sent, SecretName(h.workspace, h.suffix)) != nil {
+		return nil // the stored state is newer: nothing to keep
+	}
+	s.mu.Lock()
+	if p, ok := s.pending[rn.suffix]; ok {
+		if cur, err := decodeJSON(p.state); err == nil && checkFollows(cur, sent, SecretName(h.workspace, h.suffix)) != nil {
+			s.mu.Unlock()
+			return nil // the pending state the server kept is newer
+		}
+		if lockID == "" {
+			lockID = p.lockID
+		}
+	}
+	s.mu.Unlock()
+	s.keepPending(ctx, h, state, lockID, errors.New("Terraform could not send the state it ended with (errored.tfstate)"))
+	if !s.hasPending(rn.suffix) {
+		return fmt.Errorf("the errored state of run %s was not kept", runID)
+	}
+	return nil
 }

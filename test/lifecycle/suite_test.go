@@ -182,7 +182,7 @@ var _ = BeforeSuite(func() {
 		Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: 4, Ready: &metrics.ClaimReady{},
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&controller.ResourceReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: &runners.Router{Local: pool, Remote: dispatcher},
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: &runners.Router{Local: pool, Remote: dispatcher, KeepErrored: stateServer.KeepErrored},
 		State:       statebackend.Config{Namespace: stateNamespace, KubeconfigPath: env.Kubeconfig},
 		StateServer: stateServer, RunCluster: runCluster,
 		// As in the manager: many resource reconciles, most of them waiting in the pool's fair queue.

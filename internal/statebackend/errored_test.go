@@ -1,0 +1,61 @@
+package statebackend
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+
+// A state Terraform could not send (errored.tfstate) is kept as the pending state at once — in
+// its Secret, so that a restart finds it — and written back by RetryPending; one older than the
+// stored state is dropped; a run the server does not know is refused.
+func TestKeepErroredState(t *testing.T) {
+	ctx := context.Background()
+	fk := fake.NewClientset()
+	s := NewServer(fk, "ns", DefaultHistoryLimit)
+	h := s.Store().For("db")
+	if err := h.Write(ctx, stateJSON(t, "l", 3, nil)); err != nil {
+		t.Fatal(err)
+	}
+	_, revoke := s.IssueRunAs("run-1", "db", map[string]string{LabelResource: "db"})
+	defer revoke()
+
+	if err := s.KeepErrored(ctx, "run-1", stateJSON(t, "l", 2, nil)); err != nil {
+		t.Fatalf("an older errored state: %v", err)
+	}
+	if _, pending := s.Pending("db"); pending {
+		t.Error("an errored state older than the stored one was kept")
+	}
+	if err := s.KeepErrored(ctx, "run-1", stateJSON(t, "other", 4, nil)); err != nil {
+		t.Fatalf("another lineage: %v", err)
+	}
+	if _, pending := s.Pending("db"); pending {
+		t.Error("an errored state of another lineage was kept")
+	}
+
+	if err := s.KeepErrored(ctx, "run-1", stateJSON(t, "l", 4, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, pending := s.Pending("db"); !pending {
+		t.Fatal("a newer errored state was not kept")
+	}
+	if _, err := fk.CoreV1().Secrets("ns").Get(ctx, PendingSecretName(DefaultWorkspace, "db"), metav1.GetOptions{}); err != nil {
+		t.Fatalf("the pending state's Secret (what a restart finds): %v", err)
+	}
+	if saved, err := s.RetryPending(ctx, "db"); err != nil || !saved {
+		t.Fatalf("RetryPending = %v, %v; want it written", saved, err)
+	}
+	if st, _, err := h.Status(ctx); err != nil || st.Serial != 4 {
+		t.Errorf("stored serial %d (%v), want 4", st.Serial, err)
+	}
+
+	if err := s.KeepErrored(ctx, "run-unknown", stateJSON(t, "l", 5, nil)); err == nil {
+		t.Error("the errored state of a run the server does not know was kept")
+	}
+	if err := s.KeepErrored(ctx, "run-1", []byte("not json")); err == nil {
+		t.Error("data that is not a state was kept")
+	}
+}
