@@ -8,7 +8,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 )
 
-
 // A state Terraform could not send (errored.tfstate) is kept as the pending state at once — in
 // its Secret, so that a restart finds it — and written back by RetryPending; one older than the
 // stored state is dropped; a run the server does not know is refused.
