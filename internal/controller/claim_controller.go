@@ -88,11 +88,6 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		}
 		return requeueOnConflict(ctrl.Result{}, r.release(ctx, claim))
 	}
-	if controllerutil.AddFinalizer(claim, v1alpha1.FinalizerClaim) {
-		if err := r.Update(ctx, claim); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
 	before := claim.DeepCopy()
 	result, err := r.sync(ctx, claim)
 	claim.Status.ObservedGeneration = claim.Generation
@@ -232,7 +227,10 @@ func (r *ClaimReconciler) syncNamed(ctx context.Context, claim *v1alpha1.InfraCl
 }
 
 // bind writes the resource's claimRef (skipped when it already names this claim with its UID), then
-// the claim's resourceName (skipped when set), then sets the Bound status.
+// the claim's resourceName and its finalizer in one update (skipped when both are there), then sets
+// the Bound status. A claim gets its finalizer only here: until it names a resource there is
+// nothing to release, and a claim deleted between the two writes leaves a resource whose claim is
+// gone, which the resource controller finds Released (as the PV controller's syncVolume would).
 func (r *ClaimReconciler) bind(ctx context.Context, claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) (ctrl.Result, error) {
 	if ref := res.Spec.ClaimRef; ref == nil || ref.UID != claim.UID {
 		res = res.DeepCopy()
@@ -246,8 +244,9 @@ func (r *ClaimReconciler) bind(ctx context.Context, claim *v1alpha1.InfraClaim, 
 			return ctrl.Result{}, fmt.Errorf("binding resource %s: %w", res.Name, err)
 		}
 	}
-	if claim.Spec.ResourceName != res.Name {
+	if claim.Spec.ResourceName != res.Name || !controllerutil.ContainsFinalizer(claim, v1alpha1.FinalizerClaim) {
 		claim.Spec.ResourceName = res.Name
+		controllerutil.AddFinalizer(claim, v1alpha1.FinalizerClaim)
 		status := claim.Status
 		if err := r.Update(ctx, claim); err != nil {
 			return ctrl.Result{}, fmt.Errorf("binding claim to %s: %w", res.Name, err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -55,6 +56,11 @@ func (r *ClaimReconciler) rerender(ctx context.Context, claim *v1alpha1.InfraCla
 	vars, err := RenderVariables(claim, class)
 	if err != nil {
 		r.Recorder.Eventf(claim, res, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Render", "variables not updated: %v", err)
+		return nil
+	}
+	if equality.Semantic.DeepEqual(vars, res.Spec.Variables) && equality.Semantic.DeepEqual(claim.Spec.Resources.Requests, res.Spec.Capacity) {
+		// The new generation changes nothing the resource holds (binding wrote spec.resourceName,
+		// say): no write.
 		return nil
 	}
 	updated := res.DeepCopy()

@@ -80,7 +80,7 @@ func TestStateNameIsKept(t *testing.T) {
 		t.Errorf("suffix = %q, want the recorded x-1-s", got)
 	}
 	r := &ResourceReconciler{}
-	if changed, err := r.chooseStateName(t.Context(), res); err != nil || changed || suffix(res) != "x-1-s" {
+	if changed, err := r.keeper().chooseStateName(t.Context(), res); err != nil || changed || suffix(res) != "x-1-s" {
 		t.Errorf("chooseStateName on a recorded name: changed=%v err=%v suffix=%q; want it kept", changed, err, suffix(res))
 	}
 }

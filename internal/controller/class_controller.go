@@ -128,7 +128,7 @@ func CheckClassTemplate(class *v1alpha1.InfraClass, schema *tfrunner.ModuleSchem
 	for _, name := range tmpl.Names() {
 		values[name] = tmpl.Partial(ctx, name)
 	}
-	if problems := inputProblems(values, class.Spec.VariablesFrom, schema); problems != "" {
+	if problems := schema.Problems(values, secretInputNames(class.Spec.VariablesFrom)); problems != "" {
 		return &classError{v1alpha1.ReasonTemplateInvalid, problems}
 	}
 	return nil
@@ -140,4 +140,13 @@ func (r *ClassReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.InfraClass{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named("infraclass").
 		Complete(r)
+}
+
+// secretInputNames are the variable names of inputs set from Secrets.
+func secretInputNames(in []v1alpha1.SecretInput) []string {
+	names := make([]string, len(in))
+	for i, s := range in {
+		names[i] = s.Name
+	}
+	return names
 }

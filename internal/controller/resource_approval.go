@@ -21,6 +21,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,11 +34,11 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
-// Reasons a plan waits, in status.pendingPlan.reason.
+// Reasons a plan waits, in status.pendingPlan.reason: the run's gate decides (tfrunner.Gate).
 const (
-	WaitManual            = "Manual"
-	WaitDestructive       = "DestructiveChange"
-	WaitImportedReplaced  = "ImportedObjectReplaced"
+	WaitManual            = tfrunner.HoldManual
+	WaitDestructive       = tfrunner.HoldDestructive
+	WaitImportedReplaced  = tfrunner.HoldImportedReplaced
 	maxPendingPlanChanges = 50
 )
 
@@ -112,75 +113,54 @@ func needsSavedPlan(res *v1alpha1.InfraResource) bool {
 		(!res.Spec.AllowDestructiveChanges && hasState)
 }
 
-// waitReason says why plan p must wait for approval, with the addresses concerned ("" when it
-// need not).
-func waitReason(res *v1alpha1.InfraResource, p *tfrunner.Plan) (string, []string) {
-	imported := map[string]bool{}
+// gateOf is the gate of the resource's next saved plan (see the package comment above): the
+// approval annotation, Manual approval, the destructive-change guard, the imported addresses, the
+// creates a dead run left in doubt (when the policy holds them), and the plan already shown as
+// waiting at this generation. Call it once the new run is recorded (runID is the new run's).
+func gateOf(res *v1alpha1.InfraResource) *tfrunner.Gate {
+	g := &tfrunner.Gate{Approved: approvedID(res), Manual: res.Spec.Approval == v1alpha1.ApprovalManual,
+		AllowDestructive: res.Spec.AllowDestructiveChanges}
 	for _, imp := range res.Spec.Import {
-		imported[tfrunner.ModuleAddress(imp.Address)] = true
+		g.Imported = append(g.Imported, tfrunner.ModuleAddress(imp.Address))
 	}
-	if holdsCreates(res) {
-		if again := interruptedCreates(res, p); len(again) > 0 {
-			return WaitInterruptedCreate, again
-		}
+	if holdsCreates(res) && res.Status.CreatesPendingRun != runID(res) {
+		g.CreatesInDoubt = slices.Clone(res.Status.CreatesPending)
 	}
-	var importedRisky, destructive []string
-	for _, c := range p.Changes {
-		if c.Destroys() {
-			destructive = append(destructive, c.Address)
-			if imported[c.Address] {
-				importedRisky = append(importedRisky, c.Address)
-			}
-		}
+	if pp := res.Status.PendingPlan; pp != nil && pp.Generation == res.Generation {
+		g.Shown, g.ShownReason = pp.ID, pp.Reason
 	}
-	switch {
-	case len(importedRisky) > 0:
-		return WaitImportedReplaced, importedRisky
-	case res.Spec.Approval == v1alpha1.ApprovalManual:
-		return WaitManual, nil
-	case len(destructive) > 0 && !res.Spec.AllowDestructiveChanges:
-		return WaitDestructive, destructive
-	}
-	return "", nil
+	return g
 }
 
-// gate decides, before a saved plan is applied, whether it may be: when it must wait and is not
-// the approved plan, it records the plan in status.pendingPlan, stores Terraform's rendering of it
-// for admins, and returns *approvalNeeded.
-func (r *ResourceReconciler) gate(ctx context.Context, res *v1alpha1.InfraResource, p *tfrunner.Plan, render func() (string, error)) error {
-	reason, addresses := waitReason(res, p)
-	approvedNow := approvedID(res) == p.ID
-	if reason == WaitInterruptedCreate {
-		// Only an approval of this very plan shown as held for these creates counts: an approval
-		// left from before (its apply killed, the same plan made again) must not pass.
-		pp := res.Status.PendingPlan
-		approvedNow = approvedNow && pp != nil && pp.ID == p.ID && pp.Reason == WaitInterruptedCreate
+// planPassed records that the run's gate let saved plan p through, before it is applied (the
+// tfrunner.Applying event; the caller checkpoints): no plan waits any more, creates a dead run
+// left are settled (the plan does not create them again, or it was approved; this apply records
+// its own), and the run is an apply of p.
+func planPassed(res *v1alpha1.InfraResource, p *tfrunner.Plan) {
+	res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""
+	if res.Status.CreatesPendingRun != runID(res) {
+		res.Status.CreatesPending, res.Status.CreatesPendingRun = nil, ""
 	}
-	if reason == "" || approvedNow {
-		res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""
-		if res.Status.CreatesPendingRun != runID(res) {
-			// Creates a dead run left are settled: the plan does not create them again, or it
-			// was approved. This apply records its own.
-			res.Status.CreatesPending, res.Status.CreatesPendingRun = nil, ""
-		}
-		return nil
-	}
-	an := &approvalNeeded{planID: p.ID, reason: reason, addresses: addresses}
-	if id := approvedID(res); id != "" && id != p.ID {
-		an.discarded = id
-	}
-	if pp := res.Status.PendingPlan; pp != nil && pp.ID == p.ID && pp.Generation == res.Generation {
+	res.Status.LastRun.Operation = "apply"
+	res.Status.LastRun.Summary = summaryOf(p)
+	res.Status.LastRun.PlanID = p.ID
+}
+
+// holdPlan records a plan the run's gate held: unless people have seen it already (no rendering
+// came back and it is the plan that waits), it stores Terraform's rendering for admins, shows the
+// plan in status.pendingPlan and says so in an event. It returns the *approvalNeeded that stops
+// the run (runFailed records it), or the error of writing the rendering.
+func (r syncer) holdPlan(ctx context.Context, res *v1alpha1.InfraResource, h *tfrunner.Hold) error {
+	p := h.Plan
+	an := &approvalNeeded{planID: p.ID, reason: h.Reason, addresses: h.Addresses, discarded: h.Discarded}
+	if pp := res.Status.PendingPlan; h.Rendering == "" && pp != nil && pp.ID == p.ID {
 		return an // the same plan already waits: nothing new to show
 	}
 	secret := planSecretName(res)
-	text, err := render()
-	if err != nil {
-		text = "the plan could not be rendered: " + err.Error()
-	}
-	if err := r.writeTextSecret(ctx, secret, res, "plan.txt", text); err != nil {
+	if err := r.secrets().writeTextSecret(ctx, secret, res, "plan.txt", h.Rendering); err != nil {
 		return err
 	}
-	pending := &v1alpha1.PendingPlan{ID: p.ID, Reason: reason, Summary: *summaryOf(p), Generation: res.Generation,
+	pending := &v1alpha1.PendingPlan{ID: p.ID, Reason: h.Reason, Summary: *summaryOf(p), Generation: res.Generation,
 		CreatedAt: metav1.Now(), Secret: secret}
 	for i, c := range p.Changes {
 		if i == maxPendingPlanChanges {
@@ -196,7 +176,7 @@ func (r *ResourceReconciler) gate(ctx context.Context, res *v1alpha1.InfraResour
 // writeTextSecret writes text under key in the Secret name of the controller's namespace,
 // labelled with the resource: plans and run logs, for admins (Secrets, because a plan or a log
 // may show values that are not marked sensitive but are still private).
-func (r *ResourceReconciler) writeTextSecret(ctx context.Context, name string, res *v1alpha1.InfraResource, key, text string) error {
+func (r resourceSecrets) writeTextSecret(ctx context.Context, name string, res *v1alpha1.InfraResource, key, text string) error {
 	s := &corev1.Secret{}
 	s.Namespace, s.Name = r.State.Namespace, name
 	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, s, func() error {
@@ -217,7 +197,7 @@ func (r *ResourceReconciler) writeTextSecret(ctx context.Context, name string, r
 
 // recordRun keeps the finished last run in status.runs (newest first, at most maxRuns) and, when
 // keepRunLog says so, its log in a Secret of the controller's namespace.
-func (r *ResourceReconciler) recordRun(ctx context.Context, res *v1alpha1.InfraResource, log string) {
+func (r resourceSecrets) recordRun(ctx context.Context, res *v1alpha1.InfraResource, log string) {
 	last := res.Status.LastRun
 	if last == nil {
 		return

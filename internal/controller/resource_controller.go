@@ -104,8 +104,10 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, err
 	}
 	if !s.res.DeletionTimestamp.IsZero() {
-		return runPhases(ctx, s, r.protectInUse, r.reclaimInfra, r.dropFinalizer)
+		rc := r.reclaimer()
+		return runPhases(ctx, s, rc.protectInUse, rc.reclaimInfra, rc.dropFinalizer)
 	}
+	sy := r.syncer()
 	return runPhases(ctx, s,
 		r.addFinalizers,   // FinalizerResource and FinalizerInUse, before anything else
 		r.nameState,       // the state name, chosen once (resource_state.go)
@@ -113,10 +115,10 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		r.observeBinding,  // the claim, and the phase it gives (as syncVolume)
 		r.reclaimReleased, // Released: Retain keeps it, Delete deletes it
 		r.withoutRunner,   // no runner: nothing to run, Available at once
-		r.decideRun,       // a run is due, or the resource is idle until it is (resource_sync.go)
-		r.prepareRun,      // the state phases and the run's inputs
-		r.checkForDrift,   // a drift check instead of an apply, when the spec was applied (resource_drift.go)
-		r.applyPhase,      // apply, or plan, approval and apply; then the outcome
+		sy.decideRun,      // a run is due, or the resource is idle until it is (resource_sync.go)
+		sy.prepareRun,     // the state phases and the run's inputs
+		sy.checkForDrift,  // a drift check instead of an apply, when the spec was applied (resource_drift.go)
+		sy.applyPhase,     // apply, or plan, approval and apply; then the outcome
 	)
 }
 
@@ -137,10 +139,10 @@ func (r *ResourceReconciler) nameState(ctx context.Context, s *resourceScope) (b
 	if r.Runs == nil {
 		return false, nil
 	}
-	if _, err := r.chooseStateName(ctx, s.res); err != nil {
+	if _, err := r.keeper().chooseStateName(ctx, s.res); err != nil {
 		return true, err
 	}
-	s.state = r.stateHandle(s.res)
+	s.state = r.keeper().stateHandle(s.res)
 	return false, nil
 }
 
@@ -272,3 +274,23 @@ func (r *ResourceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("infraresource").
 		Complete(r)
 }
+
+// The resource reconciler's parts, by concern; each reads the reconciler's configuration.
+type (
+	// stateKeeper names, guards, restores, locks and reads a resource's state (resource_state.go,
+	// resource_runs.go, resource_imports.go).
+	stateKeeper struct{ *ResourceReconciler }
+	// resourceSecrets reads a run's Secret inputs and writes the Secrets a resource shows people:
+	// the connection Secret, plans and run logs (resource_outputs.go, run_access.go).
+	resourceSecrets struct{ *ResourceReconciler }
+	// reclaimer carries out a deleted resource's reclaim policy (resource_reclaim.go).
+	reclaimer struct{ *ResourceReconciler }
+	// syncer decides, runs and records a resource's plan, apply and drift check (resource_sync.go,
+	// resource_failures.go, resource_approval.go, resource_drift.go).
+	syncer struct{ *ResourceReconciler }
+)
+
+func (r *ResourceReconciler) keeper() stateKeeper      { return stateKeeper{r} }
+func (r *ResourceReconciler) secrets() resourceSecrets { return resourceSecrets{r} }
+func (r *ResourceReconciler) reclaimer() reclaimer     { return reclaimer{r} }
+func (r *ResourceReconciler) syncer() syncer           { return syncer{r} }

@@ -14,7 +14,6 @@ package controller
 // (spec.import), or approve the plan. Creates that never started are never held.
 
 import (
-	"context"
 	"slices"
 	"strings"
 
@@ -26,23 +25,19 @@ import (
 // run may have created.
 const WaitInterruptedCreate = v1alpha1.ReasonInterruptedCreate
 
-// recordCreateStart returns the apply's OnCreateStart hook: it adds the address to
-// status.createsPending and writes the status before returning, so the record is durable before
-// the run's next event is read. An error (the API server refused the write) interrupts the apply.
-func (r *ResourceReconciler) recordCreateStart(ctx context.Context, s *resourceScope) tfrunner.CreateStartFunc {
-	res := s.res
-	return func(address string) error {
-		if slices.Contains(res.Status.CreatesPending, address) && res.Status.CreatesPendingRun == runID(res) {
-			return nil
-		}
-		if res.Status.CreatesPendingRun != runID(res) {
-			// Creates an earlier dead run left were settled by the gate before this apply began.
-			res.Status.CreatesPending = nil
-		}
-		res.Status.CreatesPending = append(res.Status.CreatesPending, address)
-		res.Status.CreatesPendingRun = runID(res)
-		return s.checkpoint(ctx)
+// createStarted records the tfrunner.CreateStarted event of address in status.createsPending (the
+// caller checkpoints before the apply reads on); false when it is recorded already.
+func createStarted(res *v1alpha1.InfraResource, address string) bool {
+	if slices.Contains(res.Status.CreatesPending, address) && res.Status.CreatesPendingRun == runID(res) {
+		return false
 	}
+	if res.Status.CreatesPendingRun != runID(res) {
+		// Creates an earlier dead run left were settled by the gate before this apply began.
+		res.Status.CreatesPending = nil
+	}
+	res.Status.CreatesPending = append(res.Status.CreatesPending, address)
+	res.Status.CreatesPendingRun = runID(res)
+	return true
 }
 
 // settleCreates clears status.createsPending after an apply whose process ended on its own: its
@@ -56,21 +51,6 @@ func settleCreates(res *v1alpha1.InfraResource, runErr error) {
 	if (mine && !tfrunner.Killed(runErr)) || (!mine && runErr == nil) {
 		res.Status.CreatesPending, res.Status.CreatesPendingRun = nil, ""
 	}
-}
-
-// interruptedCreates returns the addresses a dead run started creating that plan p would create
-// again (the module addresses of status.createsPending among p's creates).
-func interruptedCreates(res *v1alpha1.InfraResource, p *tfrunner.Plan) []string {
-	if len(res.Status.CreatesPending) == 0 || res.Status.CreatesPendingRun == runID(res) {
-		return nil
-	}
-	var again []string
-	for _, c := range p.Changes {
-		if slices.Contains(c.Actions, "create") && slices.Contains(res.Status.CreatesPending, c.Address) {
-			again = append(again, c.Address)
-		}
-	}
-	return again
 }
 
 // holdsCreates reports whether the resource must stop between plan and apply because a dead run

@@ -40,7 +40,7 @@ func isDriftCheck(res *v1alpha1.InfraResource) bool {
 // (isDriftCheck) and no Secret input rotated; the reconcile ends there unless the drift must be
 // corrected now. The apply then uses the same inputs (backend() replaces the check's revoked
 // credentials).
-func (r *ResourceReconciler) checkForDrift(ctx context.Context, s *resourceScope) (bool, error) {
+func (r syncer) checkForDrift(ctx context.Context, s *resourceScope) (bool, error) {
 	if !isDriftCheck(s.res) || rotated(s.res, s.spec) {
 		return false, nil
 	}
@@ -58,7 +58,7 @@ func (r *ResourceReconciler) checkForDrift(ctx context.Context, s *resourceScope
 // checkDrift runs a drift check and records what it found. correct says the drift must be
 // corrected now (policy Correct; the finding is then a checkpoint); otherwise result is when to
 // check again.
-func (r *ResourceReconciler) checkDrift(ctx context.Context, s *resourceScope) (correct bool, result ctrl.Result, err error) {
+func (r syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool, result ctrl.Result, err error) {
 	res, spec := s.res, s.spec
 	if !r.takeDriftSlot() {
 		return false, ctrl.Result{RequeueAfter: jitter(driftRetry)}, nil
@@ -67,7 +67,7 @@ func (r *ResourceReconciler) checkDrift(ctx context.Context, s *resourceScope) (
 	now := time.Now()
 	prev := res.Status.LastRun.DeepCopy()
 	res.Status.LastRun = r.newRun(res, "drift", now)
-	revoke := r.backend(s, &spec)
+	revoke := r.keeper().backend(s, &spec)
 	check, err := r.Runs.DriftCheck(ctx, res.Name, spec)
 	revoke()
 	done := time.Now()
@@ -84,7 +84,7 @@ func (r *ResourceReconciler) checkDrift(ctx context.Context, s *resourceScope) (
 	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
 	res.Status.LastRun.Summary = summaryOf(check.Plan)
 	res.Status.LastRun.PlanID = check.Plan.ID
-	r.recordRun(ctx, res, strings.Join(check.Log, "\n"))
+	r.secrets().recordRun(ctx, res, strings.Join(check.Log, "\n"))
 	if !drifted {
 		setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionDrifted, metav1.ConditionFalse, v1alpha1.ReasonNoDrift,
 			"the infrastructure matches the state and the spec")
@@ -118,7 +118,7 @@ func driftAddresses(check *tfrunner.StreamResult) []string {
 	return slices.Compact(out)
 }
 
-func (r *ResourceReconciler) takeDriftSlot() bool {
+func (r syncer) takeDriftSlot() bool {
 	r.driftOnce.Do(func() {
 		n := r.MaxConcurrentDriftChecks
 		if n < 1 {
@@ -134,4 +134,4 @@ func (r *ResourceReconciler) takeDriftSlot() bool {
 	}
 }
 
-func (r *ResourceReconciler) releaseDriftSlot() { <-r.driftSlots }
+func (r syncer) releaseDriftSlot() { <-r.driftSlots }

@@ -2,14 +2,11 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
@@ -35,39 +32,21 @@ func describeChanges(p *tfrunner.Plan) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// runFailed records a failed run; input errors are not retried until the spec changes, Terraform
-// errors are returned so that the work queue retries them with exponential backoff.
-func (r *ResourceReconciler) runFailed(ctx context.Context, s *resourceScope, err error, at time.Time) (ctrl.Result, error) {
-	res := s.res
-	var ie *inputError
-	var le *tfrunner.LockError
-	var re *tfrunner.RunError
-	var an *approvalNeeded
-	switch {
-	case errors.Is(err, context.Canceled):
-		r.setRunFailed(res, res.Status.LastRun.Operation, failReason(res.Status.LastRun.Operation), "run cancelled: the controller is shutting down", at)
-		return ctrl.Result{}, nil
-	case errors.As(err, &an):
-		r.setRunFailed(res, "plan", an.conditionReason(), an.Error(), at)
-		res.Status.LastRun.Result = RunWaitingForApproval
-		if !everApplied(res) {
-			res.Status.Phase = v1alpha1.ResourcePending // not failed: waiting for a person
-		}
-		return ctrl.Result{}, nil
-	case errors.As(err, &ie):
-		r.setRunFailed(res, res.Status.LastRun.Operation, ie.reason, ie.message, at)
-		res.Status.LastRun.Result = RunInvalid
-		return ctrl.Result{}, nil
-	case errors.As(err, &le):
+// runFailed records a run that did not apply (classifyRun, recordOutcome): held plans, invalid
+// inputs and a shutdown are not retried (a held plan until it is approved, inputs until the spec
+// changes); Terraform errors and lock conflicts are returned so that the work queue retries them
+// with exponential backoff.
+func (r syncer) runFailed(ctx context.Context, s *resourceScope, err error, at time.Time) (ctrl.Result, error) {
+	o := classifyRun(s.res.Status.LastRun.Operation, err, at)
+	if o.kind == outcomeLocked {
 		metrics.LockConflict()
-		r.lockHeld(ctx, s)
-		r.setRunFailed(res, le.Op, v1alpha1.ReasonStateLocked, le.Error(), at)
-	case errors.As(err, &re):
-		r.setRunFailed(res, re.Op, failReason(re.Op), re.Message, at)
-	default:
-		r.setRunFailed(res, res.Status.LastRun.Operation, failReason(res.Status.LastRun.Operation), err.Error(), at)
+		r.keeper().lockHeld(ctx, s)
 	}
-	return ctrl.Result{}, fmt.Errorf("resource %s: %w", res.Name, err)
+	r.recordFailure(s.res, o)
+	if !o.retried() {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, fmt.Errorf("resource %s: %w", s.res.Name, err)
 }
 
 func failReason(op string) string {
@@ -85,21 +64,18 @@ func failReason(op string) string {
 	}
 }
 
-// setRunFailed records a run that ended in failure, and the conditions that say why.
-func (r *ResourceReconciler) setRunFailed(res *v1alpha1.InfraResource, op, reason, message string, at time.Time) {
-	if res.Status.LastRun == nil || res.Status.LastRun.Generation != res.Generation || res.Status.LastRun.StartTime == nil {
-		res.Status.LastRun = &v1alpha1.RunStatus{StartTime: &metav1.Time{Time: at}, Generation: res.Generation}
+// setRunFailed records a run that failed in operation op, before or after Terraform ran, with the
+// condition reason and message that say why (recordFailure).
+func (r syncer) setRunFailed(res *v1alpha1.InfraResource, op, reason, message string, at time.Time) {
+	r.recordFailure(res, runOutcome{kind: outcomeFailed, op: op, reason: reason, message: message, at: at})
+}
+
+// recordFailure computes the status of outcome o (recordOutcome; the phase a failure leaves is
+// the one the resource has) and says why in a Warning event; a held plan's event is holdPlan's,
+// once per plan.
+func (r syncer) recordFailure(res *v1alpha1.InfraResource, o runOutcome) {
+	recordOutcome(&res.Status, res.Generation, res.Status.Phase, o)
+	if o.kind != outcomeHeld {
+		r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, o.reason, "Sync", "%s", truncate(o.message, 1024))
 	}
-	res.Status.LastRun.Operation = op
-	res.Status.LastRun.Result = RunFailed
-	res.Status.LastRun.CompletionTime = &metav1.Time{Time: at}
-	res.Status.LastRun.Message = message
-	if !everApplied(res) {
-		res.Status.Phase = v1alpha1.ResourceFailed
-	}
-	setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionFalse, reason, message)
-	if c := meta.FindStatusCondition(res.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || !everApplied(res) {
-		setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
-	}
-	r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, reason, "Sync", "%s", truncate(message, 1024))
 }

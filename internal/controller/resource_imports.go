@@ -57,7 +57,7 @@ func recordImports(res *v1alpha1.InfraResource, imports []tfrunner.ImportResult)
 //
 // A resource that does not ask to adopt never silently takes over state that a deleted Retain
 // resource of the same name orphaned: it is refused until spec.adoptState names that Secret.
-func (r *ResourceReconciler) adoptState(ctx context.Context, s *resourceScope) error {
+func (r stateKeeper) adoptState(ctx context.Context, s *resourceScope) error {
 	res := s.res
 	from := res.Spec.AdoptState
 	if res.Status.State != nil && res.Status.State.AdoptedFrom == from && from != "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,11 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/zclconf/go-cty/cty"
-	ctyjson "github.com/zclconf/go-cty/cty/json"
-
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/render"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
@@ -32,8 +27,6 @@ type Runs interface {
 	Destroy(ctx context.Context, key string, spec tfrunner.Spec) error
 	// DriftCheck plans key's infrastructure read-only.
 	DriftCheck(ctx context.Context, key string, spec tfrunner.Spec) (*tfrunner.StreamResult, error)
-	// Busy reports whether a run of key is waiting or running: its lock is alive.
-	Busy(key string) bool
 }
 
 // Run results recorded in status.lastRun.result.
@@ -116,7 +109,7 @@ func suffix(res *v1alpha1.InfraResource) string {
 // Secret inputs read now (never stored), and the Kubernetes credentials the resource grants its
 // runs (kubernetesAccess), requested now. It returns an *inputError when a Secret or key is
 // missing or the ServiceAccount gets no token.
-func (r *ResourceReconciler) runSpec(ctx context.Context, res *v1alpha1.InfraResource) (tfrunner.Spec, error) {
+func (r resourceSecrets) runSpec(ctx context.Context, res *v1alpha1.InfraResource) (tfrunner.Spec, error) {
 	spec := tfrunner.Spec{
 		Tenant:             tenant(res),
 		RunnerPool:         res.Spec.RunnerPool,
@@ -138,7 +131,7 @@ func (r *ResourceReconciler) runSpec(ctx context.Context, res *v1alpha1.InfraRes
 
 // readSecretInputs reads the resource's variablesFrom into spec.SensitiveVariables and its env into
 // spec.Env, now, from the API server; an *inputError when a Secret or key is missing.
-func (r *ResourceReconciler) readSecretInputs(ctx context.Context, res *v1alpha1.InfraResource, spec *tfrunner.Spec) error {
+func (r resourceSecrets) readSecretInputs(ctx context.Context, res *v1alpha1.InfraResource, spec *tfrunner.Spec) error {
 	for _, in := range res.Spec.VariablesFrom {
 		v, err := r.secretValue(ctx, in)
 		if err != nil {
@@ -156,7 +149,7 @@ func (r *ResourceReconciler) readSecretInputs(ctx context.Context, res *v1alpha1
 	return nil
 }
 
-func (r *ResourceReconciler) secretValue(ctx context.Context, in v1alpha1.SecretInput) (string, error) {
+func (r resourceSecrets) secretValue(ctx context.Context, in v1alpha1.SecretInput) (string, error) {
 	ref := in.SecretKeyRef
 	s := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, s); err != nil {
@@ -172,52 +165,6 @@ func (r *ResourceReconciler) secretValue(ctx context.Context, in v1alpha1.Secret
 	return string(v), nil
 }
 
-// checkVariables compares the resource's variables with the module's declared inputs.
-func checkVariables(res *v1alpha1.InfraResource, schema *tfrunner.ModuleSchema) error {
-	values := make(map[string]cty.Value, len(res.Spec.Variables))
-	for name, v := range res.Spec.Variables {
-		ty, err := ctyjson.ImpliedType(v.Raw)
-		if err != nil {
-			return &inputError{v1alpha1.ReasonInvalidVariables, fmt.Sprintf("variable %q: %v", name, err)}
-		}
-		val, err := ctyjson.Unmarshal(v.Raw, ty)
-		if err != nil {
-			return &inputError{v1alpha1.ReasonInvalidVariables, fmt.Sprintf("variable %q: %v", name, err)}
-		}
-		values[name] = val
-	}
-	if problems := inputProblems(values, res.Spec.VariablesFrom, schema); problems != "" {
-		return &inputError{v1alpha1.ReasonInvalidVariables, problems}
-	}
-	return nil
-}
-
-// inputProblems checks variable values, and the names set from Secrets, against the module's
-// declared inputs (render.Check) and joins every problem with "; "; "" when there is none.
-func inputProblems(values map[string]cty.Value, fromSecrets []v1alpha1.SecretInput, schema *tfrunner.ModuleSchema) string {
-	names := make([]string, len(fromSecrets))
-	for i, in := range fromSecrets {
-		names[i] = in.Name
-	}
-	errs := render.Check(values, names, moduleInputs(schema))
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
-	}
-	return strings.Join(msgs, "; ")
-}
-
-func moduleInputs(schema *tfrunner.ModuleSchema) []render.Input {
-	if schema == nil {
-		return nil
-	}
-	out := make([]render.Input, len(schema.Inputs))
-	for i, in := range schema.Inputs {
-		out[i] = render.Input{Name: in.Name, Type: in.Type, Defaults: in.Defaults, Required: in.Required}
-	}
-	return out
-}
-
 // everApplied reports whether an apply of some generation succeeded.
 func everApplied(res *v1alpha1.InfraResource) bool { return res.Status.ObservedGeneration > 0 }
 
@@ -231,7 +178,7 @@ func summaryOf(p *tfrunner.Plan) *v1alpha1.PlanSummary {
 // lockHeld).
 //
 // A state the run stored through the state server is known without a read (Server.TakeWritten).
-func (r *ResourceReconciler) readState(ctx context.Context, s *resourceScope) {
+func (r stateKeeper) readState(ctx context.Context, s *resourceScope) {
 	res, sfx := s.res, s.state.Suffix()
 	st, found, err := statebackend.State{}, false, error(nil)
 	if r.StateServer != nil {

@@ -52,7 +52,7 @@ func connectionData(outs map[string]tfrunner.Output) map[string][]byte {
 // nil when there is none. A claim that only reserves the resource (a claimRef without its UID, or a
 // claim that does not name the resource back) gets nothing: outputs reach a namespace only
 // through a bind.
-func (r *ResourceReconciler) connectionTarget(ctx context.Context, res *v1alpha1.InfraResource) (target types.NamespacedName, owner client.Object, err error) {
+func (r resourceSecrets) connectionTarget(ctx context.Context, res *v1alpha1.InfraResource) (target types.NamespacedName, owner client.Object, err error) {
 	if ref := res.Spec.ClaimRef; ref != nil {
 		claim := &v1alpha1.InfraClaim{}
 		if err := r.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, claim); err == nil &&
@@ -71,7 +71,7 @@ func (r *ResourceReconciler) connectionTarget(ctx context.Context, res *v1alpha1
 // writeConnectionSecret writes every output (sensitive ones included) to the connection Secret
 // (connectionTarget), deletes the one written before when the target moved, and records the
 // target in status.connectionSecret.
-func (r *ResourceReconciler) writeConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, outs map[string]tfrunner.Output) error {
+func (r resourceSecrets) writeConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, outs map[string]tfrunner.Output) error {
 	target, owner, err := r.connectionTarget(ctx, res)
 	if err != nil || owner == nil {
 		return err
@@ -83,7 +83,7 @@ func (r *ResourceReconciler) writeConnectionSecret(ctx context.Context, res *v1a
 // connection Secret status records is missing, or the target moved (the claim renamed it), it
 // writes the outputs of the resource's state there (stateOutputs) and deletes the old one. A
 // Secret that is present is left as it is: one GET per sync, no state read.
-func (r *ResourceReconciler) keepConnectionSecret(ctx context.Context, s *resourceScope) error {
+func (r resourceSecrets) keepConnectionSecret(ctx context.Context, s *resourceScope) error {
 	res := s.res
 	target, owner, err := r.connectionTarget(ctx, res)
 	if err != nil || owner == nil || s.state == nil {
@@ -117,7 +117,7 @@ func (r *ResourceReconciler) keepConnectionSecret(ctx context.Context, s *resour
 //
 // The first write for a resource (status records no connection Secret) is a create, one request;
 // an existing Secret of that name is then read and checked as every later write does.
-func (r *ResourceReconciler) putConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, target types.NamespacedName, owner client.Object, outs map[string]tfrunner.Output) error {
+func (r resourceSecrets) putConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, target types.NamespacedName, owner client.Object, outs map[string]tfrunner.Output) error {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: target.Namespace, Name: target.Name}}
 	mutate := func() error {
 		if secret.ResourceVersion != "" && secret.Labels[statebackend.LabelResource] != statebackend.LabelValue(res.Name) {

@@ -34,7 +34,7 @@ import (
 // (pkg/controller/volume/pvprotection: isBeingUsed); it says so once in an event and in the Ready
 // condition, and waits for the claim's deletion (the claim watch requeues the resource). When the
 // resource is not in use, FinalizerInUse is removed.
-func (r *ResourceReconciler) protectInUse(ctx context.Context, s *resourceScope) (bool, error) {
+func (r reclaimer) protectInUse(ctx context.Context, s *resourceScope) (bool, error) {
 	res := s.res
 	if !controllerutil.ContainsFinalizer(res, v1alpha1.FinalizerInUse) {
 		return false, nil
@@ -58,7 +58,7 @@ func (r *ResourceReconciler) protectInUse(ctx context.Context, s *resourceScope)
 
 // reclaimInfra carries out the reclaim policy (reclaim) on a resource that has state, then deletes
 // its run records; the phase is Deleting meanwhile.
-func (r *ResourceReconciler) reclaimInfra(ctx context.Context, s *resourceScope) (bool, error) {
+func (r reclaimer) reclaimInfra(ctx context.Context, s *resourceScope) (bool, error) {
 	res := s.res
 	if !controllerutil.ContainsFinalizer(res, v1alpha1.FinalizerResource) {
 		return true, nil
@@ -76,11 +76,11 @@ func (r *ResourceReconciler) reclaimInfra(ctx context.Context, s *resourceScope)
 	if err := s.close(ctx); err != nil {
 		return true, err
 	}
-	return false, r.deleteRunRecords(ctx, res)
+	return false, r.secrets().deleteRunRecords(ctx, res)
 }
 
 // dropFinalizer removes the reclaim finalizer: the API server then deletes the object.
-func (r *ResourceReconciler) dropFinalizer(ctx context.Context, s *resourceScope) (bool, error) {
+func (r reclaimer) dropFinalizer(ctx context.Context, s *resourceScope) (bool, error) {
 	controllerutil.RemoveFinalizer(s.res, v1alpha1.FinalizerResource)
 	if _, err := r.updateMeta(ctx, s); err != nil {
 		return true, err
@@ -91,7 +91,7 @@ func (r *ResourceReconciler) dropFinalizer(ctx context.Context, s *resourceScope
 
 // updateMeta writes the resource's metadata (its finalizers); a resource already gone ends the
 // reconcile with nothing more to write.
-func (r *ResourceReconciler) updateMeta(ctx context.Context, s *resourceScope) (bool, error) {
+func (r reclaimer) updateMeta(ctx context.Context, s *resourceScope) (bool, error) {
 	if err := r.Update(ctx, s.res); err != nil {
 		s.gone = apierrors.IsNotFound(err)
 		return true, client.IgnoreNotFound(err)
@@ -104,7 +104,7 @@ func (r *ResourceReconciler) updateMeta(ctx context.Context, s *resourceScope) (
 // destroys the infrastructure and deletes it. A state under the resource's name that another
 // resource orphaned (an adoption that was refused or never asked for) is not its own: it is
 // neither destroyed, nor deleted, nor relabelled. wait says the finalizer must stay for now.
-func (r *ResourceReconciler) reclaim(ctx context.Context, s *resourceScope) (ctrl.Result, error, bool) {
+func (r reclaimer) reclaim(ctx context.Context, s *resourceScope) (ctrl.Result, error, bool) {
 	res := s.res
 	orphanedFrom, err := s.state.OrphanedFrom(ctx)
 	if err != nil {
@@ -118,8 +118,8 @@ func (r *ResourceReconciler) reclaim(ctx context.Context, s *resourceScope) (ctr
 	}
 	if res.Spec.ReclaimPolicy == v1alpha1.ReclaimRetain {
 		// The orphaned state must be the newest: a state a run could not save goes back first.
-		if err := r.putBackState(ctx, s); err != nil {
-			return r.stateStop(res, "orphan", err)
+		if err := r.keeper().putBackState(ctx, s); err != nil {
+			return r.syncer().stateStop(res, "orphan", err)
 		}
 		if err := s.state.Orphan(ctx, statebackend.LabelValue(res.Name)); err != nil {
 			return ctrl.Result{}, err, true
@@ -141,7 +141,7 @@ func (r *ResourceReconciler) reclaim(ctx context.Context, s *resourceScope) (ctr
 
 // deleteRunRecords deletes the resource's plan and log Secrets (they are also owned by the
 // resource, so the garbage collector removes any a crash left behind).
-func (r *ResourceReconciler) deleteRunRecords(ctx context.Context, res *v1alpha1.InfraResource) error {
+func (r resourceSecrets) deleteRunRecords(ctx context.Context, res *v1alpha1.InfraResource) error {
 	for _, name := range []string{planSecretName(res), logSecretName(res)} {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.State.Namespace, Name: name}}
 		if err := r.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
@@ -155,25 +155,25 @@ func (r *ResourceReconciler) deleteRunRecords(ctx context.Context, res *v1alpha1
 // a checkpoint), and only then deletes the state Secret and Lease: a write lost after the deletion
 // (a conflict on the finalizer, a restart) finds the record and finishes the reclaim, never a
 // "missing" state. Like every run it first releases its own stale lock and records itself as Running.
-func (r *ResourceReconciler) destroy(ctx context.Context, s *resourceScope) error {
+func (r reclaimer) destroy(ctx context.Context, s *resourceScope) error {
 	res := s.res
 	if destroyedEarlier(res) {
 		// An earlier reconcile destroyed and recorded it; the deletion may not have happened.
 		return s.state.Delete(ctx)
 	}
 	// A state a run could not save is saved first: destroy must see every object.
-	if err := r.putBackState(ctx, s); err != nil {
+	if err := r.keeper().putBackState(ctx, s); err != nil {
 		var se *stateError
 		if errors.As(err, &se) {
-			r.setRunFailed(res, "destroy", se.reason, se.message, time.Now())
+			r.syncer().setRunFailed(res, "destroy", se.reason, se.message, time.Now())
 		}
 		return err
 	}
 	// An operator's restore of a missing state (stateMissingOnDelete) is carried out here too.
-	if err := r.restoreState(ctx, s); err != nil {
+	if err := r.keeper().restoreState(ctx, s); err != nil {
 		var se *stateError
 		if errors.As(err, &se) {
-			r.setRunFailed(res, "destroy", se.reason, se.message, time.Now())
+			r.syncer().setRunFailed(res, "destroy", se.reason, se.message, time.Now())
 		}
 		return err
 	}
@@ -208,21 +208,21 @@ func (r *ResourceReconciler) destroy(ctx context.Context, s *resourceScope) erro
 // runDestroy runs terraform destroy on the resource's state st and returns the state it left (its
 // serial as the run stored it; st's when unknown). The Running record is a checkpoint, as every
 // run's; the outcome is recorded in status.lastRun.
-func (r *ResourceReconciler) runDestroy(ctx context.Context, s *resourceScope, st statebackend.State) (statebackend.State, error) {
+func (r reclaimer) runDestroy(ctx context.Context, s *resourceScope, st statebackend.State) (statebackend.State, error) {
 	res := s.res
-	spec, err := r.runSpec(ctx, res)
+	spec, err := r.secrets().runSpec(ctx, res)
 	if err != nil {
-		r.setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, err.Error(), time.Now())
+		r.syncer().setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, err.Error(), time.Now())
 		return st, err
 	}
-	if err := r.recoverOwnLock(ctx, s); err != nil {
+	if err := r.keeper().recoverOwnLock(ctx, s); err != nil {
 		return st, err
 	}
-	res.Status.LastRun = r.newRun(res, "destroy", time.Now())
+	res.Status.LastRun = r.syncer().newRun(res, "destroy", time.Now())
 	if err := s.checkpoint(ctx); err != nil {
 		return st, err
 	}
-	revoke := r.backend(s, &spec)
+	revoke := r.keeper().backend(s, &spec)
 	err = r.Runs.Destroy(ctx, res.Name, spec)
 	revoke()
 	done := time.Now()
@@ -233,7 +233,7 @@ func (r *ResourceReconciler) runDestroy(ctx context.Context, s *resourceScope, s
 		if errors.As(err, &re) {
 			msg = re.Message
 		}
-		r.setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, msg, done)
+		r.syncer().setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, msg, done)
 		return st, err
 	}
 	res.Status.LastRun.Result = RunSucceeded
@@ -269,7 +269,7 @@ func destroyedEarlier(res *v1alpha1.InfraResource) bool {
 // where) keeps its finalizer with reason StateMissing, until the state is restored, or an operator
 // annotates conductor.io/abandon=true (the infrastructure is left, an event says so) or
 // conductor.io/start-fresh=true (there is nothing left to destroy). It returns a *stateError to wait.
-func (r *ResourceReconciler) stateMissingOnDelete(res *v1alpha1.InfraResource) error {
+func (r reclaimer) stateMissingOnDelete(res *v1alpha1.InfraResource) error {
 	applied := everApplied(res) || serialOf(res) > 0
 	switch {
 	case !applied:
@@ -286,6 +286,6 @@ func (r *ResourceReconciler) stateMissingOnDelete(res *v1alpha1.InfraResource) e
 		"or %s=true leaves the infrastructure as it is, or %s=true says nothing is left to destroy",
 		statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res)), serialOf(res), v1alpha1.AnnotationRestoreState,
 		v1alpha1.AnnotationAbandon, v1alpha1.AnnotationStartFresh)
-	r.setRunFailed(res, "destroy", v1alpha1.ReasonStateMissing, msg, time.Now())
+	r.syncer().setRunFailed(res, "destroy", v1alpha1.ReasonStateMissing, msg, time.Now())
 	return &stateError{v1alpha1.ReasonStateMissing, msg}
 }

@@ -73,7 +73,7 @@ func writeLen(h interface{ Write([]byte) (int, error) }, s string) {
 // then fails with SecretNotFound, as any run would.
 func (r *ResourceReconciler) secretInputsRotated(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
 	spec := tfrunner.Spec{SensitiveVariables: map[string]string{}, Env: map[string]string{}}
-	if err := r.readSecretInputs(ctx, res, &spec); err != nil {
+	if err := r.secrets().readSecretInputs(ctx, res, &spec); err != nil {
 		var ie *inputError
 		if errors.As(err, &ie) {
 			return true, nil // a missing Secret or key: the run reports it

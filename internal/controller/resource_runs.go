@@ -35,7 +35,7 @@ func (id RunIdentity) who() string {
 
 // newRun is the record of a run about to start (written before its first command: the crash
 // window), with a fresh run ID, this deployment's lock holder and this pod's name.
-func (r *ResourceReconciler) newRun(res *v1alpha1.InfraResource, op string, now time.Time) *v1alpha1.RunStatus {
+func (r syncer) newRun(res *v1alpha1.InfraResource, op string, now time.Time) *v1alpha1.RunStatus {
 	start := metav1.NewTime(now)
 	return &v1alpha1.RunStatus{
 		Operation: op, StartTime: &start, Result: RunRunning, Generation: res.Generation,
@@ -65,7 +65,7 @@ func runResult(last *v1alpha1.RunStatus, err error) string {
 // taken while that run went on (statebackend.IsOwnStaleLock). The run may have died with its pod
 // (recorded Running) or alone (killed, recorded Failed). Anyone else's lock, and a live run's, is
 // left alone: the run then fails with StateLocked and status shows the holder.
-func (r *ResourceReconciler) recoverOwnLock(ctx context.Context, s *resourceScope) error {
+func (r stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) error {
 	res := s.res
 	last := res.Status.LastRun
 	if last == nil || last.StartTime == nil || endedOnItsOwn(last) {
@@ -75,7 +75,7 @@ func (r *ResourceReconciler) recoverOwnLock(ctx context.Context, s *resourceScop
 	if err != nil || lock == nil {
 		return err
 	}
-	run := &statebackend.RunRecord{Who: last.Who, Started: last.StartTime.Time, Alive: r.Runs.Busy(res.Name)}
+	run := &statebackend.RunRecord{Who: last.Who, Started: last.StartTime.Time, Alive: r.runLive(last.ID)}
 	if last.Result != RunRunning && last.CompletionTime != nil {
 		run.Ended = last.CompletionTime.Time
 	}
@@ -130,14 +130,14 @@ func isRecordedRunLock(lock *statebackend.Lock, last *v1alpha1.RunStatus, alive 
 }
 
 // lockHeld records in status who holds the state lock that refused a run.
-func (r *ResourceReconciler) lockHeld(ctx context.Context, s *resourceScope) {
+func (r stateKeeper) lockHeld(ctx context.Context, s *resourceScope) {
 	res := s.res
 	if res.Status.State == nil || s.state == nil {
 		return
 	}
 	if lock, err := s.state.InspectLock(ctx); err == nil {
 		setLock(res, lock)
-		res.Status.State.LockStale = r.isStale(res, lock, time.Now())
+		res.Status.State.LockStale = r.isStale(lock, time.Now())
 	}
 }
 
@@ -148,15 +148,24 @@ const DefaultStaleLockAfter = time.Hour
 // isStale reports a lock to show as stale: held for longer than StaleLockAfter, and not by a run of
 // this controller that is alive. Only a person releases it (kubectl conductor unlock); the
 // controller itself releases only its own dead runs' locks (recoverOwnLock).
-func (r *ResourceReconciler) isStale(res *v1alpha1.InfraResource, lock *statebackend.Lock, now time.Time) bool {
+func (r stateKeeper) isStale(lock *statebackend.Lock, now time.Time) bool {
 	after := r.StaleLockAfter
 	if after <= 0 {
 		after = DefaultStaleLockAfter
 	}
-	if lock == nil || lock.Created.IsZero() || r.Runs.Busy(res.Name) {
+	if lock == nil || lock.Created.IsZero() || now.Sub(lock.Created) <= after {
 		return false
 	}
-	return now.Sub(lock.Created) > after
+	runID, ok := statebackend.RunOfLock(lock)
+	return !ok || !r.runLive(runID)
+}
+
+// runLive reports whether the run runID is alive in this controller: the state server has not
+// revoked its credentials yet (statebackend.Server.Live), whichever pool carries it. Without a
+// state server (runs use the kubernetes backend directly) runs are synchronous with the reconcile,
+// so no run of a resource is alive while it reconciles.
+func (r stateKeeper) runLive(runID string) bool {
+	return r.StateServer != nil && r.StateServer.Live(runID)
 }
 
 // setLock shows lock (nil: none) in status.state.

@@ -60,7 +60,7 @@ func (r *ResourceReconciler) openScope(ctx context.Context, name types.Namespace
 	}
 	s := &resourceScope{c: r.Client, res: res, base: res.DeepCopy(), start: time.Now()}
 	if suffix(res) != "" {
-		s.state = r.stateHandle(res)
+		s.state = r.keeper().stateHandle(res)
 	}
 	return s, nil
 }

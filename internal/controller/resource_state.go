@@ -30,11 +30,11 @@ type stateError struct{ reason, message string }
 func (e *stateError) Error() string { return e.message }
 
 // stateHandle is the resource's state in the state namespace, labelled with the resource.
-func (r *ResourceReconciler) stateHandle(res *v1alpha1.InfraResource) *statebackend.Handle {
+func (r stateKeeper) stateHandle(res *v1alpha1.InfraResource) *statebackend.Handle {
 	return r.states().For(suffix(res)).WithLabels(stateLabels(res))
 }
 
-func (r *ResourceReconciler) states() *statebackend.Store {
+func (r stateKeeper) states() *statebackend.Store {
 	if r.StateServer != nil {
 		return r.StateServer.Store()
 	}
@@ -48,7 +48,7 @@ func stateLabels(res *v1alpha1.InfraResource) map[string]string {
 // backend configures a run's state: the state server's http backend, with credentials issued
 // for this run and this resource only (revoke when the run ends), or, without a server, Terraform's
 // kubernetes backend on the same Secrets.
-func (r *ResourceReconciler) backend(s *resourceScope, spec *tfrunner.Spec) (revoke func()) {
+func (r stateKeeper) backend(s *resourceScope, spec *tfrunner.Spec) (revoke func()) {
 	res := s.res
 	if r.StateServer == nil {
 		spec.Backend = tfrunner.Backend{Type: "kubernetes", Config: r.State.Attributes(suffix(res), stateLabels(res))}
@@ -74,7 +74,7 @@ func (r *ResourceReconciler) backend(s *resourceScope, spec *tfrunner.Spec) (rev
 // and could not write it, or Terraform could not send it (errored.tfstate, which the Runs carrier
 // hands to the server as soon as the run returns: runners.Router.KeepErrored). A state older than
 // the stored one is already saved and is dropped.
-func (r *ResourceReconciler) putBackState(ctx context.Context, s *resourceScope) error {
+func (r stateKeeper) putBackState(ctx context.Context, s *resourceScope) error {
 	if r.StateServer == nil {
 		return nil
 	}
@@ -96,7 +96,7 @@ func (r *ResourceReconciler) putBackState(ctx context.Context, s *resourceScope)
 // restoreState carries out the restore annotation: the version of the state with that serial,
 // from the state's history, becomes the current state (with the next serial; the replaced
 // version stays in history, so a restore can be undone). The annotation is removed once done.
-func (r *ResourceReconciler) restoreState(ctx context.Context, s *resourceScope) error {
+func (r stateKeeper) restoreState(ctx context.Context, s *resourceScope) error {
 	res := s.res
 	want, ok := res.Annotations[v1alpha1.AnnotationRestoreState]
 	if !ok {
@@ -108,7 +108,7 @@ func (r *ResourceReconciler) restoreState(ctx context.Context, s *resourceScope)
 		// recoverOwnLock releases by this run's id.
 		// Written from a copy: the answer must not replace the status this reconcile holds.
 		before := res.DeepCopy()
-		res.Status.LastRun = r.newRun(res, "restore", time.Now())
+		res.Status.LastRun = r.syncer().newRun(res, "restore", time.Now())
 		if err := r.Status().Patch(ctx, res.DeepCopy(), client.MergeFrom(before)); err != nil {
 			return fmt.Errorf("recording the restore run: %w", err)
 		}
@@ -118,7 +118,7 @@ func (r *ResourceReconciler) restoreState(ctx context.Context, s *resourceScope)
 		return &stateError{v1alpha1.ReasonStateRestoreFailed, fmt.Sprintf(
 			"%s=%q: %v (remove the annotation, or name a serial from the state's history)", v1alpha1.AnnotationRestoreState, want, err)}
 	}
-	if err := r.removeAnnotation(ctx, res, v1alpha1.AnnotationRestoreState); err != nil {
+	if err := r.syncer().removeAnnotation(ctx, res, v1alpha1.AnnotationRestoreState); err != nil {
 		return err
 	}
 	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateRestored, "RestoreState",
@@ -129,7 +129,7 @@ func (r *ResourceReconciler) restoreState(ctx context.Context, s *resourceScope)
 // guardEmptyState refuses to plan a resource that was ever applied from an empty state: its state
 // Secret is gone, and a plan would create every object again beside the existing ones. The
 // start-fresh annotation (removed after the next successful apply) lets it start from empty state.
-func (r *ResourceReconciler) guardEmptyState(ctx context.Context, s *resourceScope) error {
+func (r stateKeeper) guardEmptyState(ctx context.Context, s *resourceScope) error {
 	res := s.res
 	applied := everApplied(res) || (res.Status.State != nil && res.Status.State.Serial > 0)
 	if !applied || res.Annotations[v1alpha1.AnnotationStartFresh] == "true" {
@@ -154,7 +154,7 @@ func serialOf(res *v1alpha1.InfraResource) int64 {
 
 // stateChecks runs the state phases after putBackState (which beforeRun runs first, before lock
 // recovery), in order, before a run.
-func (r *ResourceReconciler) stateChecks(ctx context.Context, s *resourceScope) error {
+func (r stateKeeper) stateChecks(ctx context.Context, s *resourceScope) error {
 	for _, phase := range []func(context.Context, *resourceScope) error{r.restoreState, r.guardEmptyState} {
 		if err := phase(ctx, s); err != nil {
 			return err
@@ -167,7 +167,7 @@ func (r *ResourceReconciler) stateChecks(ctx context.Context, s *resourceScope) 
 // writers) and from the object in memory. The patch is sent on a copy: the server's answer carries
 // the stored status, which must not replace the status this reconcile holds in memory (a run's
 // outcome not written yet).
-func (r *ResourceReconciler) removeAnnotation(ctx context.Context, res *v1alpha1.InfraResource, key string) error {
+func (r syncer) removeAnnotation(ctx context.Context, res *v1alpha1.InfraResource, key string) error {
 	obj := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: res.Name}}
 	if err := r.Patch(ctx, obj, client.RawPatch(types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"`+key+`":null}}}`))); err != nil {
@@ -185,7 +185,7 @@ func (r *ResourceReconciler) removeAnnotation(ctx context.Context, res *v1alpha1
 // Secret or lock Lease of that suffix already exists — an orphaned state of an earlier resource of
 // the same name, say — which is never this new resource's: then the suffix of name/uid. It reports
 // whether the status changed.
-func (r *ResourceReconciler) chooseStateName(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
+func (r stateKeeper) chooseStateName(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
 	if suffix(res) != "" {
 		return false, nil
 	}

@@ -24,7 +24,7 @@ import (
 
 // decideRun ends the reconcile unless a run is due (needsRun, or a Secret input rotated since the
 // last apply); an idle resource keeps its phase and connection Secret until the next sync.
-func (r *ResourceReconciler) decideRun(ctx context.Context, s *resourceScope) (bool, error) {
+func (r syncer) decideRun(ctx context.Context, s *resourceScope) (bool, error) {
 	res := s.res
 	run, wait := needsRun(res, s.start, r.syncInterval())
 	if !run && everApplied(res) && hasSecretInputs(res) && res.Status.LastRun.Result == RunSucceeded {
@@ -51,7 +51,7 @@ func (r *ResourceReconciler) decideRun(ctx context.Context, s *resourceScope) (b
 		res.Status.Phase = v1alpha1.ResourceFailed
 	default:
 		res.Status.Phase = s.phase
-		return true, r.keepConnectionSecret(ctx, s)
+		return true, r.secrets().keepConnectionSecret(ctx, s)
 	}
 	return true, nil
 }
@@ -59,12 +59,12 @@ func (r *ResourceReconciler) decideRun(ctx context.Context, s *resourceScope) (b
 // prepareRun runs what every run needs first — recover a dead run's lock, adopt orphaned state,
 // the state phases (beforeRun) — and reads the run's inputs into s.spec. A missing Secret input
 // records the run as failed and is retried after secretRetry.
-func (r *ResourceReconciler) prepareRun(ctx context.Context, s *resourceScope) (bool, error) {
+func (r syncer) prepareRun(ctx context.Context, s *resourceScope) (bool, error) {
 	if result, err, stop := r.beforeRun(ctx, s); stop {
 		s.result = result
 		return true, err
 	}
-	spec, err := r.runSpec(ctx, s.res)
+	spec, err := r.secrets().runSpec(ctx, s.res)
 	var ie *inputError
 	if errors.As(err, &ie) {
 		r.setRunFailed(s.res, "render", ie.reason, ie.message, time.Now())
@@ -79,17 +79,17 @@ func (r *ResourceReconciler) prepareRun(ctx context.Context, s *resourceScope) (
 
 // beforeRun runs the phases every run needs first: recover a dead run's lock, adopt orphaned
 // state, and the state checks. stop says the run must not happen now (result and err say why).
-func (r *ResourceReconciler) beforeRun(ctx context.Context, s *resourceScope) (ctrl.Result, error, bool) {
+func (r syncer) beforeRun(ctx context.Context, s *resourceScope) (ctrl.Result, error, bool) {
 	res := s.res
 	// A state a dead run could not save goes back first (it releases that run's lock once
 	// saved); a lock is never recovered while it is pending, even after a restart.
-	if err := r.putBackState(ctx, s); err != nil {
+	if err := r.keeper().putBackState(ctx, s); err != nil {
 		return r.stateStop(res, "state", err)
 	}
-	if err := r.recoverOwnLock(ctx, s); err != nil {
+	if err := r.keeper().recoverOwnLock(ctx, s); err != nil {
 		return ctrl.Result{}, err, true
 	}
-	if err := r.adoptState(ctx, s); err != nil {
+	if err := r.keeper().adoptState(ctx, s); err != nil {
 		var ae *statebackend.AdoptError
 		if errors.As(err, &ae) {
 			r.setRunFailed(res, "adopt", v1alpha1.ReasonAdoptionRefused, ae.Message, time.Now())
@@ -97,7 +97,7 @@ func (r *ResourceReconciler) beforeRun(ctx context.Context, s *resourceScope) (c
 		}
 		return ctrl.Result{}, err, true
 	}
-	if err := r.stateChecks(ctx, s); err != nil {
+	if err := r.keeper().stateChecks(ctx, s); err != nil {
 		return r.stateStop(res, "state", err)
 	}
 	return ctrl.Result{}, nil, false
@@ -105,7 +105,7 @@ func (r *ResourceReconciler) beforeRun(ctx context.Context, s *resourceScope) (c
 
 // stateStop turns a state phase's error into beforeRun's answer: a *stateError is recorded as the
 // failed operation op and retried after stateRetry; any other error goes to the work queue.
-func (r *ResourceReconciler) stateStop(res *v1alpha1.InfraResource, op string, err error) (ctrl.Result, error, bool) {
+func (r syncer) stateStop(res *v1alpha1.InfraResource, op string, err error) (ctrl.Result, error, bool) {
 	var se *stateError
 	if errors.As(err, &se) {
 		r.setRunFailed(res, op, se.reason, se.message, time.Now())
@@ -118,7 +118,7 @@ func (r *ResourceReconciler) stateStop(res *v1alpha1.InfraResource, op string, e
 // between plan and apply (needsSavedPlan), plan, the approval gate, and apply of that plan. The
 // Running record is a checkpoint: every command of the run may take the state lock, so it is
 // written before the first of them (the crash window recoverOwnLock closes).
-func (r *ResourceReconciler) applyPhase(ctx context.Context, s *resourceScope) (bool, error) {
+func (r syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error) {
 	res := s.res
 	if !everApplied(res) && res.Status.Phase != v1alpha1.ResourceFailed {
 		// A first provisioning; a failed one stays Failed while it is retried, until it succeeds.
@@ -133,9 +133,12 @@ func (r *ResourceReconciler) applyPhase(ctx context.Context, s *resourceScope) (
 	if err := s.checkpoint(ctx); err != nil {
 		return true, err
 	}
-	revoke := r.backend(s, &s.spec)
+	revoke := r.keeper().backend(s, &s.spec)
 	defer revoke()
 	out, err := r.Runs.Apply(ctx, res.Name, s.spec, r.applyOptions(ctx, s, savedPlan))
+	if err == nil && out.Held != nil {
+		err = r.holdPlan(ctx, res, out.Held)
+	}
 	done := time.Now()
 	settleCreates(res, err)
 	defer func() {
@@ -149,7 +152,7 @@ func (r *ResourceReconciler) applyPhase(ctx context.Context, s *resourceScope) (
 	}
 	if out != nil {
 		recordImports(res, out.Imports)
-		defer func() { r.recordRun(ctx, res, out.Log) }()
+		defer func() { r.secrets().recordRun(ctx, res, out.Log) }()
 	}
 	if err != nil {
 		result, ferr := r.runFailed(ctx, s, err, done)
@@ -159,37 +162,52 @@ func (r *ResourceReconciler) applyPhase(ctx context.Context, s *resourceScope) (
 	return true, r.applied(ctx, s, out, done)
 }
 
-// applyOptions are the hooks of the resource's apply: the variables checked against the module's
-// inputs, the approval gate between plan and apply (its decision a checkpoint), the place in line,
-// and each create's start (a checkpoint: resource_creates.go).
-func (r *ResourceReconciler) applyOptions(ctx context.Context, s *resourceScope, savedPlan bool) tfrunner.ApplyOptions {
-	res := s.res
-	opts := tfrunner.ApplyOptions{
-		SavedPlan: savedPlan,
-		Check:     func(schema *tfrunner.ModuleSchema) error { return checkVariables(res, schema) },
-		BeforeApply: func(p *tfrunner.Plan, render func() (string, error)) error {
-			if err := r.gate(ctx, res, p, render); err != nil {
-				return err
-			}
-			res.Status.LastRun.Operation = "apply"
-			res.Status.LastRun.Summary = summaryOf(p)
-			res.Status.LastRun.PlanID = p.ID
-			return s.checkpoint(ctx)
-		},
-		Queued:        r.queued(ctx, s),
-		OnCreateStart: r.recordCreateStart(ctx, s),
+// applyOptions are the resource's apply as data: the variables checked against the module's
+// inputs by the run, the imports, the gate between plan and apply when the run must stop there
+// (gateOf), and the sink of the run's events (runEvents).
+func (r syncer) applyOptions(ctx context.Context, s *resourceScope, savedPlan bool) tfrunner.ApplyOptions {
+	opts := tfrunner.ApplyOptions{CheckInputs: true, Events: runEvents(ctx, s)}
+	if savedPlan {
+		opts.Gate = gateOf(s.res)
 	}
-	for _, imp := range res.Spec.Import {
+	for _, imp := range s.res.Spec.Import {
 		opts.Imports = append(opts.Imports, tfrunner.ImportTarget{Address: imp.Address, ID: imp.ID})
 	}
 	return opts
 }
 
+// runEvents records the run's events in status: its place in line (Synced=Unknown,
+// WaitingForRunner; the pools tell it only once a run has waited tfrunner.QueuedAfter, so a short
+// wait writes nothing), each create's start and the plan the gate let through. The last two are
+// checkpoints (resource_creates.go): the run goes on only once they are written, and an error
+// (the API server refused the write) stops it.
+func runEvents(ctx context.Context, s *resourceScope) tfrunner.Events {
+	res := s.res
+	return func(e tfrunner.Event) error {
+		switch e := e.(type) {
+		case tfrunner.Queued:
+			setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionUnknown, v1alpha1.ReasonWaitingForRunner,
+				fmt.Sprintf("waiting for a runner: %d in line of %d waiting (runs are served across namespaces in turn)", e.Position, e.Waiting))
+			if err := s.checkpoint(ctx); err != nil {
+				log.FromContext(ctx).V(1).Info("could not record the place in line", "error", err.Error())
+			}
+			return nil
+		case tfrunner.CreateStarted:
+			if !createStarted(res, e.Address) {
+				return nil
+			}
+		case tfrunner.Applying:
+			planPassed(res, e.Plan)
+		}
+		return s.checkpoint(ctx)
+	}
+}
+
 // applied records a successful run: the connection Secret, the one-shot annotations it used, and
 // status (outputs, state, Synced and Ready, drift corrected); the next sync after the interval.
-func (r *ResourceReconciler) applied(ctx context.Context, s *resourceScope, out *tfrunner.ApplyResult, done time.Time) error {
+func (r syncer) applied(ctx context.Context, s *resourceScope, out *tfrunner.ApplyResult, done time.Time) error {
 	res := s.res
-	if err := r.writeConnectionSecret(ctx, res, out.Outputs); err != nil {
+	if err := r.secrets().writeConnectionSecret(ctx, res, out.Outputs); err != nil {
 		r.setRunFailed(res, "output", v1alpha1.ReasonApplyFailed, err.Error(), done)
 		return err
 	}
@@ -197,25 +215,22 @@ func (r *ResourceReconciler) applied(ctx context.Context, s *resourceScope, out 
 		return err
 	}
 	last := res.Status.LastRun
-	last.Result = RunSucceeded
-	last.CompletionTime = &metav1.Time{Time: done}
-	if !out.Applied {
-		last.Operation = "plan"
-	}
 	res.Status.ObservedGeneration = res.Generation
 	res.Status.InputsHash = inputsHash(res, s.spec)
 	res.Status.ModuleVersion = res.Spec.Module.Version
 	if out.Schema != nil && out.Schema.Version != "" {
 		res.Status.ModuleVersion = out.Schema.Version // a registry constraint, resolved by init
 	}
-	res.Status.Phase = s.phase
 	res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""
 	setOutputs(res, out.Outputs)
-	r.readState(ctx, s)
+	r.keeper().readState(ctx, s)
 	msg := fmt.Sprintf("plan: %d to add, %d to change, %d to destroy%s", last.Summary.Add,
 		last.Summary.Change, last.Summary.Destroy, describeChanges(out.Plan))
-	setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionTrue, v1alpha1.ReasonApplied, msg)
-	setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonApplied, "infrastructure matches the spec")
+	o := runOutcome{kind: outcomeApplied, reason: v1alpha1.ReasonApplied, message: msg, at: done}
+	if !out.Applied {
+		o.op = "plan"
+	}
+	recordOutcome(&res.Status, res.Generation, s.phase, o)
 	if res.Status.Drift != nil && res.Status.Drift.Drifted && out.Applied {
 		res.Status.Drift.Drifted = false
 		setCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionDrifted, metav1.ConditionFalse, v1alpha1.ReasonNoDrift, "the drift was corrected")
@@ -227,21 +242,9 @@ func (r *ResourceReconciler) applied(ctx context.Context, s *resourceScope, out 
 	return nil
 }
 
-// queued records a waiting run's place in line (Synced=Unknown, WaitingForRunner). The pools call
-// it only once a run has waited tfrunner.QueuedAfter, so a short wait writes nothing.
-func (r *ResourceReconciler) queued(ctx context.Context, s *resourceScope) func(position, waiting int) {
-	return func(position, waiting int) {
-		setCondition(&s.res.Status.Conditions, s.res.Generation, v1alpha1.ConditionSynced, metav1.ConditionUnknown, v1alpha1.ReasonWaitingForRunner,
-			fmt.Sprintf("waiting for a runner: %d in line of %d waiting (runs are served across namespaces in turn)", position, waiting))
-		if err := s.checkpoint(ctx); err != nil {
-			log.FromContext(ctx).V(1).Info("could not record the place in line", "error", err.Error())
-		}
-	}
-}
-
 // consumeAnnotations removes the one-shot annotations a successful run used: an approval is for
 // one plan, starting from empty state is allowed once.
-func (r *ResourceReconciler) consumeAnnotations(ctx context.Context, res *v1alpha1.InfraResource, applied bool) error {
+func (r syncer) consumeAnnotations(ctx context.Context, res *v1alpha1.InfraResource, applied bool) error {
 	keys := []string{v1alpha1.AnnotationStartFresh}
 	if applied {
 		keys = append(keys, v1alpha1.AnnotationApprovePlan, v1alpha1.AnnotationApproveReplace)

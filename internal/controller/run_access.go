@@ -52,7 +52,7 @@ func RunClusterFor(cfg *rest.Config) (RunCluster, error) {
 // for expirationSeconds (DefaultTokenExpiration when unset); the token itself is never stored on
 // any object. It returns an *inputError ServiceAccountNotFound when the account does not exist or
 // the API server refuses the request, and the API error otherwise.
-func (r *ResourceReconciler) kubernetesAccess(ctx context.Context, res *v1alpha1.InfraResource) ([]byte, error) {
+func (r resourceSecrets) kubernetesAccess(ctx context.Context, res *v1alpha1.InfraResource) ([]byte, error) {
 	access := res.Spec.KubernetesAccess
 	if access == nil {
 		return nil, nil

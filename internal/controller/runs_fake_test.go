@@ -29,7 +29,6 @@ func (f *recordingRuns) Destroy(context.Context, string, tfrunner.Spec) error {
 	return nil
 }
 
-func (f *recordingRuns) Busy(string) bool { return false }
 func (f *recordingRuns) DriftCheck(context.Context, string, tfrunner.Spec) (*tfrunner.StreamResult, error) {
 	return &tfrunner.StreamResult{}, nil
 }

@@ -268,7 +268,7 @@ func applyResultToProto(r *tfrunner.ApplyResult) *runnerpb.ApplyResult {
 		return nil
 	}
 	p := &runnerpb.ApplyResult{Initialized: r.Initialized, Schema: schemaToProto(r.Schema), Plan: planToProto(r.Plan),
-		Applied: r.Applied, Outputs: outputsToProto(r.Outputs), Log: r.Log}
+		Applied: r.Applied, Outputs: outputsToProto(r.Outputs), Log: r.Log, Held: holdToProto(r.Held)}
 	for _, imp := range r.Imports {
 		p.Imports = append(p.Imports, &runnerpb.ImportResult{Address: imp.Address, Id: imp.ID, Imported: imp.Imported,
 			Error: errorToProto(imp.Err)})
@@ -285,11 +285,44 @@ func applyResultFromProto(p *runnerpb.ApplyResult) (*tfrunner.ApplyResult, error
 	schema, err := schemaFromProto(p.GetSchema())
 	r := &tfrunner.ApplyResult{Initialized: p.GetInitialized(), Schema: schema, Plan: planFromProto(p.GetPlan()),
 		Applied: p.GetApplied(), Outputs: outputsFromProto(p.GetOutputs()), Log: p.GetLog()}
+	r.Held = holdFromProto(p.GetHeld(), r.Plan)
 	for _, imp := range p.GetImports() {
 		r.Imports = append(r.Imports, tfrunner.ImportResult{Address: imp.GetAddress(), ID: imp.GetId(), Imported: imp.GetImported(),
 			Err: errorFromProto(imp.GetError(), nil)})
 	}
 	return r, err
+}
+
+func gateToProto(g *tfrunner.Gate) *runnerpb.Gate {
+	if g == nil {
+		return nil
+	}
+	return &runnerpb.Gate{Approved: g.Approved, Manual: g.Manual, AllowDestructive: g.AllowDestructive,
+		Imported: g.Imported, CreatesInDoubt: g.CreatesInDoubt, Shown: g.Shown, ShownReason: g.ShownReason}
+}
+
+func gateFromProto(p *runnerpb.Gate) *tfrunner.Gate {
+	if p == nil {
+		return nil
+	}
+	return &tfrunner.Gate{Approved: p.GetApproved(), Manual: p.GetManual(), AllowDestructive: p.GetAllowDestructive(),
+		Imported: nilIfEmpty(p.GetImported()), CreatesInDoubt: nilIfEmpty(p.GetCreatesInDoubt()), Shown: p.GetShown(), ShownReason: p.GetShownReason()}
+}
+
+// holdToProto converts h without its plan, which travels once, as ApplyResult.plan.
+func holdToProto(h *tfrunner.Hold) *runnerpb.Hold {
+	if h == nil {
+		return nil
+	}
+	return &runnerpb.Hold{Reason: h.Reason, Addresses: h.Addresses, Rendering: h.Rendering, Discarded: h.Discarded}
+}
+
+// holdFromProto converts a received Hold of plan (the ApplyResult's plan); nil stays nil.
+func holdFromProto(p *runnerpb.Hold, plan *tfrunner.Plan) *tfrunner.Hold {
+	if p == nil {
+		return nil
+	}
+	return &tfrunner.Hold{Plan: plan, Reason: p.GetReason(), Addresses: nilIfEmpty(p.GetAddresses()), Rendering: p.GetRendering(), Discarded: p.GetDiscarded()}
 }
 
 func streamResultToProto(r *tfrunner.StreamResult) *runnerpb.StreamResult {
@@ -329,7 +362,10 @@ func errorToProto(err error) *runnerpb.Error {
 	p := &runnerpb.Error{Kind: runnerpb.ErrorKind_ERROR_KIND_UNSPECIFIED, Message: err.Error(), Killed: tfrunner.Killed(err)}
 	var re *tfrunner.RunError
 	var le *tfrunner.LockError
+	var ie *tfrunner.InputError
 	switch {
+	case errors.As(err, &ie):
+		p.Kind, p.Message = runnerpb.ErrorKind_ERROR_KIND_INPUT, ie.Problems
 	case errors.As(err, &le):
 		p.Kind = runnerpb.ErrorKind_ERROR_KIND_LOCK
 		p.Detail = &runnerpb.Error_Lock{Lock: &runnerpb.LockError{Id: le.ID, Who: le.Who, Operation: le.Operation, Created: le.Created, Op: le.Op}}
@@ -346,8 +382,9 @@ func errorToProto(err error) *runnerpb.Error {
 
 // errorFromProto returns the error the stream carried, so that errors.As and errors.Is find what
 // they would in the runner's error: *tfrunner.RunError (wrapping tfrunner.ErrProcessLost when
-// killed), *tfrunner.LockError, tfrunner.ErrStopped, context.Canceled. hookErr is the manager's own
-// hook error for ERROR_KIND_STOPPED (the original, with its type); nil stays nil.
+// killed), *tfrunner.LockError, *tfrunner.InputError, tfrunner.ErrStopped, context.Canceled. hookErr
+// is the manager's own answer to an event for ERROR_KIND_STOPPED (the original, with its type); nil
+// stays nil.
 func errorFromProto(p *runnerpb.Error, hookErr error) error {
 	if p == nil {
 		return nil
@@ -366,6 +403,8 @@ func errorFromProto(p *runnerpb.Error, hookErr error) error {
 		if le := p.GetLock(); le != nil {
 			return &tfrunner.LockError{ID: le.GetId(), Who: le.GetWho(), Operation: le.GetOperation(), Created: le.GetCreated(), Op: le.GetOp()}
 		}
+	case runnerpb.ErrorKind_ERROR_KIND_INPUT:
+		return &tfrunner.InputError{Problems: msg}
 	case runnerpb.ErrorKind_ERROR_KIND_STOPPED:
 		if hookErr != nil {
 			return fmt.Errorf("%w: %w", tfrunner.ErrStopped, hookErr)

@@ -167,12 +167,12 @@ output "secret" {
 
 func TestSchemaRoundTrip(t *testing.T) {
 	in := loadSchema(t)
-	msg := wire(t, &runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Schema{Schema: schemaToProto(in)}})
-	out, err := schemaFromProto(msg.GetSchema())
+	msg := wire(t, &runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Result{Result: &runnerpb.Result{Apply: &runnerpb.ApplyResult{Schema: schemaToProto(in)}}}})
+	out, err := schemaFromProto(msg.GetResult().GetApply().GetSchema())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Types and the defaults of optional attributes included: the manager's Check fills them in.
+	// Types and the defaults of optional attributes included: the manager's class check fills them in.
 	if !reflect.DeepEqual(out, in) {
 		t.Fatalf("schema\n%#v\nwant\n%#v", out, in)
 	}

@@ -52,7 +52,7 @@ type DispatcherOptions struct {
 
 // Dispatcher is the manager's side of the run protocol: it queues the runs of resources whose
 // class names a runner pool, hands each to the next runner of that pool that asks (Runs/Run), and
-// answers the run's hooks. It implements the controller's Runs for those runs.
+// answers the run's events. It implements the controller's Runs for those runs.
 type Dispatcher struct {
 	opts DispatcherOptions
 
@@ -147,7 +147,7 @@ type job struct {
 	cancel       chan struct{} // closed when the caller's ctx is done after a runner took the run
 	done         chan struct{} // closed once result and err are set
 	result       *runnerpb.Result
-	hookErr      error // the error a hook returned, which stopped the run
+	hookErr      error // the error the Events sink returned, which stopped the run
 	err          error // the run could not finish on its runner (lost), or was never started
 	withdrawn    bool  // its caller gave up after a runner took it (guarded by the queue's mu)
 }
@@ -195,7 +195,7 @@ func (d *Dispatcher) do(ctx context.Context, pool string, spec *runnerpb.RunSpec
 	q := d.queue(pool)
 	if _, _, idle := q.push(j); !idle {
 		// Told once the run has waited tfrunner.QueuedAfter, if no runner took it by then.
-		tfrunner.NotifyQueued(ctx, j.done, func() (int, int) { return q.position(j) }, opts.Queued)
+		tfrunner.NotifyQueued(ctx, j.done, func() (int, int) { return q.position(j) }, opts.Events.QueuedFunc())
 	}
 	select {
 	case <-j.done:
@@ -234,8 +234,7 @@ func (d *Dispatcher) Apply(ctx context.Context, key string, spec tfrunner.Spec, 
 	if err != nil {
 		return &tfrunner.ApplyResult{}, err
 	}
-	rs.SavedPlan, rs.Imports = opts.SavedPlan, importsToProto(opts.Imports)
-	rs.AskCheck, rs.AskBeforeApply, rs.AskCreateStart = opts.Check != nil, opts.BeforeApply != nil, opts.OnCreateStart != nil
+	rs.Imports, rs.CheckInputs, rs.Gate, rs.Events = importsToProto(opts.Imports), opts.CheckInputs, gateToProto(opts.Gate), opts.Events != nil
 	j, err := d.do(ctx, spec.RunnerPool, rs, opts)
 	if j == nil || j.result == nil {
 		return &tfrunner.ApplyResult{}, err

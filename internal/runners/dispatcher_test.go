@@ -3,6 +3,7 @@ package runners
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -110,10 +111,6 @@ func result(r *runnerpb.Result) *runnerpb.RunnerMessage {
 	return &runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Result{Result: r}}
 }
 
-func schemaRequest(s *tfrunner.ModuleSchema) *runnerpb.RunnerMessage {
-	return &runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Schema{Schema: schemaToProto(s)}}
-}
-
 type applied struct {
 	res *tfrunner.ApplyResult
 	err error
@@ -128,43 +125,29 @@ func applyAsync(d *Dispatcher, ctx context.Context, key string, opts tfrunner.Ap
 	return out
 }
 
-func TestDispatcherAnswersHooksAndReturnsTheResult(t *testing.T) {
+func TestDispatcherSendsTheGateAndAnswersEvents(t *testing.T) {
 	d, conn := startDispatcher(t, DispatcherOptions{})
-	var checked *tfrunner.ModuleSchema
-	var created []string
-	var rendered string
+	var events []tfrunner.Event
+	gate := &tfrunner.Gate{Approved: "abc", Imported: []string{"module.main.x.y"}, Shown: "abc", ShownReason: tfrunner.HoldDestructive}
 	done := applyAsync(d, context.Background(), "res-a", tfrunner.ApplyOptions{
-		Check:         func(s *tfrunner.ModuleSchema) error { checked = s; return nil },
-		OnCreateStart: func(a string) error { created = append(created, a); return nil },
-		BeforeApply: func(_ *tfrunner.Plan, render func() (string, error)) error {
-			var err error
-			rendered, err = render()
-			return err
-		},
+		CheckInputs: true, Gate: gate,
+		Events: func(e tfrunner.Event) error { events = append(events, e); return nil },
 	})
 	r, spec, err := openRun(t, conn, "good", "p")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if spec.GetKey() != "res-a" || spec.GetId() != "run-1" || spec.GetOp() != runnerpb.Operation_OPERATION_APPLY ||
-		!spec.GetAskCheck() || !spec.GetAskCreateStart() || !spec.GetAskBeforeApply() {
+		!spec.GetCheckInputs() || !spec.GetEvents() || !reflect.DeepEqual(gateFromProto(spec.GetGate()), gate) {
 		t.Fatalf("run spec %+v", spec)
 	}
 	if !d.Busy("res-a") {
 		t.Fatal("a run under way is not busy")
 	}
-	r.send(schemaRequest(&tfrunner.ModuleSchema{Version: "1.2.3"}))
-	if a := r.recv().GetAnswer(); a == nil || a.GetError() != "" {
-		t.Fatalf("check answer %+v", a)
-	}
-	r.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Plan{Plan: planToProto(&tfrunner.Plan{HasChanges: true, ID: "abc"})}})
-	if r.recv().GetRender() == nil {
-		t.Fatal("no render request")
-	}
+	r.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Applying{Applying: planToProto(&tfrunner.Plan{HasChanges: true, ID: "abc"})}})
 	r.send(heartbeat())
-	r.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Rendered{Rendered: &runnerpb.Rendered{Text: "+ create"}}})
 	if a := r.recv().GetAnswer(); a == nil || a.GetError() != "" {
-		t.Fatalf("before-apply answer %+v", a)
+		t.Fatalf("applying answer %+v", a)
 	}
 	r.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_CreateStart{CreateStart: &runnerpb.CreateStart{Address: "module.main.x.y"}}})
 	if a := r.recv().GetAnswer(); a == nil || a.GetError() != "" {
@@ -177,8 +160,9 @@ func TestDispatcherAnswersHooksAndReturnsTheResult(t *testing.T) {
 	if got.err != nil || !got.res.Applied {
 		t.Fatalf("apply = %+v, %v", got.res, got.err)
 	}
-	if checked == nil || checked.Version != "1.2.3" || rendered != "+ create" || len(created) != 1 {
-		t.Fatalf("hooks saw schema %+v, render %q, creates %v", checked, rendered, created)
+	want := []tfrunner.Event{tfrunner.Applying{Plan: &tfrunner.Plan{HasChanges: true, ID: "abc"}}, tfrunner.CreateStarted{Address: "module.main.x.y"}}
+	if !reflect.DeepEqual(events, want) {
+		t.Fatalf("events %#v\nwant %#v", events, want)
 	}
 	if data, ok := d.ErroredState("res-a"); !ok || string(data) != "{}" {
 		t.Fatal("errored state not kept")
@@ -188,29 +172,56 @@ func TestDispatcherAnswersHooksAndReturnsTheResult(t *testing.T) {
 	}
 }
 
+func TestDispatcherReturnsAHeldPlanAndInputErrors(t *testing.T) {
+	d, conn := startDispatcher(t, DispatcherOptions{})
+	done := applyAsync(d, context.Background(), "res-h", tfrunner.ApplyOptions{Gate: &tfrunner.Gate{}})
+	r, _, err := openRun(t, conn, "good", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := &tfrunner.Plan{HasChanges: true, ID: "def", Changes: []tfrunner.Change{{Address: "module.main.a.b", Actions: []string{"delete"}}}}
+	held := &tfrunner.Hold{Plan: plan, Reason: tfrunner.HoldDestructive, Addresses: []string{"module.main.a.b"}, Rendering: "- destroy"}
+	r.send(result(newResult(&tfrunner.ApplyResult{Plan: plan, Held: held}, nil, nil)))
+	got := <-done
+	if got.err != nil || got.res.Applied || !reflect.DeepEqual(got.res.Held, held) {
+		t.Fatalf("apply = %+v (held %+v), %v", got.res, got.res.Held, got.err)
+	}
+
+	done = applyAsync(d, context.Background(), "res-i", tfrunner.ApplyOptions{CheckInputs: true})
+	r, _, err = openRun(t, conn, "good", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.send(result(newResult(&tfrunner.ApplyResult{}, nil, &tfrunner.InputError{Problems: "x: the module declares no such input"})))
+	var ie *tfrunner.InputError
+	if got = <-done; !errors.As(got.err, &ie) || ie.Problems != "x: the module declares no such input" {
+		t.Fatalf("err = %#v, want *tfrunner.InputError", got.err)
+	}
+}
+
 type refusal struct{ reason string }
 
 func (r *refusal) Error() string { return r.reason }
 
-func TestDispatcherReturnsTheHooksOwnErrorAndRunErrorsByKind(t *testing.T) {
+func TestDispatcherReturnsTheManagersOwnErrorAndRunErrorsByKind(t *testing.T) {
 	d, conn := startDispatcher(t, DispatcherOptions{})
 	done := applyAsync(d, context.Background(), "res-b", tfrunner.ApplyOptions{
-		Check: func(*tfrunner.ModuleSchema) error { return &refusal{"variable x is not an input"} },
+		Events: func(tfrunner.Event) error { return &refusal{"the create could not be recorded"} },
 	})
 	r, _, err := openRun(t, conn, "good", "p")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.send(schemaRequest(&tfrunner.ModuleSchema{}))
+	r.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_CreateStart{CreateStart: &runnerpb.CreateStart{Address: "module.main.x.y"}}})
 	a := r.recv().GetAnswer()
-	if a == nil || a.GetError() != "variable x is not an input" {
+	if a == nil || a.GetError() != "the create could not be recorded" {
 		t.Fatalf("answer %+v", a)
 	}
 	r.send(result(newResult(&tfrunner.ApplyResult{}, nil, errors.Join(tfrunner.ErrStopped, errors.New(a.GetError())))))
 	got := <-done
 	var ref *refusal
 	if !errors.Is(got.err, tfrunner.ErrStopped) || !errors.As(got.err, &ref) {
-		t.Fatalf("err = %v, want ErrStopped wrapping the hook's *refusal", got.err)
+		t.Fatalf("err = %v, want ErrStopped wrapping the manager's *refusal", got.err)
 	}
 
 	done = applyAsync(d, context.Background(), "res-b", tfrunner.ApplyOptions{})

@@ -11,8 +11,8 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
-// drive runs the manager's side of one run on its stream: it answers the runner's hook requests
-// with the caller's hooks, passes the caller's cancel on, and returns the runner's Result. It
+// drive runs the manager's side of one run on its stream: it hands the runner's events to the
+// caller's Events sink and answers each with the sink's verdict, passes the caller's cancel on, and returns the runner's Result. It
 // returns an error, and no result, when the runner is lost first: its stream broke or it sent
 // nothing (not even a heartbeat) for the heartbeat timeout.
 func (d *Dispatcher) drive(ctx context.Context, stream runnerpb.Runs_RunServer, j *job) (*runnerpb.Result, error) {
@@ -85,35 +85,10 @@ func (d *Dispatcher) drive(ctx context.Context, stream runnerpb.Runs_RunServer, 
 		switch {
 		case m.GetResult() != nil:
 			return m.GetResult(), nil
-		case m.GetSchema() != nil:
-			// A schema that does not convert stops the run as the hook's error would.
-			schema, convErr := schemaFromProto(m.GetSchema())
-			if convErr != nil {
-				err = answer(convErr)
-				break
-			}
-			err = answer(callCheck(j.opts.Check, schema))
 		case m.GetCreateStart() != nil:
-			err = answer(callCreateStart(j.opts.OnCreateStart, m.GetCreateStart().GetAddress()))
-		case m.GetPlan() != nil:
-			render := func() (string, error) {
-				if err := stream.Send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Render{Render: &runnerpb.Render{}}}); err != nil {
-					return "", err
-				}
-				r, err := next()
-				if err != nil {
-					return "", err
-				}
-				rendered := r.GetRendered()
-				if rendered == nil {
-					return "", errors.New("the runner answered a render request with something else")
-				}
-				if rendered.GetError() != "" {
-					return rendered.GetText(), errors.New(rendered.GetError())
-				}
-				return rendered.GetText(), nil
-			}
-			err = answer(callBeforeApply(j.opts.BeforeApply, planFromProto(m.GetPlan()), render))
+			err = answer(j.opts.Events.Send(tfrunner.CreateStarted{Address: m.GetCreateStart().GetAddress()}))
+		case m.GetApplying() != nil:
+			err = answer(j.opts.Events.Send(tfrunner.Applying{Plan: planFromProto(m.GetApplying())}))
 		default:
 			err = errors.New("unexpected message from the runner")
 		}
@@ -121,25 +96,4 @@ func (d *Dispatcher) drive(ctx context.Context, stream runnerpb.Runs_RunServer, 
 			return nil, err
 		}
 	}
-}
-
-func callCheck(f func(*tfrunner.ModuleSchema) error, s *tfrunner.ModuleSchema) error {
-	if f == nil {
-		return nil
-	}
-	return f(s)
-}
-
-func callCreateStart(f tfrunner.CreateStartFunc, addr string) error {
-	if f == nil {
-		return nil
-	}
-	return f(addr)
-}
-
-func callBeforeApply(f func(*tfrunner.Plan, func() (string, error)) error, p *tfrunner.Plan, render func() (string, error)) error {
-	if f == nil {
-		return nil
-	}
-	return f(p, render)
 }

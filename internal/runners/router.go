@@ -69,11 +69,6 @@ func (r *Router) DriftCheck(ctx context.Context, key string, spec tfrunner.Spec)
 	return r.Local.DriftCheck(ctx, key, spec)
 }
 
-// Busy reports a run of key waiting or running in either place.
-func (r *Router) Busy(key string) bool {
-	return r.Local.Busy(key) || (r.Remote != nil && r.Remote.Busy(key))
-}
-
 // keepErrored stores the errored state a run of key left in either carrier (KeepErrored), with a
 // context a shutdown does not cancel, and clears it there once stored. It returns an error
 // wrapping ErrStateNotKept when there is one and it could not be stored.

@@ -26,7 +26,7 @@ import (
 
 // Runner is the runner's side of the run protocol: Concurrency streams, each asking the manager
 // for a run of Pool, running it with Runs (its own tfrunner.Pool, so init is shared per module
-// version on this runner), and sending hooks, heartbeats and the Result back. State requests of
+// version on this runner), and sending its events, heartbeats and the Result back. State requests of
 // its runs go through a loopback proxy to the manager's state server, over TLS.
 type Runner struct {
 	// Name is the runner's name (its pod); Pool the InfraRunnerPool it serves.
@@ -162,7 +162,7 @@ func (r *Runner) serveOne(ctx context.Context, conn *grpc.ClientConn, proxy stri
 	return r.execute(ctx, stream, first.GetRun(), proxy)
 }
 
-// execute runs spec, serving its hooks over stream, and sends its Result. Every file of the run
+// execute runs spec, sending its events over stream, and sends its Result. Every file of the run
 // (its variables, credentials, kubeconfig) is deleted when it ends.
 func (r *Runner) execute(ctx context.Context, stream runnerpb.Runs_RunClient, spec *runnerpb.RunSpec, proxy string) error {
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
@@ -243,21 +243,10 @@ func (r *Runner) run(ctx context.Context, s *session, spec *runnerpb.RunSpec, ts
 	key := spec.GetKey()
 	switch spec.GetOp() {
 	case runnerpb.Operation_OPERATION_APPLY:
-		opts := tfrunner.ApplyOptions{SavedPlan: spec.GetSavedPlan(), Imports: importsFromProto(spec.GetImports())}
-		if spec.GetAskCheck() {
-			opts.Check = func(schema *tfrunner.ModuleSchema) error {
-				return s.ask(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Schema{Schema: schemaToProto(schema)}}, nil)
-			}
-		}
-		if spec.GetAskBeforeApply() {
-			opts.BeforeApply = func(p *tfrunner.Plan, render func() (string, error)) error {
-				return s.ask(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Plan{Plan: planToProto(p)}}, render)
-			}
-		}
-		if spec.GetAskCreateStart() {
-			opts.OnCreateStart = func(addr string) error {
-				return s.ask(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_CreateStart{CreateStart: &runnerpb.CreateStart{Address: addr}}}, nil)
-			}
+		opts := tfrunner.ApplyOptions{Imports: importsFromProto(spec.GetImports()), CheckInputs: spec.GetCheckInputs(),
+			Gate: gateFromProto(spec.GetGate())}
+		if spec.GetEvents() {
+			opts.Events = s.event
 		}
 		res, err := r.Runs.Apply(ctx, key, ts, opts)
 		return newResult(res, nil, err)
@@ -283,30 +272,28 @@ func (s *session) send(m *runnerpb.RunnerMessage) error {
 	return s.stream.Send(m)
 }
 
-// ask sends a hook request and waits for the manager's Answer, rendering the plan when asked.
-func (s *session) ask(m *runnerpb.RunnerMessage, render func() (string, error)) error {
+// event sends one of the run's events to the manager and waits for its Answer: the run goes on
+// only once the manager recorded it. Events the protocol does not carry (Queued: a runner's
+// pool never queues) are dropped.
+func (s *session) event(e tfrunner.Event) error {
+	m := &runnerpb.RunnerMessage{}
+	switch e := e.(type) {
+	case tfrunner.CreateStarted:
+		m.Message = &runnerpb.RunnerMessage_CreateStart{CreateStart: &runnerpb.CreateStart{Address: e.Address}}
+	case tfrunner.Applying:
+		m.Message = &runnerpb.RunnerMessage_Applying{Applying: planToProto(e.Plan)}
+	default:
+		return nil
+	}
 	if err := s.send(m); err != nil {
-		return fmt.Errorf("asking the manager: %w", err)
+		return fmt.Errorf("telling the manager: %w", err)
 	}
 	for msg := range s.in {
-		switch {
-		case msg.GetAnswer() != nil:
-			if e := msg.GetAnswer().GetError(); e != "" {
-				return errors.New(e)
+		if a := msg.GetAnswer(); a != nil {
+			if a.GetError() != "" {
+				return errors.New(a.GetError())
 			}
 			return nil
-		case msg.GetRender() != nil:
-			out := &runnerpb.Rendered{}
-			if render == nil {
-				out.Error = "nothing to render"
-			} else if text, err := render(); err != nil {
-				out.Text, out.Error = text, err.Error()
-			} else {
-				out.Text = text
-			}
-			if err := s.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Rendered{Rendered: out}}); err != nil {
-				return err
-			}
 		}
 	}
 	return errors.New("the manager ended the run's stream")

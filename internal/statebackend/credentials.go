@@ -140,6 +140,24 @@ func (s *Server) IssueRunAs(runID, suffix string, labels map[string]string) (cre
 	return creds, func() { once.Do(func() { s.revoke(user, r) }) }
 }
 
+// Live reports whether the run runID holds credentials that are not revoked yet: it was issued
+// them (IssueRunAs) before its first command and its caller revokes them once its processes have
+// exited, so a run that is waiting, running or still stopping is live. It is what this server
+// knows of live runs, whichever pool carries them; "" is never live.
+func (s *Server) Live(runID string) bool {
+	if runID == "" {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.runs {
+		if r.id == runID {
+			return true
+		}
+	}
+	return false
+}
+
 // revokeTimeout bounds the lock releases of a revoke.
 const revokeTimeout = 30 * time.Second
 

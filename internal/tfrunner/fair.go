@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// QueuedAfter is how long a run waits in line before its Queued hook is told its place: a shorter
+// QueuedAfter is how long a run waits in line before its Events sink is told its place (Queued): a shorter
 // wait is not worth a status write (the controller records the place in line as a condition).
 var QueuedAfter = 2 * time.Second
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -191,30 +192,20 @@ func (p *Pool) prepare(ctx context.Context, ws *Workspace, spec Spec) (bool, err
 	return ran, ws.link(s)
 }
 
-// ApplyOptions are the controller's hooks into Apply.
+// ApplyOptions are what Apply does besides plan and apply, as data, and where its events go.
 type ApplyOptions struct {
-	// Check is called after init with the module's schema, before anything is planned; an error
-	// stops the run (e.g. variables that do not fit the module's inputs).
-	Check func(*ModuleSchema) error
+	// CheckInputs checks the spec's variables against the module's inputs after init, before
+	// anything is planned (CheckInputs); a misfit stops the run with *InputError.
+	CheckInputs bool
 	// Imports are imported, before planning, when their address is not in state yet.
 	Imports []ImportTarget
-	// SavedPlan makes the run stop between plan and apply: plan to a file, read it (show -json),
-	// call BeforeApply, then apply that very plan. Without it (the common path) the run is one
-	// process, apply -auto-approve -json, and BeforeApply is not called. Runs with Imports always
-	// use a saved plan.
-	SavedPlan bool
-	// BeforeApply is called with a saved plan that has changes, before it is applied; an error
-	// stops the run (the controller holds a plan for approval here). render returns Terraform's
-	// human-readable rendering of the plan (show -no-color; sensitive values redacted by
-	// Terraform): it runs one more command, so call it only when a person will read it.
-	BeforeApply func(p *Plan, render func() (string, error)) error
-	// Queued, when set, is called once if the run must wait for a slot, with its place in line
-	// (1 = next) and the number of runs waiting.
-	Queued func(position, waiting int)
-	// OnCreateStart, when set, is called with the module address of each object whose create
-	// starts, before the apply's next event is read (the controller records it durably there); an
-	// error interrupts the apply.
-	OnCreateStart CreateStartFunc
+	// Gate, when set, makes the run stop between plan and apply: plan to a file, read it (show
+	// -json), decide (Gate.Decide), then apply that very plan or return it in ApplyResult.Held.
+	// Without it (the common path) the run is one process, apply -auto-approve -json. Runs with
+	// Imports always use a saved plan (a nil Gate then holds nothing).
+	Gate *Gate
+	// Events receives the run's events (Queued, CreateStarted, Applying); nil drops them.
+	Events Events
 }
 
 // ImportTarget is an existing object to import: a resource address inside the module and its id.
@@ -239,6 +230,8 @@ type ApplyResult struct {
 	// Plan is the plan made; Applied says whether it was applied (only plans with changes are).
 	Plan    *Plan
 	Applied bool
+	// Held is the saved plan the Gate stopped before apply (nil when none); Applied is then false.
+	Held *Hold
 	// Outputs are the root outputs after the run.
 	Outputs map[string]Output
 	// Log is the run's output as people read it (the human-readable messages of the -json stream,
@@ -249,49 +242,32 @@ type ApplyResult struct {
 // MaxLogBytes bounds a run's log (ApplyResult.Log): 512 KiB, the end kept.
 const MaxLogBytes = 512 << 10
 
-// ErrStopped wraps the error a hook returned to stop a run.
+// ErrStopped wraps the error an Events sink returned to stop a run.
 var ErrStopped = errors.New("run stopped")
 
-// Apply brings key's infrastructure to spec: init when needed, the Check hook, imports, plan, the
-// BeforeApply hook and apply when the plan has changes, then outputs. The result is returned with
-// what was done so far even when an error stops the run. Errors are *RunError or *LockError from
-// Terraform, ErrStopped-wrapped errors from hooks, or context errors.
+// Apply brings key's infrastructure to spec: init when needed, the input check, imports, plan,
+// opts' Gate and apply when the plan has changes and passes, then outputs. The result is returned
+// with what was done so far even when an error stops the run; a held plan is a result (Held), not
+// an error. Errors are *InputError, *RunError or *LockError from Terraform, ErrStopped-wrapped
+// errors from opts.Events, or context errors.
 func (p *Pool) Apply(ctx context.Context, key string, spec Spec, opts ApplyOptions) (*ApplyResult, error) {
 	res := &ApplyResult{}
-	err := p.do(ctx, key, spec.Tenant, opts.Queued, func(ws *Workspace) error {
+	err := p.do(ctx, key, spec.Tenant, opts.Events.QueuedFunc(), func(ws *Workspace) error {
 		var err error
 		if res.Initialized, err = p.prepare(ctx, ws, spec); err != nil {
 			return err
 		}
 		res.Schema = ws.Schema()
-		if opts.Check != nil {
-			if err := opts.Check(res.Schema); err != nil {
-				return fmt.Errorf("%w: %w", ErrStopped, err)
-			}
-		}
-		if len(opts.Imports) > 0 {
-			inState, err := ws.StateAddresses(ctx)
-			if err != nil {
+		if opts.CheckInputs {
+			if err := CheckInputs(spec, res.Schema); err != nil {
 				return err
 			}
-			have := map[string]bool{}
-			for _, a := range inState {
-				have[a] = true
-			}
-			for _, imp := range opts.Imports {
-				r := ImportResult{Address: ModuleAddress(imp.Address), ID: imp.ID}
-				if !have[r.Address] {
-					r.Imported = true
-					r.Err = ws.Import(ctx, imp.Address, imp.ID)
-				}
-				res.Imports = append(res.Imports, r)
-				if r.Err != nil {
-					return r.Err
-				}
-			}
 		}
-		if !opts.SavedPlan && len(opts.Imports) == 0 {
-			return p.applyJSON(ctx, ws, res, opts.OnCreateStart)
+		if err := importAll(ctx, ws, opts.Imports, res); err != nil {
+			return err
+		}
+		if opts.Gate == nil && len(opts.Imports) == 0 {
+			return p.applyJSON(ctx, ws, res, opts.Events.createStarts())
 		}
 		var log strings.Builder
 		defer func() { res.Log = tailBytes(log.String(), MaxLogBytes) }()
@@ -299,13 +275,13 @@ func (p *Pool) Apply(ctx context.Context, key string, spec Spec, opts ApplyOptio
 			return err
 		}
 		if res.Plan.HasChanges {
-			if opts.BeforeApply != nil {
-				render := func() (string, error) { return ws.ShowPlanText(ctx) }
-				if err := opts.BeforeApply(res.Plan, render); err != nil {
-					return fmt.Errorf("%w: %w", ErrStopped, err)
-				}
+			if res.Held, err = decide(ctx, ws, opts.Gate, res.Plan); err != nil || res.Held != nil {
+				return err
 			}
-			if err := ws.Apply(ctx, res.Plan, &log, opts.OnCreateStart); err != nil {
+			if err := opts.Events.Send(Applying{Plan: res.Plan}); err != nil {
+				return fmt.Errorf("%w: %w", ErrStopped, err)
+			}
+			if err := ws.Apply(ctx, res.Plan, &log, opts.Events.createStarts()); err != nil {
 				return err
 			}
 			res.Applied = true
@@ -314,6 +290,52 @@ func (p *Pool) Apply(ctx context.Context, key string, spec Spec, opts ApplyOptio
 		return err
 	})
 	return res, err
+}
+
+// importAll imports each of imports whose address is not in state yet, recording each outcome in
+// res; the first failed import stops.
+func importAll(ctx context.Context, ws *Workspace, imports []ImportTarget, res *ApplyResult) error {
+	if len(imports) == 0 {
+		return nil
+	}
+	inState, err := ws.StateAddresses(ctx)
+	if err != nil {
+		return err
+	}
+	for _, imp := range imports {
+		r := ImportResult{Address: ModuleAddress(imp.Address), ID: imp.ID}
+		if !slices.Contains(inState, r.Address) {
+			r.Imported = true
+			r.Err = ws.Import(ctx, imp.Address, imp.ID)
+		}
+		res.Imports = append(res.Imports, r)
+		if r.Err != nil {
+			return r.Err
+		}
+	}
+	return nil
+}
+
+// decide applies gate to saved plan p: the Hold, with Terraform's rendering of the plan when
+// people have not seen it yet (one more command, show -no-color), or nil when p may be applied.
+// A plan that cannot be rendered is held with a rendering that says why.
+func decide(ctx context.Context, ws *Workspace, gate *Gate, p *Plan) (*Hold, error) {
+	if gate == nil {
+		return nil, nil
+	}
+	h := gate.Decide(p)
+	if h == nil || !gate.NeedsRendering(h) {
+		return h, nil
+	}
+	text, err := ws.ShowPlanText(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		text = "the plan could not be rendered: " + err.Error()
+	}
+	h.Rendering = text
+	return h, nil
 }
 
 // applyJSON is the common run: one apply -json gives the plan, the apply and the non-sensitive

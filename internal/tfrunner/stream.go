@@ -112,8 +112,7 @@ func readStream(r io.Reader, onCreate CreateStartFunc) (*StreamResult, error) {
 			res.Log = append(res.Log, m.Message)
 		}
 		res.add(&m)
-		if onCreate != nil && hookErr == nil && m.Type == "apply_start" && m.Hook != nil &&
-			(m.Hook.Action == "create" || m.Hook.Action == "replace") {
+		if onCreate != nil && hookErr == nil && m.Hook != nil && createInDoubt(&m) {
 			hookErr = onCreate(m.Hook.Resource.Addr)
 		}
 	}
@@ -122,6 +121,44 @@ func readStream(r io.Reader, onCreate CreateStartFunc) (*StreamResult, error) {
 		return res, hookErr
 	}
 	return res, sc.Err()
+}
+
+// createInDoubt reports a stream message after which a create, should the process die, may have
+// touched the world: apply_start of a create or replace, except of an object that lives only in
+// state (NoRemoteObject: creating it again duplicates nothing); for those, provision_start, since
+// a provisioner (local-exec, remote-exec) does touch the world, and runs before apply_complete.
+func createInDoubt(m *streamMessage) bool {
+	switch m.Type {
+	case "apply_start":
+		return (m.Hook.Action == "create" || m.Hook.Action == "replace") && !NoRemoteObject(m.Hook.Resource.Addr)
+	case "provision_start":
+		return NoRemoteObject(m.Hook.Resource.Addr)
+	}
+	return false
+}
+
+// noRemoteObjectTypes are the resource type prefixes of providers whose objects live only in
+// Terraform's state: hashicorp/random, hashicorp/time and hashicorp/tls.
+var noRemoteObjectTypes = []string{"random_", "time_", "tls_"}
+
+// NoRemoteObject reports whether the managed resource at address (module path included, e.g.
+// module.main.random_pet.this[0]) is of a type whose objects exist only in Terraform's state
+// (noRemoteObjectTypes): a create of one that a dead process started is made again without a
+// duplicate anywhere. Data sources and addresses that do not parse are not.
+func NoRemoteObject(address string) bool {
+	parts := strings.Split(address, ".")
+	for len(parts) >= 2 && parts[0] == "module" {
+		parts = parts[2:]
+	}
+	if len(parts) < 2 || parts[0] == "data" {
+		return false
+	}
+	for _, p := range noRemoteObjectTypes {
+		if strings.HasPrefix(parts[0], p) {
+			return true
+		}
+	}
+	return false
 }
 
 func (res *StreamResult) add(m *streamMessage) {

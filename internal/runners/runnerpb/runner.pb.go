@@ -26,7 +26,7 @@ type Operation int32
 
 const (
 	Operation_OPERATION_UNSPECIFIED Operation = 0
-	// Init when needed, the Check hook, imports, plan, the BeforeApply hook, apply, outputs.
+	// Init when needed, the input check, imports, plan, the gate, apply, outputs.
 	Operation_OPERATION_APPLY Operation = 1
 	// Destroy everything in the workspace's state.
 	Operation_OPERATION_DESTROY Operation = 2
@@ -88,10 +88,13 @@ const (
 	ErrorKind_ERROR_KIND_RUN ErrorKind = 1
 	// The state is locked by someone else (*tfrunner.LockError); Error.lock is set.
 	ErrorKind_ERROR_KIND_LOCK ErrorKind = 2
-	// A hook's answer stopped the run (tfrunner.ErrStopped).
+	// The manager's answer to an event stopped the run (tfrunner.ErrStopped).
 	ErrorKind_ERROR_KIND_STOPPED ErrorKind = 3
 	// The run was cancelled (context.Canceled).
 	ErrorKind_ERROR_KIND_CANCELLED ErrorKind = 4
+	// The variables do not fit the module's inputs (*tfrunner.InputError); Error.message lists
+	// every problem.
+	ErrorKind_ERROR_KIND_INPUT ErrorKind = 5
 )
 
 // Enum value maps for ErrorKind.
@@ -102,6 +105,7 @@ var (
 		2: "ERROR_KIND_LOCK",
 		3: "ERROR_KIND_STOPPED",
 		4: "ERROR_KIND_CANCELLED",
+		5: "ERROR_KIND_INPUT",
 	}
 	ErrorKind_value = map[string]int32{
 		"ERROR_KIND_UNSPECIFIED": 0,
@@ -109,6 +113,7 @@ var (
 		"ERROR_KIND_LOCK":        2,
 		"ERROR_KIND_STOPPED":     3,
 		"ERROR_KIND_CANCELLED":   4,
+		"ERROR_KIND_INPUT":       5,
 	}
 )
 
@@ -146,9 +151,7 @@ type RunnerMessage struct {
 	//
 	//	*RunnerMessage_Hello
 	//	*RunnerMessage_Heartbeat
-	//	*RunnerMessage_Schema
-	//	*RunnerMessage_Plan
-	//	*RunnerMessage_Rendered
+	//	*RunnerMessage_Applying
 	//	*RunnerMessage_CreateStart
 	//	*RunnerMessage_Result
 	Message       isRunnerMessage_Message `protobuf_oneof:"message"`
@@ -211,28 +214,10 @@ func (x *RunnerMessage) GetHeartbeat() *Heartbeat {
 	return nil
 }
 
-func (x *RunnerMessage) GetSchema() *ModuleSchema {
+func (x *RunnerMessage) GetApplying() *Plan {
 	if x != nil {
-		if x, ok := x.Message.(*RunnerMessage_Schema); ok {
-			return x.Schema
-		}
-	}
-	return nil
-}
-
-func (x *RunnerMessage) GetPlan() *Plan {
-	if x != nil {
-		if x, ok := x.Message.(*RunnerMessage_Plan); ok {
-			return x.Plan
-		}
-	}
-	return nil
-}
-
-func (x *RunnerMessage) GetRendered() *Rendered {
-	if x != nil {
-		if x, ok := x.Message.(*RunnerMessage_Rendered); ok {
-			return x.Rendered
+		if x, ok := x.Message.(*RunnerMessage_Applying); ok {
+			return x.Applying
 		}
 	}
 	return nil
@@ -272,26 +257,15 @@ type RunnerMessage_Heartbeat struct {
 	Heartbeat *Heartbeat `protobuf:"bytes,2,opt,name=heartbeat,proto3,oneof"`
 }
 
-type RunnerMessage_Schema struct {
-	// Asks the manager's Check hook about the module's declared inputs and outputs (after init,
-	// before anything is planned); answered with an Answer.
-	Schema *ModuleSchema `protobuf:"bytes,3,opt,name=schema,proto3,oneof"`
-}
-
-type RunnerMessage_Plan struct {
-	// Asks the manager's BeforeApply hook about a saved plan with changes; the manager may first
-	// send render, then answers with an Answer.
-	Plan *Plan `protobuf:"bytes,4,opt,name=plan,proto3,oneof"`
-}
-
-type RunnerMessage_Rendered struct {
-	// Answers the manager's render: the plan as `terraform show -no-color` prints it.
-	Rendered *Rendered `protobuf:"bytes,5,opt,name=rendered,proto3,oneof"`
+type RunnerMessage_Applying struct {
+	// The event tfrunner.Applying: the gate let this saved plan through and it is applied once
+	// the manager answers (it records the plan first); answered with an Answer.
+	Applying *Plan `protobuf:"bytes,4,opt,name=applying,proto3,oneof"`
 }
 
 type RunnerMessage_CreateStart struct {
-	// Asks the manager's OnCreateStart hook before an object's create goes on; answered with an
-	// Answer.
+	// The event tfrunner.CreateStarted: an object's create started; the apply reads on once the
+	// manager answers (it records the address first); answered with an Answer.
 	CreateStart *CreateStart `protobuf:"bytes,6,opt,name=create_start,json=createStart,proto3,oneof"`
 }
 
@@ -304,11 +278,7 @@ func (*RunnerMessage_Hello) isRunnerMessage_Message() {}
 
 func (*RunnerMessage_Heartbeat) isRunnerMessage_Message() {}
 
-func (*RunnerMessage_Schema) isRunnerMessage_Message() {}
-
-func (*RunnerMessage_Plan) isRunnerMessage_Message() {}
-
-func (*RunnerMessage_Rendered) isRunnerMessage_Message() {}
+func (*RunnerMessage_Applying) isRunnerMessage_Message() {}
 
 func (*RunnerMessage_CreateStart) isRunnerMessage_Message() {}
 
@@ -321,7 +291,6 @@ type ManagerMessage struct {
 	//
 	//	*ManagerMessage_Run
 	//	*ManagerMessage_Answer
-	//	*ManagerMessage_Render
 	//	*ManagerMessage_Cancel
 	Message       isManagerMessage_Message `protobuf_oneof:"message"`
 	unknownFields protoimpl.UnknownFields
@@ -383,15 +352,6 @@ func (x *ManagerMessage) GetAnswer() *Answer {
 	return nil
 }
 
-func (x *ManagerMessage) GetRender() *Render {
-	if x != nil {
-		if x, ok := x.Message.(*ManagerMessage_Render); ok {
-			return x.Render
-		}
-	}
-	return nil
-}
-
 func (x *ManagerMessage) GetCancel() *Cancel {
 	if x != nil {
 		if x, ok := x.Message.(*ManagerMessage_Cancel); ok {
@@ -411,14 +371,8 @@ type ManagerMessage_Run struct {
 }
 
 type ManagerMessage_Answer struct {
-	// Answers the runner's last hook request.
+	// Answers the runner's last event.
 	Answer *Answer `protobuf:"bytes,2,opt,name=answer,proto3,oneof"`
-}
-
-type ManagerMessage_Render struct {
-	// Asks for the saved plan's human-readable rendering (BeforeApply's render); answered with
-	// RunnerMessage.rendered.
-	Render *Render `protobuf:"bytes,3,opt,name=render,proto3,oneof"`
 }
 
 type ManagerMessage_Cancel struct {
@@ -429,8 +383,6 @@ type ManagerMessage_Cancel struct {
 func (*ManagerMessage_Run) isManagerMessage_Message() {}
 
 func (*ManagerMessage_Answer) isManagerMessage_Message() {}
-
-func (*ManagerMessage_Render) isManagerMessage_Message() {}
 
 func (*ManagerMessage_Cancel) isManagerMessage_Message() {}
 
@@ -526,43 +478,6 @@ func (*Heartbeat) Descriptor() ([]byte, []int) {
 	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{3}
 }
 
-// Render asks for the rendering of the plan the runner asked about last.
-type Render struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Render) Reset() {
-	*x = Render{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[4]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Render) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Render) ProtoMessage() {}
-
-func (x *Render) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[4]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Render.ProtoReflect.Descriptor instead.
-func (*Render) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{4}
-}
-
 // Cancel asks the runner to stop the run.
 type Cancel struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -572,7 +487,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[5]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -584,7 +499,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[5]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -597,61 +512,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{5}
-}
-
-// Rendered is a plan's rendering, or why it could not be made (error non-empty; text may then
-// hold what was rendered).
-type Rendered struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
-	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Rendered) Reset() {
-	*x = Rendered{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[6]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Rendered) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Rendered) ProtoMessage() {}
-
-func (x *Rendered) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[6]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Rendered.ProtoReflect.Descriptor instead.
-func (*Rendered) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{6}
-}
-
-func (x *Rendered) GetText() string {
-	if x != nil {
-		return x.Text
-	}
-	return ""
-}
-
-func (x *Rendered) GetError() string {
-	if x != nil {
-		return x.Error
-	}
-	return ""
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{4}
 }
 
 // CreateStart names the object whose create starts.
@@ -665,7 +526,7 @@ type CreateStart struct {
 
 func (x *CreateStart) Reset() {
 	*x = CreateStart{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[7]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -677,7 +538,7 @@ func (x *CreateStart) String() string {
 func (*CreateStart) ProtoMessage() {}
 
 func (x *CreateStart) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[7]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -690,7 +551,7 @@ func (x *CreateStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateStart.ProtoReflect.Descriptor instead.
 func (*CreateStart) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{7}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateStart) GetAddress() string {
@@ -700,8 +561,8 @@ func (x *CreateStart) GetAddress() string {
 	return ""
 }
 
-// Answer is a hook's verdict: an empty error lets the run go on; otherwise the run stops there,
-// with tfrunner.ErrStopped wrapping the hook's error.
+// Answer acknowledges an event: an empty error lets the run go on; otherwise the run stops there,
+// with tfrunner.ErrStopped wrapping the manager's error (it could not record the event).
 type Answer struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Error         string                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
@@ -711,7 +572,7 @@ type Answer struct {
 
 func (x *Answer) Reset() {
 	*x = Answer{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[8]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -723,7 +584,7 @@ func (x *Answer) String() string {
 func (*Answer) ProtoMessage() {}
 
 func (x *Answer) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[8]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -736,7 +597,7 @@ func (x *Answer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Answer.ProtoReflect.Descriptor instead.
 func (*Answer) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{8}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Answer) GetError() string {
@@ -760,22 +621,23 @@ type RunSpec struct {
 	// runner's --state-url.
 	StateUrl string `protobuf:"bytes,4,opt,name=state_url,json=stateUrl,proto3" json:"state_url,omitempty"`
 	Spec     *Spec  `protobuf:"bytes,5,opt,name=spec,proto3" json:"spec,omitempty"`
-	// ApplyOptions.SavedPlan (OPERATION_APPLY only): plan to a file, ask, then apply that plan.
-	SavedPlan bool `protobuf:"varint,6,opt,name=saved_plan,json=savedPlan,proto3" json:"saved_plan,omitempty"`
 	// ApplyOptions.Imports (OPERATION_APPLY only), in order.
 	Imports []*ImportTarget `protobuf:"bytes,7,rep,name=imports,proto3" json:"imports,omitempty"`
-	// Whether the runner asks the manager's Check, BeforeApply and OnCreateStart hooks over the
-	// stream (the caller set them).
-	AskCheck       bool `protobuf:"varint,8,opt,name=ask_check,json=askCheck,proto3" json:"ask_check,omitempty"`
-	AskBeforeApply bool `protobuf:"varint,9,opt,name=ask_before_apply,json=askBeforeApply,proto3" json:"ask_before_apply,omitempty"`
-	AskCreateStart bool `protobuf:"varint,10,opt,name=ask_create_start,json=askCreateStart,proto3" json:"ask_create_start,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// ApplyOptions.CheckInputs (OPERATION_APPLY only): the runner checks the variables against the
+	// module's inputs itself.
+	CheckInputs bool `protobuf:"varint,11,opt,name=check_inputs,json=checkInputs,proto3" json:"check_inputs,omitempty"`
+	// ApplyOptions.Gate (OPERATION_APPLY only): when set, plan to a file, decide, then apply that
+	// very plan or return it held (ApplyResult.held).
+	Gate *Gate `protobuf:"bytes,12,opt,name=gate,proto3" json:"gate,omitempty"`
+	// Whether the manager wants the run's events (applying, create_start); each is answered.
+	Events        bool `protobuf:"varint,13,opt,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunSpec) Reset() {
 	*x = RunSpec{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[9]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -787,7 +649,7 @@ func (x *RunSpec) String() string {
 func (*RunSpec) ProtoMessage() {}
 
 func (x *RunSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[9]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -800,7 +662,7 @@ func (x *RunSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunSpec.ProtoReflect.Descriptor instead.
 func (*RunSpec) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{9}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RunSpec) GetId() string {
@@ -838,13 +700,6 @@ func (x *RunSpec) GetSpec() *Spec {
 	return nil
 }
 
-func (x *RunSpec) GetSavedPlan() bool {
-	if x != nil {
-		return x.SavedPlan
-	}
-	return false
-}
-
 func (x *RunSpec) GetImports() []*ImportTarget {
 	if x != nil {
 		return x.Imports
@@ -852,25 +707,197 @@ func (x *RunSpec) GetImports() []*ImportTarget {
 	return nil
 }
 
-func (x *RunSpec) GetAskCheck() bool {
+func (x *RunSpec) GetCheckInputs() bool {
 	if x != nil {
-		return x.AskCheck
+		return x.CheckInputs
 	}
 	return false
 }
 
-func (x *RunSpec) GetAskBeforeApply() bool {
+func (x *RunSpec) GetGate() *Gate {
 	if x != nil {
-		return x.AskBeforeApply
+		return x.Gate
+	}
+	return nil
+}
+
+func (x *RunSpec) GetEvents() bool {
+	if x != nil {
+		return x.Events
 	}
 	return false
 }
 
-func (x *RunSpec) GetAskCreateStart() bool {
+// Gate is tfrunner.Gate: the decision between a saved plan and its apply, as data.
+type Gate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The plan id a person approved; empty when none.
+	Approved string `protobuf:"bytes,1,opt,name=approved,proto3" json:"approved,omitempty"`
+	// Every plan with changes is held (approval: Manual).
+	Manual bool `protobuf:"varint,2,opt,name=manual,proto3" json:"manual,omitempty"`
+	// Deletes and replaces of existing objects are not held.
+	AllowDestructive bool `protobuf:"varint,3,opt,name=allow_destructive,json=allowDestructive,proto3" json:"allow_destructive,omitempty"`
+	// Module addresses of imported objects: a plan that destroys or replaces one is held.
+	Imported []string `protobuf:"bytes,4,rep,name=imported,proto3" json:"imported,omitempty"`
+	// Module addresses of objects a dead run had started creating: a plan creating one is held.
+	CreatesInDoubt []string `protobuf:"bytes,5,rep,name=creates_in_doubt,json=createsInDoubt,proto3" json:"creates_in_doubt,omitempty"`
+	// The plan already shown to people as held, and why: not rendered again.
+	Shown         string `protobuf:"bytes,6,opt,name=shown,proto3" json:"shown,omitempty"`
+	ShownReason   string `protobuf:"bytes,7,opt,name=shown_reason,json=shownReason,proto3" json:"shown_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Gate) Reset() {
+	*x = Gate{}
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Gate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Gate) ProtoMessage() {}
+
+func (x *Gate) ProtoReflect() protoreflect.Message {
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[8]
 	if x != nil {
-		return x.AskCreateStart
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Gate.ProtoReflect.Descriptor instead.
+func (*Gate) Descriptor() ([]byte, []int) {
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Gate) GetApproved() string {
+	if x != nil {
+		return x.Approved
+	}
+	return ""
+}
+
+func (x *Gate) GetManual() bool {
+	if x != nil {
+		return x.Manual
 	}
 	return false
+}
+
+func (x *Gate) GetAllowDestructive() bool {
+	if x != nil {
+		return x.AllowDestructive
+	}
+	return false
+}
+
+func (x *Gate) GetImported() []string {
+	if x != nil {
+		return x.Imported
+	}
+	return nil
+}
+
+func (x *Gate) GetCreatesInDoubt() []string {
+	if x != nil {
+		return x.CreatesInDoubt
+	}
+	return nil
+}
+
+func (x *Gate) GetShown() string {
+	if x != nil {
+		return x.Shown
+	}
+	return ""
+}
+
+func (x *Gate) GetShownReason() string {
+	if x != nil {
+		return x.ShownReason
+	}
+	return ""
+}
+
+// Hold is tfrunner.Hold: a saved plan the gate stopped before apply.
+type Hold struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The reason, one of tfrunner's Hold* constants (e.g. DestructiveChange).
+	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The objects concerned, as module addresses.
+	Addresses []string `protobuf:"bytes,2,rep,name=addresses,proto3" json:"addresses,omitempty"`
+	// The plan as `terraform show -no-color` prints it; empty when it was already shown.
+	Rendering string `protobuf:"bytes,3,opt,name=rendering,proto3" json:"rendering,omitempty"`
+	// The approved plan id that did not match the plan; empty when none.
+	Discarded     string `protobuf:"bytes,4,opt,name=discarded,proto3" json:"discarded,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Hold) Reset() {
+	*x = Hold{}
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Hold) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Hold) ProtoMessage() {}
+
+func (x *Hold) ProtoReflect() protoreflect.Message {
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Hold.ProtoReflect.Descriptor instead.
+func (*Hold) Descriptor() ([]byte, []int) {
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Hold) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Hold) GetAddresses() []string {
+	if x != nil {
+		return x.Addresses
+	}
+	return nil
+}
+
+func (x *Hold) GetRendering() string {
+	if x != nil {
+		return x.Rendering
+	}
+	return ""
+}
+
+func (x *Hold) GetDiscarded() string {
+	if x != nil {
+		return x.Discarded
+	}
+	return ""
 }
 
 // Spec is tfrunner.Spec without RunnerPool and RunID (RunSpec.id carries the latter).
@@ -1790,7 +1817,9 @@ type ApplyResult struct {
 	// The root outputs after the run, by name.
 	Outputs map[string]*Output `protobuf:"bytes,6,rep,name=outputs,proto3" json:"outputs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// The run's output as people read it, sensitive values redacted by Terraform; at most 512 KiB.
-	Log           string `protobuf:"bytes,7,opt,name=log,proto3" json:"log,omitempty"`
+	Log string `protobuf:"bytes,7,opt,name=log,proto3" json:"log,omitempty"`
+	// The saved plan (plan) the gate held; unset when none.
+	Held          *Hold `protobuf:"bytes,8,opt,name=held,proto3" json:"held,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1872,6 +1901,13 @@ func (x *ApplyResult) GetLog() string {
 		return x.Log
 	}
 	return ""
+}
+
+func (x *ApplyResult) GetHeld() *Hold {
+	if x != nil {
+		return x.Held
+	}
+	return nil
 }
 
 // ImportResult is the outcome of one import.
@@ -2343,48 +2379,54 @@ var File_conductor_runner_v1_runner_proto protoreflect.FileDescriptor
 
 const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\n" +
-	" conductor/runner/v1/runner.proto\x12\x13conductor.runner.v1\"\xb7\x03\n" +
+	" conductor/runner/v1/runner.proto\x12\x13conductor.runner.v1\"\xe9\x02\n" +
 	"\rRunnerMessage\x122\n" +
 	"\x05hello\x18\x01 \x01(\v2\x1a.conductor.runner.v1.HelloH\x00R\x05hello\x12>\n" +
-	"\theartbeat\x18\x02 \x01(\v2\x1e.conductor.runner.v1.HeartbeatH\x00R\theartbeat\x12;\n" +
-	"\x06schema\x18\x03 \x01(\v2!.conductor.runner.v1.ModuleSchemaH\x00R\x06schema\x12/\n" +
-	"\x04plan\x18\x04 \x01(\v2\x19.conductor.runner.v1.PlanH\x00R\x04plan\x12;\n" +
-	"\brendered\x18\x05 \x01(\v2\x1d.conductor.runner.v1.RenderedH\x00R\brendered\x12E\n" +
+	"\theartbeat\x18\x02 \x01(\v2\x1e.conductor.runner.v1.HeartbeatH\x00R\theartbeat\x127\n" +
+	"\bapplying\x18\x04 \x01(\v2\x19.conductor.runner.v1.PlanH\x00R\bapplying\x12E\n" +
 	"\fcreate_start\x18\x06 \x01(\v2 .conductor.runner.v1.CreateStartH\x00R\vcreateStart\x125\n" +
 	"\x06result\x18\a \x01(\v2\x1b.conductor.runner.v1.ResultH\x00R\x06resultB\t\n" +
-	"\amessage\"\xf2\x01\n" +
+	"\amessageJ\x04\b\x03\x10\x04J\x04\b\x05\x10\x06R\x06schemaR\x04planR\brendered\"\xc9\x01\n" +
 	"\x0eManagerMessage\x120\n" +
 	"\x03run\x18\x01 \x01(\v2\x1c.conductor.runner.v1.RunSpecH\x00R\x03run\x125\n" +
 	"\x06answer\x18\x02 \x01(\v2\x1b.conductor.runner.v1.AnswerH\x00R\x06answer\x125\n" +
-	"\x06render\x18\x03 \x01(\v2\x1b.conductor.runner.v1.RenderH\x00R\x06render\x125\n" +
 	"\x06cancel\x18\x04 \x01(\v2\x1b.conductor.runner.v1.CancelH\x00R\x06cancelB\t\n" +
-	"\amessage\"3\n" +
+	"\amessageJ\x04\b\x03\x10\x04R\x06render\"3\n" +
 	"\x05Hello\x12\x16\n" +
 	"\x06runner\x18\x01 \x01(\tR\x06runner\x12\x12\n" +
 	"\x04pool\x18\x02 \x01(\tR\x04pool\"\v\n" +
 	"\tHeartbeat\"\b\n" +
-	"\x06Render\"\b\n" +
-	"\x06Cancel\"4\n" +
-	"\bRendered\x12\x12\n" +
-	"\x04text\x18\x01 \x01(\tR\x04text\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"'\n" +
+	"\x06Cancel\"'\n" +
 	"\vCreateStart\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\"\x1e\n" +
 	"\x06Answer\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05error\"\xf4\x02\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\"\xa1\x03\n" +
 	"\aRunSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
 	"\x02op\x18\x02 \x01(\x0e2\x1e.conductor.runner.v1.OperationR\x02op\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\tR\x03key\x12\x1b\n" +
 	"\tstate_url\x18\x04 \x01(\tR\bstateUrl\x12-\n" +
-	"\x04spec\x18\x05 \x01(\v2\x19.conductor.runner.v1.SpecR\x04spec\x12\x1d\n" +
-	"\n" +
-	"saved_plan\x18\x06 \x01(\bR\tsavedPlan\x12;\n" +
-	"\aimports\x18\a \x03(\v2!.conductor.runner.v1.ImportTargetR\aimports\x12\x1b\n" +
-	"\task_check\x18\b \x01(\bR\baskCheck\x12(\n" +
-	"\x10ask_before_apply\x18\t \x01(\bR\x0easkBeforeApply\x12(\n" +
-	"\x10ask_create_start\x18\n" +
-	" \x01(\bR\x0easkCreateStart\"\xca\x04\n" +
+	"\x04spec\x18\x05 \x01(\v2\x19.conductor.runner.v1.SpecR\x04spec\x12;\n" +
+	"\aimports\x18\a \x03(\v2!.conductor.runner.v1.ImportTargetR\aimports\x12!\n" +
+	"\fcheck_inputs\x18\v \x01(\bR\vcheckInputs\x12-\n" +
+	"\x04gate\x18\f \x01(\v2\x19.conductor.runner.v1.GateR\x04gate\x12\x16\n" +
+	"\x06events\x18\r \x01(\bR\x06eventsJ\x04\b\x06\x10\aJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
+	"J\x04\b\n" +
+	"\x10\vR\n" +
+	"saved_planR\task_checkR\x10ask_before_applyR\x10ask_create_start\"\xe6\x01\n" +
+	"\x04Gate\x12\x1a\n" +
+	"\bapproved\x18\x01 \x01(\tR\bapproved\x12\x16\n" +
+	"\x06manual\x18\x02 \x01(\bR\x06manual\x12+\n" +
+	"\x11allow_destructive\x18\x03 \x01(\bR\x10allowDestructive\x12\x1a\n" +
+	"\bimported\x18\x04 \x03(\tR\bimported\x12(\n" +
+	"\x10creates_in_doubt\x18\x05 \x03(\tR\x0ecreatesInDoubt\x12\x14\n" +
+	"\x05shown\x18\x06 \x01(\tR\x05shown\x12!\n" +
+	"\fshown_reason\x18\a \x01(\tR\vshownReason\"x\n" +
+	"\x04Hold\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1c\n" +
+	"\taddresses\x18\x02 \x03(\tR\taddresses\x12\x1c\n" +
+	"\trendering\x18\x03 \x01(\tR\trendering\x12\x1c\n" +
+	"\tdiscarded\x18\x04 \x01(\tR\tdiscarded\"\xca\x04\n" +
 	"\x04Spec\x123\n" +
 	"\x06module\x18\x01 \x01(\v2\x1b.conductor.runner.v1.ModuleR\x06module\x126\n" +
 	"\abackend\x18\x02 \x01(\v2\x1c.conductor.runner.v1.BackendR\abackend\x12F\n" +
@@ -2463,7 +2505,7 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\x05drift\x18\x02 \x01(\v2!.conductor.runner.v1.StreamResultR\x05drift\x12(\n" +
 	"\rerrored_state\x18\x03 \x01(\fH\x00R\ferroredState\x88\x01\x01\x120\n" +
 	"\x05error\x18\x04 \x01(\v2\x1a.conductor.runner.v1.ErrorR\x05errorB\x10\n" +
-	"\x0e_errored_state\"\xa4\x03\n" +
+	"\x0e_errored_state\"\xd3\x03\n" +
 	"\vApplyResult\x12 \n" +
 	"\vinitialized\x18\x01 \x01(\bR\vinitialized\x129\n" +
 	"\x06schema\x18\x02 \x01(\v2!.conductor.runner.v1.ModuleSchemaR\x06schema\x12;\n" +
@@ -2471,7 +2513,8 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\x04plan\x18\x04 \x01(\v2\x19.conductor.runner.v1.PlanR\x04plan\x12\x18\n" +
 	"\aapplied\x18\x05 \x01(\bR\aapplied\x12G\n" +
 	"\aoutputs\x18\x06 \x03(\v2-.conductor.runner.v1.ApplyResult.OutputsEntryR\aoutputs\x12\x10\n" +
-	"\x03log\x18\a \x01(\tR\x03log\x1aW\n" +
+	"\x03log\x18\a \x01(\tR\x03log\x12-\n" +
+	"\x04held\x18\b \x01(\v2\x19.conductor.runner.v1.HoldR\x04held\x1aW\n" +
 	"\fOutputsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x121\n" +
 	"\x05value\x18\x02 \x01(\v2\x1b.conductor.runner.v1.OutputR\x05value:\x028\x01\"\x86\x01\n" +
@@ -2513,13 +2556,14 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\x15OPERATION_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fOPERATION_APPLY\x10\x01\x12\x15\n" +
 	"\x11OPERATION_DESTROY\x10\x02\x12\x19\n" +
-	"\x15OPERATION_DRIFT_CHECK\x10\x03*\x82\x01\n" +
+	"\x15OPERATION_DRIFT_CHECK\x10\x03*\x98\x01\n" +
 	"\tErrorKind\x12\x1a\n" +
 	"\x16ERROR_KIND_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eERROR_KIND_RUN\x10\x01\x12\x13\n" +
 	"\x0fERROR_KIND_LOCK\x10\x02\x12\x16\n" +
 	"\x12ERROR_KIND_STOPPED\x10\x03\x12\x18\n" +
-	"\x14ERROR_KIND_CANCELLED\x10\x042Z\n" +
+	"\x14ERROR_KIND_CANCELLED\x10\x04\x12\x14\n" +
+	"\x10ERROR_KIND_INPUT\x10\x052Z\n" +
 	"\x04Runs\x12R\n" +
 	"\x03Run\x12\".conductor.runner.v1.RunnerMessage\x1a#.conductor.runner.v1.ManagerMessage(\x010\x01BIZGgithub.com/conductor-tf/conductor-tf/internal/runners/runnerpb;runnerpbb\x06proto3"
 
@@ -2544,12 +2588,12 @@ var file_conductor_runner_v1_runner_proto_goTypes = []any{
 	(*ManagerMessage)(nil), // 3: conductor.runner.v1.ManagerMessage
 	(*Hello)(nil),          // 4: conductor.runner.v1.Hello
 	(*Heartbeat)(nil),      // 5: conductor.runner.v1.Heartbeat
-	(*Render)(nil),         // 6: conductor.runner.v1.Render
-	(*Cancel)(nil),         // 7: conductor.runner.v1.Cancel
-	(*Rendered)(nil),       // 8: conductor.runner.v1.Rendered
-	(*CreateStart)(nil),    // 9: conductor.runner.v1.CreateStart
-	(*Answer)(nil),         // 10: conductor.runner.v1.Answer
-	(*RunSpec)(nil),        // 11: conductor.runner.v1.RunSpec
+	(*Cancel)(nil),         // 6: conductor.runner.v1.Cancel
+	(*CreateStart)(nil),    // 7: conductor.runner.v1.CreateStart
+	(*Answer)(nil),         // 8: conductor.runner.v1.Answer
+	(*RunSpec)(nil),        // 9: conductor.runner.v1.RunSpec
+	(*Gate)(nil),           // 10: conductor.runner.v1.Gate
+	(*Hold)(nil),           // 11: conductor.runner.v1.Hold
 	(*Spec)(nil),           // 12: conductor.runner.v1.Spec
 	(*Module)(nil),         // 13: conductor.runner.v1.Module
 	(*Backend)(nil),        // 14: conductor.runner.v1.Backend
@@ -2581,54 +2625,53 @@ var file_conductor_runner_v1_runner_proto_goTypes = []any{
 var file_conductor_runner_v1_runner_proto_depIdxs = []int32{
 	4,  // 0: conductor.runner.v1.RunnerMessage.hello:type_name -> conductor.runner.v1.Hello
 	5,  // 1: conductor.runner.v1.RunnerMessage.heartbeat:type_name -> conductor.runner.v1.Heartbeat
-	18, // 2: conductor.runner.v1.RunnerMessage.schema:type_name -> conductor.runner.v1.ModuleSchema
-	21, // 3: conductor.runner.v1.RunnerMessage.plan:type_name -> conductor.runner.v1.Plan
-	8,  // 4: conductor.runner.v1.RunnerMessage.rendered:type_name -> conductor.runner.v1.Rendered
-	9,  // 5: conductor.runner.v1.RunnerMessage.create_start:type_name -> conductor.runner.v1.CreateStart
-	24, // 6: conductor.runner.v1.RunnerMessage.result:type_name -> conductor.runner.v1.Result
-	11, // 7: conductor.runner.v1.ManagerMessage.run:type_name -> conductor.runner.v1.RunSpec
-	10, // 8: conductor.runner.v1.ManagerMessage.answer:type_name -> conductor.runner.v1.Answer
-	6,  // 9: conductor.runner.v1.ManagerMessage.render:type_name -> conductor.runner.v1.Render
-	7,  // 10: conductor.runner.v1.ManagerMessage.cancel:type_name -> conductor.runner.v1.Cancel
-	0,  // 11: conductor.runner.v1.RunSpec.op:type_name -> conductor.runner.v1.Operation
-	12, // 12: conductor.runner.v1.RunSpec.spec:type_name -> conductor.runner.v1.Spec
-	17, // 13: conductor.runner.v1.RunSpec.imports:type_name -> conductor.runner.v1.ImportTarget
-	13, // 14: conductor.runner.v1.Spec.module:type_name -> conductor.runner.v1.Module
-	14, // 15: conductor.runner.v1.Spec.backend:type_name -> conductor.runner.v1.Backend
-	32, // 16: conductor.runner.v1.Spec.variables:type_name -> conductor.runner.v1.Spec.VariablesEntry
-	33, // 17: conductor.runner.v1.Spec.sensitive_variables:type_name -> conductor.runner.v1.Spec.SensitiveVariablesEntry
-	34, // 18: conductor.runner.v1.Spec.env:type_name -> conductor.runner.v1.Spec.EnvEntry
-	35, // 19: conductor.runner.v1.Backend.config:type_name -> conductor.runner.v1.Backend.ConfigEntry
-	16, // 20: conductor.runner.v1.BackendValue.string_map:type_name -> conductor.runner.v1.StringMap
-	36, // 21: conductor.runner.v1.StringMap.entries:type_name -> conductor.runner.v1.StringMap.EntriesEntry
-	19, // 22: conductor.runner.v1.ModuleSchema.inputs:type_name -> conductor.runner.v1.Input
-	20, // 23: conductor.runner.v1.ModuleSchema.outputs:type_name -> conductor.runner.v1.ModuleOutput
-	22, // 24: conductor.runner.v1.Plan.summary:type_name -> conductor.runner.v1.Summary
-	23, // 25: conductor.runner.v1.Plan.changes:type_name -> conductor.runner.v1.Change
-	25, // 26: conductor.runner.v1.Result.apply:type_name -> conductor.runner.v1.ApplyResult
-	28, // 27: conductor.runner.v1.Result.drift:type_name -> conductor.runner.v1.StreamResult
-	29, // 28: conductor.runner.v1.Result.error:type_name -> conductor.runner.v1.Error
-	18, // 29: conductor.runner.v1.ApplyResult.schema:type_name -> conductor.runner.v1.ModuleSchema
-	26, // 30: conductor.runner.v1.ApplyResult.imports:type_name -> conductor.runner.v1.ImportResult
-	21, // 31: conductor.runner.v1.ApplyResult.plan:type_name -> conductor.runner.v1.Plan
-	37, // 32: conductor.runner.v1.ApplyResult.outputs:type_name -> conductor.runner.v1.ApplyResult.OutputsEntry
-	29, // 33: conductor.runner.v1.ImportResult.error:type_name -> conductor.runner.v1.Error
-	21, // 34: conductor.runner.v1.StreamResult.plan:type_name -> conductor.runner.v1.Plan
-	22, // 35: conductor.runner.v1.StreamResult.applied:type_name -> conductor.runner.v1.Summary
-	38, // 36: conductor.runner.v1.StreamResult.outputs:type_name -> conductor.runner.v1.StreamResult.OutputsEntry
-	1,  // 37: conductor.runner.v1.Error.kind:type_name -> conductor.runner.v1.ErrorKind
-	30, // 38: conductor.runner.v1.Error.run:type_name -> conductor.runner.v1.RunError
-	31, // 39: conductor.runner.v1.Error.lock:type_name -> conductor.runner.v1.LockError
-	15, // 40: conductor.runner.v1.Backend.ConfigEntry.value:type_name -> conductor.runner.v1.BackendValue
-	27, // 41: conductor.runner.v1.ApplyResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
-	27, // 42: conductor.runner.v1.StreamResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
-	2,  // 43: conductor.runner.v1.Runs.Run:input_type -> conductor.runner.v1.RunnerMessage
-	3,  // 44: conductor.runner.v1.Runs.Run:output_type -> conductor.runner.v1.ManagerMessage
-	44, // [44:45] is the sub-list for method output_type
-	43, // [43:44] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	21, // 2: conductor.runner.v1.RunnerMessage.applying:type_name -> conductor.runner.v1.Plan
+	7,  // 3: conductor.runner.v1.RunnerMessage.create_start:type_name -> conductor.runner.v1.CreateStart
+	24, // 4: conductor.runner.v1.RunnerMessage.result:type_name -> conductor.runner.v1.Result
+	9,  // 5: conductor.runner.v1.ManagerMessage.run:type_name -> conductor.runner.v1.RunSpec
+	8,  // 6: conductor.runner.v1.ManagerMessage.answer:type_name -> conductor.runner.v1.Answer
+	6,  // 7: conductor.runner.v1.ManagerMessage.cancel:type_name -> conductor.runner.v1.Cancel
+	0,  // 8: conductor.runner.v1.RunSpec.op:type_name -> conductor.runner.v1.Operation
+	12, // 9: conductor.runner.v1.RunSpec.spec:type_name -> conductor.runner.v1.Spec
+	17, // 10: conductor.runner.v1.RunSpec.imports:type_name -> conductor.runner.v1.ImportTarget
+	10, // 11: conductor.runner.v1.RunSpec.gate:type_name -> conductor.runner.v1.Gate
+	13, // 12: conductor.runner.v1.Spec.module:type_name -> conductor.runner.v1.Module
+	14, // 13: conductor.runner.v1.Spec.backend:type_name -> conductor.runner.v1.Backend
+	32, // 14: conductor.runner.v1.Spec.variables:type_name -> conductor.runner.v1.Spec.VariablesEntry
+	33, // 15: conductor.runner.v1.Spec.sensitive_variables:type_name -> conductor.runner.v1.Spec.SensitiveVariablesEntry
+	34, // 16: conductor.runner.v1.Spec.env:type_name -> conductor.runner.v1.Spec.EnvEntry
+	35, // 17: conductor.runner.v1.Backend.config:type_name -> conductor.runner.v1.Backend.ConfigEntry
+	16, // 18: conductor.runner.v1.BackendValue.string_map:type_name -> conductor.runner.v1.StringMap
+	36, // 19: conductor.runner.v1.StringMap.entries:type_name -> conductor.runner.v1.StringMap.EntriesEntry
+	19, // 20: conductor.runner.v1.ModuleSchema.inputs:type_name -> conductor.runner.v1.Input
+	20, // 21: conductor.runner.v1.ModuleSchema.outputs:type_name -> conductor.runner.v1.ModuleOutput
+	22, // 22: conductor.runner.v1.Plan.summary:type_name -> conductor.runner.v1.Summary
+	23, // 23: conductor.runner.v1.Plan.changes:type_name -> conductor.runner.v1.Change
+	25, // 24: conductor.runner.v1.Result.apply:type_name -> conductor.runner.v1.ApplyResult
+	28, // 25: conductor.runner.v1.Result.drift:type_name -> conductor.runner.v1.StreamResult
+	29, // 26: conductor.runner.v1.Result.error:type_name -> conductor.runner.v1.Error
+	18, // 27: conductor.runner.v1.ApplyResult.schema:type_name -> conductor.runner.v1.ModuleSchema
+	26, // 28: conductor.runner.v1.ApplyResult.imports:type_name -> conductor.runner.v1.ImportResult
+	21, // 29: conductor.runner.v1.ApplyResult.plan:type_name -> conductor.runner.v1.Plan
+	37, // 30: conductor.runner.v1.ApplyResult.outputs:type_name -> conductor.runner.v1.ApplyResult.OutputsEntry
+	11, // 31: conductor.runner.v1.ApplyResult.held:type_name -> conductor.runner.v1.Hold
+	29, // 32: conductor.runner.v1.ImportResult.error:type_name -> conductor.runner.v1.Error
+	21, // 33: conductor.runner.v1.StreamResult.plan:type_name -> conductor.runner.v1.Plan
+	22, // 34: conductor.runner.v1.StreamResult.applied:type_name -> conductor.runner.v1.Summary
+	38, // 35: conductor.runner.v1.StreamResult.outputs:type_name -> conductor.runner.v1.StreamResult.OutputsEntry
+	1,  // 36: conductor.runner.v1.Error.kind:type_name -> conductor.runner.v1.ErrorKind
+	30, // 37: conductor.runner.v1.Error.run:type_name -> conductor.runner.v1.RunError
+	31, // 38: conductor.runner.v1.Error.lock:type_name -> conductor.runner.v1.LockError
+	15, // 39: conductor.runner.v1.Backend.ConfigEntry.value:type_name -> conductor.runner.v1.BackendValue
+	27, // 40: conductor.runner.v1.ApplyResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
+	27, // 41: conductor.runner.v1.StreamResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
+	2,  // 42: conductor.runner.v1.Runs.Run:input_type -> conductor.runner.v1.RunnerMessage
+	3,  // 43: conductor.runner.v1.Runs.Run:output_type -> conductor.runner.v1.ManagerMessage
+	43, // [43:44] is the sub-list for method output_type
+	42, // [42:43] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_conductor_runner_v1_runner_proto_init() }
@@ -2639,16 +2682,13 @@ func file_conductor_runner_v1_runner_proto_init() {
 	file_conductor_runner_v1_runner_proto_msgTypes[0].OneofWrappers = []any{
 		(*RunnerMessage_Hello)(nil),
 		(*RunnerMessage_Heartbeat)(nil),
-		(*RunnerMessage_Schema)(nil),
-		(*RunnerMessage_Plan)(nil),
-		(*RunnerMessage_Rendered)(nil),
+		(*RunnerMessage_Applying)(nil),
 		(*RunnerMessage_CreateStart)(nil),
 		(*RunnerMessage_Result)(nil),
 	}
 	file_conductor_runner_v1_runner_proto_msgTypes[1].OneofWrappers = []any{
 		(*ManagerMessage_Run)(nil),
 		(*ManagerMessage_Answer)(nil),
-		(*ManagerMessage_Render)(nil),
 		(*ManagerMessage_Cancel)(nil),
 	}
 	file_conductor_runner_v1_runner_proto_msgTypes[13].OneofWrappers = []any{

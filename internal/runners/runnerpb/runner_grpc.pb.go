@@ -30,8 +30,8 @@ const (
 type RunsClient interface {
 	// Run is one run, from the runner's Hello to its Result. The runner sends RunnerMessages and
 	// the manager ManagerMessages, in the order described at the top of
-	// proto/conductor/runner/v1/runner.proto: Hello, then run, then hook requests and heartbeats,
-	// each request answered, then Result.
+	// proto/conductor/runner/v1/runner.proto: Hello, then run, then events and heartbeats, each
+	// event answered, then Result.
 	Run(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RunnerMessage, ManagerMessage], error)
 }
 
@@ -64,8 +64,8 @@ type Runs_RunClient = grpc.BidiStreamingClient[RunnerMessage, ManagerMessage]
 type RunsServer interface {
 	// Run is one run, from the runner's Hello to its Result. The runner sends RunnerMessages and
 	// the manager ManagerMessages, in the order described at the top of
-	// proto/conductor/runner/v1/runner.proto: Hello, then run, then hook requests and heartbeats,
-	// each request answered, then Result.
+	// proto/conductor/runner/v1/runner.proto: Hello, then run, then events and heartbeats, each
+	// event answered, then Result.
 	Run(grpc.BidiStreamingServer[RunnerMessage, ManagerMessage]) error
 	mustEmbedUnimplementedRunsServer()
 }

@@ -1,0 +1,61 @@
+package tfrunner
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestGateDecide(t *testing.T) {
+	create := Change{Address: "module.main.a.x", Actions: []string{"create"}}
+	update := Change{Address: "module.main.a.y", Actions: []string{"update"}}
+	replace := Change{Address: "module.main.a.z", Actions: []string{"delete", "create"}}
+	plan := func(id string, cs ...Change) *Plan { return &Plan{ID: id, HasChanges: len(cs) > 0, Changes: cs} }
+	for _, tc := range []struct {
+		name      string
+		gate      Gate
+		plan      *Plan
+		reason    string
+		addresses []string
+		discarded string
+		render    bool
+	}{
+		{name: "an update passes", plan: plan("p1", create, update)},
+		{name: "a replace is held by default", plan: plan("p1", update, replace),
+			reason: HoldDestructive, addresses: []string{"module.main.a.z"}, render: true},
+		{name: "allowed destructive changes pass", gate: Gate{AllowDestructive: true}, plan: plan("p1", replace)},
+		{name: "an approved destructive plan passes", gate: Gate{Approved: "p1"}, plan: plan("p1", replace)},
+		{name: "an approval of another plan is discarded", gate: Gate{Approved: "p0"}, plan: plan("p1", replace),
+			reason: HoldDestructive, addresses: []string{"module.main.a.z"}, discarded: "p0", render: true},
+		{name: "manual holds any change", gate: Gate{Manual: true, AllowDestructive: true}, plan: plan("p1", update),
+			reason: HoldManual, render: true},
+		{name: "a plan already shown is not rendered again", gate: Gate{Manual: true, Shown: "p1", ShownReason: HoldManual},
+			plan: plan("p1", update), reason: HoldManual},
+		{name: "a replaced import is held before the guard", gate: Gate{AllowDestructive: true, Imported: []string{"module.main.a.z"}},
+			plan: plan("p1", replace), reason: HoldImportedReplaced, addresses: []string{"module.main.a.z"}, render: true},
+		{name: "a create in doubt is held first", gate: Gate{Manual: true, CreatesInDoubt: []string{"module.main.a.x"}},
+			plan: plan("p1", create, replace), reason: HoldInterruptedCreate, addresses: []string{"module.main.a.x"}, render: true},
+		{name: "a create in doubt the plan does not make again is not held", gate: Gate{CreatesInDoubt: []string{"module.main.b.q"}},
+			plan: plan("p1", create)},
+		{name: "an approval left from before does not pass a create in doubt", gate: Gate{Approved: "p1", CreatesInDoubt: []string{"module.main.a.x"}},
+			plan: plan("p1", create), reason: HoldInterruptedCreate, addresses: []string{"module.main.a.x"}, render: true},
+		{name: "an approval of the plan shown as held for it passes a create in doubt",
+			gate: Gate{Approved: "p1", CreatesInDoubt: []string{"module.main.a.x"}, Shown: "p1", ShownReason: HoldInterruptedCreate},
+			plan: plan("p1", create)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.gate.Decide(tc.plan)
+			if tc.reason == "" {
+				if h != nil {
+					t.Fatalf("held: %+v", h)
+				}
+				return
+			}
+			if h == nil || h.Reason != tc.reason || !reflect.DeepEqual(h.Addresses, tc.addresses) || h.Discarded != tc.discarded || h.Plan != tc.plan {
+				t.Fatalf("hold %+v, want %s %v (discarded %q)", h, tc.reason, tc.addresses, tc.discarded)
+			}
+			if got := tc.gate.NeedsRendering(h); got != tc.render {
+				t.Fatalf("needs rendering %v, want %v", got, tc.render)
+			}
+		})
+	}
+}
