@@ -287,7 +287,7 @@ func (r *ClaimReconciler) provision(ctx context.Context, claim *v1alpha1.InfraCl
 		}
 	} else {
 		r.Recorder.Eventf(claim, res, corev1.EventTypeNormal, v1alpha1.ReasonProvisioning, "Provision",
-			"provisioning resource %s from class %s (module %s@%s)", res.Name, class.Name, class.Spec.Module.Source, class.Spec.Module.Version)
+			"provisioning resource %s from class %s (module %s@%s), bound to this claim", res.Name, class.Name, class.Spec.Module.Source, class.Spec.Module.Version)
 	}
 	return r.bind(ctx, claim, res)
 }
@@ -320,7 +320,8 @@ func (r *ClaimReconciler) release(ctx context.Context, claim *v1alpha1.InfraClai
 }
 
 // recordTransition emits an event when the Bound condition changed reason, so a user sees each
-// outcome once rather than at every resync.
+// outcome once rather than at every resync. A claim provisioned and bound in one reconcile has
+// its Provisioning event (which names the resource it is bound to) and no Bound event besides.
 func (r *ClaimReconciler) recordTransition(before, after *v1alpha1.InfraClaim) {
 	old := meta.FindStatusCondition(before.Status.Conditions, v1alpha1.ConditionBound)
 	now := meta.FindStatusCondition(after.Status.Conditions, v1alpha1.ConditionBound)
@@ -329,6 +330,9 @@ func (r *ClaimReconciler) recordTransition(before, after *v1alpha1.InfraClaim) {
 	}
 	if now.Reason == v1alpha1.ReasonWaitingForResource {
 		return // a lost race, retried at once: not news
+	}
+	if old == nil && now.Status == metav1.ConditionTrue && after.Status.ResourceName == ResourceName(after) {
+		return // provisioned and bound in one reconcile: the Provisioning event told it
 	}
 	kind := corev1.EventTypeNormal
 	if now.Status != metav1.ConditionTrue && now.Reason != v1alpha1.ReasonNoMatchingResource {

@@ -80,6 +80,9 @@ type ResourceReconciler struct {
 
 	driftOnce  sync.Once
 	driftSlots chan struct{}
+	// names answers whether a state name is taken without an API request (nil: it asks the API
+	// server); set up with the controller when it has runs.
+	names *stateNames
 }
 
 // +kubebuilder:rbac:groups=conductor.io,resources=infraresources,verbs=get;list;watch;create;update;patch;delete
@@ -246,6 +249,12 @@ func (r *ResourceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	workers := r.MaxConcurrentReconciles
 	if workers < 1 {
 		workers = 1
+	}
+	if r.Runs != nil && r.State.Namespace != "" {
+		var err error
+		if r.names, err = newStateNames(mgr, r.State.Namespace); err != nil {
+			return err
+		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		// Status writes do not wake the resource up again: a failed run is retried by the work

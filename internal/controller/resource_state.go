@@ -190,7 +190,7 @@ func (r stateKeeper) chooseStateName(ctx context.Context, res *v1alpha1.InfraRes
 		return false, nil
 	}
 	sfx := statebackend.SuffixFor(res.Name)
-	taken, err := r.states().For(sfx).Exists(ctx)
+	taken, err := r.names.taken(ctx, r.states().For(sfx), r.State.Namespace)
 	if err != nil {
 		return false, err
 	}

@@ -129,10 +129,9 @@ func (r syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error) 
 	if savedPlan {
 		op = "plan"
 	}
+	// The Running record is written by the run's first event (Queued or Started, runEvents),
+	// before its first command: a run that waits for a slot writes it once, with its place in line.
 	res.Status.LastRun = r.newRun(res, op, s.start)
-	if err := s.checkpoint(ctx); err != nil {
-		return true, err
-	}
 	revoke := r.keeper().backend(s, &s.spec)
 	defer revoke()
 	out, err := r.Runs.Apply(ctx, res.Name, s.spec, r.applyOptions(ctx, s, savedPlan))
@@ -176,13 +175,14 @@ func (r syncer) applyOptions(ctx context.Context, s *resourceScope, savedPlan bo
 	return opts
 }
 
-// runEvents records the run's events in status: its place in line (Synced=Unknown,
-// WaitingForRunner; the pools tell it only once a run has waited tfrunner.QueuedAfter, so a short
-// wait writes nothing), each create's start and the plan the gate let through. The last two are
-// checkpoints (resource_creates.go): the run goes on only once they are written, and an error
-// (the API server refused the write) stops it.
+// runEvents records the run's events in status, each a checkpoint: its place in line
+// (Synced=Unknown, WaitingForRunner; the pools tell it only once a run has waited
+// tfrunner.QueuedAfter, so a short wait writes nothing), its start (the Running record, unless the
+// place in line wrote it), each create's start and the plan the gate let through. The run goes on
+// only once the last three are written; an error (the API server refused the write) stops it.
 func runEvents(ctx context.Context, s *resourceScope) tfrunner.Events {
 	res := s.res
+	recorded := false // the Running record is durable
 	return func(e tfrunner.Event) error {
 		switch e := e.(type) {
 		case tfrunner.Queued:
@@ -190,8 +190,14 @@ func runEvents(ctx context.Context, s *resourceScope) tfrunner.Events {
 				fmt.Sprintf("waiting for a runner: %d in line of %d waiting (runs are served across namespaces in turn)", e.Position, e.Waiting))
 			if err := s.checkpoint(ctx); err != nil {
 				log.FromContext(ctx).V(1).Info("could not record the place in line", "error", err.Error())
+			} else {
+				recorded = true
 			}
 			return nil
+		case tfrunner.Started:
+			if recorded {
+				return nil
+			}
 		case tfrunner.CreateStarted:
 			if !createStarted(res, e.Address) {
 				return nil
@@ -199,7 +205,9 @@ func runEvents(ctx context.Context, s *resourceScope) tfrunner.Events {
 		case tfrunner.Applying:
 			planPassed(res, e.Plan)
 		}
-		return s.checkpoint(ctx)
+		err := s.checkpoint(ctx)
+		recorded = recorded || err == nil
+		return err
 	}
 }
 

@@ -235,6 +235,11 @@ func (d *Dispatcher) Apply(ctx context.Context, key string, spec tfrunner.Spec, 
 		return &tfrunner.ApplyResult{}, err
 	}
 	rs.Imports, rs.CheckInputs, rs.Gate, rs.Events = importsToProto(opts.Imports), opts.CheckInputs, gateToProto(opts.Gate), opts.Events != nil
+	// Started before the run is queued: a runner's first command follows the hand-over, which
+	// happens on the runner's stream, not here.
+	if err := opts.Events.Send(tfrunner.Started{}); err != nil {
+		return &tfrunner.ApplyResult{}, fmt.Errorf("%w: %w", tfrunner.ErrStopped, err)
+	}
 	j, err := d.do(ctx, spec.RunnerPool, rs, opts)
 	if j == nil || j.result == nil {
 		return &tfrunner.ApplyResult{}, err

@@ -160,7 +160,7 @@ func TestDispatcherSendsTheGateAndAnswersEvents(t *testing.T) {
 	if got.err != nil || !got.res.Applied {
 		t.Fatalf("apply = %+v, %v", got.res, got.err)
 	}
-	want := []tfrunner.Event{tfrunner.Applying{Plan: &tfrunner.Plan{HasChanges: true, ID: "abc"}}, tfrunner.CreateStarted{Address: "module.main.x.y"}}
+	want := []tfrunner.Event{tfrunner.Started{}, tfrunner.Applying{Plan: &tfrunner.Plan{HasChanges: true, ID: "abc"}}, tfrunner.CreateStarted{Address: "module.main.x.y"}}
 	if !reflect.DeepEqual(events, want) {
 		t.Fatalf("events %#v\nwant %#v", events, want)
 	}
@@ -206,7 +206,12 @@ func (r *refusal) Error() string { return r.reason }
 func TestDispatcherReturnsTheManagersOwnErrorAndRunErrorsByKind(t *testing.T) {
 	d, conn := startDispatcher(t, DispatcherOptions{})
 	done := applyAsync(d, context.Background(), "res-b", tfrunner.ApplyOptions{
-		Events: func(tfrunner.Event) error { return &refusal{"the create could not be recorded"} },
+		Events: func(e tfrunner.Event) error {
+			if _, ok := e.(tfrunner.CreateStarted); ok {
+				return &refusal{"the create could not be recorded"}
+			}
+			return nil
+		},
 	})
 	r, _, err := openRun(t, conn, "good", "p")
 	if err != nil {

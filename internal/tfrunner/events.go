@@ -1,12 +1,18 @@
 package tfrunner
 
-// Event is what a run tells its caller while it goes on: one of Queued, CreateStarted, Applying.
+// Event is what a run tells its caller while it goes on: one of Queued, Started, CreateStarted,
+// Applying.
 // Events are typed messages, the same in-process and over the run protocol (package runners).
 type Event interface{ isEvent() }
 
 // Queued: the run waits for a slot; Position is its place in line (1 = next) among Waiting runs.
 // Told once, after the run has waited QueuedAfter. Informational: its error is ignored.
 type Queued struct{ Position, Waiting int }
+
+// Started: the run has its slot and runs its first command once the sink returned; an error stops
+// it before that (ErrStopped). The pool that hands runs to runner pods tells it before the run is
+// queued (its runner's first command follows the hand-over, which the caller does not see).
+type Started struct{}
 
 // CreateStarted: Terraform started creating the object at module address Address (apply_start).
 // The apply reads its next event only once the sink returned; an error interrupts the apply (the
@@ -18,6 +24,7 @@ type CreateStarted struct{ Address string }
 type Applying struct{ Plan *Plan }
 
 func (Queued) isEvent()        {}
+func (Started) isEvent()       {}
 func (CreateStarted) isEvent() {}
 func (Applying) isEvent()      {}
 

@@ -204,7 +204,7 @@ type ApplyOptions struct {
 	// Without it (the common path) the run is one process, apply -auto-approve -json. Runs with
 	// Imports always use a saved plan (a nil Gate then holds nothing).
 	Gate *Gate
-	// Events receives the run's events (Queued, CreateStarted, Applying); nil drops them.
+	// Events receives the run's events (Queued, Started, CreateStarted, Applying); nil drops them.
 	Events Events
 }
 
@@ -253,6 +253,9 @@ var ErrStopped = errors.New("run stopped")
 func (p *Pool) Apply(ctx context.Context, key string, spec Spec, opts ApplyOptions) (*ApplyResult, error) {
 	res := &ApplyResult{}
 	err := p.do(ctx, key, spec.Tenant, opts.Events.QueuedFunc(), func(ws *Workspace) error {
+		if err := opts.Events.Send(Started{}); err != nil {
+			return fmt.Errorf("%w: %w", ErrStopped, err)
+		}
 		var err error
 		if res.Initialized, err = p.prepare(ctx, ws, spec); err != nil {
 			return err
