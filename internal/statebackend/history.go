@@ -77,7 +77,7 @@ func historySecrets(ctx context.Context, kube kubernetes.Interface, namespace, w
 // keepVersion stores the version cur (its JSON plain) in the history, replacing any kept version
 // with the same serial. It returns the history's Secrets by serial as they are now (the listing it
 // read, with this version's), for pruneHistory.
-func (h *Handle) keepVersion(ctx context.Context, cur State, plain []byte) (map[int64][]corev1.Secret, error) {
+func keepVersion(ctx context.Context, h *Handle, cur State, plain []byte) (map[int64][]corev1.Secret, error) {
 	gz, err := gzipBytes(plain)
 	if err != nil {
 		return nil, err
@@ -134,7 +134,7 @@ func (h *Handle) keepVersion(ctx context.Context, cur State, plain []byte) (map[
 
 // pruneHistory deletes all but the newest limit kept versions (by serial) of byserial, the
 // history's Secrets as keepVersion left them.
-func (h *Handle) pruneHistory(ctx context.Context, byserial map[int64][]corev1.Secret, limit int) error {
+func pruneHistory(ctx context.Context, h *Handle, byserial map[int64][]corev1.Secret, limit int) error {
 	kube, ns := h.store.kube, h.store.namespace
 	serials := make([]int64, 0, len(byserial))
 	for s := range byserial {

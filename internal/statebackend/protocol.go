@@ -125,7 +125,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, h *Handle, rn *run
 	} else {
 		// From what this run last read or wrote: one request for a one-chunk state.
 		var written *storedState
-		written, err = h.writeFrom(ctx, body, true, rn.seen)
+		written, err = writeFrom(ctx, h, body, true, rn.seen)
 		rn.seen = written
 	}
 	var conflict *ConflictError
@@ -170,7 +170,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, h *Handle, rn *r
 		return unavailable(err)
 	} else if found && h.store.HistoryLimit > 0 {
 		if cur, err := decodeJSON(stored); err == nil {
-			if _, err := h.keepVersion(ctx, cur, stored); err != nil {
+			if _, err := keepVersion(ctx, h, cur, stored); err != nil {
 				return unavailable(err)
 			}
 		}

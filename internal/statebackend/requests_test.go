@@ -121,7 +121,7 @@ func TestWriteFromWhatTheRunRead(t *testing.T) {
 	}
 	requests(fk)
 	for serial := 1; serial <= 3; serial++ {
-		if seen, err = h.writeFrom(ctx, doc("l-1", serial), true, seen); err != nil {
+		if seen, err = writeFrom(ctx, h, doc("l-1", serial), true, seen); err != nil {
 			t.Fatal(err)
 		}
 		if got := requests(fk); len(got) != 1 {
@@ -135,14 +135,14 @@ func TestWriteFromWhatTheRunRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if seen, err = mine.writeFrom(ctx, doc("l-1", 1), true, seen); err != nil {
+	if seen, err = writeFrom(ctx, mine, doc("l-1", 1), true, seen); err != nil {
 		t.Fatal(err)
 	}
 	// Someone else replaces it with another lineage, not through this run.
 	if err := NewStore(testKube, ns).For("known").write(ctx, doc("l-other", 7), false); err != nil {
 		t.Fatal(err)
 	}
-	_, err = mine.writeFrom(ctx, doc("l-1", 2), true, seen)
+	_, err = writeFrom(ctx, mine, doc("l-1", 2), true, seen)
 	var conflict *ConflictError
 	if !errors.As(err, &conflict) || conflict.Stored.Lineage != "l-other" {
 		t.Fatalf("write from a stale copy over another lineage: %v; want a ConflictError naming l-other", err)

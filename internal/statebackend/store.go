@@ -191,7 +191,7 @@ func (h *Handle) Write(ctx context.Context, state []byte) error {
 // write is Write; with check false the stored state is replaced whatever its lineage and serial,
 // and even when it cannot be read (still kept in history when it can).
 func (h *Handle) write(ctx context.Context, state []byte, check bool) error {
-	_, err := h.writeFrom(ctx, state, check, nil)
+	_, err := writeFrom(ctx, h, state, check, nil)
 	return err
 }
 
@@ -221,7 +221,7 @@ var errStale = errors.New("the state changed since it was read")
 // one-chunk state replacing a one-chunk state or none: the write is then one update guarded by
 // the resourceVersion known holds (or one create), so a state changed since makes it conflict,
 // and it is done again from a fresh read, checks included. Otherwise the state is read first.
-func (h *Handle) writeFrom(ctx context.Context, state []byte, check bool, known *storedState) (*storedState, error) {
+func writeFrom(ctx context.Context, h *Handle, state []byte, check bool, known *storedState) (*storedState, error) {
 	sent, err := decodeJSON(state)
 	if err != nil {
 		return nil, &InvalidStateError{Err: err}
@@ -243,7 +243,7 @@ func (h *Handle) writeFrom(ctx context.Context, state []byte, check bool, known 
 			stored, rerr = h.readStored(ctx)
 		}
 		fresh := stored != known || known == nil
-		written, err := h.writeOver(ctx, stored, rerr, sent, state, gz, check, fresh)
+		written, err := writeOver(ctx, h, stored, rerr, sent, state, gz, check, fresh)
 		if errors.Is(err, errStale) && attempt == 0 {
 			continue
 		}
@@ -255,7 +255,7 @@ func (h *Handle) writeFrom(ctx context.Context, state []byte, check bool, known 
 // failed with rerr, over whatever is there, if check is false): equal bytes are not written again,
 // the stored version is checked (checkFollows) and kept in history, the new one written, and the
 // history cut.
-func (h *Handle) writeOver(ctx context.Context, stored *storedState, rerr error, sent State, state, gz []byte, check, fresh bool) (*storedState, error) {
+func writeOver(ctx context.Context, h *Handle, stored *storedState, rerr error, sent State, state, gz []byte, check, fresh bool) (*storedState, error) {
 	if rerr != nil && check {
 		return nil, fmt.Errorf("reading the stored state: %w", rerr)
 	}
@@ -277,18 +277,18 @@ func (h *Handle) writeOver(ctx context.Context, stored *storedState, rerr error,
 			}
 		}
 		if err == nil && h.store.HistoryLimit > 0 {
-			if kept, err = h.keepVersion(ctx, cur, stored.plain); err != nil {
+			if kept, err = keepVersion(ctx, h, cur, stored.plain); err != nil {
 				return nil, fmt.Errorf("keeping the stored state in history: %w", err)
 			}
 		}
 	}
-	single, err := h.writeState(ctx, stored, state, gz, fresh)
+	single, err := writeState(ctx, h, stored, state, gz, fresh)
 	if err != nil {
 		return nil, err
 	}
 	if kept != nil {
 		// Only a version added to the history can take it over the limit.
-		if err := h.pruneHistory(ctx, kept, h.store.HistoryLimit); err != nil {
+		if err := pruneHistory(ctx, h, kept, h.store.HistoryLimit); err != nil {
 			return nil, err
 		}
 	}
@@ -303,7 +303,7 @@ func (h *Handle) writeOver(ctx context.Context, stored *storedState, rerr error,
 // every reader while chunk 0 is short, and deleted by the next write of two chunks or more. Any
 // other state goes through WriteState, as does a create that meets a chunk 0 a fresh read found
 // without state data.
-func (h *Handle) writeState(ctx context.Context, stored *storedState, state, gz []byte, fresh bool) (*corev1.Secret, error) {
+func writeState(ctx context.Context, h *Handle, stored *storedState, state, gz []byte, fresh bool) (*corev1.Secret, error) {
 	kube, ns := h.store.kube, h.store.namespace
 	single := stored.single
 	if len(gz) >= chunkSize || (stored.found && single == nil) {
