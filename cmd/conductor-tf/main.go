@@ -61,7 +61,14 @@ type options struct {
 	runnerHosts            string
 	runnerImage            string
 	heartbeatTimeout       time.Duration
+	drainTimeout           time.Duration
 }
+
+// DefaultDrainTimeout is how long, on SIGTERM, the manager and runners let runs under way finish
+// before they interrupt them: long enough for most creates (a database instance takes minutes),
+// short enough for a rollout. The manifests' terminationGracePeriodSeconds is it plus the grace
+// period plus a margin (config/manager/manager.yaml, runnerpool_deployment.go).
+const DefaultDrainTimeout = 10 * time.Minute
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "runner" {
@@ -101,6 +108,7 @@ func main() {
 	flag.StringVar(&o.runnerImage, "runner-image", os.Getenv("RUNNER_IMAGE"), "Image of runner pods whose InfraRunnerPool names none (the manager's own).")
 	flag.DurationVar(&o.heartbeatTimeout, "runner-heartbeat-timeout", runners.DefaultHeartbeatTimeout, "How long a runner may stay silent mid-run before its run is given up as lost.")
 	flag.DurationVar(&o.grace, "grace-period", tfrunner.DefaultGracePeriod, "How long a run gets to stop after SIGINT on shutdown.")
+	flag.DurationVar(&o.drainTimeout, "drain-timeout", DefaultDrainTimeout, "On SIGTERM, how long runs under way (in-process and on runner pools) go on before they are interrupted (SIGINT, then --grace-period); no run starts meanwhile and the manager stays leader. The pod's terminationGracePeriodSeconds must cover it and the grace period. Lost leadership interrupts at once.")
 	zapOpts := zap.Options{Development: true}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -118,9 +126,11 @@ func run(o options) error {
 	utilruntime.Must(conductorv1alpha1.AddToScheme(scheme))
 
 	cfg := ctrl.GetConfigOrDie()
-	// Runs get SIGINT on shutdown and up to the grace period to stop; the manager waits a little
-	// longer, so that each run's outcome is recorded before the pod goes.
-	grace := o.grace + 10*time.Second
+	// On SIGTERM runs under way go on for the drain timeout, then get SIGINT and up to the grace
+	// period to stop; the manager waits a little longer for its reconciles, so that each run's
+	// outcome is recorded before the pod goes (and it stays leader meanwhile: ReleaseOnCancel).
+	grace := o.drainTimeout + o.grace + 10*time.Second
+	drainer := tfrunner.NewDrain()
 	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure}
 	if o.metricsSecure {
 		// kubebuilder v4: TokenReview authenticates the caller, SubjectAccessReview authorizes
@@ -206,7 +216,7 @@ func run(o options) error {
 	}
 	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{
 		Binary: bin, Dir: filepath.Join(o.workDir, "runs"), Env: env, MaxConcurrent: o.maxRuns, GracePeriod: o.grace,
-		Observer: metrics.Pool{}, WarmProviders: warm,
+		Observer: metrics.Pool{}, WarmProviders: warm, Drain: drainer,
 	})
 	if err != nil {
 		return err
@@ -232,7 +242,7 @@ func run(o options) error {
 	}
 	runs := &runners.Router{Local: pool, KeepErrored: stateServer.KeepErrored}
 	if o.runProtocolAddr != "" {
-		if runs.Remote, err = startRunProtocol(serverCtx, o, kube, mgr, stateServer); err != nil {
+		if runs.Remote, err = startRunProtocol(serverCtx, o, kube, mgr, stateServer, drainer); err != nil {
 			return fmt.Errorf("run protocol: %w", err)
 		}
 		log.Info("serving runner pools", "runProtocol", o.runProtocolAddr, "stateServer", o.runnerStateAddr)
@@ -248,7 +258,7 @@ func run(o options) error {
 		return err
 	}
 	if err := (&controller.ResourceReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: runs, State: state, StateServer: stateServer,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: runs, Drain: drainer, State: state, StateServer: stateServer,
 		RunCluster:               runCluster,
 		Identity:                 controller.RunIdentity{Who: statebackend.Who(), Controller: o.podName},
 		MaxConcurrentDriftChecks: o.driftChecks, StaleLockAfter: o.staleLockAfter,
@@ -270,7 +280,14 @@ func run(o options) error {
 	}
 	log.Info("starting the manager", "maxConcurrentRuns", pool.MaxConcurrent(), "stateNamespace", state.Namespace,
 		"lockHolder", statebackend.Who(), "pod", o.podName, "stateServer", stateServer.Addr())
-	err = mgr.Start(ctrl.SetupSignalHandler())
+	signals := ctrl.SetupSignalHandler()
+	// SIGTERM drains: no run starts, runs under way finish or are interrupted at the deadline.
+	context.AfterFunc(signals, func() { drainer.Begin(o.drainTimeout) })
+	err = mgr.Start(signals)
+	// Whatever stopped the manager, what is still running is interrupted now: after SIGTERM the
+	// reconciles had until GracefulShutdownTimeout; after lost leadership another replica may lead
+	// already, and runs of this one must stop at once.
+	drainer.Interrupt()
 	drain(pool, runs.Remote, stateServer, o.grace)
 	return err
 }

@@ -32,6 +32,7 @@ func runnerMain(args []string) error {
 	workDir := fs.String("work-dir", filepath.Join(os.TempDir(), "conductor-tf-runner"), "Working directories of runs and the plugin cache.")
 	terraformPath := fs.String("terraform-path", "", "The tofu or terraform binary; else tofu, then terraform, on PATH.")
 	grace := fs.Duration("grace-period", tfrunner.DefaultGracePeriod, "How long a run gets to stop after SIGINT on shutdown.")
+	drainTimeout := fs.Duration("drain-timeout", DefaultDrainTimeout, "On SIGTERM, how long runs under way go on before they are interrupted (SIGINT, then --grace-period); no run is taken meanwhile. The pod's terminationGracePeriodSeconds must cover it and the grace period.")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,10 +83,10 @@ func runnerMain(args []string) error {
 	log.Info("runner starting", "manager", *manager, "binary", bin.String(), "concurrency", *concurrency)
 	r := &runners.Runner{
 		Name: *name, Pool: *pool, Manager: *manager, StateURL: *stateURL, TLS: tlsConfig, TokenFile: *tokenFile,
-		Runs: runs, Concurrency: *concurrency, HeartbeatInterval: *heartbeat, Log: log,
+		Runs: runs, Concurrency: *concurrency, HeartbeatInterval: *heartbeat, Log: log, DrainTimeout: *drainTimeout,
 	}
 	err = r.Run(ctx)
-	waitCtx, cancel := context.WithTimeout(context.Background(), *grace+10*time.Second)
+	waitCtx, cancel := context.WithTimeout(context.Background(), *drainTimeout+*grace+10*time.Second)
 	defer cancel()
 	runs.Wait(waitCtx)
 	return err

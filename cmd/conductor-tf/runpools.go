@@ -15,6 +15,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
 // runnerHosts are the names runners reach the manager by: --runner-hosts, or the Service
@@ -30,13 +31,13 @@ func runnerHosts(o options) []string {
 
 // startRunProtocol serves runner pools (runners.Serve): only runners whose token names their
 // pool's ServiceAccount are served.
-func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface, mgr ctrl.Manager, state *statebackend.Server) (*runners.Dispatcher, error) {
+func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface, mgr ctrl.Manager, state *statebackend.Server, drain *tfrunner.Drain) (*runners.Dispatcher, error) {
 	elected := mgr.Elected()
 	d, _, err := runners.Serve(ctx, runners.ServeOptions{
 		Kube: kube, Namespace: o.namespace, Hosts: runnerHosts(o),
 		Address: o.runProtocolAddr, StateAddress: o.runnerStateAddr, State: state,
 		Authorize: runners.PoolAuthorizer(mgr.GetClient(), o.namespace), HeartbeatTimeout: o.heartbeatTimeout,
-		CheckPool: runners.PoolChecker(mgr.GetClient()), StateURL: ownStateURL(o),
+		CheckPool: runners.PoolChecker(mgr.GetClient()), StateURL: ownStateURL(o), Drain: drain,
 		Leading: func() bool {
 			select {
 			case <-elected:

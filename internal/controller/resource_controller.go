@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,6 +53,10 @@ type ResourceReconciler struct {
 	// Runs executes Terraform; nil means nothing runs and resources are Available at once (the
 	// binding suites, which test the controller's decisions only).
 	Runs Runs
+	// Drain, when set, is the manager's shutdown: reconciles outlive the manager's context (a
+	// SIGTERM cancels it at once) until the drain's deadline, so that a run under way finishes
+	// and its outcome is recorded; the carriers start no run once it began (tfrunner.Drain).
+	Drain *tfrunner.Drain
 	// State says where state Secrets live.
 	State statebackend.Config
 	// StateServer serves state to runs (Terraform's http backend) from State.Namespace; nil makes
@@ -102,6 +107,7 @@ type ResourceReconciler struct {
 
 // Reconcile syncs one resource: the phases below in order, over one scope, then one status write.
 func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ctx = r.Drain.Detach(ctx)
 	s, err := r.openScope(ctx, req.NamespacedName)
 	if s == nil || err != nil {
 		return ctrl.Result{}, err

@@ -14,6 +14,7 @@ package controller
 // (spec.import), or approve the plan. Creates that never started are never held.
 
 import (
+	"errors"
 	"slices"
 	"strings"
 
@@ -40,15 +41,18 @@ func createStarted(res *v1alpha1.InfraResource, address string) bool {
 	return true
 }
 
-// settleCreates clears status.createsPending after an apply whose process ended on its own: its
-// state (or its errored.tfstate, put back before the next run) holds every object it created.
-// After a killed process the list stays for the next run's gate.
+// settleCreates clears status.createsPending after an apply whose process ended on its own and
+// whose state is stored (stored: the state server holds no state of it that waits to be written,
+// and its errored.tfstate, if any, was kept): that state holds every object it created. After a
+// killed process, a provider that crashed mid-apply (tfrunner.Killed), or a state not stored yet,
+// the list stays for the next run's gate, which runs once the state is written back.
 //
 // A successful run also settles the creates an earlier dead run left: its plan passed the gate
 // (so it did not create them again, or was approved) or had no changes at all.
-func settleCreates(res *v1alpha1.InfraResource, runErr error) {
+func settleCreates(res *v1alpha1.InfraResource, runErr error, stored bool) {
 	mine := res.Status.CreatesPendingRun == runID(res)
-	if (mine && !tfrunner.Killed(runErr)) || (!mine && runErr == nil) {
+	stored = stored && !errors.Is(runErr, tfrunner.ErrStateNotKept)
+	if (mine && stored && !tfrunner.Killed(runErr)) || (!mine && stored && runErr == nil) {
 		res.Status.CreatesPending, res.Status.CreatesPendingRun = nil, ""
 	}
 }

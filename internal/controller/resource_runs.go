@@ -180,3 +180,14 @@ func setLock(res *v1alpha1.InfraResource, lock *statebackend.Lock) {
 		st.LockedSince = &metav1.Time{Time: lock.Created}
 	}
 }
+
+// stateStored reports whether the resource's state is stored: the state server holds no state of
+// it that a run sent and that waits to be written (statebackend.Server.Pending). Without a state
+// server runs write their state themselves (the kubernetes backend), so it is.
+func (r stateKeeper) stateStored(s *resourceScope) bool {
+	if r.StateServer == nil || s.state == nil {
+		return true
+	}
+	_, pending := r.StateServer.Pending(s.state.Suffix())
+	return !pending
+}

@@ -139,7 +139,7 @@ func (r syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error) 
 		err = r.holdPlan(ctx, res, out.Held)
 	}
 	done := time.Now()
-	settleCreates(res, err)
+	settleCreates(res, err, r.keeper().stateStored(s))
 	defer func() {
 		metrics.ObserveRun(res.Status.LastRun.Operation, runResult(res.Status.LastRun, err), done.Sub(s.start))
 	}()

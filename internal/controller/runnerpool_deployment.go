@@ -57,8 +57,10 @@ func runnerDeployment(pool *v1alpha1.InfraRunnerPool, namespace, image string, t
 					AutomountServiceAccountToken: ptr.To(false),
 					NodeSelector:                 pool.Spec.NodeSelector,
 					Tolerations:                  pool.Spec.Tolerations,
-					// A run gets SIGINT at termination and its grace period to stop and save state.
-					TerminationGracePeriodSeconds: ptr.To[int64](150),
+					// At termination a run under way finishes (--drain-timeout 10m), or gets SIGINT
+					// then and its grace period (2m) to stop and save state: a rollout of the
+					// runners (a new manager image) waits for runs, it does not interrupt them.
+					TerminationGracePeriodSeconds: ptr.To[int64](750),
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532), RunAsGroup: ptr.To[int64](65532), FSGroup: ptr.To[int64](65532),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
@@ -67,7 +69,7 @@ func runnerDeployment(pool *v1alpha1.InfraRunnerPool, namespace, image string, t
 						Name: "runner", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
 						Args: []string{"runner", "--pool", pool.Name, "--manager", t.Manager, "--state-url", t.StateURL,
 							"--ca-file", runnerCADir + "/ca.crt", "--token-file", runnerTokenDir + "/token",
-							"--concurrency", strconv.Itoa(int(concurrency)), "--work-dir", "/work", "--grace-period", "2m"},
+							"--concurrency", strconv.Itoa(int(concurrency)), "--work-dir", "/work", "--grace-period", "2m", "--drain-timeout", "10m"},
 						Env:       []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
 						Resources: pool.Spec.Resources,
 						SecurityContext: &corev1.SecurityContext{

@@ -18,11 +18,15 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
-// Defaults of the heartbeat: a runner sends one every DefaultHeartbeatInterval while it runs, and
-// the manager gives a run up when it has heard nothing for DefaultHeartbeatTimeout.
+// Defaults of a run's lease: a runner sends a heartbeat every DefaultHeartbeatInterval while it
+// runs; each is answered with a lease valid for DefaultHeartbeatTimeout from when it was sent. A
+// runner freezes its run when its lease expires and kills it if no lease comes soon after; the
+// manager gives a run up only when it has heard nothing for DefaultHeartbeatTimeout plus
+// DefaultFenceGrace, by when the run has stopped.
 const (
 	DefaultHeartbeatInterval = 5 * time.Second
 	DefaultHeartbeatTimeout  = 20 * time.Second
+	DefaultFenceGrace        = 20 * time.Second
 )
 
 // DispatcherOptions configure a Dispatcher.
@@ -32,9 +36,13 @@ type DispatcherOptions struct {
 	// Authorize reports whether the authenticated user may serve pool; nil allows every
 	// authenticated user.
 	Authorize func(ctx context.Context, pool, user string) error
-	// HeartbeatTimeout is how long a run's runner may stay silent before the run is given up as
-	// lost; DefaultHeartbeatTimeout when zero.
+	// HeartbeatTimeout is a run's lease: how long after sending a heartbeat a runner may go on
+	// without the lease that answers it; DefaultHeartbeatTimeout when zero.
 	HeartbeatTimeout time.Duration
+	// FenceGrace is how much longer than HeartbeatTimeout a silent run is waited for (its runner
+	// may resume it) before it is given up as lost, and its lock and credentials released: the
+	// time a runner has to kill a run whose lease expired; DefaultFenceGrace when zero.
+	FenceGrace time.Duration
 	// OnRunnerLost, when set, is told of each run given up because its runner was lost.
 	OnRunnerLost func(pool, runner, key string, err error)
 	// CheckPool, when set, is asked before a run is queued whether its pool exists: a run for a
@@ -48,6 +56,9 @@ type DispatcherOptions struct {
 	// refuses runners (FailedPrecondition), which then connect again, through the Service, until
 	// they reach the leader.
 	Leading func() bool
+	// Drain, when set, is the manager's shutdown: once it begins, runs no runner took yet are
+	// withdrawn (tfrunner.ErrDraining) and runs under way go on (see tfrunner.Drain).
+	Drain *tfrunner.Drain
 }
 
 // Dispatcher is the manager's side of the run protocol: it queues the runs of resources whose
@@ -61,6 +72,7 @@ type Dispatcher struct {
 	busy    map[string]int            // runs of a key waiting or running
 	errored map[string][]byte         // errored.tfstate a runner sent back, by key
 	runners map[string]map[string]int // pool → runner → runs it holds
+	live    map[string]*job           // runs a runner took and that are not over, by run ID
 	grpc    *grpc.Server
 	addr    string
 	// running counts the runs queued or under way, for Wait.
@@ -81,8 +93,11 @@ func NewDispatcher(opts DispatcherOptions) *Dispatcher {
 	if opts.HeartbeatTimeout <= 0 {
 		opts.HeartbeatTimeout = DefaultHeartbeatTimeout
 	}
+	if opts.FenceGrace <= 0 {
+		opts.FenceGrace = DefaultFenceGrace
+	}
 	return &Dispatcher{opts: opts, queues: map[string]*queue{}, busy: map[string]int{}, errored: map[string][]byte{},
-		runners: map[string]map[string]int{}}
+		runners: map[string]map[string]int{}, live: map[string]*job{}}
 }
 
 // Serve listens on addr ("host:port", port 0 picks one) with TLS and serves the run protocol until
@@ -146,6 +161,7 @@ type job struct {
 	opts         tfrunner.ApplyOptions
 	cancel       chan struct{} // closed when the caller's ctx is done after a runner took the run
 	done         chan struct{} // closed once result and err are set
+	resume       chan resumed  // streams the runner opened with Resume for this run
 	result       *runnerpb.Result
 	hookErr      error // the error the Events sink returned, which stopped the run
 	err          error // the run could not finish on its runner (lost), or was never started
@@ -170,6 +186,9 @@ func (d *Dispatcher) do(ctx context.Context, pool string, spec *runnerpb.RunSpec
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if d.opts.Drain.Draining() {
+		return nil, tfrunner.ErrDraining
+	}
 	if d.opts.CheckPool != nil {
 		if err := d.opts.CheckPool(ctx, pool); err != nil {
 			return nil, err
@@ -180,7 +199,9 @@ func (d *Dispatcher) do(ctx context.Context, pool string, spec *runnerpb.RunSpec
 	}
 	d.running.Add(1)
 	defer d.running.Done()
-	j := &job{pool: pool, tenant: spec.GetSpec().GetTenant(), spec: spec, opts: opts, cancel: make(chan struct{}), done: make(chan struct{})}
+	spec.LeaseMs = d.opts.HeartbeatTimeout.Milliseconds()
+	j := &job{pool: pool, tenant: spec.GetSpec().GetTenant(), spec: spec, opts: opts, cancel: make(chan struct{}), done: make(chan struct{}),
+		resume: make(chan resumed)}
 	key := spec.GetKey()
 	d.mu.Lock()
 	d.busy[key]++
@@ -199,6 +220,17 @@ func (d *Dispatcher) do(ctx context.Context, pool string, spec *runnerpb.RunSpec
 	}
 	select {
 	case <-j.done:
+	case <-d.opts.Drain.Begun():
+		if q.remove(j) {
+			return nil, tfrunner.ErrDraining
+		}
+		// A runner has it: it goes on, and is cancelled only when ctx is (at the drain's end).
+		select {
+		case <-j.done:
+		case <-ctx.Done():
+			close(j.cancel)
+			<-j.done
+		}
 	case <-ctx.Done():
 		if q.remove(j) {
 			return nil, ctx.Err()
@@ -313,7 +345,8 @@ func (e *RunnerLostError) Error() string {
 func (e *RunnerLostError) Unwrap() error { return tfrunner.ErrProcessLost }
 
 // serveRun serves one Runs/Run stream: authenticate, read Hello, wait for a run of the runner's
-// pool, then drive it to its Result.
+// pool, then drive it to its Result; or, when the first message is Resume, hand the stream to the
+// run it names (resumeRun).
 func (d *Dispatcher) serveRun(stream runnerpb.Runs_RunServer) error {
 	ctx := stream.Context()
 	if d.opts.Leading != nil && !d.opts.Leading() {
@@ -328,8 +361,11 @@ func (d *Dispatcher) serveRun(stream runnerpb.Runs_RunServer) error {
 		return err
 	}
 	hello := first.GetHello()
+	if r := first.GetResume(); r != nil {
+		hello = &runnerpb.Hello{Runner: r.GetRunner(), Pool: r.GetPool()}
+	}
 	if hello.GetPool() == "" || hello.GetRunner() == "" {
-		return status.Error(codes.InvalidArgument, "the first message must be a hello naming the runner and its pool")
+		return status.Error(codes.InvalidArgument, "the first message must be a hello or a resume naming the runner and its pool")
 	}
 	if d.opts.Authorize != nil {
 		if err := d.opts.Authorize(ctx, hello.Pool, user); err != nil {
@@ -338,6 +374,9 @@ func (d *Dispatcher) serveRun(stream runnerpb.Runs_RunServer) error {
 	}
 	d.track(hello, 1)
 	defer d.track(hello, -1)
+	if r := first.GetResume(); r != nil {
+		return d.resumeRun(ctx, stream, r)
+	}
 	q := d.queue(hello.Pool)
 	j, err := q.take(ctx)
 	if err != nil {
@@ -350,7 +389,14 @@ func (d *Dispatcher) serveRun(stream runnerpb.Runs_RunServer) error {
 		}
 		return err
 	}
-	res, err := d.drive(ctx, stream, j)
+	id := j.spec.GetId()
+	d.mu.Lock()
+	d.live[id] = j
+	d.mu.Unlock()
+	res, err := d.drive(stream, j)
+	d.mu.Lock()
+	delete(d.live, id)
+	d.mu.Unlock()
 	if err != nil {
 		j.err = &RunnerLostError{Pool: hello.Pool, Runner: hello.Runner, Reason: err.Error()}
 		if d.opts.OnRunnerLost != nil {
@@ -359,6 +405,32 @@ func (d *Dispatcher) serveRun(stream runnerpb.Runs_RunServer) error {
 	}
 	j.result = res
 	close(j.done)
+	return nil
+}
+
+// resumeRun hands a stream opened with Resume to the run it names, if that run is still carried
+// (its fence has not ended), and returns once the run no longer uses it. A run of another pool,
+// or one given up or never known here (another replica, a restarted manager), is NotFound: the
+// runner then kills what is left of it.
+func (d *Dispatcher) resumeRun(ctx context.Context, stream runnerpb.Runs_RunServer, r *runnerpb.Resume) error {
+	d.mu.Lock()
+	j := d.live[r.GetRunId()]
+	d.mu.Unlock()
+	if j == nil || j.pool != r.GetPool() || r.GetRunId() == "" {
+		return status.Errorf(codes.NotFound, "run %q is not carried by this manager (given up, or started by another)", r.GetRunId())
+	}
+	rs := resumed{stream: stream, done: make(chan struct{})}
+	select {
+	case j.resume <- rs:
+	case <-j.done:
+		return status.Errorf(codes.NotFound, "run %q has ended", r.GetRunId())
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-rs.done:
+	case <-ctx.Done():
+	}
 	return nil
 }
 

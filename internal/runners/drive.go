@@ -4,37 +4,47 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
-// drive runs the manager's side of one run on its stream: it hands the runner's events to the
-// caller's Events sink and answers each with the sink's verdict, passes the caller's cancel on, and returns the runner's Result. It
-// returns an error, and no result, when the runner is lost first: its stream broke or it sent
-// nothing (not even a heartbeat) for the heartbeat timeout.
-func (d *Dispatcher) drive(ctx context.Context, stream runnerpb.Runs_RunServer, j *job) (*runnerpb.Result, error) {
-	ctx, stop := context.WithCancel(ctx)
+// resumed is a stream a runner opened with Resume for a run it carries: drive carries the run on
+// over it and closes done once it no longer uses it (its handler then returns).
+type resumed struct {
+	stream runnerpb.Runs_RunServer
+	done   chan struct{}
+}
+
+// received is one message of a run's stream, or the stream's end, tagged with the stream it came
+// from (a broken stream's last reads are told from the resumed one's).
+type received struct {
+	m      *runnerpb.RunnerMessage
+	err    error
+	stream int
+}
+
+// drive runs the manager's side of one run, a lease the runner renews: it answers each heartbeat
+// with a Lease valid for the heartbeat timeout, hands the runner's events to the caller's Events
+// sink and answers each with the sink's verdict, passes the caller's cancel on, and returns the
+// runner's Result.
+//
+// A run is fenced: it is given up (an error, no result) only once nothing came from its runner for
+// the heartbeat timeout plus the fence grace, whether its stream broke or went silent. Until then
+// a message on the stream, or a stream the runner opens with Resume, carries the run on: the
+// runner froze its run when its lease expired and kills it before the fence ends, so a run given
+// up here has stopped, and only then are its lock and credentials released (by the caller).
+func (d *Dispatcher) drive(stream runnerpb.Runs_RunServer, j *job) (*runnerpb.Result, error) {
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	var lastSeen atomic.Int64
-	lastSeen.Store(time.Now().UnixNano())
-	// One ordered channel for messages and the stream's end: a Result followed at once by the
-	// runner's CloseSend is always read before the end.
-	type received struct {
-		m   *runnerpb.RunnerMessage
-		err error
-	}
 	msgs := make(chan received, 64)
-	go func() {
+	gen := 0
+	read := func(s runnerpb.Runs_RunServer, gen int) {
 		for {
-			m, err := stream.Recv()
-			if err == nil {
-				lastSeen.Store(time.Now().UnixNano())
-			}
+			m, err := s.Recv()
 			select {
-			case msgs <- received{m, err}:
+			case msgs <- received{m, err, gen}:
 			case <-ctx.Done():
 				return
 			}
@@ -42,58 +52,76 @@ func (d *Dispatcher) drive(ctx context.Context, stream runnerpb.Runs_RunServer, 
 				return
 			}
 		}
+	}
+	go read(stream, gen)
+	var current *resumed // the resumed stream in use, if any
+	defer func() {
+		if current != nil {
+			close(current.done)
+		}
 	}()
-	timeout := d.opts.HeartbeatTimeout
-	ticker := time.NewTicker(timeout / 4)
+	lease, fence := d.opts.HeartbeatTimeout, d.opts.HeartbeatTimeout+d.opts.FenceGrace
+	lastSeen, broken := time.Now(), false
+	ticker := time.NewTicker(lease / 8)
 	defer ticker.Stop()
-	cancel := j.cancel
-	// next returns the next message other than a heartbeat, or why the runner is lost.
-	next := func() (*runnerpb.RunnerMessage, error) {
-		for {
-			select {
-			case r := <-msgs:
-				if r.err != nil {
-					return nil, fmt.Errorf("its stream ended: %w", r.err)
-				}
-				if r.m.GetHeartbeat() == nil {
-					return r.m, nil
-				}
-			case <-ticker.C:
-				if silent := time.Since(time.Unix(0, lastSeen.Load())); silent > timeout {
-					return nil, fmt.Errorf("no heartbeat for %s (timeout %s)", silent.Round(time.Second), timeout)
-				}
-			case <-cancel:
-				cancel = nil
-				if err := stream.Send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Cancel{Cancel: &runnerpb.Cancel{}}}); err != nil {
-					return nil, fmt.Errorf("sending cancel: %w", err)
-				}
-			}
+	cancel, cancelPending := j.cancel, false
+	send := func(m *runnerpb.ManagerMessage) {
+		if broken {
+			return // the runner resumes, or the fence ends the run
+		}
+		if err := stream.Send(m); err != nil {
+			broken = true
 		}
 	}
-	answer := func(err error) error {
+	answer := func(err error) {
 		a := &runnerpb.Answer{}
 		if err != nil {
 			j.hookErr, a.Error = err, err.Error()
 		}
-		return stream.Send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Answer{Answer: a}})
+		send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Answer{Answer: a}})
 	}
 	for {
-		m, err := next()
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case m.GetResult() != nil:
-			return m.GetResult(), nil
-		case m.GetCreateStart() != nil:
-			err = answer(j.opts.Events.Send(tfrunner.CreateStarted{Address: m.GetCreateStart().GetAddress()}))
-		case m.GetApplying() != nil:
-			err = answer(j.opts.Events.Send(tfrunner.Applying{Plan: planFromProto(m.GetApplying())}))
-		default:
-			err = errors.New("unexpected message from the runner")
-		}
-		if err != nil {
-			return nil, err
+		select {
+		case r := <-msgs:
+			if r.stream != gen {
+				continue // the end of a stream the run has left
+			}
+			if r.err != nil {
+				broken = true
+				continue
+			}
+			lastSeen = time.Now()
+			m := r.m
+			switch {
+			case m.GetHeartbeat() != nil:
+				send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Lease{Lease: &runnerpb.Lease{
+					Seq: m.GetHeartbeat().GetSeq(), ValidForMs: lease.Milliseconds()}}})
+			case m.GetResult() != nil:
+				return m.GetResult(), nil
+			case m.GetCreateStart() != nil:
+				answer(j.opts.Events.Send(tfrunner.CreateStarted{Address: m.GetCreateStart().GetAddress()}))
+			case m.GetApplying() != nil:
+				answer(j.opts.Events.Send(tfrunner.Applying{Plan: planFromProto(m.GetApplying())}))
+			default:
+				return nil, errors.New("unexpected message from the runner")
+			}
+		case rs := <-j.resume:
+			if current != nil {
+				close(current.done)
+			}
+			current, stream, broken, lastSeen = &rs, rs.stream, false, time.Now()
+			gen++
+			go read(stream, gen)
+			if cancelPending {
+				send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Cancel{Cancel: &runnerpb.Cancel{}}})
+			}
+		case <-ticker.C:
+			if silent := time.Since(lastSeen); silent > fence {
+				return nil, fmt.Errorf("nothing from it for %s (lease %s, fence grace %s)", silent.Round(time.Second), lease, d.opts.FenceGrace)
+			}
+		case <-cancel:
+			cancel, cancelPending = nil, true
+			send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Cancel{Cancel: &runnerpb.Cancel{}}})
 		}
 	}
 }

@@ -25,9 +25,8 @@ type Router struct {
 	KeepErrored func(ctx context.Context, runID string, state []byte) error
 }
 
-// ErrStateNotKept wraps the error of a run whose errored state could not be stored: its state
-// is in doubt, and no other run of its key starts until it is.
-var ErrStateNotKept = errors.New("the state the run could not save was not stored either")
+// ErrStateNotKept is tfrunner.ErrStateNotKept: a run whose errored state could not be stored.
+var ErrStateNotKept = tfrunner.ErrStateNotKept
 
 func (r *Router) remote(spec tfrunner.Spec) bool { return spec.RunnerPool != "" && r.Remote != nil }
 

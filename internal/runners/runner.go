@@ -44,6 +44,10 @@ type Runner struct {
 	Concurrency int
 	// HeartbeatInterval is how often a run reports it is alive; DefaultHeartbeatInterval when zero.
 	HeartbeatInterval time.Duration
+	// DrainTimeout is how long runs under way go on once ctx of Run is done (SIGTERM): the runner
+	// takes no new run at once, and cancels those still running only after it (Terraform then
+	// gets SIGINT). Zero cancels them at once.
+	DrainTimeout time.Duration
 	// Log reports streams that failed and runs that ended; slog.Default when nil.
 	Log *slog.Logger
 
@@ -62,8 +66,9 @@ func (r *Runner) setStateTarget(rawURL string) error {
 	return nil
 }
 
-// Run serves runs until ctx is done. Runs under way when ctx ends are cancelled (Terraform gets
-// SIGINT) and their results still sent. It returns an error only when it cannot start.
+// Run serves runs until ctx is done. Once it is, no run is taken; runs under way go on for
+// DrainTimeout, then are cancelled (Terraform gets SIGINT), and their results are still sent. It
+// returns an error only when it cannot start.
 func (r *Runner) Run(ctx context.Context) error {
 	if r.Log == nil {
 		r.Log = slog.Default()
@@ -159,52 +164,29 @@ func (r *Runner) serveOne(ctx context.Context, conn *grpc.ClientConn, proxy stri
 	if first.GetRun() == nil {
 		return errors.New("the manager's first message is not a run")
 	}
-	return r.execute(ctx, stream, first.GetRun(), proxy)
+	return r.execute(ctx, conn, stream, closeStream, first.GetRun(), proxy)
 }
 
-// execute runs spec, sending its events over stream, and sends its Result. Every file of the run
-// (its variables, credentials, kubeconfig) is deleted when it ends.
-func (r *Runner) execute(ctx context.Context, stream runnerpb.Runs_RunClient, spec *runnerpb.RunSpec, proxy string) error {
+// execute runs spec under its lease (session), sending its events over stream, or the streams
+// that resume it, and delivers its Result. Every file of the run (its variables, credentials,
+// kubeconfig) is deleted once the manager has the Result; a Result the manager never took (it
+// gave the run up) leaves the run's errored state, if any, in the workspace for recovery.
+func (r *Runner) execute(ctx context.Context, conn *grpc.ClientConn, stream runnerpb.Runs_RunClient, closeStream context.CancelFunc,
+	spec *runnerpb.RunSpec, proxy string) error {
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
-	stopOnShutdown := context.AfterFunc(ctx, cancelRun)
+	// A shutdown lets the run finish, up to DrainTimeout.
+	stopOnShutdown := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(r.DrainTimeout, cancelRun)
+		context.AfterFunc(runCtx, func() { t.Stop() })
+	})
 	defer stopOnShutdown()
-	s := &session{stream: stream, in: make(chan *runnerpb.ManagerMessage, 4)}
-	// Reader: Cancel and a broken stream (the manager is gone: nobody will use this run's
-	// outcome, and its state credentials die with the manager) stop the run.
-	go func() {
-		defer close(s.in)
-		for {
-			m, err := stream.Recv()
-			if err != nil {
-				cancelRun()
-				return
-			}
-			if m.GetCancel() != nil {
-				cancelRun()
-				continue
-			}
-			s.in <- m
-		}
-	}()
-	done := make(chan struct{})
-	var beating sync.WaitGroup
-	beating.Add(1)
-	go func() {
-		defer beating.Done()
-		t := time.NewTicker(r.HeartbeatInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				_ = s.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Heartbeat{Heartbeat: &runnerpb.Heartbeat{}}})
-			case <-done:
-				return
-			}
-		}
-	}()
+	s := newSession(r, conn, stream, closeStream, spec, cancelRun)
+	stop := make(chan struct{})
+	defer close(stop)
+	s.start(stop)
 	key, op := spec.GetKey(), opName(spec.GetOp())
-	r.Log.Info("run starting", "run", spec.GetId(), "key", key, "op", op)
+	r.Log.Info("run starting", "run", spec.GetId(), "key", key, "op", op, "lease", (time.Duration(spec.GetLeaseMs()) * time.Millisecond).String())
 	if spec.GetStateUrl() != "" {
 		if err := r.setStateTarget(spec.GetStateUrl()); err != nil {
 			r.Log.Info("run's state server URL refused; using --state-url", "error", err.Error())
@@ -217,24 +199,17 @@ func (r *Runner) execute(ctx context.Context, stream runnerpb.Runs_RunClient, sp
 		ts.Env = withStateProxy(ts.Env, proxy)
 		res = r.run(runCtx, s, spec, ts)
 	}
-	close(done)
-	beating.Wait() // the stream's sends are the Result's and CloseSend's alone from here
+	s.processesEnded()
 	if data, ok := r.Runs.ErroredState(key); ok {
 		res.ErroredState = data
 	}
 	r.Log.Info("run ended", "run", spec.GetId(), "key", key, "op", op, "error", res.GetError().GetMessage())
-	sendErr := s.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Result{Result: res}})
-	// The run's files (variables, credentials, kubeconfig, errored state) go, sent or not: a
-	// Result that did not arrive makes the manager hold the run as lost.
+	if !s.deliver(res) {
+		r.Log.Error("the manager gave the run up before it took its result; an errored state stays in the run's workspace",
+			"run", spec.GetId(), "key", key, "erroredState", res.ErroredState != nil)
+		return s.goneErr
+	}
 	r.Runs.Forget(key)
-	if sendErr != nil {
-		return sendErr
-	}
-	if err := stream.CloseSend(); err != nil {
-		return err
-	}
-	for range s.in { // until the manager ends the stream
-	}
 	return nil
 }
 
@@ -257,46 +232,6 @@ func (r *Runner) run(ctx context.Context, s *session, spec *runnerpb.RunSpec, ts
 		return newResult(nil, res, err)
 	}
 	return newResult(nil, nil, fmt.Errorf("unknown operation %q", opName(spec.GetOp())))
-}
-
-// session is one run's stream: sends from the run and the heartbeat are serialised.
-type session struct {
-	mu     sync.Mutex
-	stream runnerpb.Runs_RunClient
-	in     chan *runnerpb.ManagerMessage
-}
-
-func (s *session) send(m *runnerpb.RunnerMessage) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stream.Send(m)
-}
-
-// event sends one of the run's events to the manager and waits for its Answer: the run goes on
-// only once the manager recorded it. Events the protocol does not carry (Queued: a runner's
-// pool never queues) are dropped.
-func (s *session) event(e tfrunner.Event) error {
-	m := &runnerpb.RunnerMessage{}
-	switch e := e.(type) {
-	case tfrunner.CreateStarted:
-		m.Message = &runnerpb.RunnerMessage_CreateStart{CreateStart: &runnerpb.CreateStart{Address: e.Address}}
-	case tfrunner.Applying:
-		m.Message = &runnerpb.RunnerMessage_Applying{Applying: planToProto(e.Plan)}
-	default:
-		return nil
-	}
-	if err := s.send(m); err != nil {
-		return fmt.Errorf("telling the manager: %w", err)
-	}
-	for msg := range s.in {
-		if a := msg.GetAnswer(); a != nil {
-			if a.GetError() != "" {
-				return errors.New(a.GetError())
-			}
-			return nil
-		}
-	}
-	return errors.New("the manager ended the run's stream")
 }
 
 // startStateProxy serves, on a loopback port, a reverse proxy to the manager's state server for

@@ -1,6 +1,8 @@
 package runners
 
 import (
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+
 	"context"
 	"errors"
 	"fmt"
@@ -33,9 +35,10 @@ type ServeOptions struct {
 	HeartbeatTimeout time.Duration
 	OnRunnerLost     func(pool, runner, key string, err error)
 	Leading          func() bool
-	// CheckPool and StateURL are the Dispatcher's (see DispatcherOptions).
+	// CheckPool, StateURL and Drain are the Dispatcher's (see DispatcherOptions).
 	CheckPool func(ctx context.Context, pool string) error
 	StateURL  string
+	Drain     *tfrunner.Drain
 }
 
 // Serve starts both servers with a certificate from the CA (LoadOrCreateCA) and returns the
@@ -52,7 +55,7 @@ func Serve(ctx context.Context, o ServeOptions) (*Dispatcher, string, error) {
 	d := NewDispatcher(DispatcherOptions{
 		Authenticator: &TokenReviewer{Kube: o.Kube}, Authorize: o.Authorize,
 		HeartbeatTimeout: o.HeartbeatTimeout, OnRunnerLost: o.OnRunnerLost, Leading: o.Leading,
-		CheckPool: o.CheckPool, StateURL: o.StateURL,
+		CheckPool: o.CheckPool, StateURL: o.StateURL, Drain: o.Drain,
 	})
 	if err := d.Serve(ctx, o.Address, tlsConfig); err != nil {
 		return nil, "", err

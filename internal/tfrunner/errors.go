@@ -107,16 +107,29 @@ func IsLocked(err error) bool {
 // the run protocol). Killed reports it.
 var ErrProcessLost = errors.New("the run's process was lost")
 
+// ProviderCrashed reports whether err is a run whose provider plugin stopped answering while it
+// applied a change: crashed, OOM-killed or killed mid-create, so that the create may have happened
+// while the state does not say so. Terraform and OpenTofu report it the same way (internal/plugin
+// and plugin6, grpcErr: a gRPC Unavailable from ApplyResourceChange becomes the diagnostic "Plugin
+// did not respond … failed to respond to the plugin.(*GRPCProvider).ApplyResourceChange call").
+func ProviderCrashed(err error) bool {
+	var re *RunError
+	if !errors.As(err, &re) {
+		return false
+	}
+	return strings.Contains(re.Message, "Plugin did not respond") && strings.Contains(re.Message, "ApplyResourceChange")
+}
+
 // Killed reports whether err says the run's Terraform process did not end on its own: it was
 // killed by a signal (SIGKILL after the grace period, the OOM killer, a person) or outlived the
-// grace period after the interrupt (exec.ErrWaitDelay). Such a run may not have saved its state,
+// grace period after the interrupt (exec.ErrWaitDelay), or its provider did (ProviderCrashed). Such a run may not have saved its state,
 // so creates it started are in doubt. A process that exited with a status, even after an
 // interrupt, saved its state (or left errored.tfstate) before it exited.
 func Killed(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, exec.ErrWaitDelay) || errors.Is(err, ErrProcessLost) {
+	if errors.Is(err, exec.ErrWaitDelay) || errors.Is(err, ErrProcessLost) || ProviderCrashed(err) {
 		return true
 	}
 	var ee *exec.ExitError
@@ -127,3 +140,8 @@ func Killed(err error) bool {
 	}
 	return false
 }
+
+// ErrStateNotKept wraps the error of a run whose errored state (the state Terraform could not
+// save) could not be stored either: its state is in doubt, creates it started stay in doubt, and
+// no other run of its key starts until it is stored.
+var ErrStateNotKept = errors.New("the state the run could not save was not stored either")

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
@@ -35,6 +36,9 @@ type PoolOptions struct {
 	// WarmProviders, when set, keeps provider processes between runs and reattaches the common
 	// run's apply to them (warm.go); nil starts every provider with its run.
 	WarmProviders *WarmProviders
+	// Drain, when set, is the manager's shutdown: once it begins, runs waiting for a slot are
+	// refused (ErrDraining) and runs under way go on (see Drain).
+	Drain *Drain
 }
 
 // Observer is told about the pool's slots.
@@ -126,6 +130,9 @@ func (p *Pool) do(ctx context.Context, key, tenant string, queued func(position,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if p.opts.Drain.Draining() {
+		return ErrDraining
+	}
 	p.mu.Lock()
 	s, ok := p.workspaces[key]
 	if !ok {
@@ -145,12 +152,18 @@ func (p *Pool) do(ctx context.Context, key, tenant string, queued func(position,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	waitStart := time.Now()
-	if err := p.slots.acquire(ctx, tenant, queued); err != nil {
-		return err
+	waitCtx, stopWaiting := p.opts.Drain.untilBegun(ctx)
+	err := p.slots.acquire(waitCtx, tenant, queued)
+	stopWaiting()
+	if err == nil && (ctx.Err() != nil || p.opts.Drain.Draining()) {
+		p.slots.release() // handed a slot as ctx ended or the drain began: still start nothing
+		err = context.Canceled
 	}
-	if ctx.Err() != nil { // handed a slot as ctx ended: still start nothing
-		p.slots.release()
-		return ctx.Err()
+	if err != nil {
+		if ctx.Err() == nil && p.opts.Drain.Draining() {
+			return ErrDraining
+		}
+		return err
 	}
 	if o := p.opts.Observer; o != nil {
 		o.SlotAcquired(time.Since(waitStart))
@@ -164,7 +177,7 @@ func (p *Pool) do(ctx context.Context, key, tenant string, queued func(position,
 		}
 		s.ws = ws
 	}
-	err := fn(s.ws)
+	err = fn(s.ws)
 	// Granted credentials live only as long as the operation.
 	if derr := s.ws.dropCredentials(); derr != nil && err == nil {
 		err = fmt.Errorf("deleting the run's kubeconfig: %w", derr)
@@ -415,6 +428,17 @@ func (p *Pool) Destroy(ctx context.Context, key string, spec Spec) error {
 // erroredStateFile is where Terraform writes the state it could not save to its backend, in the
 // working directory ("Failed to save state … written to errored.tfstate").
 const erroredStateFile = "errored.tfstate"
+
+// Signal sends sig to every process of key's run (Terraform, its providers and provisioners,
+// found by EnvWorkspace; warm providers, shared between runs, are not): SIGSTOP freezes the run,
+// SIGCONT thaws it, SIGKILL ends it. It returns how many processes it signalled. A runner fences
+// a run whose lease expired with it (internal/runners).
+func (p *Pool) Signal(key string, sig syscall.Signal) int {
+	if !validKey.MatchString(key) {
+		return 0
+	}
+	return signalRun(filepath.Join(p.opts.Dir, key), false, sig)
+}
 
 // ErroredState returns the state Terraform left in key's workspace because it could not save it
 // to the backend, if there is one.

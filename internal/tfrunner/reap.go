@@ -20,7 +20,11 @@ const EnvWorkspace = "CONDUCTOR_TF_WORKSPACE"
 // of its own, but plugins outlive the group leader. It reads /proc/<pid>/environ, so it sees only
 // processes of the same user (others are skipped), on Linux; elsewhere it finds nothing. It returns
 // how many processes it killed.
-func Reap(dir string, tree bool) int {
+func Reap(dir string, tree bool) int { return signalRun(dir, tree, syscall.SIGKILL) }
+
+// signalRun sends sig to every process that carries EnvWorkspace naming dir (or, with tree, a
+// directory under it), except the calling process; it returns how many it signalled.
+func signalRun(dir string, tree bool, sig syscall.Signal) int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
@@ -37,7 +41,7 @@ func Reap(dir string, tree bool) int {
 		if err != nil || !carries(env, want, tree) {
 			continue
 		}
-		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+		if syscall.Kill(pid, sig) == nil {
 			killed++
 		}
 	}

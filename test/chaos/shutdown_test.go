@@ -4,14 +4,17 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
@@ -23,8 +26,15 @@ const leaderLease = "conductor-tf.conductor.io"
 
 // TestShutdownMidApplyLeavesNoLock stops the controller while an apply holds its state lock through
 // the state server, the two ways a pod stops leading: SIGTERM, and a lost leader election (another
-// holder takes the leader Lease). Either way the run is interrupted, its state written and its lock
-// released before the process exits. Issue 17: on lost leadership the process exited without
+// holder takes the leader Lease).
+//
+// SIGTERM drains (issue 32): the 30 s create under way completes, its outcome is recorded, and the
+// process exits with nothing held: one creation in the ledger, no create in doubt, no hold, no
+// lock. Before, SIGTERM interrupted it (SIGINT, then SIGKILL after the grace period), which left
+// the create in doubt and the next plan held as InterruptedCreate.
+//
+// Lost leadership interrupts at once (another replica may lead already): the run's state is
+// written and its lock released before the process exits. Issue 17: the process exited without
 // draining its runs and the state server, and the lock stayed held.
 func TestShutdownMidApplyLeavesNoLock(t *testing.T) {
 	r := newRig(t)
@@ -48,7 +58,7 @@ func TestShutdownMidApplyLeavesNoLock(t *testing.T) {
 					Module: v1alpha1.ModuleSource{Source: module, Version: "v1"},
 					Variables: v1alpha1.Variables{
 						"path": {Raw: []byte(`"` + files + "/" + name + `.txt"`)}, "content": {Raw: []byte(`"x"`)},
-						"ledger": {Raw: []byte(`"` + files + "/" + name + `.ledger"`)}, "seconds": {Raw: []byte(`60`)},
+						"ledger": {Raw: []byte(`"` + files + "/" + name + `.ledger"`)}, "seconds": {Raw: []byte(`30`)},
 					}},
 			}
 			if err := k8s.Create(ctx, res); err != nil {
@@ -75,6 +85,7 @@ func TestShutdownMidApplyLeavesNoLock(t *testing.T) {
 			}
 			if how == "SIGTERM" {
 				c.Stop()
+				assertDrained(ctx, t, k8s, filepath.Join(files, name+".ledger"), name)
 			} else {
 				stealLeadership(ctx, t, kube)
 				exited := make(chan struct{})
@@ -93,6 +104,31 @@ func TestShutdownMidApplyLeavesNoLock(t *testing.T) {
 				t.Errorf("after %s: %d processes of the run still running", how, left)
 			}
 		})
+	}
+}
+
+// assertDrained checks what a drained apply leaves: the create made once (the ledger, outside
+// Terraform), the run recorded as succeeded by the process that ran it, no create in doubt and no
+// plan held.
+func assertDrained(ctx context.Context, t *testing.T, k8s client.Client, ledger, name string) {
+	t.Helper()
+	data, err := os.ReadFile(ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "created"); n != 1 {
+		t.Errorf("ledger: %d creations; want 1", n)
+	}
+	res := &v1alpha1.InfraResource{}
+	if err := k8s.Get(ctx, types.NamespacedName{Name: name}, res); err != nil {
+		t.Fatal(err)
+	}
+	last := res.Status.LastRun
+	if last == nil || last.Result != "Succeeded" {
+		t.Errorf("after SIGTERM mid-create: last run %+v; want Succeeded (the drain let it finish)", last)
+	}
+	if len(res.Status.CreatesPending) > 0 || res.Status.PendingPlan != nil {
+		t.Errorf("after SIGTERM mid-create: creates in doubt %v, held plan %+v; want none", res.Status.CreatesPending, res.Status.PendingPlan)
 	}
 }
 

@@ -154,6 +154,7 @@ type RunnerMessage struct {
 	//	*RunnerMessage_Applying
 	//	*RunnerMessage_CreateStart
 	//	*RunnerMessage_Result
+	//	*RunnerMessage_Resume
 	Message       isRunnerMessage_Message `protobuf_oneof:"message"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -241,6 +242,15 @@ func (x *RunnerMessage) GetResult() *Result {
 	return nil
 }
 
+func (x *RunnerMessage) GetResume() *Resume {
+	if x != nil {
+		if x, ok := x.Message.(*RunnerMessage_Resume); ok {
+			return x.Resume
+		}
+	}
+	return nil
+}
+
 type isRunnerMessage_Message interface {
 	isRunnerMessage_Message()
 }
@@ -252,8 +262,8 @@ type RunnerMessage_Hello struct {
 
 type RunnerMessage_Heartbeat struct {
 	// Says the runner and its run are alive; sent every heartbeat interval (5 s by default) while
-	// the run goes on. The manager gives the run up as lost after 20 s (its default) without any
-	// message.
+	// the run goes on, and answered with a lease. The manager gives the run up as lost after its
+	// deadline (20 s by default) plus the grace (20 s) without any message.
 	Heartbeat *Heartbeat `protobuf:"bytes,2,opt,name=heartbeat,proto3,oneof"`
 }
 
@@ -274,6 +284,12 @@ type RunnerMessage_Result struct {
 	Result *Result `protobuf:"bytes,7,opt,name=result,proto3,oneof"`
 }
 
+type RunnerMessage_Resume struct {
+	// Instead of hello, as a stream's first message: the run run_id this runner carries lost its
+	// stream, and goes on over this one (events not answered yet are sent again).
+	Resume *Resume `protobuf:"bytes,8,opt,name=resume,proto3,oneof"`
+}
+
 func (*RunnerMessage_Hello) isRunnerMessage_Message() {}
 
 func (*RunnerMessage_Heartbeat) isRunnerMessage_Message() {}
@@ -284,6 +300,8 @@ func (*RunnerMessage_CreateStart) isRunnerMessage_Message() {}
 
 func (*RunnerMessage_Result) isRunnerMessage_Message() {}
 
+func (*RunnerMessage_Resume) isRunnerMessage_Message() {}
+
 // ManagerMessage is what the manager sends on a run's stream.
 type ManagerMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -292,6 +310,7 @@ type ManagerMessage struct {
 	//	*ManagerMessage_Run
 	//	*ManagerMessage_Answer
 	//	*ManagerMessage_Cancel
+	//	*ManagerMessage_Lease
 	Message       isManagerMessage_Message `protobuf_oneof:"message"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -361,6 +380,15 @@ func (x *ManagerMessage) GetCancel() *Cancel {
 	return nil
 }
 
+func (x *ManagerMessage) GetLease() *Lease {
+	if x != nil {
+		if x, ok := x.Message.(*ManagerMessage_Lease); ok {
+			return x.Lease
+		}
+	}
+	return nil
+}
+
 type isManagerMessage_Message interface {
 	isManagerMessage_Message()
 }
@@ -380,11 +408,18 @@ type ManagerMessage_Cancel struct {
 	Cancel *Cancel `protobuf:"bytes,4,opt,name=cancel,proto3,oneof"`
 }
 
+type ManagerMessage_Lease struct {
+	// Renews the run's lease; answers a heartbeat.
+	Lease *Lease `protobuf:"bytes,5,opt,name=lease,proto3,oneof"`
+}
+
 func (*ManagerMessage_Run) isManagerMessage_Message() {}
 
 func (*ManagerMessage_Answer) isManagerMessage_Message() {}
 
 func (*ManagerMessage_Cancel) isManagerMessage_Message() {}
+
+func (*ManagerMessage_Lease) isManagerMessage_Message() {}
 
 // Hello names the runner and the pool it serves.
 type Hello struct {
@@ -441,9 +476,11 @@ func (x *Hello) GetPool() string {
 	return ""
 }
 
-// Heartbeat carries nothing: its arrival is the news.
+// Heartbeat says the run is alive and asks for its lease to be renewed.
 type Heartbeat struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Numbers the runner's heartbeats of a run, from 1; the lease that answers it carries it.
+	Seq           uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -478,6 +515,131 @@ func (*Heartbeat) Descriptor() ([]byte, []int) {
 	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{3}
 }
 
+func (x *Heartbeat) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+// Lease renews a run's lease.
+type Lease struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The heartbeat it answers (0: the lease the run starts with, counted from the run's receipt).
+	Seq uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	// How long the lease is valid, in milliseconds, from when the runner sent heartbeat seq.
+	ValidForMs    int64 `protobuf:"varint,2,opt,name=valid_for_ms,json=validForMs,proto3" json:"valid_for_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Lease) Reset() {
+	*x = Lease{}
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Lease) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Lease) ProtoMessage() {}
+
+func (x *Lease) ProtoReflect() protoreflect.Message {
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Lease.ProtoReflect.Descriptor instead.
+func (*Lease) Descriptor() ([]byte, []int) {
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Lease) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Lease) GetValidForMs() int64 {
+	if x != nil {
+		return x.ValidForMs
+	}
+	return 0
+}
+
+// Resume carries a run on over a new stream.
+type Resume struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run (RunSpec.id).
+	RunId string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// The runner and its pool, as in Hello: the stream is authorized as a Hello's is.
+	Runner        string `protobuf:"bytes,2,opt,name=runner,proto3" json:"runner,omitempty"`
+	Pool          string `protobuf:"bytes,3,opt,name=pool,proto3" json:"pool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resume) Reset() {
+	*x = Resume{}
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resume) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resume) ProtoMessage() {}
+
+func (x *Resume) ProtoReflect() protoreflect.Message {
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resume.ProtoReflect.Descriptor instead.
+func (*Resume) Descriptor() ([]byte, []int) {
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Resume) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *Resume) GetRunner() string {
+	if x != nil {
+		return x.Runner
+	}
+	return ""
+}
+
+func (x *Resume) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
 // Cancel asks the runner to stop the run.
 type Cancel struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -487,7 +649,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[4]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -499,7 +661,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[4]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -512,7 +674,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{4}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{6}
 }
 
 // CreateStart names the object whose create starts.
@@ -526,7 +688,7 @@ type CreateStart struct {
 
 func (x *CreateStart) Reset() {
 	*x = CreateStart{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[5]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -538,7 +700,7 @@ func (x *CreateStart) String() string {
 func (*CreateStart) ProtoMessage() {}
 
 func (x *CreateStart) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[5]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -551,7 +713,7 @@ func (x *CreateStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateStart.ProtoReflect.Descriptor instead.
 func (*CreateStart) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{5}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateStart) GetAddress() string {
@@ -572,7 +734,7 @@ type Answer struct {
 
 func (x *Answer) Reset() {
 	*x = Answer{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[6]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -584,7 +746,7 @@ func (x *Answer) String() string {
 func (*Answer) ProtoMessage() {}
 
 func (x *Answer) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[6]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -597,7 +759,7 @@ func (x *Answer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Answer.ProtoReflect.Descriptor instead.
 func (*Answer) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{6}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Answer) GetError() string {
@@ -630,14 +792,17 @@ type RunSpec struct {
 	// very plan or return it held (ApplyResult.held).
 	Gate *Gate `protobuf:"bytes,12,opt,name=gate,proto3" json:"gate,omitempty"`
 	// Whether the manager wants the run's events (applying, create_start); each is answered.
-	Events        bool `protobuf:"varint,13,opt,name=events,proto3" json:"events,omitempty"`
+	Events bool `protobuf:"varint,13,opt,name=events,proto3" json:"events,omitempty"`
+	// The lease the run starts with, in milliseconds from the runner's receipt of this RunSpec
+	// (see Lease); 0: the run has no lease (a manager before leases).
+	LeaseMs       int64 `protobuf:"varint,14,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunSpec) Reset() {
 	*x = RunSpec{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[7]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -649,7 +814,7 @@ func (x *RunSpec) String() string {
 func (*RunSpec) ProtoMessage() {}
 
 func (x *RunSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[7]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -662,7 +827,7 @@ func (x *RunSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunSpec.ProtoReflect.Descriptor instead.
 func (*RunSpec) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{7}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RunSpec) GetId() string {
@@ -728,6 +893,13 @@ func (x *RunSpec) GetEvents() bool {
 	return false
 }
 
+func (x *RunSpec) GetLeaseMs() int64 {
+	if x != nil {
+		return x.LeaseMs
+	}
+	return 0
+}
+
 // Gate is tfrunner.Gate: the decision between a saved plan and its apply, as data.
 type Gate struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -750,7 +922,7 @@ type Gate struct {
 
 func (x *Gate) Reset() {
 	*x = Gate{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[8]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -762,7 +934,7 @@ func (x *Gate) String() string {
 func (*Gate) ProtoMessage() {}
 
 func (x *Gate) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[8]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -775,7 +947,7 @@ func (x *Gate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Gate.ProtoReflect.Descriptor instead.
 func (*Gate) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{8}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Gate) GetApproved() string {
@@ -844,7 +1016,7 @@ type Hold struct {
 
 func (x *Hold) Reset() {
 	*x = Hold{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[9]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -856,7 +1028,7 @@ func (x *Hold) String() string {
 func (*Hold) ProtoMessage() {}
 
 func (x *Hold) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[9]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -869,7 +1041,7 @@ func (x *Hold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hold.ProtoReflect.Descriptor instead.
 func (*Hold) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{9}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Hold) GetReason() string {
@@ -925,7 +1097,7 @@ type Spec struct {
 
 func (x *Spec) Reset() {
 	*x = Spec{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[10]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -937,7 +1109,7 @@ func (x *Spec) String() string {
 func (*Spec) ProtoMessage() {}
 
 func (x *Spec) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[10]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -950,7 +1122,7 @@ func (x *Spec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Spec.ProtoReflect.Descriptor instead.
 func (*Spec) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{10}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Spec) GetModule() *Module {
@@ -1015,7 +1187,7 @@ type Module struct {
 
 func (x *Module) Reset() {
 	*x = Module{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[11]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1027,7 +1199,7 @@ func (x *Module) String() string {
 func (*Module) ProtoMessage() {}
 
 func (x *Module) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[11]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1040,7 +1212,7 @@ func (x *Module) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Module.ProtoReflect.Descriptor instead.
 func (*Module) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{11}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Module) GetSource() string {
@@ -1070,7 +1242,7 @@ type Backend struct {
 
 func (x *Backend) Reset() {
 	*x = Backend{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[12]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1082,7 +1254,7 @@ func (x *Backend) String() string {
 func (*Backend) ProtoMessage() {}
 
 func (x *Backend) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[12]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1095,7 +1267,7 @@ func (x *Backend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Backend.ProtoReflect.Descriptor instead.
 func (*Backend) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{12}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Backend) GetType() string {
@@ -1127,7 +1299,7 @@ type BackendValue struct {
 
 func (x *BackendValue) Reset() {
 	*x = BackendValue{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[13]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1139,7 +1311,7 @@ func (x *BackendValue) String() string {
 func (*BackendValue) ProtoMessage() {}
 
 func (x *BackendValue) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[13]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1152,7 +1324,7 @@ func (x *BackendValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendValue.ProtoReflect.Descriptor instead.
 func (*BackendValue) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{13}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *BackendValue) GetValue() isBackendValue_Value {
@@ -1222,7 +1394,7 @@ type StringMap struct {
 
 func (x *StringMap) Reset() {
 	*x = StringMap{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +1406,7 @@ func (x *StringMap) String() string {
 func (*StringMap) ProtoMessage() {}
 
 func (x *StringMap) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +1419,7 @@ func (x *StringMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StringMap.ProtoReflect.Descriptor instead.
 func (*StringMap) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{14}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StringMap) GetEntries() map[string]string {
@@ -1270,7 +1442,7 @@ type ImportTarget struct {
 
 func (x *ImportTarget) Reset() {
 	*x = ImportTarget{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1454,7 @@ func (x *ImportTarget) String() string {
 func (*ImportTarget) ProtoMessage() {}
 
 func (x *ImportTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1467,7 @@ func (x *ImportTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportTarget.ProtoReflect.Descriptor instead.
 func (*ImportTarget) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{15}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ImportTarget) GetAddress() string {
@@ -1325,7 +1497,7 @@ type ModuleSchema struct {
 
 func (x *ModuleSchema) Reset() {
 	*x = ModuleSchema{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1337,7 +1509,7 @@ func (x *ModuleSchema) String() string {
 func (*ModuleSchema) ProtoMessage() {}
 
 func (x *ModuleSchema) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1350,7 +1522,7 @@ func (x *ModuleSchema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleSchema.ProtoReflect.Descriptor instead.
 func (*ModuleSchema) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{16}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ModuleSchema) GetInputs() []*Input {
@@ -1391,7 +1563,7 @@ type Input struct {
 
 func (x *Input) Reset() {
 	*x = Input{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1403,7 +1575,7 @@ func (x *Input) String() string {
 func (*Input) ProtoMessage() {}
 
 func (x *Input) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1416,7 +1588,7 @@ func (x *Input) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Input.ProtoReflect.Descriptor instead.
 func (*Input) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{17}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Input) GetName() string {
@@ -1466,7 +1638,7 @@ type ModuleOutput struct {
 
 func (x *ModuleOutput) Reset() {
 	*x = ModuleOutput{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1478,7 +1650,7 @@ func (x *ModuleOutput) String() string {
 func (*ModuleOutput) ProtoMessage() {}
 
 func (x *ModuleOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1491,7 +1663,7 @@ func (x *ModuleOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleOutput.ProtoReflect.Descriptor instead.
 func (*ModuleOutput) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{18}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ModuleOutput) GetName() string {
@@ -1533,7 +1705,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1545,7 +1717,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1558,7 +1730,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{19}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Plan) GetHasChanges() bool {
@@ -1610,7 +1782,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1622,7 +1794,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1635,7 +1807,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{20}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Summary) GetAdd() int64 {
@@ -1681,7 +1853,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1693,7 +1865,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1706,7 +1878,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{21}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Change) GetAddress() string {
@@ -1746,7 +1918,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1758,7 +1930,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1771,7 +1943,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{22}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Result) GetApply() *ApplyResult {
@@ -1826,7 +1998,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1838,7 +2010,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1851,7 +2023,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{23}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ApplyResult) GetInitialized() bool {
@@ -1925,7 +2097,7 @@ type ImportResult struct {
 
 func (x *ImportResult) Reset() {
 	*x = ImportResult{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1937,7 +2109,7 @@ func (x *ImportResult) String() string {
 func (*ImportResult) ProtoMessage() {}
 
 func (x *ImportResult) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1950,7 +2122,7 @@ func (x *ImportResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResult.ProtoReflect.Descriptor instead.
 func (*ImportResult) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{24}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ImportResult) GetAddress() string {
@@ -1994,7 +2166,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2006,7 +2178,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2019,7 +2191,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{25}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Output) GetValue() []byte {
@@ -2057,7 +2229,7 @@ type StreamResult struct {
 
 func (x *StreamResult) Reset() {
 	*x = StreamResult{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2069,7 +2241,7 @@ func (x *StreamResult) String() string {
 func (*StreamResult) ProtoMessage() {}
 
 func (x *StreamResult) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2082,7 +2254,7 @@ func (x *StreamResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamResult.ProtoReflect.Descriptor instead.
 func (*StreamResult) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{26}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *StreamResult) GetPlan() *Plan {
@@ -2147,7 +2319,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2159,7 +2331,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2172,7 +2344,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{27}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Error) GetKind() ErrorKind {
@@ -2250,7 +2422,7 @@ type RunError struct {
 
 func (x *RunError) Reset() {
 	*x = RunError{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2262,7 +2434,7 @@ func (x *RunError) String() string {
 func (*RunError) ProtoMessage() {}
 
 func (x *RunError) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2275,7 +2447,7 @@ func (x *RunError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunError.ProtoReflect.Descriptor instead.
 func (*RunError) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{28}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RunError) GetOp() string {
@@ -2312,7 +2484,7 @@ type LockError struct {
 
 func (x *LockError) Reset() {
 	*x = LockError{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2324,7 +2496,7 @@ func (x *LockError) String() string {
 func (*LockError) ProtoMessage() {}
 
 func (x *LockError) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2337,7 +2509,7 @@ func (x *LockError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockError.ProtoReflect.Descriptor instead.
 func (*LockError) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{29}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *LockError) GetId() string {
@@ -2379,28 +2551,39 @@ var File_conductor_runner_v1_runner_proto protoreflect.FileDescriptor
 
 const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\n" +
-	" conductor/runner/v1/runner.proto\x12\x13conductor.runner.v1\"\xe9\x02\n" +
+	" conductor/runner/v1/runner.proto\x12\x13conductor.runner.v1\"\xa0\x03\n" +
 	"\rRunnerMessage\x122\n" +
 	"\x05hello\x18\x01 \x01(\v2\x1a.conductor.runner.v1.HelloH\x00R\x05hello\x12>\n" +
 	"\theartbeat\x18\x02 \x01(\v2\x1e.conductor.runner.v1.HeartbeatH\x00R\theartbeat\x127\n" +
 	"\bapplying\x18\x04 \x01(\v2\x19.conductor.runner.v1.PlanH\x00R\bapplying\x12E\n" +
 	"\fcreate_start\x18\x06 \x01(\v2 .conductor.runner.v1.CreateStartH\x00R\vcreateStart\x125\n" +
-	"\x06result\x18\a \x01(\v2\x1b.conductor.runner.v1.ResultH\x00R\x06resultB\t\n" +
-	"\amessageJ\x04\b\x03\x10\x04J\x04\b\x05\x10\x06R\x06schemaR\x04planR\brendered\"\xc9\x01\n" +
+	"\x06result\x18\a \x01(\v2\x1b.conductor.runner.v1.ResultH\x00R\x06result\x125\n" +
+	"\x06resume\x18\b \x01(\v2\x1b.conductor.runner.v1.ResumeH\x00R\x06resumeB\t\n" +
+	"\amessageJ\x04\b\x03\x10\x04J\x04\b\x05\x10\x06R\x06schemaR\x04planR\brendered\"\xfd\x01\n" +
 	"\x0eManagerMessage\x120\n" +
 	"\x03run\x18\x01 \x01(\v2\x1c.conductor.runner.v1.RunSpecH\x00R\x03run\x125\n" +
 	"\x06answer\x18\x02 \x01(\v2\x1b.conductor.runner.v1.AnswerH\x00R\x06answer\x125\n" +
-	"\x06cancel\x18\x04 \x01(\v2\x1b.conductor.runner.v1.CancelH\x00R\x06cancelB\t\n" +
+	"\x06cancel\x18\x04 \x01(\v2\x1b.conductor.runner.v1.CancelH\x00R\x06cancel\x122\n" +
+	"\x05lease\x18\x05 \x01(\v2\x1a.conductor.runner.v1.LeaseH\x00R\x05leaseB\t\n" +
 	"\amessageJ\x04\b\x03\x10\x04R\x06render\"3\n" +
 	"\x05Hello\x12\x16\n" +
 	"\x06runner\x18\x01 \x01(\tR\x06runner\x12\x12\n" +
-	"\x04pool\x18\x02 \x01(\tR\x04pool\"\v\n" +
-	"\tHeartbeat\"\b\n" +
+	"\x04pool\x18\x02 \x01(\tR\x04pool\"\x1d\n" +
+	"\tHeartbeat\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\";\n" +
+	"\x05Lease\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12 \n" +
+	"\fvalid_for_ms\x18\x02 \x01(\x03R\n" +
+	"validForMs\"K\n" +
+	"\x06Resume\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x16\n" +
+	"\x06runner\x18\x02 \x01(\tR\x06runner\x12\x12\n" +
+	"\x04pool\x18\x03 \x01(\tR\x04pool\"\b\n" +
 	"\x06Cancel\"'\n" +
 	"\vCreateStart\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\"\x1e\n" +
 	"\x06Answer\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05error\"\xa1\x03\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\"\xbc\x03\n" +
 	"\aRunSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
 	"\x02op\x18\x02 \x01(\x0e2\x1e.conductor.runner.v1.OperationR\x02op\x12\x10\n" +
@@ -2410,7 +2593,8 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\aimports\x18\a \x03(\v2!.conductor.runner.v1.ImportTargetR\aimports\x12!\n" +
 	"\fcheck_inputs\x18\v \x01(\bR\vcheckInputs\x12-\n" +
 	"\x04gate\x18\f \x01(\v2\x19.conductor.runner.v1.GateR\x04gate\x12\x16\n" +
-	"\x06events\x18\r \x01(\bR\x06eventsJ\x04\b\x06\x10\aJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
+	"\x06events\x18\r \x01(\bR\x06events\x12\x19\n" +
+	"\blease_ms\x18\x0e \x01(\x03R\aleaseMsJ\x04\b\x06\x10\aJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
 	"J\x04\b\n" +
 	"\x10\vR\n" +
 	"saved_planR\task_checkR\x10ask_before_applyR\x10ask_create_start\"\xe6\x01\n" +
@@ -2580,7 +2764,7 @@ func file_conductor_runner_v1_runner_proto_rawDescGZIP() []byte {
 }
 
 var file_conductor_runner_v1_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_conductor_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_conductor_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_conductor_runner_v1_runner_proto_goTypes = []any{
 	(Operation)(0),         // 0: conductor.runner.v1.Operation
 	(ErrorKind)(0),         // 1: conductor.runner.v1.ErrorKind
@@ -2588,90 +2772,94 @@ var file_conductor_runner_v1_runner_proto_goTypes = []any{
 	(*ManagerMessage)(nil), // 3: conductor.runner.v1.ManagerMessage
 	(*Hello)(nil),          // 4: conductor.runner.v1.Hello
 	(*Heartbeat)(nil),      // 5: conductor.runner.v1.Heartbeat
-	(*Cancel)(nil),         // 6: conductor.runner.v1.Cancel
-	(*CreateStart)(nil),    // 7: conductor.runner.v1.CreateStart
-	(*Answer)(nil),         // 8: conductor.runner.v1.Answer
-	(*RunSpec)(nil),        // 9: conductor.runner.v1.RunSpec
-	(*Gate)(nil),           // 10: conductor.runner.v1.Gate
-	(*Hold)(nil),           // 11: conductor.runner.v1.Hold
-	(*Spec)(nil),           // 12: conductor.runner.v1.Spec
-	(*Module)(nil),         // 13: conductor.runner.v1.Module
-	(*Backend)(nil),        // 14: conductor.runner.v1.Backend
-	(*BackendValue)(nil),   // 15: conductor.runner.v1.BackendValue
-	(*StringMap)(nil),      // 16: conductor.runner.v1.StringMap
-	(*ImportTarget)(nil),   // 17: conductor.runner.v1.ImportTarget
-	(*ModuleSchema)(nil),   // 18: conductor.runner.v1.ModuleSchema
-	(*Input)(nil),          // 19: conductor.runner.v1.Input
-	(*ModuleOutput)(nil),   // 20: conductor.runner.v1.ModuleOutput
-	(*Plan)(nil),           // 21: conductor.runner.v1.Plan
-	(*Summary)(nil),        // 22: conductor.runner.v1.Summary
-	(*Change)(nil),         // 23: conductor.runner.v1.Change
-	(*Result)(nil),         // 24: conductor.runner.v1.Result
-	(*ApplyResult)(nil),    // 25: conductor.runner.v1.ApplyResult
-	(*ImportResult)(nil),   // 26: conductor.runner.v1.ImportResult
-	(*Output)(nil),         // 27: conductor.runner.v1.Output
-	(*StreamResult)(nil),   // 28: conductor.runner.v1.StreamResult
-	(*Error)(nil),          // 29: conductor.runner.v1.Error
-	(*RunError)(nil),       // 30: conductor.runner.v1.RunError
-	(*LockError)(nil),      // 31: conductor.runner.v1.LockError
-	nil,                    // 32: conductor.runner.v1.Spec.VariablesEntry
-	nil,                    // 33: conductor.runner.v1.Spec.SensitiveVariablesEntry
-	nil,                    // 34: conductor.runner.v1.Spec.EnvEntry
-	nil,                    // 35: conductor.runner.v1.Backend.ConfigEntry
-	nil,                    // 36: conductor.runner.v1.StringMap.EntriesEntry
-	nil,                    // 37: conductor.runner.v1.ApplyResult.OutputsEntry
-	nil,                    // 38: conductor.runner.v1.StreamResult.OutputsEntry
+	(*Lease)(nil),          // 6: conductor.runner.v1.Lease
+	(*Resume)(nil),         // 7: conductor.runner.v1.Resume
+	(*Cancel)(nil),         // 8: conductor.runner.v1.Cancel
+	(*CreateStart)(nil),    // 9: conductor.runner.v1.CreateStart
+	(*Answer)(nil),         // 10: conductor.runner.v1.Answer
+	(*RunSpec)(nil),        // 11: conductor.runner.v1.RunSpec
+	(*Gate)(nil),           // 12: conductor.runner.v1.Gate
+	(*Hold)(nil),           // 13: conductor.runner.v1.Hold
+	(*Spec)(nil),           // 14: conductor.runner.v1.Spec
+	(*Module)(nil),         // 15: conductor.runner.v1.Module
+	(*Backend)(nil),        // 16: conductor.runner.v1.Backend
+	(*BackendValue)(nil),   // 17: conductor.runner.v1.BackendValue
+	(*StringMap)(nil),      // 18: conductor.runner.v1.StringMap
+	(*ImportTarget)(nil),   // 19: conductor.runner.v1.ImportTarget
+	(*ModuleSchema)(nil),   // 20: conductor.runner.v1.ModuleSchema
+	(*Input)(nil),          // 21: conductor.runner.v1.Input
+	(*ModuleOutput)(nil),   // 22: conductor.runner.v1.ModuleOutput
+	(*Plan)(nil),           // 23: conductor.runner.v1.Plan
+	(*Summary)(nil),        // 24: conductor.runner.v1.Summary
+	(*Change)(nil),         // 25: conductor.runner.v1.Change
+	(*Result)(nil),         // 26: conductor.runner.v1.Result
+	(*ApplyResult)(nil),    // 27: conductor.runner.v1.ApplyResult
+	(*ImportResult)(nil),   // 28: conductor.runner.v1.ImportResult
+	(*Output)(nil),         // 29: conductor.runner.v1.Output
+	(*StreamResult)(nil),   // 30: conductor.runner.v1.StreamResult
+	(*Error)(nil),          // 31: conductor.runner.v1.Error
+	(*RunError)(nil),       // 32: conductor.runner.v1.RunError
+	(*LockError)(nil),      // 33: conductor.runner.v1.LockError
+	nil,                    // 34: conductor.runner.v1.Spec.VariablesEntry
+	nil,                    // 35: conductor.runner.v1.Spec.SensitiveVariablesEntry
+	nil,                    // 36: conductor.runner.v1.Spec.EnvEntry
+	nil,                    // 37: conductor.runner.v1.Backend.ConfigEntry
+	nil,                    // 38: conductor.runner.v1.StringMap.EntriesEntry
+	nil,                    // 39: conductor.runner.v1.ApplyResult.OutputsEntry
+	nil,                    // 40: conductor.runner.v1.StreamResult.OutputsEntry
 }
 var file_conductor_runner_v1_runner_proto_depIdxs = []int32{
 	4,  // 0: conductor.runner.v1.RunnerMessage.hello:type_name -> conductor.runner.v1.Hello
 	5,  // 1: conductor.runner.v1.RunnerMessage.heartbeat:type_name -> conductor.runner.v1.Heartbeat
-	21, // 2: conductor.runner.v1.RunnerMessage.applying:type_name -> conductor.runner.v1.Plan
-	7,  // 3: conductor.runner.v1.RunnerMessage.create_start:type_name -> conductor.runner.v1.CreateStart
-	24, // 4: conductor.runner.v1.RunnerMessage.result:type_name -> conductor.runner.v1.Result
-	9,  // 5: conductor.runner.v1.ManagerMessage.run:type_name -> conductor.runner.v1.RunSpec
-	8,  // 6: conductor.runner.v1.ManagerMessage.answer:type_name -> conductor.runner.v1.Answer
-	6,  // 7: conductor.runner.v1.ManagerMessage.cancel:type_name -> conductor.runner.v1.Cancel
-	0,  // 8: conductor.runner.v1.RunSpec.op:type_name -> conductor.runner.v1.Operation
-	12, // 9: conductor.runner.v1.RunSpec.spec:type_name -> conductor.runner.v1.Spec
-	17, // 10: conductor.runner.v1.RunSpec.imports:type_name -> conductor.runner.v1.ImportTarget
-	10, // 11: conductor.runner.v1.RunSpec.gate:type_name -> conductor.runner.v1.Gate
-	13, // 12: conductor.runner.v1.Spec.module:type_name -> conductor.runner.v1.Module
-	14, // 13: conductor.runner.v1.Spec.backend:type_name -> conductor.runner.v1.Backend
-	32, // 14: conductor.runner.v1.Spec.variables:type_name -> conductor.runner.v1.Spec.VariablesEntry
-	33, // 15: conductor.runner.v1.Spec.sensitive_variables:type_name -> conductor.runner.v1.Spec.SensitiveVariablesEntry
-	34, // 16: conductor.runner.v1.Spec.env:type_name -> conductor.runner.v1.Spec.EnvEntry
-	35, // 17: conductor.runner.v1.Backend.config:type_name -> conductor.runner.v1.Backend.ConfigEntry
-	16, // 18: conductor.runner.v1.BackendValue.string_map:type_name -> conductor.runner.v1.StringMap
-	36, // 19: conductor.runner.v1.StringMap.entries:type_name -> conductor.runner.v1.StringMap.EntriesEntry
-	19, // 20: conductor.runner.v1.ModuleSchema.inputs:type_name -> conductor.runner.v1.Input
-	20, // 21: conductor.runner.v1.ModuleSchema.outputs:type_name -> conductor.runner.v1.ModuleOutput
-	22, // 22: conductor.runner.v1.Plan.summary:type_name -> conductor.runner.v1.Summary
-	23, // 23: conductor.runner.v1.Plan.changes:type_name -> conductor.runner.v1.Change
-	25, // 24: conductor.runner.v1.Result.apply:type_name -> conductor.runner.v1.ApplyResult
-	28, // 25: conductor.runner.v1.Result.drift:type_name -> conductor.runner.v1.StreamResult
-	29, // 26: conductor.runner.v1.Result.error:type_name -> conductor.runner.v1.Error
-	18, // 27: conductor.runner.v1.ApplyResult.schema:type_name -> conductor.runner.v1.ModuleSchema
-	26, // 28: conductor.runner.v1.ApplyResult.imports:type_name -> conductor.runner.v1.ImportResult
-	21, // 29: conductor.runner.v1.ApplyResult.plan:type_name -> conductor.runner.v1.Plan
-	37, // 30: conductor.runner.v1.ApplyResult.outputs:type_name -> conductor.runner.v1.ApplyResult.OutputsEntry
-	11, // 31: conductor.runner.v1.ApplyResult.held:type_name -> conductor.runner.v1.Hold
-	29, // 32: conductor.runner.v1.ImportResult.error:type_name -> conductor.runner.v1.Error
-	21, // 33: conductor.runner.v1.StreamResult.plan:type_name -> conductor.runner.v1.Plan
-	22, // 34: conductor.runner.v1.StreamResult.applied:type_name -> conductor.runner.v1.Summary
-	38, // 35: conductor.runner.v1.StreamResult.outputs:type_name -> conductor.runner.v1.StreamResult.OutputsEntry
-	1,  // 36: conductor.runner.v1.Error.kind:type_name -> conductor.runner.v1.ErrorKind
-	30, // 37: conductor.runner.v1.Error.run:type_name -> conductor.runner.v1.RunError
-	31, // 38: conductor.runner.v1.Error.lock:type_name -> conductor.runner.v1.LockError
-	15, // 39: conductor.runner.v1.Backend.ConfigEntry.value:type_name -> conductor.runner.v1.BackendValue
-	27, // 40: conductor.runner.v1.ApplyResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
-	27, // 41: conductor.runner.v1.StreamResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
-	2,  // 42: conductor.runner.v1.Runs.Run:input_type -> conductor.runner.v1.RunnerMessage
-	3,  // 43: conductor.runner.v1.Runs.Run:output_type -> conductor.runner.v1.ManagerMessage
-	43, // [43:44] is the sub-list for method output_type
-	42, // [42:43] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	23, // 2: conductor.runner.v1.RunnerMessage.applying:type_name -> conductor.runner.v1.Plan
+	9,  // 3: conductor.runner.v1.RunnerMessage.create_start:type_name -> conductor.runner.v1.CreateStart
+	26, // 4: conductor.runner.v1.RunnerMessage.result:type_name -> conductor.runner.v1.Result
+	7,  // 5: conductor.runner.v1.RunnerMessage.resume:type_name -> conductor.runner.v1.Resume
+	11, // 6: conductor.runner.v1.ManagerMessage.run:type_name -> conductor.runner.v1.RunSpec
+	10, // 7: conductor.runner.v1.ManagerMessage.answer:type_name -> conductor.runner.v1.Answer
+	8,  // 8: conductor.runner.v1.ManagerMessage.cancel:type_name -> conductor.runner.v1.Cancel
+	6,  // 9: conductor.runner.v1.ManagerMessage.lease:type_name -> conductor.runner.v1.Lease
+	0,  // 10: conductor.runner.v1.RunSpec.op:type_name -> conductor.runner.v1.Operation
+	14, // 11: conductor.runner.v1.RunSpec.spec:type_name -> conductor.runner.v1.Spec
+	19, // 12: conductor.runner.v1.RunSpec.imports:type_name -> conductor.runner.v1.ImportTarget
+	12, // 13: conductor.runner.v1.RunSpec.gate:type_name -> conductor.runner.v1.Gate
+	15, // 14: conductor.runner.v1.Spec.module:type_name -> conductor.runner.v1.Module
+	16, // 15: conductor.runner.v1.Spec.backend:type_name -> conductor.runner.v1.Backend
+	34, // 16: conductor.runner.v1.Spec.variables:type_name -> conductor.runner.v1.Spec.VariablesEntry
+	35, // 17: conductor.runner.v1.Spec.sensitive_variables:type_name -> conductor.runner.v1.Spec.SensitiveVariablesEntry
+	36, // 18: conductor.runner.v1.Spec.env:type_name -> conductor.runner.v1.Spec.EnvEntry
+	37, // 19: conductor.runner.v1.Backend.config:type_name -> conductor.runner.v1.Backend.ConfigEntry
+	18, // 20: conductor.runner.v1.BackendValue.string_map:type_name -> conductor.runner.v1.StringMap
+	38, // 21: conductor.runner.v1.StringMap.entries:type_name -> conductor.runner.v1.StringMap.EntriesEntry
+	21, // 22: conductor.runner.v1.ModuleSchema.inputs:type_name -> conductor.runner.v1.Input
+	22, // 23: conductor.runner.v1.ModuleSchema.outputs:type_name -> conductor.runner.v1.ModuleOutput
+	24, // 24: conductor.runner.v1.Plan.summary:type_name -> conductor.runner.v1.Summary
+	25, // 25: conductor.runner.v1.Plan.changes:type_name -> conductor.runner.v1.Change
+	27, // 26: conductor.runner.v1.Result.apply:type_name -> conductor.runner.v1.ApplyResult
+	30, // 27: conductor.runner.v1.Result.drift:type_name -> conductor.runner.v1.StreamResult
+	31, // 28: conductor.runner.v1.Result.error:type_name -> conductor.runner.v1.Error
+	20, // 29: conductor.runner.v1.ApplyResult.schema:type_name -> conductor.runner.v1.ModuleSchema
+	28, // 30: conductor.runner.v1.ApplyResult.imports:type_name -> conductor.runner.v1.ImportResult
+	23, // 31: conductor.runner.v1.ApplyResult.plan:type_name -> conductor.runner.v1.Plan
+	39, // 32: conductor.runner.v1.ApplyResult.outputs:type_name -> conductor.runner.v1.ApplyResult.OutputsEntry
+	13, // 33: conductor.runner.v1.ApplyResult.held:type_name -> conductor.runner.v1.Hold
+	31, // 34: conductor.runner.v1.ImportResult.error:type_name -> conductor.runner.v1.Error
+	23, // 35: conductor.runner.v1.StreamResult.plan:type_name -> conductor.runner.v1.Plan
+	24, // 36: conductor.runner.v1.StreamResult.applied:type_name -> conductor.runner.v1.Summary
+	40, // 37: conductor.runner.v1.StreamResult.outputs:type_name -> conductor.runner.v1.StreamResult.OutputsEntry
+	1,  // 38: conductor.runner.v1.Error.kind:type_name -> conductor.runner.v1.ErrorKind
+	32, // 39: conductor.runner.v1.Error.run:type_name -> conductor.runner.v1.RunError
+	33, // 40: conductor.runner.v1.Error.lock:type_name -> conductor.runner.v1.LockError
+	17, // 41: conductor.runner.v1.Backend.ConfigEntry.value:type_name -> conductor.runner.v1.BackendValue
+	29, // 42: conductor.runner.v1.ApplyResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
+	29, // 43: conductor.runner.v1.StreamResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
+	2,  // 44: conductor.runner.v1.Runs.Run:input_type -> conductor.runner.v1.RunnerMessage
+	3,  // 45: conductor.runner.v1.Runs.Run:output_type -> conductor.runner.v1.ManagerMessage
+	45, // [45:46] is the sub-list for method output_type
+	44, // [44:45] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_conductor_runner_v1_runner_proto_init() }
@@ -2685,19 +2873,21 @@ func file_conductor_runner_v1_runner_proto_init() {
 		(*RunnerMessage_Applying)(nil),
 		(*RunnerMessage_CreateStart)(nil),
 		(*RunnerMessage_Result)(nil),
+		(*RunnerMessage_Resume)(nil),
 	}
 	file_conductor_runner_v1_runner_proto_msgTypes[1].OneofWrappers = []any{
 		(*ManagerMessage_Run)(nil),
 		(*ManagerMessage_Answer)(nil),
 		(*ManagerMessage_Cancel)(nil),
+		(*ManagerMessage_Lease)(nil),
 	}
-	file_conductor_runner_v1_runner_proto_msgTypes[13].OneofWrappers = []any{
+	file_conductor_runner_v1_runner_proto_msgTypes[15].OneofWrappers = []any{
 		(*BackendValue_StringValue)(nil),
 		(*BackendValue_BoolValue)(nil),
 		(*BackendValue_StringMap)(nil),
 	}
-	file_conductor_runner_v1_runner_proto_msgTypes[22].OneofWrappers = []any{}
-	file_conductor_runner_v1_runner_proto_msgTypes[27].OneofWrappers = []any{
+	file_conductor_runner_v1_runner_proto_msgTypes[24].OneofWrappers = []any{}
+	file_conductor_runner_v1_runner_proto_msgTypes[29].OneofWrappers = []any{
 		(*Error_Run)(nil),
 		(*Error_Lock)(nil),
 	}
@@ -2707,7 +2897,7 @@ func file_conductor_runner_v1_runner_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_conductor_runner_v1_runner_proto_rawDesc), len(file_conductor_runner_v1_runner_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   37,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

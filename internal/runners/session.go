@@ -1,0 +1,338 @@
+package runners
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// session is the runner's side of one run: its stream (replaced by one opened with Resume when it
+// breaks), its heartbeats and lease, and the fence that freezes and then kills the run's processes
+// when the lease is not renewed (see proto/conductor/runner/v1/runner.proto). Sends are
+// serialised.
+type session struct {
+	r      *Runner
+	conn   *grpc.ClientConn
+	spec   *runnerpb.RunSpec
+	cancel context.CancelFunc // cancels the run (Terraform gets SIGINT)
+	log    *slog.Logger
+
+	mu       sync.Mutex
+	stream   runnerpb.Runs_RunClient
+	closeOld context.CancelFunc // ends the current stream's context
+	up       chan struct{}      // closed and replaced when a resumed stream replaces stream
+	gone     chan struct{}      // closed when the manager gave the run up (NotFound) or none answers
+	goneErr  error
+	answers  chan *runnerpb.Answer
+
+	seq        uint64
+	sent       map[uint64]time.Time // when each recent heartbeat was sent
+	leaseLen   time.Duration        // 0: the manager grants no lease; the run is not fenced
+	leaseUntil time.Time
+	frozen     bool
+	killed     bool
+	processes  bool // the run's processes may be running (fenced only then)
+
+	resultSent bool
+	delivered  chan struct{} // closed when the manager ended the stream after the Result
+}
+
+func newSession(r *Runner, conn *grpc.ClientConn, stream runnerpb.Runs_RunClient, closeStream context.CancelFunc,
+	spec *runnerpb.RunSpec, cancel context.CancelFunc) *session {
+	lease := time.Duration(spec.GetLeaseMs()) * time.Millisecond
+	return &session{
+		r: r, conn: conn, spec: spec, cancel: cancel, log: r.Log.With("run", spec.GetId(), "key", spec.GetKey()),
+		stream: stream, closeOld: closeStream, up: make(chan struct{}), gone: make(chan struct{}),
+		answers: make(chan *runnerpb.Answer, 4), sent: map[uint64]time.Time{},
+		leaseLen: lease, leaseUntil: time.Now().Add(lease), processes: true, delivered: make(chan struct{}),
+	}
+}
+
+// current returns the stream in use and a channel closed when another replaces it.
+func (s *session) current() (runnerpb.Runs_RunClient, chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stream, s.up
+}
+
+// sendOn sends m on st, serialised with the session's other sends.
+func (s *session) sendOn(st runnerpb.Runs_RunClient, m *runnerpb.RunnerMessage) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return st.Send(m)
+}
+
+// start runs the session's reader, heartbeat and fence until stop is closed.
+func (s *session) start(stop <-chan struct{}) {
+	go s.read(stop)
+	go s.beat(stop)
+	if s.leaseLen > 0 {
+		go s.fence(stop)
+	}
+}
+
+// read receives the manager's messages: leases renew, Cancel stops the run, Answers go to event.
+// A stream that breaks is replaced by one opened with Resume; the manager's clean end of the
+// stream after the Result is its delivery.
+func (s *session) read(stop <-chan struct{}) {
+	for {
+		st, up := s.current()
+		m, err := st.Recv()
+		if err == nil {
+			switch {
+			case m.GetLease() != nil:
+				s.renew(m.GetLease())
+			case m.GetCancel() != nil:
+				s.cancel()
+			case m.GetAnswer() != nil:
+				select {
+				case s.answers <- m.GetAnswer():
+				default: // an answer nobody waits for (a resent event answered twice)
+				}
+			}
+			continue
+		}
+		s.mu.Lock()
+		sent := s.resultSent
+		s.mu.Unlock()
+		if errors.Is(err, io.EOF) && sent {
+			close(s.delivered)
+			return
+		}
+		if status.Code(err) == codes.NotFound {
+			s.giveUp(fmt.Errorf("the manager gave the run up: %w", err))
+			return
+		}
+		select {
+		case <-up: // replaced already
+			continue
+		default:
+		}
+		s.log.Info("run stream broken; resuming the run on a new stream", "error", err.Error())
+		if !s.resume(stop) {
+			return
+		}
+	}
+}
+
+// resume opens a stream with Resume and makes it the current one, retrying every second until it
+// is open, the session stops, or the lease has been expired for over two lease lengths (the
+// manager gave the run up by then).
+func (s *session) resume(stop <-chan struct{}) bool {
+	for {
+		ctx, cancel := context.WithCancel(context.Background())
+		st, err := runnerpb.NewRunsClient(s.conn).Run(ctx)
+		if err == nil {
+			err = st.Send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Resume{Resume: &runnerpb.Resume{
+				RunId: s.spec.GetId(), Runner: s.r.Name, Pool: s.r.Pool}}})
+		}
+		if err == nil {
+			s.mu.Lock()
+			s.closeOld()
+			s.stream, s.closeOld = st, cancel
+			close(s.up)
+			s.up = make(chan struct{})
+			s.mu.Unlock()
+			s.log.Info("run resumed on a new stream")
+			return true
+		}
+		cancel()
+		s.mu.Lock()
+		expired := s.leaseLen > 0 && time.Since(s.leaseUntil) > 2*s.leaseLen
+		s.mu.Unlock()
+		if expired {
+			s.giveUp(fmt.Errorf("no manager answered for over two leases: %w", err))
+			return false
+		}
+		select {
+		case <-stop:
+			return false
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// giveUp records that the manager no longer carries the run: its processes are killed (it may
+// not write state or create anything any more) and its events and Result go nowhere.
+func (s *session) giveUp(err error) {
+	s.mu.Lock()
+	select {
+	case <-s.gone:
+		s.mu.Unlock()
+		return
+	default:
+	}
+	s.goneErr = err
+	close(s.gone)
+	s.mu.Unlock()
+	s.log.Info("run given up by the manager; killing what is left of it", "error", err.Error())
+	s.kill()
+}
+
+// beat sends a heartbeat every HeartbeatInterval until stop is closed.
+func (s *session) beat(stop <-chan struct{}) {
+	t := time.NewTicker(s.r.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.heartbeat()
+		case <-stop:
+			return
+		}
+	}
+}
+
+// heartbeat sends the next heartbeat, remembering when, for the lease that answers it.
+func (s *session) heartbeat() {
+	s.mu.Lock()
+	s.seq++
+	seq := s.seq
+	s.sent[seq] = time.Now()
+	delete(s.sent, seq-64)
+	st := s.stream
+	s.mu.Unlock()
+	_ = s.sendOn(st, &runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Heartbeat{Heartbeat: &runnerpb.Heartbeat{Seq: seq}}})
+}
+
+// renew extends the lease to when heartbeat l.Seq was sent plus l.ValidForMs.
+func (s *session) renew(l *runnerpb.Lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.sent[l.GetSeq()]
+	if !ok {
+		return
+	}
+	if until := at.Add(time.Duration(l.GetValidForMs()) * time.Millisecond); until.After(s.leaseUntil) {
+		s.leaseUntil = until
+	}
+}
+
+// fence enforces the lease: once it expires the run's processes are frozen (SIGSTOP) and a
+// heartbeat asks for a lease at once; a lease that comes thaws them (SIGCONT); none within a
+// quarter of the lease's length kills them (SIGKILL), well before the manager's fence ends (its
+// grace after the lease).
+func (s *session) fence(stop <-chan struct{}) {
+	t := time.NewTicker(max(s.leaseLen/40, 50*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		now, until, frozen, killed, running := time.Now(), s.leaseUntil, s.frozen, s.killed, s.processes
+		s.mu.Unlock()
+		switch {
+		case killed || !running:
+		case !frozen && now.After(until):
+			n := s.r.Runs.Signal(s.spec.GetKey(), syscall.SIGSTOP)
+			s.setFrozen(true)
+			s.log.Info("run lease expired: its processes are frozen until the manager renews it", "processes", n,
+				"expiredFor", now.Sub(until).Round(time.Millisecond).String())
+			s.heartbeat()
+		case frozen && now.Before(until):
+			s.r.Runs.Signal(s.spec.GetKey(), syscall.SIGCONT)
+			s.setFrozen(false)
+			s.log.Info("run lease renewed: its processes go on")
+		case frozen && now.After(until.Add(s.leaseLen/4)):
+			s.log.Info("run lease not renewed: killing its processes before the manager gives the run up")
+			s.kill()
+		}
+	}
+}
+
+func (s *session) setFrozen(v bool) {
+	s.mu.Lock()
+	s.frozen = v
+	s.mu.Unlock()
+}
+
+// kill ends the run's processes at once (SIGKILL, frozen or not) and cancels the run.
+func (s *session) kill() {
+	s.mu.Lock()
+	s.killed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.r.Runs.Signal(s.spec.GetKey(), syscall.SIGKILL)
+}
+
+// processesEnded tells the fence that the run's processes have exited.
+func (s *session) processesEnded() {
+	s.mu.Lock()
+	s.processes = false
+	s.mu.Unlock()
+}
+
+// event sends one of the run's events to the manager and waits for its Answer: the run goes on
+// only once the manager recorded it. An event whose stream broke is sent again on the resumed
+// stream (the manager records each idempotently). Events the protocol does not carry (Queued: a
+// runner's pool never queues) are dropped.
+func (s *session) event(e tfrunner.Event) error {
+	m := &runnerpb.RunnerMessage{}
+	switch e := e.(type) {
+	case tfrunner.CreateStarted:
+		m.Message = &runnerpb.RunnerMessage_CreateStart{CreateStart: &runnerpb.CreateStart{Address: e.Address}}
+	case tfrunner.Applying:
+		m.Message = &runnerpb.RunnerMessage_Applying{Applying: planToProto(e.Plan)}
+	default:
+		return nil
+	}
+	for {
+		st, up := s.current()
+		if err := s.sendOn(st, m); err == nil {
+			select {
+			case a := <-s.answers:
+				if a.GetError() != "" {
+					return errors.New(a.GetError())
+				}
+				return nil
+			case <-up:
+				continue
+			case <-s.gone:
+				return fmt.Errorf("telling the manager: %w", s.goneErr)
+			}
+		}
+		select {
+		case <-up:
+		case <-s.gone:
+			return fmt.Errorf("telling the manager: %w", s.goneErr)
+		}
+	}
+}
+
+// deliver sends the run's Result and waits until the manager has it (it ends the stream), sending
+// it again on each resumed stream. It reports false when the manager gave the run up first.
+func (s *session) deliver(res *runnerpb.Result) bool {
+	m := &runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Result{Result: res}}
+	for {
+		st, up := s.current()
+		s.mu.Lock()
+		s.resultSent = true
+		err := st.Send(m)
+		s.mu.Unlock()
+		if err == nil {
+			_ = st.CloseSend()
+		}
+		select {
+		case <-s.delivered:
+			return true
+		case <-up:
+		case <-s.gone:
+			return false
+		}
+	}
+}
