@@ -62,6 +62,7 @@ type options struct {
 	runnerImage            string
 	heartbeatTimeout       time.Duration
 	drainTimeout           time.Duration
+	fenceGrace             time.Duration
 }
 
 // DefaultDrainTimeout is how long, on SIGTERM, the manager and runners let runs under way finish
@@ -106,7 +107,8 @@ func main() {
 	flag.StringVar(&o.runnerStateAddr, "runner-state-address", ":9444", "Address of the state server for runner pools' runs, over TLS (with --run-protocol-address).")
 	flag.StringVar(&o.runnerHosts, "runner-hosts", "", "Comma-separated names runners reach the manager by, for its serving certificate; the Service conductor-tf-runs in --namespace when empty.")
 	flag.StringVar(&o.runnerImage, "runner-image", os.Getenv("RUNNER_IMAGE"), "Image of runner pods whose InfraRunnerPool names none (the manager's own).")
-	flag.DurationVar(&o.heartbeatTimeout, "runner-heartbeat-timeout", runners.DefaultHeartbeatTimeout, "How long a runner may stay silent mid-run before its run is given up as lost.")
+	flag.DurationVar(&o.heartbeatTimeout, "runner-heartbeat-timeout", runners.DefaultHeartbeatTimeout, "A run's lease on a runner pool: each heartbeat renews it for this long; a runner whose lease expires freezes its run, then kills it.")
+	flag.DurationVar(&o.fenceGrace, "runner-fence-grace", runners.DefaultFenceGrace, "How much longer than its lease a silent run on a runner pool is waited for (its runner may resume it) before it is given up and its lock and state credentials released; a new leader leaves its predecessor's runner-pool locks alone for the lease plus this.")
 	flag.DurationVar(&o.grace, "grace-period", tfrunner.DefaultGracePeriod, "How long a run gets to stop after SIGINT on shutdown.")
 	flag.DurationVar(&o.drainTimeout, "drain-timeout", DefaultDrainTimeout, "On SIGTERM, how long runs under way (in-process and on runner pools) go on before they are interrupted (SIGINT, then --grace-period); no run starts meanwhile and the manager stays leader. The pod's terminationGracePeriodSeconds must cover it and the grace period. Lost leadership interrupts at once.")
 	zapOpts := zap.Options{Development: true}
@@ -259,8 +261,8 @@ func run(o options) error {
 	}
 	if err := (&controller.ResourceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: runs, Drain: drainer, State: state, StateServer: stateServer,
-		RunCluster:               runCluster,
-		Identity:                 controller.RunIdentity{Who: statebackend.Who(), Controller: o.podName},
+		RunCluster: runCluster,
+		Identity:   controller.RunIdentity{Who: statebackend.Who(), Controller: o.podName}, RunnerFence: runnerFence(o),
 		MaxConcurrentDriftChecks: o.driftChecks, StaleLockAfter: o.staleLockAfter,
 		SyncInterval: o.syncInterval, SecretCheckInterval: o.secretCheck, KeepRunLogs: o.keepRunLogs, MaxConcurrentReconciles: o.resourceWorkers,
 	}).SetupWithManager(mgr); err != nil {
@@ -312,6 +314,15 @@ func drain(pool *tfrunner.Pool, remote *runners.Dispatcher, server *statebackend
 	if err := server.Shutdown(ctx); err != nil {
 		log.Error(err, "the state server did not finish its requests")
 	}
+}
+
+// runnerFence is how long a new leader leaves its predecessor's runner-pool runs' locks alone: a
+// run's lease plus the fence grace; 0 when runner pools are not served.
+func runnerFence(o options) time.Duration {
+	if o.runProtocolAddr == "" {
+		return 0
+	}
+	return o.heartbeatTimeout + o.fenceGrace
 }
 
 func hostname() string {

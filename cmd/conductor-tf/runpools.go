@@ -36,7 +36,7 @@ func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface,
 	d, _, err := runners.Serve(ctx, runners.ServeOptions{
 		Kube: kube, Namespace: o.namespace, Hosts: runnerHosts(o),
 		Address: o.runProtocolAddr, StateAddress: o.runnerStateAddr, State: state,
-		Authorize: runners.PoolAuthorizer(mgr.GetClient(), o.namespace), HeartbeatTimeout: o.heartbeatTimeout,
+		Authorize: runners.PoolAuthorizer(mgr.GetClient(), o.namespace), HeartbeatTimeout: o.heartbeatTimeout, FenceGrace: o.fenceGrace,
 		CheckPool: runners.PoolChecker(mgr.GetClient()), StateURL: ownStateURL(o), Drain: drain,
 		Leading: func() bool {
 			select {

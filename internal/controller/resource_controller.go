@@ -57,6 +57,13 @@ type ResourceReconciler struct {
 	// SIGTERM cancels it at once) until the drain's deadline, so that a run under way finishes
 	// and its outcome is recorded; the carriers start no run once it began (tfrunner.Drain).
 	Drain *tfrunner.Drain
+	// RunnerFence is how long after this manager begins to lead it leaves alone the locks of runs
+	// on runner pools that an earlier manager started: the runner's lease plus the fence grace
+	// (runners.DispatcherOptions), by when such a run has stopped. Zero: no wait.
+	RunnerFence time.Duration
+	// leading is when the first reconcile ran (this manager leads from then).
+	leading     sync.Once
+	leadingTime time.Time
 	// State says where state Secrets live.
 	State statebackend.Config
 	// StateServer serves state to runs (Terraform's http backend) from State.Namespace; nil makes
@@ -108,6 +115,7 @@ type ResourceReconciler struct {
 // Reconcile syncs one resource: the phases below in order, over one scope, then one status write.
 func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ctx = r.Drain.Detach(ctx)
+	r.leadingSince()
 	s, err := r.openScope(ctx, req.NamespacedName)
 	if s == nil || err != nil {
 		return ctrl.Result{}, err
@@ -129,6 +137,13 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		sy.checkForDrift,  // a drift check instead of an apply, when the spec was applied (resource_drift.go)
 		sy.applyPhase,     // apply, or plan, approval and apply; then the outcome
 	)
+}
+
+// leadingSince is when this manager began reconciling resources: reconciles run only on the
+// leader, so it is when it began to lead.
+func (r *ResourceReconciler) leadingSince() time.Time {
+	r.leading.Do(func() { r.leadingTime = time.Now() })
+	return r.leadingTime
 }
 
 // addFinalizers adds the reclaim and in-use finalizers (one update, when either is missing).

@@ -83,6 +83,9 @@ func (r stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) error
 		if _, pending := r.StateServer.Pending(s.state.Suffix()); pending {
 			return nil // the lock stays while the run's state is not saved (putBackState saves it)
 		}
+		if res.Spec.RunnerPool != "" && r.runnerFenced() {
+			return nil // its runner may still carry it (runnerFenced): it fails StateLocked meanwhile
+		}
 		// Runs through the state server name themselves in their locks: a lock is recovered
 		// only by the id of the dead run recorded in status, never by user@host, which a
 		// person's own terraform in the pod also matches.
@@ -190,4 +193,13 @@ func (r stateKeeper) stateStored(s *resourceScope) bool {
 	}
 	_, pending := r.StateServer.Pending(s.state.Suffix())
 	return !pending
+}
+
+// runnerFenced reports whether a run on a runner pool that this manager did not start (its
+// predecessor did, and died) may still be carried by its runner: until RunnerFence has passed since
+// this manager began reconciling (it leads), a runner cut off from the dead manager goes on under
+// its lease, then freezes and kills its run; only then may its lock be released. Runs this manager
+// started are known to the state server (runLive) and not concerned.
+func (r stateKeeper) runnerFenced() bool {
+	return r.RunnerFence > 0 && time.Since(r.leadingSince()) < r.RunnerFence
 }

@@ -112,12 +112,7 @@ func (r *Runner) work(ctx context.Context, proxy string) {
 	for ctx.Err() == nil {
 		if conn == nil {
 			var err error
-			conn, err = grpc.NewClient(r.Manager,
-				grpc.WithTransportCredentials(credentials.NewTLS(r.TLS)),
-				grpc.WithPerRPCCredentials(tokenFile(r.TokenFile)),
-				grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)),
-				grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
-			)
+			conn, err = r.dial()
 			if err != nil {
 				r.Log.Error("run protocol client", "error", err.Error())
 				return
@@ -137,6 +132,17 @@ func (r *Runner) work(ctx context.Context, proxy string) {
 		case <-ctx.Done():
 		}
 	}
+}
+
+// dial returns a new connection to the manager's run protocol (through the Service: each new
+// connection may reach another replica).
+func (r *Runner) dial() (*grpc.ClientConn, error) {
+	return grpc.NewClient(r.Manager,
+		grpc.WithTransportCredentials(credentials.NewTLS(r.TLS)),
+		grpc.WithPerRPCCredentials(tokenFile(r.TokenFile)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
+	)
 }
 
 // serveOne opens one stream, waits for a run and carries it out. The stream outlives ctx while a
@@ -164,14 +170,14 @@ func (r *Runner) serveOne(ctx context.Context, conn *grpc.ClientConn, proxy stri
 	if first.GetRun() == nil {
 		return errors.New("the manager's first message is not a run")
 	}
-	return r.execute(ctx, conn, stream, closeStream, first.GetRun(), proxy)
+	return r.execute(ctx, stream, closeStream, first.GetRun(), proxy)
 }
 
 // execute runs spec under its lease (session), sending its events over stream, or the streams
 // that resume it, and delivers its Result. Every file of the run (its variables, credentials,
 // kubeconfig) is deleted once the manager has the Result; a Result the manager never took (it
 // gave the run up) leaves the run's errored state, if any, in the workspace for recovery.
-func (r *Runner) execute(ctx context.Context, conn *grpc.ClientConn, stream runnerpb.Runs_RunClient, closeStream context.CancelFunc,
+func (r *Runner) execute(ctx context.Context, stream runnerpb.Runs_RunClient, closeStream context.CancelFunc,
 	spec *runnerpb.RunSpec, proxy string) error {
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
@@ -181,8 +187,9 @@ func (r *Runner) execute(ctx context.Context, conn *grpc.ClientConn, stream runn
 		context.AfterFunc(runCtx, func() { t.Stop() })
 	})
 	defer stopOnShutdown()
-	s := newSession(r, conn, stream, closeStream, spec, cancelRun)
+	s := newSession(r, stream, closeStream, spec, cancelRun)
 	stop := make(chan struct{})
+	defer s.close()
 	defer close(stop)
 	s.start(stop)
 	key, op := spec.GetKey(), opName(spec.GetOp())

@@ -29,10 +29,11 @@ type ServeOptions struct {
 	// runners, which serves State (the manager's statebackend.Server) over TLS.
 	Address, StateAddress string
 	State                 http.Handler
-	// Authorize, HeartbeatTimeout and OnRunnerLost are the Dispatcher's (the Authenticator is a
+	// Authorize, HeartbeatTimeout, FenceGrace and OnRunnerLost are the Dispatcher's (the Authenticator is a
 	// TokenReviewer of Kube).
 	Authorize        func(ctx context.Context, pool, user string) error
 	HeartbeatTimeout time.Duration
+	FenceGrace       time.Duration
 	OnRunnerLost     func(pool, runner, key string, err error)
 	Leading          func() bool
 	// CheckPool, StateURL and Drain are the Dispatcher's (see DispatcherOptions).
@@ -54,7 +55,7 @@ func Serve(ctx context.Context, o ServeOptions) (*Dispatcher, string, error) {
 	}
 	d := NewDispatcher(DispatcherOptions{
 		Authenticator: &TokenReviewer{Kube: o.Kube}, Authorize: o.Authorize,
-		HeartbeatTimeout: o.HeartbeatTimeout, OnRunnerLost: o.OnRunnerLost, Leading: o.Leading,
+		HeartbeatTimeout: o.HeartbeatTimeout, FenceGrace: o.FenceGrace, OnRunnerLost: o.OnRunnerLost, Leading: o.Leading,
 		CheckPool: o.CheckPool, StateURL: o.StateURL, Drain: o.Drain,
 	})
 	if err := d.Serve(ctx, o.Address, tlsConfig); err != nil {

@@ -24,18 +24,18 @@ import (
 // serialised.
 type session struct {
 	r      *Runner
-	conn   *grpc.ClientConn
 	spec   *runnerpb.RunSpec
 	cancel context.CancelFunc // cancels the run (Terraform gets SIGINT)
 	log    *slog.Logger
 
-	mu       sync.Mutex
-	stream   runnerpb.Runs_RunClient
-	closeOld context.CancelFunc // ends the current stream's context
-	up       chan struct{}      // closed and replaced when a resumed stream replaces stream
-	gone     chan struct{}      // closed when the manager gave the run up (NotFound) or none answers
-	goneErr  error
-	answers  chan *runnerpb.Answer
+	mu         sync.Mutex
+	resumeConn *grpc.ClientConn // the connection of the last resume, if any
+	stream     runnerpb.Runs_RunClient
+	closeOld   context.CancelFunc // ends the current stream's context
+	up         chan struct{}      // closed and replaced when a resumed stream replaces stream
+	gone       chan struct{}      // closed when the manager gave the run up (NotFound) or none answers
+	goneErr    error
+	answers    chan *runnerpb.Answer
 
 	seq        uint64
 	sent       map[uint64]time.Time // when each recent heartbeat was sent
@@ -45,15 +45,16 @@ type session struct {
 	killed     bool
 	processes  bool // the run's processes may be running (fenced only then)
 
+	resumedAt  time.Time // the last resume (read's only)
 	resultSent bool
 	delivered  chan struct{} // closed when the manager ended the stream after the Result
 }
 
-func newSession(r *Runner, conn *grpc.ClientConn, stream runnerpb.Runs_RunClient, closeStream context.CancelFunc,
+func newSession(r *Runner, stream runnerpb.Runs_RunClient, closeStream context.CancelFunc,
 	spec *runnerpb.RunSpec, cancel context.CancelFunc) *session {
 	lease := time.Duration(spec.GetLeaseMs()) * time.Millisecond
 	return &session{
-		r: r, conn: conn, spec: spec, cancel: cancel, log: r.Log.With("run", spec.GetId(), "key", spec.GetKey()),
+		r: r, spec: spec, cancel: cancel, log: r.Log.With("run", spec.GetId(), "key", spec.GetKey()),
 		stream: stream, closeOld: closeStream, up: make(chan struct{}), gone: make(chan struct{}),
 		answers: make(chan *runnerpb.Answer, 4), sent: map[uint64]time.Time{},
 		leaseLen: lease, leaseUntil: time.Now().Add(lease), processes: true, delivered: make(chan struct{}),
@@ -121,19 +122,30 @@ func (s *session) read(stop <-chan struct{}) {
 		default:
 		}
 		s.log.Info("run stream broken; resuming the run on a new stream", "error", err.Error())
+		select { // at most one resume a second
+		case <-stop:
+			return
+		case <-time.After(time.Until(s.resumedAt.Add(time.Second))):
+		}
+		s.resumedAt = time.Now()
 		if !s.resume(stop) {
 			return
 		}
 	}
 }
 
-// resume opens a stream with Resume and makes it the current one, retrying every second until it
-// is open, the session stops, or the lease has been expired for over two lease lengths (the
-// manager gave the run up by then).
+// resume opens a stream with Resume, on a new connection (the one that broke may lead to a
+// replica that is not the leader, which refuses it), and makes it the current one. It retries
+// every second until it is open, the session stops, or the lease has been expired for over two
+// lease lengths (the manager gave the run up by then).
 func (s *session) resume(stop <-chan struct{}) bool {
 	for {
+		conn, err := s.r.dial()
+		var st runnerpb.Runs_RunClient
 		ctx, cancel := context.WithCancel(context.Background())
-		st, err := runnerpb.NewRunsClient(s.conn).Run(ctx)
+		if err == nil {
+			st, err = runnerpb.NewRunsClient(conn).Run(ctx)
+		}
 		if err == nil {
 			err = st.Send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Resume{Resume: &runnerpb.Resume{
 				RunId: s.spec.GetId(), Runner: s.r.Name, Pool: s.r.Pool}}})
@@ -141,7 +153,10 @@ func (s *session) resume(stop <-chan struct{}) bool {
 		if err == nil {
 			s.mu.Lock()
 			s.closeOld()
-			s.stream, s.closeOld = st, cancel
+			if s.resumeConn != nil {
+				_ = s.resumeConn.Close()
+			}
+			s.stream, s.closeOld, s.resumeConn = st, cancel, conn
 			close(s.up)
 			s.up = make(chan struct{})
 			s.mu.Unlock()
@@ -149,6 +164,9 @@ func (s *session) resume(stop <-chan struct{}) bool {
 			return true
 		}
 		cancel()
+		if conn != nil {
+			_ = conn.Close()
+		}
 		s.mu.Lock()
 		expired := s.leaseLen > 0 && time.Since(s.leaseUntil) > 2*s.leaseLen
 		s.mu.Unlock()
@@ -161,6 +179,16 @@ func (s *session) resume(stop <-chan struct{}) bool {
 			return false
 		case <-time.After(time.Second):
 		}
+	}
+}
+
+// close ends the session's own connection and stream, if it resumed.
+func (s *session) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.resumeConn != nil {
+		s.closeOld()
+		_ = s.resumeConn.Close()
 	}
 }
 

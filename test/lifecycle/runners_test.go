@@ -144,6 +144,45 @@ var _ = Describe("Runner pools", Ordered, func() {
 		runner.kill()
 	})
 
+	It("fences a runner frozen mid-create past its lease while its Terraform goes on: created once, the state has it, no lock left", func() {
+		// Issue 32: the manager gave the run up at the heartbeat timeout and released its lock and
+		// credentials while the runner's Terraform was still creating; the state it then sent was
+		// refused, and the next run held the create as interrupted (or, had the create not been
+		// recorded, made it again). Now the run is a lease: the manager waits for the lease plus
+		// the fence grace (5 s + 10 s here), the runner freezes its run when it wakes with an
+		// expired lease and renews it, and the run completes as if nothing happened.
+		s := newScenario()
+		runner := startRunner(bin, pool, "runner-frozen", runnerToken(sa, runners.Audience))
+		res, ledger := ledgerResource(s, "pooled-frozen-"+s.ns, 12)
+		res.Spec.RunnerPool = pool
+		Expect(k8s.Create(s.ctx, res)).To(Succeed())
+		DeferCleanup(deleteInBackground, s, res.Name)
+		By("the create is under way: its ledger line is written and its start recorded")
+		Eventually(func() int { return ledgerLines(ledger) }, timeout, 100*time.Millisecond).Should(Equal(1))
+		Eventually(func() []string { return s.resource(res.Name)().Status.CreatesPending }, timeout, 100*time.Millisecond).
+			Should(ConsistOf("module.main.terraform_data.this"))
+		By("the runner process is frozen for 8 s (past its 5 s lease, within lease + grace) while its Terraform goes on")
+		Expect(syscall.Kill(runner.cmd.Process.Pid, syscall.SIGSTOP)).To(Succeed())
+		time.Sleep(8 * time.Second)
+		Expect(dispatcher.Runners(pool)).To(HaveKey("runner-frozen"), "the run is not given up within the fence")
+		Expect(syscall.Kill(runner.cmd.Process.Pid, syscall.SIGCONT)).To(Succeed())
+
+		readyAt(s, res.Name)
+		got := s.resource(res.Name)()
+		Expect(got.Status.LastRun.Result).To(Equal(controller.RunSucceeded))
+		Expect(got.Status.CreatesPending).To(BeEmpty())
+		Expect(got.Status.PendingPlan).To(BeNil(), "nothing is held")
+		Consistently(func() int { return ledgerLines(ledger) }, 3*time.Second, 500*time.Millisecond).Should(Equal(1), "created once")
+		state, found, err := statebackend.NewStore(kube, stateNamespace).For(stateSuffix(s, res.Name)).Read(s.ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(found).To(BeTrue())
+		Expect(string(state)).To(ContainSubstring(`"terraform_data"`), "the state has the object")
+		Expect(statebackend.NewStore(kube, stateNamespace).For(stateSuffix(s, res.Name)).InspectLock(s.ctx)).To(BeNil())
+		Expect(runner.logText()).To(And(ContainSubstring("run lease expired"), ContainSubstring("run lease renewed")),
+			"the fence froze the run and let it go on once renewed")
+		Expect(eventReasons(s, res.Name)).NotTo(ContainElement(ContainSubstring("was lost mid-run")))
+	})
+
 	It("gives up a run whose runner is killed mid-apply, releases its lock, and holds the interrupted create until approved on another runner", func() {
 		s := newScenario()
 		first := startRunner(bin, pool, "runner-b", runnerToken(sa, runners.Audience))

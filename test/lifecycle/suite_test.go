@@ -164,7 +164,7 @@ var _ = BeforeSuite(func() {
 	dispatcher, stateAddr, err = runners.Serve(serverCtx, runners.ServeOptions{
 		Kube: kube, Namespace: stateNamespace, Hosts: []string{"127.0.0.1"},
 		Address: runProtocolAddr, StateAddress: "127.0.0.1:0", State: stateServer,
-		Authorize: runners.PoolAuthorizer(k8s, stateNamespace), HeartbeatTimeout: 5 * time.Second,
+		Authorize: runners.PoolAuthorizer(k8s, stateNamespace), HeartbeatTimeout: 5 * time.Second, FenceGrace: 10 * time.Second,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	runnerStateURL = "https://" + stateAddr
