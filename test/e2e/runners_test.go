@@ -88,6 +88,11 @@ var _ = Describe("Runner pools on the cluster", Ordered, func() {
 		}).Should(BeTrue(), "the runner destroyed it and the resource went")
 	})
 
+	It("a rollout of the manager during creates on the pool: the runners' applies finish, all Ready, no hold, no lock, each created once", func() {
+		ledgerClass("e2e-rollout-pooled", "E2ERolloutPooled", pool)
+		rolloutDuringCreates("E2ERolloutPooled", "e2e-rollout-pool-")
+	})
+
 	It("a runner pod deleted mid-apply: the run is retried on the other runner, no lock is held, nothing is created twice without approval", func() {
 		kind := "E2EPooledSlow"
 		slowClass("e2e-pooled-slow", kind, func(c *v1alpha1.InfraClass) { c.Spec.RunnerPool = pool })
