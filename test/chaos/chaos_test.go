@@ -45,12 +45,15 @@ func startController(t *testing.T, env *harness.Env, bin, dir string, tfEnv map[
 		"--namespace", stateNamespace, "--work-dir", filepath.Join(dir, "work"),
 		"--terraform-path", os.Getenv("CONDUCTOR_TF_TOFU"), "--max-concurrent-runs", "2", "--sync-interval", syncInterval,
 		"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--grace-period", "5s",
-		"--pod-name", fmt.Sprintf("chaos-%02d", round), "--zap-devel=false")
+		"--pod-name", chaosPod(round), "--zap-devel=false")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
+
+// chaosPod is round's controller's pod name (--pod-name), recorded in the runs it starts.
+func chaosPod(round int) string { return fmt.Sprintf("chaos-%02d", round) }
 
 // rig is what a chaos test drives: a control plane, clients of it, the controller binary and the
 // environment of its runs, all under dir.
@@ -162,8 +165,12 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	deleted := map[string]bool{}
-	midRun := 0
-	for round := range kills {
+	midRun, midCreate, rounds := 0, 0, 0
+	// Kill kills times, and more (up to twice as many) until an eighth of the kills landed
+	// mid-create: a kill is counted as landed only when, just before it, a run was under way with
+	// a create recorded as started and not settled (status.createsPending of a Running run).
+	for round := 0; round < kills || (midCreate < kills/8 && round < 2*kills); round++ {
+		rounds++
 		if round == kills/2 {
 			// From here on the kills also hit destroys: half the claims are deleted.
 			for _, c := range claims[:len(claims)/2] {
@@ -181,22 +188,49 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		c := startController(t, env, bin, dir, tfEnv, round, "3s")
-		// Kill at a random point of a run: wait until one runs (up to 10 s), then up to 4 s more
-		// (the slow create takes 3 s).
-		for deadline := time.Now().Add(10 * time.Second); !c.Busy() && time.Now().Before(deadline); {
-			time.Sleep(20 * time.Millisecond)
+		// Every fourth round a new claim is made and the kill aimed at its first create (the slow
+		// object's, 3 s): wait until a create is recorded as started, then kill within 1.5 s.
+		aimed := round%4 == 3
+		if aimed {
+			late := &v1alpha1.InfraClaim{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: fmt.Sprintf("late-%d", round)},
+				Spec: v1alpha1.InfraClaimSpec{ResourceKind: "File",
+					Resources:                  v1alpha1.ClaimResources{Requests: v1alpha1.Quantities{"storage": resource.MustParse("1Gi")}},
+					Parameters:                 v1alpha1.Variables{"greeting": {Raw: []byte(`"hello"`)}},
+					WriteConnectionSecretToRef: &v1alpha1.LocalSecretReference{Name: fmt.Sprintf("late-%d-conn", round)}},
+			}
+			if err := k8s.Create(ctx, late); err != nil {
+				t.Fatal(err)
+			}
+			claims = append(claims, late)
 		}
-		time.Sleep(time.Duration(rng.IntN(4000)) * time.Millisecond)
+		c := startController(t, env, bin, dir, tfEnv, round, "3s")
+		if aimed {
+			for deadline := time.Now().Add(30 * time.Second); !createUnderWay(ctx, k8s, chaosPod(round)) && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
+		} else {
+			// Kill at a random point of a run: wait until one runs (up to 10 s), then up to 4 s
+			// more (the slow create takes 3 s).
+			for deadline := time.Now().Add(10 * time.Second); !c.Busy() && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(time.Duration(rng.IntN(4000)) * time.Millisecond)
+		}
 		if c.Busy() {
 			midRun++
 		}
+		landed := c.Busy() && createUnderWay(ctx, k8s, chaosPod(round))
 		c.Kill()
+		if landed {
+			midCreate++
+		}
 		observe()
 	}
 	// The last controller converges what the kills left, and then has nothing to do: no periodic
 	// drift checks, so that it can be stopped between runs.
-	final := startController(t, env, bin, dir, tfEnv, kills, "1h")
+	final := startController(t, env, bin, dir, tfEnv, rounds, "1h")
 	defer final.Kill()
 
 	// Everything converges: the surviving claims Bound and Ready, the deleted ones and their
@@ -292,18 +326,34 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 	if createdTwice > 0 {
 		t.Errorf("%d passwords created twice without an approval", createdTwice)
 	}
-	if midRun < kills/4 {
-		t.Errorf("only %d of %d kills hit a running tofu: the test did not exercise the crash window", midRun, kills)
+	if midRun < kills/4 || midCreate < kills/8 {
+		t.Errorf("of %d kills only %d hit a running tofu and %d a create under way: the test did not exercise the crash window", rounds, midRun, midCreate)
 	}
 	recovered := 0
 	if events, err := kube.EventsV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=StateLockRecovered"}); err == nil {
 		recovered = len(events.Items)
 	}
-	t.Logf("after %d SIGKILLs (%d in the middle of a run) over %d claims (%d deleted during the kills): "+
+	t.Logf("after %d SIGKILLs (%d in the middle of a run, %d of a create) over %d claims (%d deleted during the kills): "+
 		"%d locks held, %d states lost, %d slow creations (%d without an approval), %d passwords created twice without an approval, "+
 		"%d held plans approved, %d resources for %d claims; %d stale locks recovered",
-		kills, midRun, len(claims), len(deleted), locksHeld, lost, creations, unapproved, createdTwice, totalApprovals,
+		rounds, midRun, midCreate, len(claims), len(deleted), locksHeld, lost, creations, unapproved, createdTwice, totalApprovals,
 		len(resources.Items), len(claims)-len(deleted), recovered)
+}
+
+// createUnderWay reports whether a run of the controller pod is under way with a create recorded
+// as started and not settled: a resource whose last run is Running, started by pod (not a record a
+// killed predecessor left), and whose status.createsPending names that run.
+func createUnderWay(ctx context.Context, k8s client.Client, pod string) bool {
+	var list v1alpha1.InfraResourceList
+	if err := k8s.List(ctx, &list); err != nil {
+		return false
+	}
+	for _, r := range list.Items {
+		if l := r.Status.LastRun; l != nil && l.Result == "Running" && l.Controller == pod && len(r.Status.CreatesPending) > 0 && r.Status.CreatesPendingRun == l.ID {
+			return true
+		}
+	}
+	return false
 }
 
 // approveHeld approves every plan held with reason InterruptedCreate (annotation approve-plan with

@@ -146,16 +146,17 @@ var _ = Describe("The manager pod deleted in the middle of applies", Ordered, fu
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
 			greet(claim, fmt.Sprintf("round-%d", round))
 			Expect(k8s.Update(ctx, claim)).To(Succeed())
-			// Mid-apply: the resource records its run as Running before the first command.
+			// Mid-create: the run is Running and the slow object's create is recorded as started
+			// (it takes 6 s), so the kill lands while it goes on.
+			var killed string
 			eventually(func() string {
 				res := resourceOf(claim)
 				approveHeld(res, approved)
-				if res.Status.LastRun == nil {
-					return ""
+				if l := res.Status.LastRun; l != nil && l.Result == "Running" && len(res.Status.CreatesPending) > 0 && res.Status.CreatesPendingRun == l.ID {
+					killed = l.ID
 				}
-				return res.Status.LastRun.Result
-			}).Should(Equal("Running"))
-			time.Sleep(2 * time.Second)
+				return killed
+			}).ShouldNot(BeEmpty())
 			pods := managerPods()
 			Expect(pods).NotTo(BeEmpty())
 			for _, p := range pods {
@@ -163,6 +164,10 @@ var _ = Describe("The manager pod deleted in the middle of applies", Ordered, fu
 			}
 			GinkgoWriter.Printf("round %d: deleted %d manager pod(s) with grace 0 during %s\n", round, len(pods), resourceOf(claim).Status.LastRun.Operation)
 			kubectl("-n", system, "rollout", "status", "deployment/"+deployment, "--timeout=5m")
+			// The kill landed mid-create: the killed run never finished (no record of it succeeding).
+			if l := resourceOf(claim).Status.LastRun; l != nil && l.ID == killed {
+				Expect(l.Result).NotTo(Equal("Succeeded"), "round %d: the run the kill was meant for finished first", round)
+			}
 		}
 		want := "round-5"
 		eventually(func() string {
