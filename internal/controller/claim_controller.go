@@ -272,24 +272,31 @@ func (r *ClaimReconciler) provision(ctx context.Context, claim *v1alpha1.InfraCl
 		setPending(claim, v1alpha1.ReasonProvisioningFailed, err.Error())
 		return ctrl.Result{}, nil
 	}
-	if err := r.Create(ctx, res); err != nil {
+	names := ResourceNames(claim)
+	for _, name := range names {
+		res.Name = name
+		err := r.Create(ctx, res)
+		if err == nil {
+			r.Recorder.Eventf(claim, res, corev1.EventTypeNormal, v1alpha1.ReasonProvisioning, "Provision",
+				"provisioning resource %s from class %s (module %s@%s), bound to this claim", res.Name, class.Name, class.Spec.Module.Source, class.Spec.Module.Version)
+			return r.bind(ctx, claim, res)
+		}
 		if !apierrors.IsAlreadyExists(err) {
 			setPending(claim, v1alpha1.ReasonProvisioningFailed, fmt.Sprintf("creating resource %s: %v", res.Name, err))
 			return ctrl.Result{}, err
 		}
-		// Created by an earlier reconcile whose claim write did not happen: bind to it.
-		if err := r.Get(ctx, client.ObjectKeyFromObject(res), res); err != nil {
+		// Created by an earlier reconcile whose claim write did not happen: bind to it. Another
+		// claim's resource of that name: the next name.
+		existing := &v1alpha1.InfraResource{}
+		if err := r.Get(ctx, client.ObjectKeyFromObject(res), existing); err != nil {
 			return ctrl.Result{}, err
 		}
-		if !scheduler.IsPreBoundTo(res, claim) {
-			setPending(claim, v1alpha1.ReasonProvisioningFailed, fmt.Sprintf("resource %s exists and is not pre-bound to this claim", res.Name))
-			return ctrl.Result{RequeueAfter: PendingResync}, nil
+		if scheduler.IsPreBoundTo(existing, claim) {
+			return r.bind(ctx, claim, existing)
 		}
-	} else {
-		r.Recorder.Eventf(claim, res, corev1.EventTypeNormal, v1alpha1.ReasonProvisioning, "Provision",
-			"provisioning resource %s from class %s (module %s@%s), bound to this claim", res.Name, class.Name, class.Spec.Module.Source, class.Spec.Module.Version)
 	}
-	return r.bind(ctx, claim, res)
+	setPending(claim, v1alpha1.ReasonProvisioningFailed, fmt.Sprintf("resources %s exist and are not pre-bound to this claim", strings.Join(names, ", ")))
+	return ctrl.Result{RequeueAfter: PendingResync}, nil
 }
 
 // release marks the claim's resource Released and removes the claim's finalizer.
@@ -349,14 +356,22 @@ func becameReady(before, after *v1alpha1.InfraClaim) bool {
 
 // ResourceName is the name of the resource dynamically provisioned for a claim: the claim's name
 // (at most 40 characters) and 5 hex characters of a hash of its UID, so that it is stable across
-// reconciles (a retried Create finds the same object) and distinct between claims.
-func ResourceName(claim *v1alpha1.InfraClaim) string {
-	sum := sha256.Sum256([]byte(claim.UID))
+// reconciles (a retried Create finds the same object) and distinct between claims. When another
+// claim's resource has that name (claims of the same name whose hashes share 5 hex characters),
+// the claim's resource is named with 12 (ResourceNames).
+func ResourceName(claim *v1alpha1.InfraClaim) string { return ResourceNames(claim)[0] }
+
+// ResourceNames are the names a claim's provisioned resource may have, in the order tried: the
+// claim's name (at most 40 characters) and 5, then 12, hex characters of a hash of its UID. Each is
+// stable across reconciles; the first not taken by another claim's resource is used.
+func ResourceNames(claim *v1alpha1.InfraClaim) []string {
+	sum := hex.EncodeToString(func() []byte { s := sha256.Sum256([]byte(claim.UID)); return s[:] }())
 	prefix := claim.Name
 	if len(prefix) > 40 {
 		prefix = prefix[:40]
 	}
-	return strings.TrimRight(prefix, "-.") + "-" + hex.EncodeToString(sum[:])[:5]
+	prefix = strings.TrimRight(prefix, "-.") + "-"
+	return []string{prefix + sum[:5], prefix + sum[:12]}
 }
 
 func wasBound(claim *v1alpha1.InfraClaim) bool {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller"
 )
 
 const timeout = 60 * time.Second
@@ -323,5 +324,29 @@ var _ = Describe("Claim binding", func() {
 			}
 			Expect(static).To(Equal(50), "every static resource is used before provisioning")
 		})
+	})
+})
+
+var _ = Describe("Provisioned resource names", func() {
+	It("provisions under a longer name when the short one is another claim's resource (a 5-hex collision)", func() {
+		// Issue 33: claims of the same name whose UID hashes share 5 hex characters collided on
+		// the resource name, and the second stayed Pending forever.
+		ctx := context.Background()
+		ns, kind := newNamespace(ctx), uniqueKind()
+		claim := newClaim(ns, "db", kind, "1Gi")
+		Expect(k8s.Create(ctx, claim)).To(Succeed())
+		got := getClaim(ctx, claim)()
+		squat := staticResource(controller.ResourceName(got), kind, "1Gi", func(r *v1alpha1.InfraResource) {
+			r.Spec.ClaimRef = &v1alpha1.ClaimReference{Namespace: "elsewhere", Name: "db", UID: "another-claim"}
+			r.Spec.ReclaimPolicy = v1alpha1.ReclaimRetain
+		})
+		Expect(k8s.Create(ctx, squat)).To(Succeed())
+		Expect(k8s.Create(ctx, newClass("cls-"+ns, kind, true))).To(Succeed())
+
+		Eventually(getClaim(ctx, claim), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
+		bound := getClaim(ctx, claim)()
+		Expect(bound.Spec.ResourceName).To(Equal(controller.ResourceNames(bound)[1]))
+		Expect(getResource(ctx, bound.Spec.ResourceName)().Spec.ClaimRef.UID).To(Equal(bound.UID))
+		Expect(getResource(ctx, squat.Name)().Spec.ClaimRef.UID).To(BeEquivalentTo("another-claim"), "the other claim's resource is left alone")
 	})
 })

@@ -280,7 +280,17 @@ func (d *Dispatcher) Apply(ctx context.Context, key string, spec tfrunner.Spec, 
 	if err == nil {
 		err = convErr
 	}
+	if err == nil && j.result.GetApply() == nil {
+		err = errNoOutcome(j, "apply")
+	}
 	return res, err
+}
+
+// errNoOutcome is the error of a Result that carries neither an error nor the outcome of its
+// operation (a runner's bug, or a forged result): the run's outcome is unknown, as after a lost
+// runner, so creates it started stay in doubt.
+func errNoOutcome(j *job, what string) error {
+	return fmt.Errorf("the runner's result of run %s has no %s outcome and no error: %w", j.spec.GetId(), what, tfrunner.ErrProcessLost)
 }
 
 // Destroy runs spec's destroy on a runner of spec.RunnerPool.
@@ -302,6 +312,9 @@ func (d *Dispatcher) DriftCheck(ctx context.Context, key string, spec tfrunner.S
 	j, err := d.do(ctx, spec.RunnerPool, rs, tfrunner.ApplyOptions{})
 	if j == nil || j.result == nil {
 		return nil, err
+	}
+	if err == nil && j.result.GetDrift() == nil {
+		return nil, errNoOutcome(j, "drift check")
 	}
 	return streamResultFromProto(j.result.GetDrift()), err
 }

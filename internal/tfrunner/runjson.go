@@ -58,7 +58,11 @@ func (w *Workspace) streamApply(ctx context.Context, onCreate CreateStartFunc, o
 	out := <-done
 	if out.err != nil && ctx.Err() == nil {
 		// The process's own outcome is kept beside it: Killed must still see a killed process.
-		return out.res, errors.Join(fmt.Errorf("recording a create that started: %w", out.err), classify("apply", streamError(runErr, out.res)))
+		what := "recording a create that started"
+		if errors.Is(out.err, ErrLineTooLong) {
+			what = "reading the apply's output"
+		}
+		return out.res, errors.Join(fmt.Errorf("%s: %w", what, out.err), classify("apply", streamError(runErr, out.res)))
 	}
 	if runErr != nil {
 		return out.res, classify("apply", streamError(runErr, out.res))

@@ -2,7 +2,9 @@ package tfrunner
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -84,8 +86,16 @@ type StreamResult struct {
 }
 
 // ReadStream reads a JSON stream to its end. Lines that are not JSON objects (a wrapper's output,
-// a provider's stray print) are skipped. It returns an error only when r fails.
+// a provider's stray print) are skipped. It returns an error when r fails, or one wrapping
+// ErrLineTooLong when a line was over MaxStreamLine (skipped; the lines after it are read).
 func ReadStream(r io.Reader) (*StreamResult, error) { return readStream(r, nil) }
+
+// MaxStreamLine bounds one line of the JSON stream: 16 MiB. A longer line (an output value of
+// that size) is skipped, and the stream read on.
+const MaxStreamLine = 16 << 20
+
+// ErrLineTooLong wraps the error of a stream with a line over MaxStreamLine.
+var ErrLineTooLong = errors.New("a line of Terraform's JSON output is longer than 16 MiB and was skipped")
 
 // CreateStartFunc is called with the module address of each object whose create starts
 // (apply_start with action create or replace), before the next event of the stream is read.
@@ -97,10 +107,27 @@ type CreateStartFunc func(address string) error
 func readStream(r io.Reader, onCreate CreateStartFunc) (*StreamResult, error) {
 	res := &StreamResult{Plan: &Plan{}}
 	var hookErr error
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		line := sc.Bytes()
+	skipped := 0
+	lines := &lineReader{r: bufio.NewReaderSize(r, 64*1024), max: MaxStreamLine}
+	for {
+		line, ok, err := lines.next()
+		if err != nil {
+			res.Plan.sortAndHash()
+			if hookErr != nil {
+				return res, hookErr
+			}
+			if err != io.EOF {
+				return res, err
+			}
+			if skipped > 0 {
+				return res, fmt.Errorf("%w (%d line(s))", ErrLineTooLong, skipped)
+			}
+			return res, nil
+		}
+		if !ok {
+			skipped++
+			continue
+		}
 		if len(line) == 0 || line[0] != '{' {
 			continue
 		}
@@ -116,11 +143,39 @@ func readStream(r io.Reader, onCreate CreateStartFunc) (*StreamResult, error) {
 			hookErr = onCreate(m.Hook.Resource.Addr)
 		}
 	}
-	res.Plan.sortAndHash()
-	if hookErr != nil {
-		return res, hookErr
+}
+
+// lineReader reads lines of at most max bytes; a longer one is read to its end and dropped.
+type lineReader struct {
+	r   *bufio.Reader
+	max int
+	buf []byte
+}
+
+// next returns the next line without its newline, ok=false for a line over max (dropped), or the
+// reader's error (io.EOF at the end; a last line without a newline is returned first).
+func (l *lineReader) next() (line []byte, ok bool, err error) {
+	l.buf = l.buf[:0]
+	tooLong := false
+	for {
+		chunk, err := l.r.ReadSlice('\n')
+		if !tooLong {
+			if len(l.buf)+len(chunk) > l.max+1 {
+				tooLong, l.buf = true, l.buf[:0]
+			} else {
+				l.buf = append(l.buf, chunk...)
+			}
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err != nil && (len(l.buf) == 0 && !tooLong):
+			return nil, false, err
+		case tooLong:
+			return nil, false, nil
+		}
+		return bytes.TrimRight(l.buf, "\r\n"), true, nil
 	}
-	return res, sc.Err()
 }
 
 // createInDoubt reports a stream message after which a create, should the process die, may have

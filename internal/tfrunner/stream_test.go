@@ -138,3 +138,18 @@ func TestNoRemoteObject(t *testing.T) {
 		}
 	}
 }
+
+// A line of the stream longer than the scanner's 16 MiB is skipped and said, and the lines after
+// it are still read: the stream is drained to its end, so Terraform never blocks on a full pipe
+// (issue 33: the scanner stopped at such a line, silently, and the rest was never read).
+func TestReadStreamSkipsAnOverlongLine(t *testing.T) {
+	long := `{"@message":"` + strings.Repeat("x", 17<<20) + `"}`
+	after := `{"@level":"error","@message":"Error: boom","type":"diagnostic","diagnostic":{"severity":"error","summary":"boom","detail":""}}`
+	res, err := tfrunner.ReadStream(strings.NewReader(long + "\n" + after + "\n"))
+	if err == nil || !strings.Contains(err.Error(), "longer than") {
+		t.Fatalf("err = %v; want the over-long line said", err)
+	}
+	if len(res.Errors) != 1 || res.Errors[0] != "boom" {
+		t.Fatalf("errors after the long line = %v; want [boom]", res.Errors)
+	}
+}
