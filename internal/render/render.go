@@ -14,8 +14,10 @@ import (
 	"fmt"
 	"maps"
 	"math/big"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -292,18 +294,35 @@ func Functions() map[string]function.Function {
 	}
 }
 
-// quantityFunc returns a function that parses a Kubernetes quantity and divides it by unit.
+// maxQuantityExponent bounds the decimal exponent of a quantity the template functions convert:
+// 10^±64 is far beyond any size or count, and the conversion is exact (big.Rat) below it.
+const maxQuantityExponent = 64
+
+// quantityExponent matches a quantity's decimal exponent (resource.Quantity's <decimalExponent>:
+// "e" or "E" and a signed number, at the end).
+var quantityExponent = regexp.MustCompile(`[eE]([+-]?[0-9]+)$`)
+
+// quantityFunc returns a function that parses a Kubernetes quantity and divides it by unit. A
+// quantity whose decimal exponent is beyond ±maxQuantityExponent is an argument error.
 func quantityFunc(unit int64) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "quantity", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.Number),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			q, err := resource.ParseQuantity(strings.TrimSpace(args[0].AsString()))
+			text := strings.TrimSpace(args[0].AsString())
+			// 1e2000000000 parses, and 10^2000000000 would take gigabytes to compute; parsing
+			// 1e-2000000000 itself takes as long (it is rounded): the exponent is checked first.
+			if m := quantityExponent.FindStringSubmatch(text); m != nil {
+				if e, err := strconv.Atoi(m[1]); err != nil || e > maxQuantityExponent || e < -maxQuantityExponent {
+					return cty.NilVal, function.NewArgErrorf(0, "%q is out of range: its exponent is beyond ±%d", text, maxQuantityExponent)
+				}
+			}
+			q, err := resource.ParseQuantity(text)
 			if err != nil {
 				return cty.NilVal, function.NewArgErrorf(0, "%q is not a quantity: %v", args[0].AsString(), err)
 			}
-			r := new(big.Rat).SetFrac(q.AsDec().UnscaledBig(), big.NewInt(1))
 			scale := q.AsDec().Scale()
+			r := new(big.Rat).SetFrac(q.AsDec().UnscaledBig(), big.NewInt(1))
 			ten := big.NewInt(10)
 			if scale > 0 {
 				r.Quo(r, new(big.Rat).SetInt(new(big.Int).Exp(ten, big.NewInt(int64(scale)), nil)))

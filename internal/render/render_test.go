@@ -42,6 +42,9 @@ func TestRender(t *testing.T) {
 		{"a missing attribute deep inside is an error", `{"a":["${claim.spec.parameters.nope}"]}`, cty.NilVal, "nope"},
 		{"a missing attribute is an error", `"${claim.spec.parameters.nope}"`, cty.NilVal, "nope"},
 		{"a bad quantity is an error", `"${gibibytes(\"lots\")}"`, cty.NilVal, "not a quantity"},
+		// Issue 33: 1e2000000000 parses as a quantity, and converting it computed 10^2000000000.
+		{"a quantity with a huge exponent is an error, not gigabytes of memory", `"${gibibytes(\"1e2000000000\")}"`, cty.NilVal, "out of range"},
+		{"so is one with a tiny exponent", `"${bytes(\"1e-2000000000\")}"`, cty.NilVal, "out of range"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
