@@ -179,7 +179,11 @@ const (
 	ReasonClassLimitReached = "ClassLimitReached"
 	// ReasonServiceAccountNotFound: spec.kubernetesAccess names a ServiceAccount that does not
 	// exist, or whose token the API server refused; nothing runs.
-	ReasonServiceAccountNotFound    = "ServiceAccountNotFound"
+	ReasonServiceAccountNotFound = "ServiceAccountNotFound"
+	// ReasonServiceAccountForbidden: spec.kubernetesAccess names the controller's own
+	// ServiceAccount or a runner pool's: a class would hand a run the controller's or a pool's
+	// credentials; nothing runs.
+	ReasonServiceAccountForbidden   = "ServiceAccountForbidden"
 	ReasonResourceBoundToOtherClaim = "ResourceBoundToOtherClaim"
 	ReasonResourceNotFound          = "ResourceNotFound"
 	ReasonResourceMismatch          = "ResourceMismatch"

@@ -63,6 +63,7 @@ type options struct {
 	heartbeatTimeout       time.Duration
 	drainTimeout           time.Duration
 	fenceGrace             time.Duration
+	serviceAccount         string
 }
 
 // DefaultDrainTimeout is how long, on SIGTERM, the manager and runners let runs under way finish
@@ -109,6 +110,7 @@ func main() {
 	flag.StringVar(&o.runnerImage, "runner-image", os.Getenv("RUNNER_IMAGE"), "Image of runner pods whose InfraRunnerPool names none (the manager's own).")
 	flag.DurationVar(&o.heartbeatTimeout, "runner-heartbeat-timeout", runners.DefaultHeartbeatTimeout, "A run's lease on a runner pool: each heartbeat renews it for this long; a runner whose lease expires freezes its run, then kills it.")
 	flag.DurationVar(&o.fenceGrace, "runner-fence-grace", runners.DefaultFenceGrace, "How much longer than its lease a silent run on a runner pool is waited for (its runner may resume it) before it is given up and its lock and state credentials released; a new leader leaves its predecessor's runner-pool locks alone for the lease plus this.")
+	flag.StringVar(&o.serviceAccount, "service-account", os.Getenv("SERVICE_ACCOUNT_NAME"), "The controller's own ServiceAccount in --namespace: a class or resource whose kubernetesAccess names it is refused (ServiceAccountForbidden), as one naming a runner pool's.")
 	flag.DurationVar(&o.grace, "grace-period", tfrunner.DefaultGracePeriod, "How long a run gets to stop after SIGINT on shutdown.")
 	flag.DurationVar(&o.drainTimeout, "drain-timeout", DefaultDrainTimeout, "On SIGTERM, how long runs under way (in-process and on runner pools) go on before they are interrupted (SIGINT, then --grace-period); no run starts meanwhile and the manager stays leader. The pod's terminationGracePeriodSeconds must cover it and the grace period. Lost leadership interrupts at once.")
 	zapOpts := zap.Options{Development: true}
@@ -262,7 +264,7 @@ func run(o options) error {
 	if err := (&controller.ResourceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: runs, Drain: drainer, State: state, StateServer: stateServer,
 		RunCluster: runCluster,
-		Identity:   controller.RunIdentity{Who: statebackend.Who(), Controller: o.podName}, RunnerFence: runnerFence(o),
+		Identity:   controller.RunIdentity{Who: statebackend.Who(), Controller: o.podName}, RunnerFence: runnerFence(o), ControllerServiceAccount: o.serviceAccount,
 		MaxConcurrentDriftChecks: o.driftChecks, StaleLockAfter: o.staleLockAfter,
 		SyncInterval: o.syncInterval, SecretCheckInterval: o.secretCheck, KeepRunLogs: o.keepRunLogs, MaxConcurrentReconciles: o.resourceWorkers,
 	}).SetupWithManager(mgr); err != nil {

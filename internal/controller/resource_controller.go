@@ -57,6 +57,10 @@ type ResourceReconciler struct {
 	// SIGTERM cancels it at once) until the drain's deadline, so that a run under way finishes
 	// and its outcome is recorded; the carriers start no run once it began (tfrunner.Drain).
 	Drain *tfrunner.Drain
+	// ControllerServiceAccount is the controller's own ServiceAccount (in State.Namespace): a
+	// kubernetesAccess naming it is refused (ServiceAccountForbidden), as one naming a runner
+	// pool's. Empty: only pools' accounts are refused.
+	ControllerServiceAccount string
 	// RunnerFence is how long after this manager begins to lead it leaves alone the locks of runs
 	// on runner pools that an earlier manager started: the runner's lease plus the fence grace
 	// (runners.DispatcherOptions), by when such a run has stopped. Zero: no wait.

@@ -13,6 +13,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/runners"
 )
 
 // DefaultTokenExpiration is how long a run's ServiceAccount token is valid when kubernetesAccess
@@ -46,12 +47,33 @@ func RunClusterFor(cfg *rest.Config) (RunCluster, error) {
 	return c, nil
 }
 
+// reservedAccount says whose the ServiceAccount name (in the controller's namespace) is when it is
+// one a run must never get a token of: the controller's own (ControllerServiceAccount), or a runner
+// pool's (its spec.serviceAccountName, or conductor-tf-runner-<pool>), which serves the run
+// protocol. It returns "" for any other account, and the error of listing the pools.
+func (r resourceSecrets) reservedAccount(ctx context.Context, name string) (string, error) {
+	if name == r.ControllerServiceAccount {
+		return "the controller's own", nil
+	}
+	var pools v1alpha1.InfraRunnerPoolList
+	if err := r.List(ctx, &pools); err != nil {
+		return "", fmt.Errorf("listing runner pools: %w", err)
+	}
+	for i := range pools.Items {
+		if runners.PoolServiceAccount(&pools.Items[i]) == name {
+			return "runner pool " + pools.Items[i].Name + "'s", nil
+		}
+	}
+	return "", nil
+}
+
 // kubernetesAccess returns the kubeconfig a run of res is granted, or nil when the resource grants
 // none (spec.kubernetesAccess absent). The token is requested now from the TokenRequest API for the
 // named ServiceAccount in the controller's namespace (audience: the API server's default), valid
 // for expirationSeconds (DefaultTokenExpiration when unset); the token itself is never stored on
 // any object. It returns an *inputError ServiceAccountNotFound when the account does not exist or
-// the API server refuses the request, and the API error otherwise.
+// the API server refuses the request, ServiceAccountForbidden when it is the controller's or a
+// runner pool's (reservedAccount), and the API error otherwise.
 func (r resourceSecrets) kubernetesAccess(ctx context.Context, res *v1alpha1.InfraResource) ([]byte, error) {
 	access := res.Spec.KubernetesAccess
 	if access == nil {
@@ -62,6 +84,12 @@ func (r resourceSecrets) kubernetesAccess(ctx context.Context, res *v1alpha1.Inf
 		expiration = *access.ExpirationSeconds
 	}
 	ns, name := r.State.Namespace, access.ServiceAccountName
+	if whose, err := r.reservedAccount(ctx, name); err != nil {
+		return nil, err
+	} else if whose != "" {
+		return nil, &inputError{v1alpha1.ReasonServiceAccountForbidden, fmt.Sprintf(
+			"kubernetesAccess: ServiceAccount %s/%s is %s: a run may not have its credentials", ns, name, whose)}
+	}
 	tr, err := r.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiration},
 	}, metav1.CreateOptions{})

@@ -75,10 +75,13 @@ var _ = BeforeSuite(func() {
 	c, err := env.StartController(bin, filepath.Join(dir, "controller.log"), tfEnv,
 		"--namespace", stateNamespace, "--work-dir", workDir,
 		"--terraform-path", os.Getenv("CONDUCTOR_TF_TOFU"), "--max-concurrent-runs", "2",
-		"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--zap-devel=false")
+		"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--zap-devel=false", "--service-account", controllerAccount)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(c.Stop)
 })
+
+// controllerAccount is the controller's own ServiceAccount as the suite tells it (--service-account).
+const controllerAccount = "conductor-tf-controller-manager"
 
 // team is an application team's namespace and a client that acts as its ServiceAccount, which
 // holds only the infraclaim-editor role there.

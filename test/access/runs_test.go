@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
@@ -114,6 +115,25 @@ var _ = Describe("What a run may see", func() {
 		Eventually(func() error { return admin.Get(ctx, client.ObjectKey{Name: res.Name}, &v1alpha1.InfraResource{}) }, timeout, time.Second).
 			Should(Satisfy(apierrors.IsNotFound))
 		Expect(kubeconfigsLeft()).To(BeEmpty())
+	})
+
+	It("a class that names the controller's or a runner pool's ServiceAccount runs nothing: ServiceAccountForbidden", func() {
+		// Issue 33: kubernetesAccess could name the controller's own account, or a pool's, and so
+		// hand its credentials to a run.
+		t := newTeam(ctx)
+		pool := &v1alpha1.InfraRunnerPool{ObjectMeta: metav1.ObjectMeta{Name: "access-" + rand.String(5)}}
+		Expect(admin.Create(ctx, pool)).To(Succeed())
+		DeferCleanup(func() { _ = admin.Delete(ctx, pool) })
+		for account, whose := range map[string]string{
+			controllerAccount:                  "the controller's own",
+			"conductor-tf-runner-" + pool.Name: "runner pool " + pool.Name + "'s",
+		} {
+			kind := class(ctx, "kubeaccess", &v1alpha1.KubernetesAccess{ServiceAccountName: account}, "namespace", "name")
+			c := t.claim(ctx, "reserved-"+rand.String(4), kind, map[string]string{"namespace": t.ns, "name": "cm-reserved"})
+			Eventually(t.resourceOf(ctx, c), timeout, time.Second).Should(WithTransform(ready, Equal(v1alpha1.ReasonServiceAccountForbidden)), account)
+			Expect(readyMessage(t.resourceOf(ctx, c)())).To(ContainSubstring(whose))
+		}
+		Expect(kubeconfigsLeft()).To(BeEmpty(), "no token was requested for either")
 	})
 
 	It("a class that names a ServiceAccount that does not exist runs nothing: ServiceAccountNotFound", func() {
