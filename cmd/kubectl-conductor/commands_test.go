@@ -124,6 +124,23 @@ func TestTargetIsAResourceOrABoundClaim(t *testing.T) {
 	}
 }
 
+// Issue 33: a bare NAME preferred the InfraResource NAME even with -n naming a namespace whose claim
+// NAME is bound to another resource, and a claim's status.resourceName was trusted without the
+// resource's claimRef (a Lost claim keeps it): approve, unlock, restore-state and the others could
+// act on another team's resource.
+func TestTargetNamesTheRightObject(t *testing.T) {
+	refused(t, []string{`"shared" names both InfraResource shared and InfraClaim team-b/shared (bound to shared-x1): say resource/shared or claim/shared`},
+		"plan", "shared", "-n", "team-b")
+	ok(t, []string{"InfraResource shared-x1 (claim team-b/shared)"}, "plan", "claim/shared", "-n", "team-b")
+	ok(t, []string{"InfraResource shared: no plan waits for approval"}, "plan", "resource/shared", "-n", "team-b")
+	refused(t, []string{"InfraClaim team-b/lost (phase Lost) names InfraResource team-a-bucket, which is not bound to it"},
+		"approve", "lost", "-n", "team-b")
+	refused(t, []string{"InfraClaim team-b/lost (phase Lost) names InfraResource team-a-bucket, which is not bound to it"},
+		"unlock", "claim/lost", "-n", "team-b")
+	refused(t, []string{`no InfraResource "nope"`}, "plan", "resource/nope")
+	ok(t, []string{"InfraResource team-a-bucket (claim team-a/bucket)"}, "plan", "bucket", "-n", claimNS)
+}
+
 func TestPlanShowsThePendingPlanAndTerraformsRendering(t *testing.T) {
 	ok(t, []string{
 		"InfraResource team-a-bucket (claim team-a/bucket): a plan waits for approval.\n",

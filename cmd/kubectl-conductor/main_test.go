@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -194,8 +195,24 @@ func makeFixtures(ctx context.Context) error {
 	first := v1alpha1.RunStatus{Operation: "apply", Result: "Succeeded", ID: "0a1b2c3d-2222-4e5f-8a9b-c0d1e2f3a4b5",
 		StartTime: before(26 * time.Hour), CompletionTime: before(26*time.Hour - 3*time.Minute), Generation: 1, Summary: ok,
 		PlanID: "0f0e0d0c0b0a", Controller: "conductor-tf-7d9f8c6b5-q8z7m"}
+	// The claims first: the resource's claimRef names its claim by UID, as a bind leaves it.
+	claimUIDs := map[string]types.UID{}
+	for _, c := range []struct{ name, resource string }{{"bucket", "team-a-bucket"}, {"pending", ""}} {
+		claim := &v1alpha1.InfraClaim{ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: claimNS},
+			Spec: v1alpha1.InfraClaimSpec{ResourceKind: "ObjectStore", ClassName: "minio-bucket", ResourceName: c.resource}}
+		if err := createWithStatus(ctx, claim, func() {
+			claim.Status.ResourceName = c.resource
+			claim.Status.Phase = v1alpha1.ClaimPending
+			if c.resource != "" {
+				claim.Status.Phase = v1alpha1.ClaimBound
+			}
+		}); err != nil {
+			return err
+		}
+		claimUIDs[c.name] = claim.UID
+	}
 	res := resource("team-a-bucket")
-	res.Spec.ClaimRef = &v1alpha1.ClaimReference{Namespace: claimNS, Name: "bucket"}
+	res.Spec.ClaimRef = &v1alpha1.ClaimReference{Namespace: claimNS, Name: "bucket", UID: claimUIDs["bucket"]}
 	if err := createWithStatus(ctx, res, func() {
 		res.Status.Phase = v1alpha1.ResourceBound
 		res.Status.PendingPlanID = planID
@@ -229,18 +246,8 @@ func makeFixtures(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	for _, c := range []struct{ name, resource string }{{"bucket", "team-a-bucket"}, {"pending", ""}} {
-		claim := &v1alpha1.InfraClaim{ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: claimNS},
-			Spec: v1alpha1.InfraClaimSpec{ResourceKind: "ObjectStore", ClassName: "minio-bucket", ResourceName: c.resource}}
-		if err := createWithStatus(ctx, claim, func() {
-			claim.Status.ResourceName = c.resource
-			claim.Status.Phase = v1alpha1.ClaimPending
-			if c.resource != "" {
-				claim.Status.Phase = v1alpha1.ClaimBound
-			}
-		}); err != nil {
-			return err
-		}
+	if err := targetFixtures(ctx); err != nil {
+		return err
 	}
 	for _, err := range []error{
 		secret(ctx, "plan-team-a-bucket-"+planID, "plan.txt", planText),
@@ -257,4 +264,35 @@ func makeFixtures(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// targetFixtures are the objects of TestTargetNamesTheRightObject, in namespace team-b: a claim
+// "shared" bound to shared-x1 beside an InfraResource "shared" of another claim, and a Lost claim
+// "lost" that still names team-a-bucket, which is team-a/bucket's.
+func targetFixtures(ctx context.Context) error {
+	if err := testClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}}); err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		name, resource string
+		phase          v1alpha1.ClaimPhase
+	}{{"shared", "shared-x1", v1alpha1.ClaimBound}, {"lost", "team-a-bucket", v1alpha1.ClaimLost}} {
+		claim := &v1alpha1.InfraClaim{ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: "team-b"},
+			Spec: v1alpha1.InfraClaimSpec{ResourceKind: "ObjectStore", ClassName: "minio-bucket"}}
+		if err := createWithStatus(ctx, claim, func() {
+			claim.Status.ResourceName, claim.Status.Phase = c.resource, c.phase
+		}); err != nil {
+			return err
+		}
+		if c.name == "shared" {
+			own := resource("shared-x1")
+			own.Spec.ClaimRef = &v1alpha1.ClaimReference{Namespace: "team-b", Name: "shared", UID: claim.UID}
+			if err := testClient.Create(ctx, own); err != nil {
+				return err
+			}
+		}
+	}
+	other := resource("shared")
+	other.Spec.ClaimRef = &v1alpha1.ClaimReference{Namespace: "team-c", Name: "shared", UID: "another"}
+	return testClient.Create(ctx, other)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,7 +18,7 @@ import (
 )
 
 // targetArg is the argument name of the commands that act on a resource.
-const targetArg = "RESOURCE|CLAIM"
+const targetArg = "claim/NAME|resource/NAME|NAME"
 
 // target is the InfraResource a command acts on, and the claim it was named through, if any.
 type target struct {
@@ -35,39 +36,110 @@ func (t target) String() string {
 	return fmt.Sprintf("InfraResource %s (claim %s/%s)", t.Resource.Name, t.Claim.Namespace, t.Claim.Name)
 }
 
-// resolve finds the InfraResource TARGET names: the InfraResource of that name if there is one,
-// else the resource bound to the InfraClaim of that name in cl.Namespace. Errors: neither exists;
-// the claim is not bound yet (status.resourceName empty); the claim's resource is gone; any error
-// reading them.
+// Kind prefixes of TARGET, as kubectl spells them (type/name).
+var (
+	claimPrefixes    = []string{"claim/", "infraclaim/", "iclaim/", "infraclaims/", "infraclaim.conductor.io/"}
+	resourcePrefixes = []string{"resource/", "infraresource/", "ires/", "infraresources/", "infraresource.conductor.io/"}
+)
+
+// resolve finds the InfraResource TARGET names, kubectl's way:
+//   - claim/NAME: the InfraClaim NAME in cl.Namespace, and the resource bound to it — only when
+//     that resource's claimRef names the claim by UID (a Lost claim keeps a resource name that is
+//     no longer its own).
+//   - resource/NAME: the InfraResource NAME.
+//   - NAME: whichever of the two exists; when both do and are not one bound pair, it is refused
+//     with the two candidates, so that a command never acts on the wrong object.
+//
+// Errors: nothing of that name; the claim not bound (or its resource bound to another claim);
+// a bare NAME that means two things; any error reading them.
 func resolve(ctx context.Context, cl *Clients, name string) (target, error) {
-	res := &v1alpha1.InfraResource{}
-	err := cl.Client.Get(ctx, types.NamespacedName{Name: name}, res)
-	if err == nil {
+	for _, p := range claimPrefixes {
+		if n, ok := strings.CutPrefix(name, p); ok {
+			return resolveClaim(ctx, cl, n)
+		}
+	}
+	for _, p := range resourcePrefixes {
+		if n, ok := strings.CutPrefix(name, p); ok {
+			res, found, err := getResource(ctx, cl, n)
+			if err == nil && !found {
+				err = fmt.Errorf("no InfraResource %q", n)
+			}
+			return target{Resource: res}, err
+		}
+	}
+	res, resFound, err := getResource(ctx, cl, name)
+	if err != nil {
+		return target{}, err
+	}
+	claim := &v1alpha1.InfraClaim{}
+	err = cl.Client.Get(ctx, types.NamespacedName{Namespace: cl.Namespace, Name: name}, claim)
+	switch {
+	case apierrors.IsNotFound(err) && resFound:
 		return target{Resource: res}, nil
+	case apierrors.IsNotFound(err):
+		return target{}, fmt.Errorf("no InfraResource %q, and no InfraClaim %q in namespace %q", name, name, cl.Namespace)
+	case err != nil:
+		return target{}, fmt.Errorf("reading InfraClaim %s/%s: %w", cl.Namespace, name, err)
 	}
-	if !apierrors.IsNotFound(err) {
-		return target{}, fmt.Errorf("reading InfraResource %s: %w", name, err)
+	if !resFound {
+		return resolveClaim(ctx, cl, name)
 	}
+	if t, err := resolveClaim(ctx, cl, name); err == nil && t.Resource.Name == res.Name {
+		return t, nil // the claim and its own resource share the name: one target
+	}
+	return target{}, fmt.Errorf("%q names both InfraResource %s and InfraClaim %s/%s (bound to %s): say resource/%s or claim/%s",
+		name, name, cl.Namespace, name, orNone(claim.Status.ResourceName), name, name)
+}
+
+// resolveClaim is the InfraClaim name in cl.Namespace and the resource bound to it: the resource
+// its status names, whose claimRef names the claim (namespace, name and UID).
+func resolveClaim(ctx context.Context, cl *Clients, name string) (target, error) {
 	claim := &v1alpha1.InfraClaim{}
 	if err := cl.Client.Get(ctx, types.NamespacedName{Namespace: cl.Namespace, Name: name}, claim); err != nil {
 		if apierrors.IsNotFound(err) {
-			return target{}, fmt.Errorf("no InfraResource %q, and no InfraClaim %q in namespace %q", name, name, cl.Namespace)
+			return target{}, fmt.Errorf("no InfraClaim %q in namespace %q", name, cl.Namespace)
 		}
 		return target{}, fmt.Errorf("reading InfraClaim %s/%s: %w", cl.Namespace, name, err)
 	}
+	phase := claim.Status.Phase
+	if phase == "" {
+		phase = v1alpha1.ClaimPending
+	}
 	if claim.Status.ResourceName == "" {
-		phase := claim.Status.Phase
-		if phase == "" {
-			phase = v1alpha1.ClaimPending
-		}
 		return target{}, fmt.Errorf("InfraClaim %s/%s is not bound to a resource yet (phase %s)", claim.Namespace, claim.Name, phase)
 	}
-	res = &v1alpha1.InfraResource{}
-	if err := cl.Client.Get(ctx, types.NamespacedName{Name: claim.Status.ResourceName}, res); err != nil {
-		return target{}, fmt.Errorf("reading InfraResource %s, bound to InfraClaim %s/%s: %w",
-			claim.Status.ResourceName, claim.Namespace, claim.Name, err)
+	res, found, err := getResource(ctx, cl, claim.Status.ResourceName)
+	if err != nil {
+		return target{}, err
+	}
+	if !found {
+		return target{}, fmt.Errorf("InfraClaim %s/%s (phase %s) names InfraResource %s, which does not exist",
+			claim.Namespace, claim.Name, phase, claim.Status.ResourceName)
+	}
+	if ref := res.Spec.ClaimRef; ref == nil || ref.Namespace != claim.Namespace || ref.Name != claim.Name || ref.UID != claim.UID {
+		return target{}, fmt.Errorf("InfraClaim %s/%s (phase %s) names InfraResource %s, which is not bound to it", claim.Namespace, claim.Name, phase, res.Name)
 	}
 	return target{Resource: res, Claim: claim}, nil
+}
+
+// getResource reads the InfraResource name; found is false when there is none.
+func getResource(ctx context.Context, cl *Clients, name string) (*v1alpha1.InfraResource, bool, error) {
+	res := &v1alpha1.InfraResource{}
+	err := cl.Client.Get(ctx, types.NamespacedName{Name: name}, res)
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("reading InfraResource %s: %w", name, err)
+	}
+	return res, true, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	return s
 }
 
 // annotate sets one annotation on a resource with a JSON merge patch (other annotations and
