@@ -25,9 +25,14 @@ var _ = Describe("One status write per reconcile", func() {
 		Expect(running.Status.LastRun.Result).To(Equal("Running"))
 
 		By("an Update of labels and annotations (a new resourceVersion) while the create runs")
-		running.Labels = map[string]string{"team": "payments"}
-		running.Annotations = map[string]string{"example.org/owner": "someone"}
-		Expect(k8s.Update(s.ctx, running)).To(Succeed())
+		// The run's own status writes (the create's checkpoint lands as its provisioner starts)
+		// may come between the read and the Update: read again on a conflict, as kubectl does.
+		Eventually(func() error {
+			running = s.resource(res.Name)()
+			running.Labels = map[string]string{"team": "payments"}
+			running.Annotations = map[string]string{"example.org/owner": "someone"}
+			return k8s.Update(s.ctx, running)
+		}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
 		Expect(running.ResourceVersion).NotTo(Equal(res.ResourceVersion))
 
 		readyAt(s, res.Name)
