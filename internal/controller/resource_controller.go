@@ -118,7 +118,8 @@ type ResourceReconciler struct {
 
 // Reconcile syncs one resource: the phases below in order, over one scope, then one status write.
 func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	ctx = r.Drain.Detach(ctx)
+	ctx, release := r.Drain.Detach(ctx)
+	defer release()
 	r.leadingSince()
 	s, err := r.openScope(ctx, req.NamespacedName)
 	if s == nil || err != nil {

@@ -78,16 +78,17 @@ func (d *Drain) Draining() bool {
 	}
 }
 
-// Detach returns a context with ctx's values and deadline-free lifetime: it is not cancelled when
-// ctx is (a shutdown cancels the reconciles' contexts at once) but at Interrupt. A nil Drain
+// Detach returns a context with ctx's values that is not cancelled when ctx is (a shutdown
+// cancels the reconciles' contexts at once) but at Interrupt, and the func that releases it (call
+// it when the work ends: it cancels the context and unregisters it from the drain). A nil Drain
 // returns ctx itself.
-func (d *Drain) Detach(ctx context.Context) context.Context {
+func (d *Drain) Detach(ctx context.Context) (context.Context, context.CancelFunc) {
 	if d == nil {
-		return ctx
+		return ctx, func() {}
 	}
 	out, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	context.AfterFunc(d.stop, cancel)
-	return out
+	unregister := context.AfterFunc(d.stop, cancel)
+	return out, func() { unregister(); cancel() }
 }
 
 // untilBegun returns a context done when ctx is or when the drain begins: what a run waits for a

@@ -12,7 +12,8 @@ import (
 func TestDrainDetachesRunsAndRefusesWaitingOnes(t *testing.T) {
 	d := NewDrain()
 	parent, cancel := context.WithCancel(context.Background())
-	run := d.Detach(parent)
+	run, release := d.Detach(parent)
+	defer release()
 	cancel()
 	select {
 	case <-run.Done():
@@ -47,7 +48,7 @@ func TestDrainDetachesRunsAndRefusesWaitingOnes(t *testing.T) {
 		t.Fatal("ErrDraining does not wrap context.Canceled")
 	}
 	var never *Drain
-	if never.Draining() || never.Detach(parent) != parent {
+	if same, _ := never.Detach(parent); never.Draining() || same != parent {
 		t.Fatal("a nil Drain is not a no-op")
 	}
 }
