@@ -220,6 +220,9 @@ const (
 	// condition: runners are connected to the manager, or none is (its runs wait).
 	ReasonRunnersConnected = "RunnersConnected"
 	ReasonNoRunners        = "NoRunners"
+	// ReasonServiceAccountShared: the pool's ServiceAccount also serves another pool; the
+	// manager refuses the runners of both until each has an account of its own.
+	ReasonServiceAccountShared = "ServiceAccountShared"
 	// ReasonStateNotSaved: a run's state could not be saved; the controller keeps it and runs
 	// nothing until it is saved. ReasonStateSaved: it was saved later.
 	ReasonStateNotSaved = "StateNotSaved"

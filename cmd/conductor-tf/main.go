@@ -33,6 +33,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/controller"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/runners"
+	"github.com/conductor-tf/conductor-tf/internal/sandbox"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
@@ -64,6 +65,9 @@ type options struct {
 	drainTimeout           time.Duration
 	fenceGrace             time.Duration
 	serviceAccount         string
+	runSandbox             string
+	queueTimeout           time.Duration
+	sandboxHide            string
 }
 
 // DefaultDrainTimeout is how long, on SIGTERM, the manager and runners let runs under way finish
@@ -73,6 +77,8 @@ type options struct {
 const DefaultDrainTimeout = 10 * time.Minute
 
 func main() {
+	// A run's command rewritten by the sandbox starts here: it is confined, then exec'd.
+	sandbox.Enter()
 	if len(os.Args) > 1 && os.Args[1] == "runner" {
 		if err := runnerMain(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "conductor-tf runner:", err)
@@ -113,6 +119,9 @@ func main() {
 	flag.StringVar(&o.serviceAccount, "service-account", os.Getenv("SERVICE_ACCOUNT_NAME"), "The controller's own ServiceAccount in --namespace: a class or resource whose kubernetesAccess names it is refused (ServiceAccountForbidden), as one naming a runner pool's.")
 	flag.DurationVar(&o.grace, "grace-period", tfrunner.DefaultGracePeriod, "How long a run gets to stop after SIGINT on shutdown.")
 	flag.DurationVar(&o.drainTimeout, "drain-timeout", DefaultDrainTimeout, "On SIGTERM, how long runs under way (in-process and on runner pools) go on before they are interrupted (SIGINT, then --grace-period); no run starts meanwhile and the manager stays leader. The pod's terminationGracePeriodSeconds must cover it and the grace period. Lost leadership interrupts at once.")
+	flag.DurationVar(&o.queueTimeout, "runner-queue-timeout", runners.DefaultQueueTimeout, "How long a run waits for a runner of its pool before it is withdrawn (Synced False, WaitingForRunner) and queued again 30 s later: a pool with no runners holds no reconcile worker longer than this.")
+	flag.StringVar(&o.runSandbox, "run-sandbox", sandboxAuto, sandboxFlagUsage)
+	flag.StringVar(&o.sandboxHide, "run-sandbox-hide", "", "More paths, comma-separated, that runs cannot open (with --run-sandbox), e.g. mounted cloud credentials of the manager's own.")
 	zapOpts := zap.Options{Development: true}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -185,21 +194,17 @@ func run(o options) error {
 		return err
 	}
 	log.Info("terraform binary", "binary", bin.String())
+	runsDir := filepath.Join(o.workDir, "runs")
+	if bin.Sandbox, err = newSandbox(o.runSandbox, runsDir, []string{filepath.Join(runsDir, tfrunner.SharedDirName)},
+		splitList(o.sandboxHide), func(f string, a ...any) { log.Info(fmt.Sprintf(f, a...)) }); err != nil {
+		return err
+	}
 	state := statebackend.Config{Namespace: o.namespace}
-	env := map[string]string{
-		"PATH":                os.Getenv("PATH"),
-		"HOME":                filepath.Join(o.workDir, "home"),
-		"TF_PLUGIN_CACHE_DIR": filepath.Join(o.workDir, "plugin-cache"),
-		"CHECKPOINT_DISABLE":  "1",
-	}
+	env := runEnv(o.workDir)
 	// Nothing of the controller's own Kubernetes credentials reaches a run: no KUBECONFIG, no
-	// KUBE_CONFIG_PATH, no KUBERNETES_SERVICE_* (the kubernetes provider's in-cluster config). A
+	// KUBE_CONFIG_PATH, no KUBERNETES_SERVICE_* (the kubernetes provider's in-cluster config), and
+	// with the sandbox no file of them either (the token under /var/run/secrets, the kubeconfig). A
 	// class grants a run credentials of its own with kubernetesAccess.
-	for _, k := range []string{"TF_CLI_CONFIG_FILE", "SSL_CERT_FILE", "HTTPS_PROXY", "NO_PROXY"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env[k] = v
-		}
-	}
 	if o.kubeconfig != "" {
 		log.Info("--state-kubeconfig is ignored: state goes through the controller's state server, and runs get Kubernetes credentials only from a class's kubernetesAccess")
 	}
@@ -207,19 +212,18 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	for _, d := range []string{env["HOME"], env["TF_PLUGIN_CACHE_DIR"]} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return err
-		}
+	if err := makeRunDirs(env); err != nil {
+		return err
 	}
 	var warm *tfrunner.WarmProviders
 	if o.warmProviders != "" {
-		warm = tfrunner.NewWarmProviders(filepath.Join(o.workDir, "runs", ".warm"))
+		warm = tfrunner.NewWarmProviders(filepath.Join(runsDir, ".warm"))
+		warm.Sandbox = bin.Sandbox
 		warm.Providers = strings.Split(o.warmProviders, ",")
 		defer warm.Close()
 	}
 	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{
-		Binary: bin, Dir: filepath.Join(o.workDir, "runs"), Env: env, MaxConcurrent: o.maxRuns, GracePeriod: o.grace,
+		Binary: bin, Dir: runsDir, Env: env, MaxConcurrent: o.maxRuns, GracePeriod: o.grace,
 		Observer: metrics.Pool{}, WarmProviders: warm, Drain: drainer,
 	})
 	if err != nil {
@@ -325,6 +329,47 @@ func runnerFence(o options) time.Duration {
 		return 0
 	}
 	return o.heartbeatTimeout + o.fenceGrace
+}
+
+// runEnv is the environment every run starts from, for a process whose working directories are
+// under workDir: PATH, HOME, the plugin cache, TMPDIR (workDir/tmp: a sandboxed run may not create
+// files in the system's temporary directory when it holds a hidden path), and the settings of
+// this process's own environment that runs need (CLI configuration, CA bundle, proxies).
+func runEnv(workDir string) map[string]string {
+	env := map[string]string{
+		"PATH":                os.Getenv("PATH"),
+		"HOME":                filepath.Join(workDir, "home"),
+		"TF_PLUGIN_CACHE_DIR": filepath.Join(workDir, "plugin-cache"),
+		"TMPDIR":              filepath.Join(workDir, "tmp"),
+		"CHECKPOINT_DISABLE":  "1",
+	}
+	for _, k := range []string{"TF_CLI_CONFIG_FILE", "SSL_CERT_FILE", "HTTPS_PROXY", "NO_PROXY"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// makeRunDirs creates the directories runEnv names.
+func makeRunDirs(env map[string]string) error {
+	for _, k := range []string{"HOME", "TF_PLUGIN_CACHE_DIR", "TMPDIR"} {
+		if err := os.MkdirAll(env[k], 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func hostname() string {

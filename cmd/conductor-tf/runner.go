@@ -32,6 +32,7 @@ func runnerMain(args []string) error {
 	workDir := fs.String("work-dir", filepath.Join(os.TempDir(), "conductor-tf-runner"), "Working directories of runs and the plugin cache.")
 	terraformPath := fs.String("terraform-path", "", "The tofu or terraform binary; else tofu, then terraform, on PATH.")
 	grace := fs.Duration("grace-period", tfrunner.DefaultGracePeriod, "How long a run gets to stop after SIGINT on shutdown.")
+	runSandbox := fs.String("run-sandbox", sandboxAuto, sandboxFlagUsage)
 	drainTimeout := fs.Duration("drain-timeout", DefaultDrainTimeout, "On SIGTERM, how long runs under way go on before they are interrupted (SIGINT, then --grace-period); no run is taken meanwhile. The pod's terminationGracePeriodSeconds must cover it and the grace period.")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -57,29 +58,23 @@ func runnerMain(args []string) error {
 	if err != nil {
 		return err
 	}
-	env := map[string]string{
-		"PATH":                os.Getenv("PATH"),
-		"HOME":                filepath.Join(*workDir, "home"),
-		"TF_PLUGIN_CACHE_DIR": filepath.Join(*workDir, "plugin-cache"),
-		"CHECKPOINT_DISABLE":  "1",
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("runner", *name, "pool", *pool)
+	// The run-protocol token is this runner's identity: no run may read it.
+	runsDir := filepath.Join(*workDir, "runs")
+	if bin.Sandbox, err = newSandbox(*runSandbox, runsDir, []string{filepath.Join(runsDir, tfrunner.SharedDirName)},
+		[]string{*tokenFile}, func(f string, a ...any) { log.Info(fmt.Sprintf(f, a...)) }); err != nil {
+		return err
 	}
-	for _, k := range []string{"TF_CLI_CONFIG_FILE", "SSL_CERT_FILE", "HTTPS_PROXY", "NO_PROXY"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env[k] = v
-		}
-	}
-	for _, d := range []string{env["HOME"], env["TF_PLUGIN_CACHE_DIR"]} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return err
-		}
+	env := runEnv(*workDir)
+	if err := makeRunDirs(env); err != nil {
+		return err
 	}
 	runs, err := tfrunner.NewPool(tfrunner.PoolOptions{
-		Binary: bin, Dir: filepath.Join(*workDir, "runs"), Env: env, MaxConcurrent: *concurrency, GracePeriod: *grace,
+		Binary: bin, Dir: runsDir, Env: env, MaxConcurrent: *concurrency, GracePeriod: *grace,
 	})
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("runner", *name, "pool", *pool)
 	log.Info("runner starting", "manager", *manager, "binary", bin.String(), "concurrency", *concurrency)
 	r := &runners.Runner{
 		Name: *name, Pool: *pool, Manager: *manager, StateURL: *stateURL, TLS: tlsConfig, TokenFile: *tokenFile,

@@ -37,7 +37,7 @@ func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface,
 		Kube: kube, Namespace: o.namespace, Hosts: runnerHosts(o),
 		Address: o.runProtocolAddr, StateAddress: o.runnerStateAddr, State: state,
 		Authorize: runners.PoolAuthorizer(mgr.GetClient(), o.namespace), HeartbeatTimeout: o.heartbeatTimeout, FenceGrace: o.fenceGrace,
-		CheckPool: runners.PoolChecker(mgr.GetClient()), StateURL: ownStateURL(o), Drain: drain,
+		CheckPool: runners.PoolChecker(mgr.GetClient()), StateURL: ownStateURL(o), Drain: drain, QueueTimeout: o.queueTimeout,
 		Leading: func() bool {
 			select {
 			case <-elected:

@@ -32,6 +32,10 @@ func describeChanges(p *tfrunner.Plan) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
+// QueueRetryInterval is how long after a run no runner took (runners.QueueTimeoutError) it is
+// queued again.
+const QueueRetryInterval = 30 * time.Second
+
 // runFailed records a run that did not apply (classifyRun, recordOutcome): held plans, invalid
 // inputs and a shutdown are not retried (a held plan until it is approved, inputs until the spec
 // changes); Terraform errors and lock conflicts are returned so that the work queue retries them
@@ -43,6 +47,11 @@ func (r syncer) runFailed(ctx context.Context, s *resourceScope, err error, at t
 		r.keeper().lockHeld(ctx, s)
 	}
 	r.recordFailure(s.res, o)
+	if o.reason == v1alpha1.ReasonWaitingForRunner {
+		// No runner took the run (runners.QueueTimeoutError): the worker is free again, and the
+		// run is queued anew at a steady pace, not with a backoff that grows while the pool is down.
+		return ctrl.Result{RequeueAfter: QueueRetryInterval}, nil
+	}
 	if !o.retried() {
 		return ctrl.Result{}, nil
 	}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
@@ -65,6 +66,7 @@ func classifyRun(op string, err error, at time.Time) runOutcome {
 		ie  *inputError
 		le  *tfrunner.LockError
 		re  *tfrunner.RunError
+		qe  *runners.QueueTimeoutError
 	)
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -79,6 +81,8 @@ func classifyRun(op string, err error, at time.Time) runOutcome {
 		o.kind, o.op, o.reason, o.lock = outcomeLocked, le.Op, v1alpha1.ReasonStateLocked, le
 	case errors.As(err, &re):
 		o.op, o.reason, o.message = re.Op, failReason(re.Op), re.Message
+	case errors.As(err, &qe):
+		o.reason = v1alpha1.ReasonWaitingForRunner
 	}
 	return o
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -113,12 +114,21 @@ func (r *RunnerPoolReconciler) recordStatus(ctx context.Context, pool *v1alpha1.
 	}
 	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRunnersConnected,
 		Message: fmt.Sprintf("%d runner(s) connected", pool.Status.ConnectedRunners), ObservedGeneration: pool.Generation}
-	if pool.Status.ConnectedRunners == 0 {
+	others, err := runners.PoolsSharing(ctx, r.Client, pool)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(others) > 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonServiceAccountShared
+		cond.Message = fmt.Sprintf("ServiceAccount %s also serves pool(s) %s: the manager refuses these runners until each pool has an account of its own",
+			runners.PoolServiceAccount(pool), strings.Join(others, ", "))
+	case pool.Status.ConnectedRunners == 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonNoRunners
 		cond.Message = fmt.Sprintf("no runner is connected to %s; %d of %d pods ready; runs of this pool wait", r.Targets, dep.Status.ReadyReplicas, ptr.Deref(dep.Spec.Replicas, 0))
 	}
 	meta.SetStatusCondition(&pool.Status.Conditions, cond)
-	_, err := patchStatus(ctx, r.Client, pool, before)
+	_, err = patchStatus(ctx, r.Client, pool, before)
 	return client.IgnoreNotFound(err)
 }
 

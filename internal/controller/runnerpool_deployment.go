@@ -69,7 +69,8 @@ func runnerDeployment(pool *v1alpha1.InfraRunnerPool, namespace, image string, t
 						Name: "runner", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
 						Args: []string{"runner", "--pool", pool.Name, "--manager", t.Manager, "--state-url", t.StateURL,
 							"--ca-file", runnerCADir + "/ca.crt", "--token-file", runnerTokenDir + "/token",
-							"--concurrency", strconv.Itoa(int(concurrency)), "--work-dir", "/work", "--grace-period", "2m", "--drain-timeout", "10m"},
+							"--concurrency", strconv.Itoa(int(concurrency)), "--work-dir", "/work", "--grace-period", "2m", "--drain-timeout", "10m",
+							"--run-sandbox", "landlock"},
 						Env:       []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
 						Resources: pool.Spec.Resources,
 						SecurityContext: &corev1.SecurityContext{

@@ -9,10 +9,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/status"
 
 	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
@@ -27,6 +25,15 @@ const (
 	DefaultHeartbeatInterval = 5 * time.Second
 	DefaultHeartbeatTimeout  = 20 * time.Second
 	DefaultFenceGrace        = 20 * time.Second
+)
+
+// DefaultQueueTimeout is how long a run waits for a runner of its pool before it is withdrawn
+// (*QueueTimeoutError) and its reconcile freed; DefaultStreamIdle is how long a runner's stream
+// waits for a run before the manager closes it, so that the runner opens a new one and is
+// authenticated and authorized again.
+const (
+	DefaultQueueTimeout = 2 * time.Minute
+	DefaultStreamIdle   = 5 * time.Minute
 )
 
 // DispatcherOptions configure a Dispatcher.
@@ -59,6 +66,27 @@ type DispatcherOptions struct {
 	// Drain, when set, is the manager's shutdown: once it begins, runs no runner took yet are
 	// withdrawn (tfrunner.ErrDraining) and runs under way go on (see tfrunner.Drain).
 	Drain *tfrunner.Drain
+	// QueueTimeout is how long a run waits for a runner before it is withdrawn with a
+	// *QueueTimeoutError; DefaultQueueTimeout when zero. A pool with no runners then holds none of
+	// the controller's reconcile workers for longer than this.
+	QueueTimeout time.Duration
+	// StreamIdle is how long a runner's stream waits for a run before it is closed
+	// (DeadlineExceeded; the runner opens another, authenticated again); DefaultStreamIdle when
+	// zero.
+	StreamIdle time.Duration
+}
+
+// QueueTimeoutError is a run that no runner of its pool took within the queue timeout: the run
+// never started. Runners is how many runners of the pool were connected when it was withdrawn.
+type QueueTimeoutError struct {
+	Pool    string
+	Waited  time.Duration
+	Runners int
+}
+
+func (e *QueueTimeoutError) Error() string {
+	return fmt.Sprintf("no runner of pool %s took the run within %s (%d runners connected); it did not start and is tried again",
+		e.Pool, e.Waited, e.Runners)
 }
 
 // Dispatcher is the manager's side of the run protocol: it queues the runs of resources whose
@@ -95,6 +123,12 @@ func NewDispatcher(opts DispatcherOptions) *Dispatcher {
 	}
 	if opts.FenceGrace <= 0 {
 		opts.FenceGrace = DefaultFenceGrace
+	}
+	if opts.QueueTimeout <= 0 {
+		opts.QueueTimeout = DefaultQueueTimeout
+	}
+	if opts.StreamIdle <= 0 {
+		opts.StreamIdle = DefaultStreamIdle
 	}
 	return &Dispatcher{opts: opts, queues: map[string]*queue{}, busy: map[string]int{}, errored: map[string][]byte{},
 		runners: map[string]map[string]int{}, live: map[string]*job{}}
@@ -157,6 +191,8 @@ func (s runsServer) Run(stream runnerpb.Runs_RunServer) error { return s.d.serve
 // job is one run, from the caller's Apply, Destroy or DriftCheck to its Result.
 type job struct {
 	pool, tenant string
+	// user and runner took the run: only they may resume it.
+	user, runner string
 	spec         *runnerpb.RunSpec
 	opts         tfrunner.ApplyOptions
 	cancel       chan struct{} // closed when the caller's ctx is done after a runner took the run
@@ -218,8 +254,21 @@ func (d *Dispatcher) do(ctx context.Context, pool string, spec *runnerpb.RunSpec
 		// Told once the run has waited tfrunner.QueuedAfter, if no runner took it by then.
 		tfrunner.NotifyQueued(ctx, j.done, func() (int, int) { return q.position(j) }, opts.Events.QueuedFunc())
 	}
+	queued := time.NewTimer(d.opts.QueueTimeout)
+	defer queued.Stop()
 	select {
 	case <-j.done:
+	case <-queued.C:
+		if q.remove(j) {
+			return nil, &QueueTimeoutError{Pool: pool, Waited: d.opts.QueueTimeout, Runners: len(d.Runners(pool))}
+		}
+		// A runner took it just now: wait for it as usual.
+		select {
+		case <-j.done:
+		case <-ctx.Done():
+			close(j.cancel)
+			<-j.done
+		}
 	case <-d.opts.Drain.Begun():
 		if q.remove(j) {
 			return nil, tfrunner.ErrDraining
@@ -356,107 +405,3 @@ func (e *RunnerLostError) Error() string {
 
 // Unwrap is tfrunner.ErrProcessLost: creates the run started are in doubt (tfrunner.Killed).
 func (e *RunnerLostError) Unwrap() error { return tfrunner.ErrProcessLost }
-
-// serveRun serves one Runs/Run stream: authenticate, read Hello, wait for a run of the runner's
-// pool, then drive it to its Result; or, when the first message is Resume, hand the stream to the
-// run it names (resumeRun).
-func (d *Dispatcher) serveRun(stream runnerpb.Runs_RunServer) error {
-	ctx := stream.Context()
-	if d.opts.Leading != nil && !d.opts.Leading() {
-		return status.Error(codes.FailedPrecondition, "this manager replica is not the leader")
-	}
-	user, err := d.authenticate(ctx)
-	if err != nil {
-		return err
-	}
-	first, err := stream.Recv()
-	if err != nil {
-		return err
-	}
-	hello := first.GetHello()
-	if r := first.GetResume(); r != nil {
-		hello = &runnerpb.Hello{Runner: r.GetRunner(), Pool: r.GetPool()}
-	}
-	if hello.GetPool() == "" || hello.GetRunner() == "" {
-		return status.Error(codes.InvalidArgument, "the first message must be a hello or a resume naming the runner and its pool")
-	}
-	if d.opts.Authorize != nil {
-		if err := d.opts.Authorize(ctx, hello.Pool, user); err != nil {
-			return status.Errorf(codes.PermissionDenied, "%s may not serve pool %s: %v", user, hello.Pool, err)
-		}
-	}
-	d.track(hello, 1)
-	defer d.track(hello, -1)
-	if r := first.GetResume(); r != nil {
-		return d.resumeRun(ctx, stream, r)
-	}
-	q := d.queue(hello.Pool)
-	j, err := q.take(ctx)
-	if err != nil {
-		return status.FromContextError(err).Err()
-	}
-	if err := stream.Send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Run{Run: j.spec}}); err != nil {
-		if !q.giveBack(j) { // nothing ran: the next runner takes it, unless its caller gave up
-			j.err = context.Canceled
-			close(j.done)
-		}
-		return err
-	}
-	id := j.spec.GetId()
-	d.mu.Lock()
-	d.live[id] = j
-	d.mu.Unlock()
-	res, err := d.drive(stream, j)
-	d.mu.Lock()
-	delete(d.live, id)
-	d.mu.Unlock()
-	if err != nil {
-		j.err = &RunnerLostError{Pool: hello.Pool, Runner: hello.Runner, Reason: err.Error()}
-		if d.opts.OnRunnerLost != nil {
-			d.opts.OnRunnerLost(hello.Pool, hello.Runner, j.spec.GetKey(), j.err)
-		}
-	}
-	j.result = res
-	close(j.done)
-	return nil
-}
-
-// resumeRun hands a stream opened with Resume to the run it names, if that run is still carried
-// (its fence has not ended), and returns once the run no longer uses it. A run of another pool,
-// or one given up or never known here (another replica, a restarted manager), is NotFound: the
-// runner then kills what is left of it.
-func (d *Dispatcher) resumeRun(ctx context.Context, stream runnerpb.Runs_RunServer, r *runnerpb.Resume) error {
-	d.mu.Lock()
-	j := d.live[r.GetRunId()]
-	d.mu.Unlock()
-	if j == nil || j.pool != r.GetPool() || r.GetRunId() == "" {
-		return status.Errorf(codes.NotFound, "run %q is not carried by this manager (given up, or started by another)", r.GetRunId())
-	}
-	rs := resumed{stream: stream, done: make(chan struct{})}
-	select {
-	case j.resume <- rs:
-	case <-j.done:
-		return status.Errorf(codes.NotFound, "run %q has ended", r.GetRunId())
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case <-rs.done:
-	case <-ctx.Done():
-	}
-	return nil
-}
-
-// track counts the runner's open streams (one per run it can take or holds).
-func (d *Dispatcher) track(h *runnerpb.Hello, delta int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	rs := d.runners[h.Pool]
-	if rs == nil {
-		rs = map[string]int{}
-		d.runners[h.Pool] = rs
-	}
-	if rs[h.Runner] += delta; rs[h.Runner] <= 0 {
-		delete(rs, h.Runner)
-	}
-}

@@ -119,7 +119,8 @@ func (r *Runner) work(ctx context.Context, proxy string) {
 			}
 		}
 		err := r.serveOne(ctx, conn, proxy)
-		if err == nil || ctx.Err() != nil {
+		// A stream that waited too long for a run is closed by the manager: open the next at once.
+		if err == nil || ctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded {
 			continue
 		}
 		r.Log.Info("run stream ended", "error", err.Error())

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,10 +38,11 @@ type ServeOptions struct {
 	FenceGrace       time.Duration
 	OnRunnerLost     func(pool, runner, key string, err error)
 	Leading          func() bool
-	// CheckPool, StateURL and Drain are the Dispatcher's (see DispatcherOptions).
-	CheckPool func(ctx context.Context, pool string) error
-	StateURL  string
-	Drain     *tfrunner.Drain
+	// CheckPool, StateURL, Drain and QueueTimeout are the Dispatcher's (see DispatcherOptions).
+	CheckPool    func(ctx context.Context, pool string) error
+	StateURL     string
+	Drain        *tfrunner.Drain
+	QueueTimeout time.Duration
 }
 
 // Serve starts both servers with a certificate from the CA (LoadOrCreateCA) and returns the
@@ -56,7 +59,7 @@ func Serve(ctx context.Context, o ServeOptions) (*Dispatcher, string, error) {
 	d := NewDispatcher(DispatcherOptions{
 		Authenticator: &TokenReviewer{Kube: o.Kube}, Authorize: o.Authorize,
 		HeartbeatTimeout: o.HeartbeatTimeout, FenceGrace: o.FenceGrace, OnRunnerLost: o.OnRunnerLost, Leading: o.Leading,
-		CheckPool: o.CheckPool, StateURL: o.StateURL, Drain: o.Drain,
+		CheckPool: o.CheckPool, StateURL: o.StateURL, Drain: o.Drain, QueueTimeout: o.QueueTimeout,
 	})
 	if err := d.Serve(ctx, o.Address, tlsConfig); err != nil {
 		return nil, "", err
@@ -84,11 +87,39 @@ func PoolAuthorizer(c client.Reader, namespace string) func(ctx context.Context,
 		if err := c.Get(ctx, types.NamespacedName{Name: pool}, &p); err != nil {
 			return fmt.Errorf("InfraRunnerPool %s: %w", pool, err)
 		}
-		if want := ServiceAccountUser(namespace, PoolServiceAccount(&p)); user != want {
+		sa := PoolServiceAccount(&p)
+		if want := ServiceAccountUser(namespace, sa); user != want {
 			return errors.New("the pool's runners are " + want)
+		}
+		// One ServiceAccount per pool: runners of a pool sharing its account with another could
+		// take the other pool's runs.
+		others, err := PoolsSharing(ctx, c, &p)
+		if err != nil {
+			return err
+		}
+		if len(others) > 0 {
+			return fmt.Errorf("ServiceAccount %s also serves pool(s) %s: each pool needs an account of its own", sa, strings.Join(others, ", "))
 		}
 		return nil
 	}
+}
+
+// PoolsSharing returns the names of the other pools whose runners use p's ServiceAccount, sorted,
+// or the error of listing the pools.
+func PoolsSharing(ctx context.Context, c client.Reader, p *v1alpha1.InfraRunnerPool) ([]string, error) {
+	var pools v1alpha1.InfraRunnerPoolList
+	if err := c.List(ctx, &pools); err != nil {
+		return nil, fmt.Errorf("listing runner pools: %w", err)
+	}
+	var out []string
+	for i := range pools.Items {
+		o := &pools.Items[i]
+		if o.Name != p.Name && PoolServiceAccount(o) == PoolServiceAccount(p) {
+			out = append(out, o.Name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // PoolChecker refuses runs for a pool that does not exist (an *PoolNotFoundError).

@@ -14,6 +14,8 @@ import (
 	"github.com/hashicorp/hc-install/product"
 	"github.com/hashicorp/hc-install/releases"
 	"github.com/hashicorp/hc-install/src"
+
+	"github.com/conductor-tf/conductor-tf/internal/sandbox"
 )
 
 // Flavor tells OpenTofu from Terraform.
@@ -38,6 +40,9 @@ type Binary struct {
 	Flavor Flavor
 	// Version is what the binary reports with `version -json`.
 	Version *version.Version
+	// Sandbox, when set, confines every command started with the binary and everything it starts
+	// (providers, provisioners): none of them can open the paths it hides (sandbox.Sandbox).
+	Sandbox *sandbox.Sandbox
 }
 
 func (b Binary) String() string { return fmt.Sprintf("%s %s (%s)", b.Flavor, b.Version, b.Path) }

@@ -17,7 +17,9 @@ import (
 // backend block, so 1,000 claims of one class cost one init. Runs only read the shared directory
 // (providers, modules, the backend's settings); init is the only writer.
 
-const sharedDirName = ".modules"
+// SharedDirName is the directory, in a Pool's Dir, of the shared initialised directories: runs read
+// it (a run sandbox must leave it open to them).
+const SharedDirName = ".modules"
 
 // sharedInit is one initialised data directory.
 type sharedInit struct {
@@ -41,7 +43,7 @@ func (p *Pool) shared(ctx context.Context, ws *Workspace, spec Spec) (*sharedIni
 	}
 	s, ok := p.sharedInits[key]
 	if !ok {
-		s = &sharedInit{dir: filepath.Join(p.opts.Dir, sharedDirName, key[:24])}
+		s = &sharedInit{dir: filepath.Join(p.opts.Dir, SharedDirName, key[:24])}
 		p.sharedInits[key] = s
 	}
 	p.mu.Unlock()

@@ -32,6 +32,8 @@ import (
 
 	"github.com/hashicorp/terraform-config-inspect/tfconfig"
 	"github.com/hashicorp/terraform-exec/tfexec"
+
+	"github.com/conductor-tf/conductor-tf/internal/sandbox"
 )
 
 // Defaults of WarmProviders.
@@ -53,6 +55,9 @@ type WarmProviders struct {
 	MaxRuns int
 	// IdleTimeout is how long a process may wait for its next run before it is killed.
 	IdleTimeout time.Duration
+	// Sandbox, when set, confines every process started (sandbox.Sandbox); the processes' own
+	// directory stays open to them.
+	Sandbox *sandbox.Sandbox
 	// dir is the EnvWorkspace of every process started, so that Reap of the pool's directory
 	// finds them.
 	dir string
@@ -308,7 +313,11 @@ func declaresAliases(dir string) bool {
 // start runs the provider with -debug in a process group of its own and reads, from its output,
 // how to reattach to it (the TF_REATTACH_PROVIDERS line that terraform-plugin-go prints).
 func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key string, env map[string]string) (*warmProvider, error) {
-	cmd := exec.Command(pb.path, "-debug")
+	if err := os.MkdirAll(wp.dir, 0o700); err != nil {
+		return nil, err
+	}
+	path, env := wp.Sandbox.Command(pb.path, env, wp.dir)
+	cmd := exec.Command(path, "-debug")
 	cmd.Dir = wp.dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	for k, v := range env {
@@ -319,9 +328,6 @@ func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key strin
 		return nil, err
 	}
 	cmd.Stderr = io.Discard
-	if err := os.MkdirAll(wp.dir, 0o700); err != nil {
-		return nil, err
-	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting provider %s: %w", pb.address, err)
 	}

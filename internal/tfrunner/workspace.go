@@ -192,11 +192,12 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 }
 
 func (w *Workspace) tf() (*tfexec.Terraform, error) {
-	tf, err := tfexec.NewTerraform(w.dir, w.bin.Path)
+	path, env := w.bin.Sandbox.Command(w.bin.Path, w.runEnv(), w.dir)
+	tf, err := tfexec.NewTerraform(w.dir, path)
 	if err != nil {
 		return nil, err
 	}
-	if err := tf.SetEnv(w.runEnv()); err != nil {
+	if err := tf.SetEnv(env); err != nil {
 		return nil, err
 	}
 	if err := tf.SetWaitDelay(w.grace); err != nil {

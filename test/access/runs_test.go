@@ -56,6 +56,39 @@ var _ = Describe("What a run may see", func() {
 			To(Satisfy(apierrors.IsNotFound))
 	})
 
+	It("a module's local-exec cannot open the controller's kubeconfig nor another run's working directory (issue 33)", func() {
+		other := newTeam(ctx)
+		probe := class(ctx, "envprobe", nil, "report")
+		dir, err := os.MkdirTemp("", "conductor-filehunt-")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(os.RemoveAll, dir)
+		// Another tenant's run, whose working directory (its variables) stays on disk.
+		victim := other.claim(ctx, "victim", probe, map[string]string{"report": filepath.Join(dir, "victim-env")})
+		Eventually(other.resourceOf(ctx, victim), timeout, time.Second).Should(WithTransform(ready, Equal(v1alpha1.ReasonApplied)))
+
+		t := newTeam(ctx)
+		hunt := class(ctx, "filehunt", nil, "report", "work", "kubeconfig")
+		report := filepath.Join(dir, "found")
+		c := t.claim(ctx, "hunt", hunt, map[string]string{"report": report, "work": workDir, "kubeconfig": env.Kubeconfig})
+		Eventually(t.resourceOf(ctx, c), timeout, time.Second).Should(WithTransform(ready, Equal(v1alpha1.ReasonApplied)))
+
+		data, err := os.ReadFile(report)
+		Expect(err).NotTo(HaveOccurred())
+		var readable, denied []string
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			verdict, path, _ := strings.Cut(line, " ")
+			if verdict == "readable" {
+				readable = append(readable, path)
+			} else {
+				denied = append(denied, path)
+			}
+		}
+		Expect(readable).To(HaveLen(1), "only the run's own variables file opens; the report:\n%s", data)
+		Expect(readable[0]).To(HaveSuffix("conductor.tfvars.json"))
+		Expect(denied).To(ContainElement(env.Kubeconfig))
+		Expect(len(denied)).To(BeNumerically(">=", 2), "the other tenant's working directory was tried: %s", data)
+	})
+
 	It("a class that grants a ServiceAccount: the run can do exactly what its RBAC allows, and reading state Secrets is refused", func() {
 		t := newTeam(ctx)
 		// The platform team's account for the module, in the controller's namespace, allowed

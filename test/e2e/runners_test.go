@@ -88,6 +88,11 @@ var _ = Describe("Runner pools on the cluster", Ordered, func() {
 		}).Should(BeTrue(), "the runner destroyed it and the resource went")
 	})
 
+	It("a run on the pool finds no token to read: not the runner's run-protocol token, not the manager's", func() {
+		found, canI := huntTokens("pool", pool)
+		Expect(found).To(BeEmpty(), "the run read tokens; with them the API server allows:\n%s", canI)
+	})
+
 	It("a rollout of the manager during creates on the pool: the runners' applies finish, all Ready, no hold, no lock, each created once", func() {
 		ledgerClass("e2e-rollout-pooled", "E2ERolloutPooled", pool)
 		rolloutDuringCreates("E2ERolloutPooled", "e2e-rollout-pool-")

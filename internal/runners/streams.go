@@ -1,0 +1,158 @@
+package runners
+
+import (
+	"context"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
+)
+
+// The runner's side of a stream, as the manager serves it: a runner authenticates, says which pool
+// it serves, and waits for a run (serveRun); a runner whose stream broke mid-run carries the run on
+// over a new one (resumeRun).
+
+// serveRun serves one Runs/Run stream: authenticate, read Hello, wait for a run of the runner's
+// pool, then drive it to its Result; or, when the first message is Resume, hand the stream to the
+// run it names (resumeRun).
+func (d *Dispatcher) serveRun(stream runnerpb.Runs_RunServer) error {
+	ctx := stream.Context()
+	if d.opts.Leading != nil && !d.opts.Leading() {
+		return status.Error(codes.FailedPrecondition, "this manager replica is not the leader")
+	}
+	user, err := d.authenticate(ctx)
+	if err != nil {
+		return err
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	hello := first.GetHello()
+	if r := first.GetResume(); r != nil {
+		hello = &runnerpb.Hello{Runner: r.GetRunner(), Pool: r.GetPool()}
+	}
+	if hello.GetPool() == "" || hello.GetRunner() == "" {
+		return status.Error(codes.InvalidArgument, "the first message must be a hello or a resume naming the runner and its pool")
+	}
+	if err := d.authorize(ctx, hello.Pool, user); err != nil {
+		return err
+	}
+	d.track(hello, 1)
+	defer d.track(hello, -1)
+	if r := first.GetResume(); r != nil {
+		return d.resumeRun(ctx, stream, r, user)
+	}
+	q := d.queue(hello.Pool)
+	// A waiting stream expires: the runner opens another, whose token is reviewed again.
+	waitCtx, stopWaiting := context.WithTimeout(ctx, d.opts.StreamIdle)
+	j, err := q.take(waitCtx)
+	stopWaiting()
+	if err != nil {
+		if ctx.Err() == nil {
+			return status.Errorf(codes.DeadlineExceeded, "no run for %s within %s: open a new stream", hello.Pool, d.opts.StreamIdle)
+		}
+		return status.FromContextError(err).Err()
+	}
+	// Each run is authorized on its own, when it is handed over: the token may have expired or
+	// the pool changed its ServiceAccount while the stream waited.
+	if err := d.authorizeRun(ctx, hello.Pool, user); err != nil {
+		if !q.giveBack(j) {
+			j.err = context.Canceled
+			close(j.done)
+		}
+		return err
+	}
+	j.user, j.runner = user, hello.Runner
+	if err := stream.Send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Run{Run: j.spec}}); err != nil {
+		if !q.giveBack(j) { // nothing ran: the next runner takes it, unless its caller gave up
+			j.err = context.Canceled
+			close(j.done)
+		}
+		return err
+	}
+	id := j.spec.GetId()
+	d.mu.Lock()
+	d.live[id] = j
+	d.mu.Unlock()
+	res, err := d.drive(stream, j)
+	d.mu.Lock()
+	delete(d.live, id)
+	d.mu.Unlock()
+	if err != nil {
+		j.err = &RunnerLostError{Pool: hello.Pool, Runner: hello.Runner, Reason: err.Error()}
+		if d.opts.OnRunnerLost != nil {
+			d.opts.OnRunnerLost(hello.Pool, hello.Runner, j.spec.GetKey(), j.err)
+		}
+	}
+	j.result = res
+	close(j.done)
+	return nil
+}
+
+// resumeRun hands a stream opened with Resume to the run it names, if that run is still carried
+// (its fence has not ended), and returns once the run no longer uses it. A run of another pool,
+// or one given up or never known here (another replica, a restarted manager), is NotFound: the
+// runner then kills what is left of it.
+func (d *Dispatcher) resumeRun(ctx context.Context, stream runnerpb.Runs_RunServer, r *runnerpb.Resume, user string) error {
+	d.mu.Lock()
+	j := d.live[r.GetRunId()]
+	d.mu.Unlock()
+	// Only the runner that took the run, with the same identity, carries it on: a run id is no
+	// secret (status.lastRun.id), and a result from anyone else would be a forgery.
+	if j == nil || j.pool != r.GetPool() || r.GetRunId() == "" || j.user != user || j.runner != r.GetRunner() {
+		return status.Errorf(codes.NotFound, "run %q is not carried by this manager (given up, or started by another)", r.GetRunId())
+	}
+	rs := resumed{stream: stream, done: make(chan struct{})}
+	select {
+	case j.resume <- rs:
+	case <-j.done:
+		return status.Errorf(codes.NotFound, "run %q has ended", r.GetRunId())
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-rs.done:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// authorize checks that user may serve pool (DispatcherOptions.Authorize).
+func (d *Dispatcher) authorize(ctx context.Context, pool, user string) error {
+	if d.opts.Authorize == nil {
+		return nil
+	}
+	if err := d.opts.Authorize(ctx, pool, user); err != nil {
+		return status.Errorf(codes.PermissionDenied, "%s may not serve pool %s: %v", user, pool, err)
+	}
+	return nil
+}
+
+// authorizeRun checks, as a run is handed over on a stream that may have waited, that the
+// stream's token still authenticates as user and that user may still serve pool.
+func (d *Dispatcher) authorizeRun(ctx context.Context, pool, user string) error {
+	again, err := d.authenticate(ctx)
+	if err != nil {
+		return err
+	}
+	if again != user {
+		return status.Errorf(codes.PermissionDenied, "the stream's token now names %s, not %s", again, user)
+	}
+	return d.authorize(ctx, pool, user)
+}
+
+// track counts the runner's open streams (one per run it can take or holds).
+func (d *Dispatcher) track(h *runnerpb.Hello, delta int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rs := d.runners[h.Pool]
+	if rs == nil {
+		rs = map[string]int{}
+		d.runners[h.Pool] = rs
+	}
+	if rs[h.Runner] += delta; rs[h.Runner] <= 0 {
+		delete(rs, h.Runner)
+	}
+}

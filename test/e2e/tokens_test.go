@@ -1,0 +1,79 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+)
+
+// huntTokens applies the tokenhunt module through a class of its own (on runnerPool, or in the
+// manager's pod when empty) and returns what the run read: "path token" lines, each checked
+// against the API server with `kubectl auth can-i --list`, whose answers are returned too.
+func huntTokens(className, runnerPool string) (found, canI string) {
+	kind := "E2EHunt" + strings.ToUpper(className[:1]) + className[1:]
+	c := &v1alpha1.InfraClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-hunt-" + className},
+		Spec: v1alpha1.InfraClassSpec{ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete, RunnerPool: runnerPool,
+			Module:    v1alpha1.ModuleSource{Source: modulesURL + "//modules/tokenhunt", Version: "v0.1.0"},
+			Variables: v1alpha1.Variables{"name": {Raw: []byte(`"${claim.name}"`)}}},
+	}
+	Expect(k8s.Create(ctx, c)).To(Succeed())
+	DeferCleanup(func() { _ = k8s.Delete(ctx, c) })
+	claim := &v1alpha1.InfraClaim{ObjectMeta: metav1.ObjectMeta{Namespace: newNamespace("e2e-hunt-"), Name: "hunt"},
+		Spec: v1alpha1.InfraClaimSpec{ResourceKind: kind, WriteConnectionSecretToRef: &v1alpha1.LocalSecretReference{Name: "hunt-conn"}}}
+	Expect(k8s.Create(ctx, claim)).To(Succeed())
+	DeferCleanup(func() { _ = k8s.Delete(ctx, claim) })
+	eventually(func() string {
+		got := &v1alpha1.InfraClaim{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(claim), got)).To(Succeed())
+		return readyCondition(got.Status.Conditions)
+	}).Should(HavePrefix("True"))
+	if runnerPool != "" {
+		Expect(resourceOf(claim).Spec.RunnerPool).To(Equal(runnerPool))
+	}
+	secret := &corev1.Secret{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: "hunt-conn"}, secret)).To(Succeed())
+	Expect(string(secret.Data["looked"])).NotTo(BeElementOf("", "0"), "the hunt looked at no path: it did not run")
+	found = string(secret.Data["found"])
+	var answers []string
+	for _, line := range strings.Split(strings.TrimSpace(found), "\n") {
+		path, tok, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		answers = append(answers, path+": "+rulesOf(tok))
+	}
+	return found, strings.Join(answers, "\n")
+}
+
+// rulesOf is what `kubectl auth can-i --list -n conductor-system` answers for token alone (a
+// SelfSubjectRulesReview with no other credential), or why it failed.
+func rulesOf(token string) string {
+	c := rest.AnonymousClientConfig(cfg)
+	c.BearerToken = token
+	rr, err := kubernetes.NewForConfigOrDie(c).AuthorizationV1().SelfSubjectRulesReviews().Create(ctx,
+		&authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: system}}, metav1.CreateOptions{})
+	if err != nil {
+		return "refused: " + err.Error()
+	}
+	return fmt.Sprintf("%+v", rr.Status.ResourceRules)
+}
+
+var _ = Describe("Runs cannot reach the manager's credentials", func() {
+	It("a run in the manager's pod finds no token to read, by any path, the manager's through /proc included", func() {
+		found, canI := huntTokens("manager", "")
+		Expect(found).To(BeEmpty(), "the run read tokens; with them the API server allows:\n%s", canI)
+	})
+})
