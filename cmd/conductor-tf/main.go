@@ -261,7 +261,7 @@ func run(o options) error {
 	rec := mgr.GetEventRecorder("conductor-tf")
 	metrics.Register(mgr.GetCache())
 	if err := (&controller.ClaimReconciler{
-		Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: o.workers, Ready: &metrics.ClaimReady{},
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, MaxConcurrentReconciles: o.workers, Ready: &metrics.ClaimReady{},
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +65,11 @@ type ClaimReconciler struct {
 	MaxConcurrentReconciles int
 	// Ready, when set, observes each claim's creation → first Ready (conductor_tf_claim_ready_seconds).
 	Ready *metrics.ClaimReady
+	// APIReader, when set, reads what class limits count from the API server rather than the
+	// cache (the manager's uncached reader); required for the limits to hold under concurrency.
+	APIReader client.Reader
+
+	limits limitLocks
 }
 
 // +kubebuilder:rbac:groups=conductor.io,resources=infraclaims,verbs=get;list;watch;update;patch
@@ -160,6 +166,13 @@ func (r *ClaimReconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) 
 		setPending(claim, v1alpha1.ReasonClassNotAllowed, fmt.Sprintf("class %s is not offered to namespace %s (its allowedNamespaces)", class.Name, claim.Namespace))
 		return ctrl.Result{RequeueAfter: PendingResync}, nil
 	}
+	// Checked and provisioned under the class's and namespace's lock: two claims at once cannot
+	// both take the last place. It is released once the resource exists (before binding).
+	unlock := func() {}
+	if hasLimits(class) {
+		unlock = sync.OnceFunc(r.limits.lock(class.Name, claim.Namespace))
+	}
+	defer unlock()
 	if msg, err := r.overLimits(ctx, claim, class); err != nil || msg != "" {
 		// Claim Pending, provisioning would take the namespace over the class's limits.
 		if msg != "" {
@@ -168,7 +181,7 @@ func (r *ClaimReconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) 
 		return ctrl.Result{RequeueAfter: PendingResync}, err
 	}
 	// Claim Pending, a class applies: provision a resource pre-bound to the claim.
-	return r.provision(ctx, claim, class)
+	return r.provision(ctx, claim, class, unlock)
 }
 
 // syncNamed handles a claim that names its resource: statically pre-bound by the user, or bound.
@@ -260,8 +273,9 @@ func (r *ClaimReconciler) bind(ctx context.Context, claim *v1alpha1.InfraClaim, 
 	return ctrl.Result{}, nil
 }
 
-// provision creates a resource from the class, pre-bound to the claim, then binds it.
-func (r *ClaimReconciler) provision(ctx context.Context, claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (ctrl.Result, error) {
+// provision creates a resource from the class, pre-bound to the claim, then binds it. created is
+// called once the resource exists, before binding (it releases the class limits' lock).
+func (r *ClaimReconciler) provision(ctx context.Context, claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, created func()) (ctrl.Result, error) {
 	if c := meta.FindStatusCondition(class.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse {
 		// Claim Pending, class broken: do not provision from it.
 		setPending(claim, v1alpha1.ReasonProvisioningFailed, fmt.Sprintf("class %s is not ready: %s", class.Name, c.Message))
@@ -277,6 +291,7 @@ func (r *ClaimReconciler) provision(ctx context.Context, claim *v1alpha1.InfraCl
 		res.Name = name
 		err := r.Create(ctx, res)
 		if err == nil {
+			created()
 			r.Recorder.Eventf(claim, res, corev1.EventTypeNormal, v1alpha1.ReasonProvisioning, "Provision",
 				"provisioning resource %s from class %s (module %s@%s), bound to this claim", res.Name, class.Name, class.Spec.Module.Source, class.Spec.Module.Version)
 			return r.bind(ctx, claim, res)

@@ -32,6 +32,17 @@ func (r *ClaimReconciler) rerender(ctx context.Context, claim *v1alpha1.InfraCla
 		return client.IgnoreNotFound(err)
 	}
 	if reason, msg := resizeCheck(claim.Spec.Resources.Requests, res.Spec.Capacity, class); reason != "" {
+		if reason == v1alpha1.ReasonExpanded && hasLimits(class) {
+			// Growing counts against the class's limits, checked and written under their lock.
+			defer r.limits.lock(class.Name, claim.Namespace)()
+			over, err := r.overLimits(ctx, claim, class)
+			if err != nil {
+				return err
+			}
+			if over != "" {
+				reason, msg = v1alpha1.ReasonClassLimitReached, "expansion refused: "+over
+			}
+		}
 		prev := meta.FindStatusCondition(claim.Status.Conditions, v1alpha1.ConditionResized)
 		fresh := prev == nil || prev.Reason != reason || prev.ObservedGeneration != claim.Generation
 		if reason == v1alpha1.ReasonExpanded {

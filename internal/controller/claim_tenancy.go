@@ -6,6 +6,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,28 +27,73 @@ func (r *ClaimReconciler) namespaceLabels(ctx context.Context, claim *v1alpha1.I
 	return ns.Labels, nil
 }
 
-// overLimits says why provisioning the claim from class would exceed the class's limits for the
-// claim's namespace ("" when it would not): the resources of the class held by the namespace's
-// claims (labelled with the class and the claim's namespace at provisioning) are counted, and
-// their storage capacity summed, from the cache.
-func (r *ClaimReconciler) overLimits(ctx context.Context, claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (string, error) {
+// limitLocks serialises, per class and namespace, the check of a class's limits and the write it
+// allows (provisioning a resource, growing one's capacity), so that two claims reconciled at once
+// cannot both pass a limit only one of them fits in. Only the leader reconciles claims, so a lock
+// in its memory is enough; the counts are read from the API server (ClaimReconciler.APIReader),
+// never from a cache that may not hold the resource created a moment ago.
+type limitLocks struct {
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+// lock takes the lock of class and namespace and returns its release.
+func (l *limitLocks) lock(class, namespace string) func() {
+	l.mu.Lock()
+	if l.locks == nil {
+		l.locks = map[string]*sync.Mutex{}
+	}
+	key := class + "/" + namespace
+	m := l.locks[key]
+	if m == nil {
+		m = &sync.Mutex{}
+		l.locks[key] = m
+	}
+	l.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// hasLimits reports whether class bounds what a namespace provisions from it.
+func hasLimits(class *v1alpha1.InfraClass) bool {
 	lim := class.Spec.Limits
-	if lim == nil || (lim.MaxClaimsPerNamespace == nil && lim.MaxStoragePerNamespace == nil) {
+	return lim != nil && (lim.MaxClaimsPerNamespace != nil || lim.MaxStoragePerNamespace != nil)
+}
+
+// overLimits says why holding a resource of class with the claim's requests would exceed the
+// class's limits for the claim's namespace ("" when it would not). It counts the resources of the
+// class held by the namespace's other claims (labelled with the class and the claim's namespace at
+// provisioning; a resource pre-bound to this claim is the claim's own and is counted once, as the
+// claim) and sums their storage capacity with the claim's request. Callers hold the limit lock of
+// the class and namespace (limitLocks) until they wrote what the answer allowed.
+func (r *ClaimReconciler) overLimits(ctx context.Context, claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (string, error) {
+	if !hasLimits(class) {
 		return "", nil
 	}
-	held := &v1alpha1.InfraResourceList{}
-	if err := r.List(ctx, held, client.MatchingLabels{
+	lim := class.Spec.Limits
+	reader := client.Reader(r.Client)
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
+	list := &v1alpha1.InfraResourceList{}
+	if err := reader.List(ctx, list, client.MatchingLabels{
 		v1alpha1.LabelClass: statebackend.LabelValue(class.Name), v1alpha1.LabelClaimNamespace: claim.Namespace,
 	}); err != nil {
 		return "", err
 	}
-	if n := lim.MaxClaimsPerNamespace; n != nil && int32(len(held.Items))+1 > *n {
-		return fmt.Sprintf("class %s allows %d resources per namespace; namespace %s holds %d", class.Name, *n, claim.Namespace, len(held.Items)), nil
+	var held []*v1alpha1.InfraResource
+	for i := range list.Items {
+		if !scheduler.IsPreBoundTo(&list.Items[i], claim) {
+			held = append(held, &list.Items[i])
+		}
+	}
+	if n := lim.MaxClaimsPerNamespace; n != nil && int32(len(held))+1 > *n {
+		return fmt.Sprintf("class %s allows %d resources per namespace; namespace %s holds %d", class.Name, *n, claim.Namespace, len(held)), nil
 	}
 	if limit := lim.MaxStoragePerNamespace; limit != nil {
 		total := claim.Spec.Resources.Requests.Storage()
-		for i := range held.Items {
-			if q, ok := held.Items[i].Spec.Capacity["storage"]; ok {
+		for _, res := range held {
+			if q, ok := res.Spec.Capacity["storage"]; ok {
 				total.Add(q)
 			}
 		}

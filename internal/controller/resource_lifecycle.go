@@ -105,6 +105,14 @@ func suffix(res *v1alpha1.InfraResource) string {
 	return statebackend.SuffixOf(res.Status.State.SecretName)
 }
 
+// className is the resource's class, "" for a static resource.
+func className(res *v1alpha1.InfraResource) string {
+	if res.Spec.ClassRef == nil {
+		return ""
+	}
+	return res.Spec.ClassRef.Name
+}
+
 // runSpec assembles what a run needs: the module, the backend, the rendered variables, the
 // Secret inputs read now (never stored), and the Kubernetes credentials the resource grants its
 // runs (kubernetesAccess), requested now. It returns an *inputError when a Secret or key is
@@ -112,6 +120,7 @@ func suffix(res *v1alpha1.InfraResource) string {
 func (r resourceSecrets) runSpec(ctx context.Context, res *v1alpha1.InfraResource) (tfrunner.Spec, error) {
 	spec := tfrunner.Spec{
 		Tenant:             tenant(res),
+		Class:              className(res),
 		RunnerPool:         res.Spec.RunnerPool,
 		Module:             tfrunner.Module{Source: res.Spec.Module.Source, Version: res.Spec.Module.Version},
 		Variables:          map[string]any{},

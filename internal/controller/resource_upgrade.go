@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/Masterminds/semver/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,17 @@ func (r *ResourceReconciler) upgradeAutomatically(ctx context.Context, res *v1al
 	claim := &v1alpha1.InfraClaim{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: res.Spec.ClaimRef.Namespace, Name: res.Spec.ClaimRef.Name}, claim); err != nil {
 		return false, client.IgnoreNotFound(err)
+	}
+	if uid := res.Spec.ClaimRef.UID; uid != "" && uid != claim.UID {
+		return false, nil // another claim of that name: not the one this resource was rendered for
+	}
+	if g := res.Annotations[v1alpha1.AnnotationRenderedGeneration]; g != "" && g != strconv.FormatInt(claim.Generation, 10) {
+		// The claim's latest generation was not rendered (a resize refused: shrink, expansion not
+		// allowed, a class limit): an upgrade must not carry its requests or parameters in.
+		r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Upgrade",
+			"not upgraded to %s: claim %s/%s generation %d was not accepted (see its Resized condition); the resource keeps generation %s",
+			class.Spec.Module.Version, claim.Namespace, claim.Name, claim.Generation, g)
+		return false, nil
 	}
 	vars, err := RenderVariables(claim, class)
 	if err != nil {

@@ -49,7 +49,7 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	rec := mgr.GetEventRecorder("conductor-tf")
-	Expect((&controller.ClaimReconciler{Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: 4}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&controller.ClaimReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, MaxConcurrentReconciles: 4}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&controller.ResourceReconciler{Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: 4}).SetupWithManager(mgr)).To(Succeed())
 
 	var ctx context.Context

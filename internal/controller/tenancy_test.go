@@ -2,7 +2,9 @@ package controller_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -130,5 +132,76 @@ var _ = Describe("Classes and resources for some namespaces only", func() {
 		Expect(asTeam(ctx, over.Namespace).Create(ctx, over)).To(Succeed())
 		Eventually(getClaim(ctx, over), timeout).Should(WithTransform(boundReason, Equal(v1alpha1.ReasonClassLimitReached)))
 		Expect(meta.FindStatusCondition(getClaim(ctx, over)().Status.Conditions, v1alpha1.ConditionBound).Message).To(ContainSubstring("10Gi"))
+	})
+
+	// Issue 33: limits are checked against the API server under a lock per class and namespace,
+	// not against a cache that has not seen the resource provisioned a moment ago.
+	It("claims created together over a class's limit: only as many as the limit are provisioned, the rest ClassLimitReached", func() {
+		two := int32(2)
+		Expect(k8s.Create(ctx, newClass("lim-"+strings.ToLower(kind), kind, true, func(c *v1alpha1.InfraClass) {
+			c.Spec.Limits = &v1alpha1.ClassLimits{MaxClaimsPerNamespace: &two}
+		}))).To(Succeed())
+		ns := labelledNamespace(ctx, nil)
+		var claims []*v1alpha1.InfraClaim
+		for i := range 8 {
+			claims = append(claims, newClaim(ns, "c"+strconv.Itoa(i), kind, "1Gi"))
+		}
+		team := asTeam(ctx, ns)
+		var wg sync.WaitGroup
+		for _, c := range claims {
+			wg.Go(func() {
+				defer GinkgoRecover()
+				Expect(team.Create(ctx, c)).To(Succeed())
+			})
+		}
+		wg.Wait()
+		settled := func() (bound, refused int) {
+			for _, c := range claims {
+				got := getClaim(ctx, c)()
+				switch {
+				case got.Status.Phase == v1alpha1.ClaimBound:
+					bound++
+				case boundReason(got) == v1alpha1.ReasonClassLimitReached:
+					refused++
+				}
+			}
+			return bound, refused
+		}
+		Eventually(func() int { b, r := settled(); return b + r }, timeout).Should(Equal(8))
+		Consistently(func() int {
+			list := &v1alpha1.InfraResourceList{}
+			Expect(k8s.List(ctx, list, client.MatchingLabels{v1alpha1.LabelClaimNamespace: ns})).To(Succeed())
+			return len(list.Items)
+		}, 2*time.Second).Should(Equal(2), "resources provisioned for the namespace")
+		bound, refused := settled()
+		Expect([]int{bound, refused}).To(Equal([]int{2, 6}))
+	})
+
+	It("expansion counts against the class's storage limit: refused with ClassLimitReached, the capacity unchanged", func() {
+		eight := resource.MustParse("8Gi")
+		Expect(k8s.Create(ctx, newClass("lim-"+strings.ToLower(kind), kind, true, func(c *v1alpha1.InfraClass) {
+			c.Spec.Limits = &v1alpha1.ClassLimits{MaxStoragePerNamespace: &eight}
+			c.Spec.AllowExpansion = true
+		}))).To(Succeed())
+		ns := labelledNamespace(ctx, nil)
+		c := newClaim(ns, "grows", kind, "5Gi")
+		Expect(asTeam(ctx, ns).Create(ctx, c)).To(Succeed())
+		Eventually(getClaim(ctx, c), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
+		Eventually(func() error {
+			got := getClaim(ctx, c)()
+			got.Spec.Resources.Requests["storage"] = resource.MustParse("10Gi")
+			return asTeam(ctx, ns).Update(ctx, got)
+		}, timeout).Should(Succeed())
+		Eventually(func() string {
+			cond := meta.FindStatusCondition(getClaim(ctx, c)().Status.Conditions, v1alpha1.ConditionResized)
+			if cond == nil {
+				return ""
+			}
+			return cond.Reason
+		}, timeout).Should(Equal(v1alpha1.ReasonClassLimitReached))
+		res := &v1alpha1.InfraResource{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: getClaim(ctx, c)().Spec.ResourceName}, res)).To(Succeed())
+		capacity := res.Spec.Capacity["storage"]
+		Expect(capacity.String()).To(Equal("5Gi"))
 	})
 })

@@ -362,7 +362,7 @@ func (p *Pool) applyJSON(ctx context.Context, ws *Workspace, res *ApplyResult, o
 	if wp := p.opts.WarmProviders; wp != nil {
 		if provs := wp.warmable(ws.Dir(), installedProviders(ws.Dir())); len(provs) > 0 {
 			// A provider that cannot be started warm is started by the run itself, as without.
-			if info, rel, err := wp.checkout(ctx, provs, ws.spec.Tenant, ws.spec.Module, ws.runEnv()); err == nil {
+			if info, rel, err := wp.checkout(ctx, provs, ws.spec.Tenant, ws.spec.Class, ws.spec.Module, ws.runEnv()); err == nil {
 				extra, release = []tfexec.ApplyOption{tfexec.Reattach(info)}, rel
 			}
 		}

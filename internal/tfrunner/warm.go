@@ -6,9 +6,9 @@ package tfrunner
 // prints how to reattach to it; the start-up it saves is most of a small apply.
 //
 // Isolation: a process is checked out by one run at a time, and is shared only by runs with the
-// same key: the provider's address and binary (so its version), the run's tenant and module (its
-// class), and a hash of the environment the provider gets (the run's env, which holds provider
-// credentials). A run that fails, is cancelled, or was killed kills the processes it used; a
+// same key: the provider's address and binary (so its version), the run's tenant, class and module,
+// and a hash of the environment the provider gets (the run's env, which holds provider
+// credentials): a process never serves another class, nor the same class with other credentials. A run that fails, is cancelled, or was killed kills the processes it used; a
 // process serves at most MaxRuns runs and waits idle at most IdleTimeout.
 
 import (
@@ -124,19 +124,19 @@ func (wp *WarmProviders) providerEnv(runEnv map[string]string) map[string]string
 }
 
 // warmKey is the key of a provider for a run (see the file's comment).
-func warmKey(p providerBinary, tenant string, module Module, env map[string]string) string {
+func warmKey(p providerBinary, tenant, class string, module Module, env map[string]string) string {
 	h := sha256.New()
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		fmt.Fprintf(h, "%d:%s=%d:%s\n", len(k), k, len(env[k]), env[k])
 	}
-	return strings.Join([]string{p.address, p.path, tenant, module.Source, module.Version, hex.EncodeToString(h.Sum(nil))}, "|")
+	return strings.Join([]string{p.address, p.path, tenant, class, module.Source, module.Version, hex.EncodeToString(h.Sum(nil))}, "|")
 }
 
 // checkout takes, for each provider, a process of its key, started now when none is idle, and
 // returns the reattach information for all of them and a release func: release(true) gives them
 // back for later runs, release(false) kills them. An error (a provider that did not start) kills
 // what was taken.
-func (wp *WarmProviders) checkout(ctx context.Context, providers []providerBinary, tenant string, module Module, runEnv map[string]string) (tfexec.ReattachInfo, func(healthy bool), error) {
+func (wp *WarmProviders) checkout(ctx context.Context, providers []providerBinary, tenant, class string, module Module, runEnv map[string]string) (tfexec.ReattachInfo, func(healthy bool), error) {
 	env := wp.providerEnv(runEnv)
 	var taken []*warmProvider
 	release := func(healthy bool) {
@@ -146,7 +146,7 @@ func (wp *WarmProviders) checkout(ctx context.Context, providers []providerBinar
 	}
 	info := tfexec.ReattachInfo{}
 	for _, pb := range providers {
-		key := warmKey(pb, tenant, module, env)
+		key := warmKey(pb, tenant, class, module, env)
 		p := wp.takeIdle(key)
 		if p == nil {
 			var err error

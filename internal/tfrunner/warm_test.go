@@ -19,10 +19,16 @@ func randomProvider(t *testing.T) providerBinary {
 	return providerBinary{address: "registry.opentofu.org/hashicorp/random", path: paths[0]}
 }
 
-// checkoutOne takes one process for the random provider and returns its pid and release.
+// checkoutOne takes one process for the random provider for a run of class "c1" and returns its
+// pid and release.
 func checkoutOne(t *testing.T, wp *WarmProviders, pb providerBinary, tenant string, env map[string]string) (int, func(bool)) {
 	t.Helper()
-	info, release, err := wp.checkout(context.Background(), []providerBinary{pb}, tenant, Module{Source: "./m", Version: "v1"}, env)
+	return checkoutClass(t, wp, pb, tenant, "c1", env)
+}
+
+func checkoutClass(t *testing.T, wp *WarmProviders, pb providerBinary, tenant, class string, env map[string]string) (int, func(bool)) {
+	t.Helper()
+	info, release, err := wp.checkout(context.Background(), []providerBinary{pb}, tenant, class, Module{Source: "./m", Version: "v1"}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +40,7 @@ func checkoutOne(t *testing.T, wp *WarmProviders, pb providerBinary, tenant stri
 }
 
 // TestWarmProvidersIsolation: a process serves one run at a time (a second run at once gets its
-// own), is reused by a later run of the same key, never by another tenant or another
+// own), is reused by a later run of the same key, never by another tenant, another class or another
 // environment (the run's credentials), and is killed after a failed run and at MaxRuns.
 func TestWarmProvidersIsolation(t *testing.T) {
 	wp := NewWarmProviders(t.TempDir())
@@ -64,6 +70,12 @@ func TestWarmProvidersIsolation(t *testing.T) {
 		t.Errorf("another tenant's run got team-a's process %d", other)
 	}
 	releaseOther(true)
+	// Another class of the same module, tenant and environment: its own process (issue 33).
+	otherClass, releaseOtherClass := checkoutClass(t, wp, pb, "team-a", "c2", env)
+	if otherClass == a || otherClass == b {
+		t.Errorf("a run of another class got class c1's process %d", otherClass)
+	}
+	releaseOtherClass(true)
 	creds := map[string]string{"PATH": os.Getenv("PATH"), "AWS_SECRET_ACCESS_KEY": "another"}
 	withCreds, releaseCreds := checkoutOne(t, wp, pb, "team-a", creds)
 	if withCreds == a || withCreds == b {

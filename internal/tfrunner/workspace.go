@@ -54,8 +54,10 @@ type Spec struct {
 	// it a run has no Kubernetes credentials unless the pool's environment gives some.
 	Kubeconfig []byte
 	// Tenant is who the run is for (the claim's namespace; "" for static resources): waiting runs
-	// are served across tenants in turn. It is not part of the workspace.
-	Tenant string
+	// are served across tenants in turn. Class is the InfraClass the resource was provisioned from
+	// ("" for static resources): warm providers serve runs of one class only. Neither is part of
+	// the workspace.
+	Tenant, Class string
 	// RunnerPool names the InfraRunnerPool whose runners execute the run; "" is the manager's
 	// in-process pool. RunID is the run's id (status.lastRun.id). Neither is part of the workspace.
 	RunnerPool, RunID string
