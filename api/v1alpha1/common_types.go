@@ -58,7 +58,11 @@ type SecretInput struct {
 type KubernetesAccess struct {
 	// ServiceAccountName is a ServiceAccount in the controller's namespace (the only namespace
 	// whose tokens the controller may request). A missing account fails the run with
-	// ServiceAccountNotFound before anything runs.
+	// ServiceAccountNotFound before anything runs. The controller's own account and runner pools'
+	// are refused: at admission for the names the installation gives them
+	// (conductor-tf-controller-manager, conductor-tf-runner-<pool>), and by the controller
+	// (ServiceAccountForbidden) for an account a pool names itself.
+	// +kubebuilder:validation:XValidation:rule="self != 'conductor-tf-controller-manager' && !self.startsWith('conductor-tf-runner-')",message="the controller's own ServiceAccount and runner pools' (conductor-tf-runner-*) cannot be granted to runs"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`

@@ -81,7 +81,8 @@ var _ = BeforeSuite(func() {
 })
 
 // controllerAccount is the controller's own ServiceAccount as the suite tells it (--service-account).
-const controllerAccount = "conductor-tf-controller-manager"
+// (Not the name the installation gives it, which admission refuses in kubernetesAccess already.)
+const controllerAccount = "access-controller-manager"
 
 // team is an application team's namespace and a client that acts as its ServiceAccount, which
 // holds only the infraclaim-editor role there.

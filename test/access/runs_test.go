@@ -74,6 +74,7 @@ var _ = Describe("What a run may see", func() {
 
 		data, err := os.ReadFile(report)
 		Expect(err).NotTo(HaveOccurred())
+		GinkgoWriter.Printf("the hunt's report:\n%s", data)
 		var readable, denied []string
 		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 			verdict, path, _ := strings.Cut(line, " ")
@@ -150,16 +151,28 @@ var _ = Describe("What a run may see", func() {
 		Expect(kubeconfigsLeft()).To(BeEmpty())
 	})
 
-	It("a class that names the controller's or a runner pool's ServiceAccount runs nothing: ServiceAccountForbidden", func() {
+	It("a class that names the controller's or a runner pool's ServiceAccount runs nothing: refused at admission, or ServiceAccountForbidden", func() {
 		// Issue 33: kubernetesAccess could name the controller's own account, or a pool's, and so
 		// hand its credentials to a run.
+		By("the names the installation gives those accounts are refused at admission (CEL)")
+		for _, account := range []string{"conductor-tf-controller-manager", "conductor-tf-runner-any"} {
+			c := &v1alpha1.InfraClass{ObjectMeta: metav1.ObjectMeta{Name: "reserved-" + rand.String(6)},
+				Spec: v1alpha1.InfraClassSpec{ResourceKind: "Reserved", Module: v1alpha1.ModuleSource{Source: filepath.Join(modules, "kubeaccess"), Version: "v1"},
+					KubernetesAccess: &v1alpha1.KubernetesAccess{ServiceAccountName: account}}}
+			err := admin.Create(ctx, c)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", account, err)
+			Expect(err.Error()).To(ContainSubstring("cannot be granted to runs"))
+		}
+
+		By("any other name the controller's account or a pool's has is refused by the controller")
 		t := newTeam(ctx)
-		pool := &v1alpha1.InfraRunnerPool{ObjectMeta: metav1.ObjectMeta{Name: "access-" + rand.String(5)}}
+		pool := &v1alpha1.InfraRunnerPool{ObjectMeta: metav1.ObjectMeta{Name: "access-" + rand.String(5)},
+			Spec: v1alpha1.InfraRunnerPoolSpec{ServiceAccountName: "pool-account-" + rand.String(5)}}
 		Expect(admin.Create(ctx, pool)).To(Succeed())
 		DeferCleanup(func() { _ = admin.Delete(ctx, pool) })
 		for account, whose := range map[string]string{
-			controllerAccount:                  "the controller's own",
-			"conductor-tf-runner-" + pool.Name: "runner pool " + pool.Name + "'s",
+			controllerAccount:            "the controller's own",
+			pool.Spec.ServiceAccountName: "runner pool " + pool.Name + "'s",
 		} {
 			kind := class(ctx, "kubeaccess", &v1alpha1.KubernetesAccess{ServiceAccountName: account}, "namespace", "name")
 			c := t.claim(ctx, "reserved-"+rand.String(4), kind, map[string]string{"namespace": t.ns, "name": "cm-reserved"})

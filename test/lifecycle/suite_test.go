@@ -179,7 +179,7 @@ var _ = BeforeSuite(func() {
 	metrics.Register(mgr.GetCache())
 	rec := mgr.GetEventRecorder("conductor-tf")
 	Expect((&controller.ClaimReconciler{
-		Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: 4, Ready: &metrics.ClaimReady{},
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, MaxConcurrentReconciles: 4, Ready: &metrics.ClaimReady{},
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&controller.ResourceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: &runners.Router{Local: pool, Remote: dispatcher, KeepErrored: stateServer.KeepErrored},
