@@ -62,9 +62,10 @@ vet: ## go vet.
 # workers on a loaded machine and fails with "context deadline exceeded" and no failing input
 # (golang/go#75804, fixed in Go 1.27; seen here on go1.26.8 during a cold CI run).
 FUZZTIME ?= 100000x
-test: tools manifests generate verify-proto fmt vet ## Unit tests and envtest suites against the real binaries, then a bounded fuzz of claim input.
+test: tools manifests generate verify-proto fmt vet ## Unit tests and envtest suites against the real binaries, then a bounded fuzz of claim input and of runner results.
 	$(WITH_TOOLS) go test ./... -timeout $(TEST_TIMEOUT) $(TESTFLAGS)
 	go test ./internal/scheduler -run '^$$' -fuzz '^FuzzClaimInput$$' -fuzztime $(FUZZTIME)
+	go test ./internal/runners -run '^$$' -fuzz '^FuzzRunnerResult$$' -fuzztime $(FUZZTIME)
 
 bench: tools ## Benchmarks (figures, not pass/fail).
 	$(WITH_TOOLS) go test ./... -run '^$$' -bench . -benchmem $(BENCHFLAGS)

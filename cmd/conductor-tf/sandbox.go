@@ -51,7 +51,8 @@ func newSandbox(mode, runsDir string, shared, extra []string, logf func(format s
 	}
 	hide := append([]string{podSecrets, runsDir}, kubeconfigFiles()...)
 	hide = append(hide, extra...)
-	for _, d := range shared {
+	// The runs directory must exist to be hidden (paths that do not exist are left out).
+	for _, d := range append([]string{runsDir}, shared...) {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
 		}

@@ -37,6 +37,9 @@ func FuzzClaimInput(f *testing.F) {
 		{"123", "version", "banana", "a", "${claim.name}", true},
 		{"-1", "", "", "-", `"`, false},
 		{"9999999999999999999999999999Ei", "k", "1.x", "ok", "%{ if true }x%{ endif }", false},
+		// A parameter read as a quantity (issue 33: 1e2000000000 made the controller compute it).
+		{"1Gi", "k", "v", "dev", "1e2000000000", false},
+		{"1Gi", "k", "v", "dev", "1e-2000000000", false},
 	} {
 		f.Add(seed.q, seed.number, seed.key, seed.value, seed.label, seed.param)
 	}
@@ -45,6 +48,7 @@ func FuzzClaimInput(f *testing.F) {
 	tmpl, err := render.Compile(map[string][]byte{
 		"storage_gib": []byte(`"${gibibytes(claim.spec.resources.requests.storage)}"`),
 		"name":        []byte(`"${claim.namespace}-${claim.name}-${claim.spec.parameters.p}"`),
+		"param_gib":   []byte(`"${gibibytes(claim.spec.parameters.p)}"`),
 	})
 	if err != nil {
 		f.Fatal(err)

@@ -79,6 +79,10 @@ var (
 // each has its own name.
 const podName = "conductor-tf-7c9d5-pod-b"
 
+// suiteQueueTimeout is how long a run waits for a runner before it is withdrawn: longer than the
+// runner specs take to start their runners.
+const suiteQueueTimeout = 20 * time.Second
+
 func TestLifecycle(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "lifecycle")
@@ -165,6 +169,7 @@ var _ = BeforeSuite(func() {
 		Kube: kube, Namespace: stateNamespace, Hosts: []string{"127.0.0.1"},
 		Address: runProtocolAddr, StateAddress: "127.0.0.1:0", State: stateServer,
 		Authorize: runners.PoolAuthorizer(k8s, stateNamespace), HeartbeatTimeout: 5 * time.Second, FenceGrace: 10 * time.Second,
+		QueueTimeout: suiteQueueTimeout,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	runnerStateURL = "https://" + stateAddr

@@ -1,0 +1,50 @@
+package runners
+
+import (
+	"errors"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// FuzzRunnerResult: whatever a runner (or something posing as one) sends back as a Result, the
+// manager turns it into an outcome or an error, never a panic (issue 33: a Result without Apply or
+// Drift dereferenced nil).
+func FuzzRunnerResult(f *testing.F) {
+	seeds := []*runnerpb.Result{
+		{},
+		newResult(&tfrunner.ApplyResult{Applied: true, Outputs: map[string]tfrunner.Output{"x": {Value: []byte(`1`)}}}, nil, nil),
+		newResult(nil, &tfrunner.StreamResult{}, nil),
+		newResult(nil, nil, &tfrunner.RunError{Op: "apply", Message: "boom"}),
+		newResult(&tfrunner.ApplyResult{Plan: &tfrunner.Plan{Changes: []tfrunner.Change{{Address: "a.b", Actions: []string{"create"}}}}}, nil, nil),
+	}
+	for _, s := range seeds {
+		data, err := proto.Marshal(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var r runnerpb.Result
+		if err := proto.Unmarshal(data, &r); err != nil {
+			return
+		}
+		j := &job{spec: &runnerpb.RunSpec{Id: "run"}, result: &r}
+		_ = errorFromProto(r.GetError(), nil)
+		res, err := applyResultFromProto(r.GetApply())
+		if r.GetApply() == nil && r.GetError() == nil {
+			err = errNoOutcome(j, "apply")
+		}
+		if res == nil && err == nil {
+			t.Fatalf("no outcome and no error from %v", &r)
+		}
+		_ = streamResultFromProto(r.GetDrift())
+		if err != nil && errors.Is(err, tfrunner.ErrProcessLost) && r.GetApply() != nil {
+			t.Fatalf("a Result with an apply outcome was taken as lost: %v", err)
+		}
+	})
+}
