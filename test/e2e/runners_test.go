@@ -89,8 +89,11 @@ var _ = Describe("Runner pools on the cluster", Ordered, func() {
 	})
 
 	It("a run on the pool finds no token to read: not the runner's run-protocol token, not the manager's", func() {
-		found, canI := huntTokens("pool", pool)
+		found, canI, dialed := huntTokens("pool", pool)
 		Expect(found).To(BeEmpty(), "the run read tokens; with them the API server allows:\n%s", canI)
+		By("dialing the manager as a runner of its own pool, to take the pool's other runs: no token to dial with")
+		Expect(dialed).To(And(ContainSubstring("reading the run protocol token"), ContainSubstring("permission denied")), dialed)
+		Expect(dialed).NotTo(ContainSubstring("run starting"))
 	})
 
 	It("a rollout of the manager during creates on the pool: the runners' applies finish, all Ready, no hold, no lock, each created once", func() {

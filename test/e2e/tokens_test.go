@@ -20,14 +20,15 @@ import (
 
 // huntTokens applies the tokenhunt module through a class of its own (on runnerPool, or in the
 // manager's pod when empty) and returns what the run read: "path token" lines, each checked
-// against the API server with `kubectl auth can-i --list`, whose answers are returned too.
-func huntTokens(className, runnerPool string) (found, canI string) {
+// against the API server with `kubectl auth can-i --list`, whose answers are returned too, and
+// what its attempt to dial the run protocol as a runner of runnerPool printed.
+func huntTokens(className, runnerPool string) (found, canI, dialed string) {
 	kind := "E2EHunt" + strings.ToUpper(className[:1]) + className[1:]
 	c := &v1alpha1.InfraClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-hunt-" + className},
 		Spec: v1alpha1.InfraClassSpec{ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete, RunnerPool: runnerPool,
 			Module:    v1alpha1.ModuleSource{Source: modulesURL + "//modules/tokenhunt", Version: "v0.1.0"},
-			Variables: v1alpha1.Variables{"name": {Raw: []byte(`"${claim.name}"`)}}},
+			Variables: v1alpha1.Variables{"name": {Raw: []byte(`"${claim.name}"`)}, "pool": {Raw: []byte(`"` + runnerPool + `"`)}}},
 	}
 	Expect(k8s.Create(ctx, c)).To(Succeed())
 	DeferCleanup(func() { _ = k8s.Delete(ctx, c) })
@@ -55,7 +56,7 @@ func huntTokens(className, runnerPool string) (found, canI string) {
 		}
 		answers = append(answers, path+": "+rulesOf(tok))
 	}
-	return found, strings.Join(answers, "\n")
+	return found, strings.Join(answers, "\n"), string(secret.Data["dialed"])
 }
 
 // rulesOf is what `kubectl auth can-i --list -n conductor-system` answers for token alone (a
@@ -73,7 +74,7 @@ func rulesOf(token string) string {
 
 var _ = Describe("Runs cannot reach the manager's credentials", func() {
 	It("a run in the manager's pod finds no token to read, by any path, the manager's through /proc included", func() {
-		found, canI := huntTokens("manager", "")
+		found, canI, _ := huntTokens("manager", "")
 		Expect(found).To(BeEmpty(), "the run read tokens; with them the API server allows:\n%s", canI)
 	})
 })
