@@ -3,10 +3,10 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/Masterminds/semver/v3"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,12 +37,13 @@ func (r *ResourceReconciler) upgradeAutomatically(ctx context.Context, res *v1al
 	if uid := res.Spec.ClaimRef.UID; uid != "" && uid != claim.UID {
 		return false, nil // another claim of that name: not the one this resource was rendered for
 	}
-	if g := res.Annotations[v1alpha1.AnnotationRenderedGeneration]; g != "" && g != strconv.FormatInt(claim.Generation, 10) {
-		// The claim's latest generation was not rendered (a resize refused: shrink, expansion not
-		// allowed, a class limit): an upgrade must not carry its requests or parameters in.
+	if !equality.Semantic.DeepEqual(claim.Spec.Resources.Requests, res.Spec.Capacity) {
+		// The claim asks for a size the resource has not accepted (a resize refused: shrink,
+		// expansion not allowed, a class limit; or not yet rendered): an upgrade renders the
+		// claim's requests and must not carry that size in.
 		r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Upgrade",
-			"not upgraded to %s: claim %s/%s generation %d was not accepted (see its Resized condition); the resource keeps generation %s",
-			class.Spec.Module.Version, claim.Namespace, claim.Name, claim.Generation, g)
+			"not upgraded to %s: claim %s/%s requests a size the resource has not accepted (see the claim's Resized condition)",
+			class.Spec.Module.Version, claim.Namespace, claim.Name)
 		return false, nil
 	}
 	vars, err := RenderVariables(claim, class)

@@ -392,4 +392,40 @@ var _ = Describe("A class with upgradePolicy Automatic", func() {
 		Expect(fileContent(filepath.Join(s.dir, s.ns+"-auto.txt"))).To(Equal("upgraded hi"), "the class's template for v1.1.0")
 		Expect(eventReasons(s, res.Name)).To(ContainElement(HavePrefix("Upgrading")))
 	})
+
+	// Issue 33: an Automatic upgrade rendered the claim's latest requests, which expansion had
+	// refused, and so carried them into the resource.
+	It("does not carry a refused expansion in: the resource stays on its version until the claim is accepted again", func() {
+		s := newScenario()
+		src := twoVersions()
+		class := fileClass("autorefused-"+s.ns, s.kind, v1alpha1.ReclaimDelete, func(c *v1alpha1.InfraClass) {
+			c.Spec.Module = v1alpha1.ModuleSource{Source: src, Version: "v1.0.0"}
+			c.Spec.UpgradePolicy = v1alpha1.UpgradeAutomatic
+		})
+		Expect(k8s.Create(s.ctx, class)).To(Succeed())
+		DeferCleanup(func() { _ = k8s.Delete(s.ctx, class) })
+		claim := fileClaim(s.ns, "refused", s.kind, s.dir, "hi")
+		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
+		_, res := s.ready(claim)
+
+		grown := s.claim(claim)()
+		grown.Spec.Resources.Requests["storage"] = resource.MustParse("5Gi")
+		Expect(k8s.Update(s.ctx, grown)).To(Succeed())
+		Eventually(func() string {
+			return condition(s.claim(claim)().Status.Conditions, v1alpha1.ConditionResized).Reason
+		}, timeout, time.Second).Should(Equal(v1alpha1.ReasonExpansionNotAllowed))
+
+		moved := &v1alpha1.InfraClass{}
+		Expect(k8s.Get(s.ctx, client.ObjectKey{Name: class.Name}, moved)).To(Succeed())
+		moved.Spec.Module.Version = "v1.1.0"
+		moved.Spec.Variables["content"] = js(`"upgraded ${claim.spec.resources.requests.storage}"`)
+		Expect(k8s.Update(s.ctx, moved)).To(Succeed())
+		Eventually(func() []string { return eventReasons(s, res.Name) }, timeout, time.Second).
+			Should(ContainElement(And(HavePrefix(v1alpha1.ReasonRenderFailed), ContainSubstring("not upgraded to v1.1.0"))))
+		Consistently(func() string { return s.resource(res.Name)().Spec.Module.Version }, 5*time.Second, time.Second).Should(Equal("v1.0.0"))
+		capacity := s.resource(res.Name)().Spec.Capacity["storage"]
+		Expect(capacity.String()).To(Equal("1Gi"))
+		Expect(fileContent(filepath.Join(s.dir, s.ns+"-refused.txt"))).To(Equal("hello hi"))
+	})
 })
+
