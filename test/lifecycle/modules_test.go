@@ -428,4 +428,3 @@ var _ = Describe("A class with upgradePolicy Automatic", func() {
 		Expect(fileContent(filepath.Join(s.dir, s.ns+"-refused.txt"))).To(Equal("hello hi"))
 	})
 })
-
