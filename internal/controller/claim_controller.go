@@ -38,6 +38,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/keymutex"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,7 +70,7 @@ type ClaimReconciler struct {
 	// cache (the manager's uncached reader); required for the limits to hold under concurrency.
 	APIReader client.Reader
 
-	limits limitLocks
+	limitLocks keymutex.KeyMutex // set by SetupWithManager; see lockLimits
 }
 
 // +kubebuilder:rbac:groups=conductor.io,resources=infraclaims,verbs=get;list;watch;update;patch
@@ -170,7 +171,7 @@ func (r *ClaimReconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) 
 	// both take the last place. It is released once the resource exists (before binding).
 	unlock := func() {}
 	if hasLimits(class) {
-		unlock = sync.OnceFunc(r.limits.lock(class.Name, claim.Namespace))
+		unlock = sync.OnceFunc(r.lockLimits(class.Name, claim.Namespace))
 	}
 	defer unlock()
 	if msg, err := r.overLimits(ctx, claim, class); err != nil || msg != "" {
@@ -416,6 +417,7 @@ func retryDelay() time.Duration { return 50*time.Millisecond + rand.N(200*time.M
 // claim they name, and for an Available free resource every Pending claim of its kind); classes
 // (every Pending claim of their kind).
 func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.limitLocks = keymutex.NewHashed(0)
 	if err := setupIndexes(context.Background(), mgr); err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func (r *ClaimReconciler) rerender(ctx context.Context, claim *v1alpha1.InfraCla
 	if reason, msg := resizeCheck(claim.Spec.Resources.Requests, res.Spec.Capacity, class); reason != "" {
 		if reason == v1alpha1.ReasonExpanded && hasLimits(class) {
 			// Growing counts against the class's limits, checked and written under their lock.
-			defer r.limits.lock(class.Name, claim.Namespace)()
+			defer r.lockLimits(class.Name, claim.Namespace)()
 			over, err := r.overLimits(ctx, claim, class)
 			if err != nil {
 				return err

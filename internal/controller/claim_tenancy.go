@@ -6,7 +6,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,31 +26,17 @@ func (r *ClaimReconciler) namespaceLabels(ctx context.Context, claim *v1alpha1.I
 	return ns.Labels, nil
 }
 
-// limitLocks serialises, per class and namespace, the check of a class's limits and the write it
-// allows (provisioning a resource, growing one's capacity), so that two claims reconciled at once
-// cannot both pass a limit only one of them fits in. Only the leader reconciles claims, so a lock
-// in its memory is enough; the counts are read from the API server (ClaimReconciler.APIReader),
-// never from a cache that may not hold the resource created a moment ago.
-type limitLocks struct {
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
-}
-
-// lock takes the lock of class and namespace and returns its release.
-func (l *limitLocks) lock(class, namespace string) func() {
-	l.mu.Lock()
-	if l.locks == nil {
-		l.locks = map[string]*sync.Mutex{}
-	}
+// lockLimits takes the lock of class's limits in namespace and returns its release. It serialises
+// the check of a class's limits and the write it allows (provisioning a resource, growing one's
+// capacity), so that two claims reconciled at once cannot both pass a limit only one of them fits
+// in. Only the leader reconciles claims, so a lock in its memory is enough; the counts are read
+// from the API server (ClaimReconciler.APIReader), never from a cache that may not hold the
+// resource created a moment ago. The locks are k8s.io/utils' hashed key mutex: unrelated keys may
+// share a lock, which costs a wait, never a deadlock (no caller holds two).
+func (r *ClaimReconciler) lockLimits(class, namespace string) func() {
 	key := class + "/" + namespace
-	m := l.locks[key]
-	if m == nil {
-		m = &sync.Mutex{}
-		l.locks[key] = m
-	}
-	l.mu.Unlock()
-	m.Lock()
-	return m.Unlock
+	r.limitLocks.LockKey(key)
+	return func() { _ = r.limitLocks.UnlockKey(key) }
 }
 
 // hasLimits reports whether class bounds what a namespace provisions from it.
@@ -65,7 +50,7 @@ func hasLimits(class *v1alpha1.InfraClass) bool {
 // class held by the namespace's other claims (labelled with the class and the claim's namespace at
 // provisioning; a resource pre-bound to this claim is the claim's own and is counted once, as the
 // claim) and sums their storage capacity with the claim's request. Callers hold the limit lock of
-// the class and namespace (limitLocks) until they wrote what the answer allowed.
+// the class and namespace (lockLimits) until they wrote what the answer allowed.
 func (r *ClaimReconciler) overLimits(ctx context.Context, claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (string, error) {
 	if !hasLimits(class) {
 		return "", nil

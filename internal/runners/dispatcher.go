@@ -325,6 +325,13 @@ func (d *Dispatcher) Apply(ctx context.Context, key string, spec tfrunner.Spec, 
 	if j == nil || j.result == nil {
 		return &tfrunner.ApplyResult{}, err
 	}
+	return applyOutcome(j, err)
+}
+
+// applyOutcome is what an apply's Result comes to: err (the run's own error, from the Result or
+// its carrier) or the conversion's; a Result with neither an error nor an apply outcome is
+// errNoOutcome. The ApplyResult is never nil.
+func applyOutcome(j *job, err error) (*tfrunner.ApplyResult, error) {
 	res, convErr := applyResultFromProto(j.result.GetApply())
 	if err == nil {
 		err = convErr

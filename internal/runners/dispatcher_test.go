@@ -391,14 +391,7 @@ func TestDispatcherRefusesRunsForAPoolThatDoesNotExist(t *testing.T) {
 // connection's does) and sends first.
 func openStream(t *testing.T, conn *grpc.ClientConn, first *runnerpb.RunnerMessage) (*fakeRunner, context.CancelFunc) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer good"))
-	stream, err := runnerpb.NewRunsClient(conn).Run(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fakeRunner{t: t, stream: stream}
-	f.send(first)
-	return f, cancel
+	return openStreamAs(t, conn, "good", first)
 }
 
 func resume(runID string) *runnerpb.RunnerMessage {

@@ -11,8 +11,9 @@ import (
 )
 
 // FuzzRunnerResult: whatever a runner (or something posing as one) sends back as a Result, the
-// manager turns it into an outcome or an error, never a panic (issue 33: a Result without Apply or
-// Drift dereferenced nil).
+// manager's apply path (applyOutcome) turns it into an outcome or an error, never a panic, and a
+// Result without an outcome into an unknown one (issue 33: a Result without Apply or Drift
+// dereferenced nil).
 func FuzzRunnerResult(f *testing.F) {
 	seeds := []*runnerpb.Result{
 		{},
@@ -34,17 +35,16 @@ func FuzzRunnerResult(f *testing.F) {
 			return
 		}
 		j := &job{spec: &runnerpb.RunSpec{Id: "run"}, result: &r}
-		_ = errorFromProto(r.GetError(), nil)
-		res, err := applyResultFromProto(r.GetApply())
-		if r.GetApply() == nil && r.GetError() == nil {
-			err = errNoOutcome(j, "apply")
+		res, err := applyOutcome(j, errorFromProto(r.GetError(), nil))
+		if res == nil {
+			t.Fatalf("a nil ApplyResult from %v", &r)
 		}
-		if res == nil && err == nil {
-			t.Fatalf("no outcome and no error from %v", &r)
+		if err == nil && r.GetApply() == nil {
+			t.Fatalf("a Result with no apply outcome and no error was taken as applied: %v", &r)
+		}
+		if r.GetApply() == nil && r.GetError() == nil && !errors.Is(err, tfrunner.ErrProcessLost) {
+			t.Fatalf("a Result with neither outcome nor error: %v; want the run's outcome unknown (ErrProcessLost)", err)
 		}
 		_ = streamResultFromProto(r.GetDrift())
-		if err != nil && errors.Is(err, tfrunner.ErrProcessLost) && r.GetApply() != nil {
-			t.Fatalf("a Result with an apply outcome was taken as lost: %v", err)
-		}
 	})
 }

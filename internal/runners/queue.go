@@ -49,6 +49,16 @@ func (q *queue) giveBack(j *job) bool {
 	return true
 }
 
+// handBack returns j, taken by a runner that did not start it (refused, or it could not be sent),
+// to the head of its tenant's line for the next runner; a run its caller withdrew meanwhile ends
+// there as cancelled, nothing of it having run.
+func (q *queue) handBack(j *job) {
+	if !q.giveBack(j) {
+		j.err = context.Canceled
+		close(j.done)
+	}
+}
+
 func (q *queue) wakeLocked() {
 	close(q.wake)
 	q.wake = make(chan struct{})

@@ -58,18 +58,12 @@ func (d *Dispatcher) serveRun(stream runnerpb.Runs_RunServer) error {
 	// Each run is authorized on its own, when it is handed over: the token may have expired or
 	// the pool changed its ServiceAccount while the stream waited.
 	if err := d.authorizeRun(ctx, hello.Pool, user); err != nil {
-		if !q.giveBack(j) {
-			j.err = context.Canceled
-			close(j.done)
-		}
+		q.handBack(j)
 		return err
 	}
 	j.user, j.runner = user, hello.Runner
 	if err := stream.Send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Run{Run: j.spec}}); err != nil {
-		if !q.giveBack(j) { // nothing ran: the next runner takes it, unless its caller gave up
-			j.err = context.Canceled
-			close(j.done)
-		}
+		q.handBack(j)
 		return err
 	}
 	id := j.spec.GetId()

@@ -83,36 +83,18 @@ func New(hide, allow []string) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox: finding this program: %w", err)
 	}
 	s := &Sandbox{exe: exe}
-	if s.hide, err = existing(hide); err != nil {
+	if s.hide, err = absolute(hide, false); err != nil {
 		return nil, err
 	}
-	if resolved, err := resolve(s.hide); err != nil {
+	if resolved, err := absolute(s.hide, true); err != nil {
 		return nil, err
 	} else if slices.Contains(resolved, "/") {
 		return nil, errors.New("sandbox: the root directory cannot be hidden")
 	}
-	if s.allow, err = existing(allow); err != nil {
+	if s.allow, err = absolute(allow, false); err != nil {
 		return nil, err
 	}
 	return s, nil
-}
-
-// existing makes paths absolute, leaving out those that do not exist.
-func existing(paths []string) ([]string, error) {
-	var out []string
-	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return nil, fmt.Errorf("sandbox: %s: %w", p, err)
-		}
-		if _, err := os.Stat(abs); err == nil && !slices.Contains(out, abs) {
-			out = append(out, abs)
-		}
-	}
-	return out, nil
 }
 
 // Hidden is the sandbox's hidden paths.
@@ -178,20 +160,17 @@ func Restrict(hide, allow []string) error {
 	if ABI() < 1 {
 		return ErrUnavailable
 	}
-	hide, err := resolve(hide)
+	hide, err := absolute(hide, true)
 	if err != nil {
 		return err
 	}
 	if slices.Contains(hide, "/") {
 		return errors.New("the root directory cannot be hidden")
 	}
-	if allow, err = resolve(allow); err != nil {
+	if allow, err = absolute(allow, true); err != nil {
 		return err
 	}
-	rules, err := rulesFor(hide, allow)
-	if err != nil {
-		return err
-	}
+	rules := rulesFor(hide, allow)
 	cfg := landlock.Config{
 		HandledAccessFS: landlock.V6.HandledAccessFS,
 		Scoped:          landlock.ScopedSet(llsys.ScopeSignal),
@@ -204,7 +183,7 @@ func Restrict(hide, allow []string) error {
 
 // rulesFor returns the Landlock rules that open everything but hide (resolved absolute paths),
 // and allow again.
-func rulesFor(hide, allow []string) ([]landlock.Rule, error) {
+func rulesFor(hide, allow []string) []landlock.Rule {
 	ancestors := map[string]bool{}
 	for _, h := range hide {
 		for d := filepath.Dir(h); ; d = filepath.Dir(d) {
@@ -253,7 +232,7 @@ func rulesFor(hide, allow []string) ([]landlock.Rule, error) {
 			rules = append(rules, rule)
 		}
 	}
-	return rules, nil
+	return rules
 }
 
 // fullAccess is every right on p: a directory's for a directory, a file's otherwise. It reports
@@ -269,9 +248,10 @@ func fullAccess(p string) (landlock.Rule, bool) {
 	return landlock.RWFiles(p).WithIoctlDev(), true
 }
 
-// resolve makes paths absolute and resolves their symbolic links, leaving out those that do not
-// exist.
-func resolve(paths []string) ([]string, error) {
+// absolute makes paths absolute, resolving their symbolic links when resolve is set, and leaves
+// out duplicates, paths that do not exist and paths this process may not reach (which a run,
+// running as the same user, may not reach either).
+func absolute(paths []string, resolve bool) ([]string, error) {
 	var out []string
 	for _, p := range paths {
 		if p == "" {
@@ -281,15 +261,19 @@ func resolve(paths []string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: %s: %w", p, err)
 		}
-		r, err := filepath.EvalSymlinks(abs)
-		if errors.Is(err, os.ErrNotExist) {
+		if resolve {
+			abs, err = filepath.EvalSymlinks(abs)
+		} else {
+			_, err = os.Stat(abs)
+		}
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: %s: %w", p, err)
 		}
-		if !slices.Contains(out, r) {
-			out = append(out, r)
+		if !slices.Contains(out, abs) {
+			out = append(out, abs)
 		}
 	}
 	return out, nil

@@ -365,19 +365,25 @@ var _ = Describe("A class that moves to a newer module version", func() {
 	})
 })
 
+// automaticClaim makes a class of the two-version file module at v1.0.0 with upgradePolicy
+// Automatic and a claim of it called name, and returns them once the claim is Ready, with its resource.
+func automaticClaim(name string) (*scenario, *v1alpha1.InfraClass, *v1alpha1.InfraClaim, *v1alpha1.InfraResource) {
+	s := newScenario()
+	class := fileClass(name+"-"+s.ns, s.kind, v1alpha1.ReclaimDelete, func(c *v1alpha1.InfraClass) {
+		c.Spec.Module = v1alpha1.ModuleSource{Source: twoVersions(), Version: "v1.0.0"}
+		c.Spec.UpgradePolicy = v1alpha1.UpgradeAutomatic
+	})
+	Expect(k8s.Create(s.ctx, class)).To(Succeed())
+	DeferCleanup(func() { _ = k8s.Delete(s.ctx, class) })
+	claim := fileClaim(s.ns, name, s.kind, s.dir, "hi")
+	Expect(k8s.Create(s.ctx, claim)).To(Succeed())
+	_, res := s.ready(claim)
+	return s, class, claim, res
+}
+
 var _ = Describe("A class with upgradePolicy Automatic", func() {
 	It("moves its resources to its newer module version, variables rendered again, and applies it", func() {
-		s := newScenario()
-		src := twoVersions()
-		class := fileClass("auto-"+s.ns, s.kind, v1alpha1.ReclaimDelete, func(c *v1alpha1.InfraClass) {
-			c.Spec.Module = v1alpha1.ModuleSource{Source: src, Version: "v1.0.0"}
-			c.Spec.UpgradePolicy = v1alpha1.UpgradeAutomatic
-		})
-		Expect(k8s.Create(s.ctx, class)).To(Succeed())
-		DeferCleanup(func() { _ = k8s.Delete(s.ctx, class) })
-		claim := fileClaim(s.ns, "auto", s.kind, s.dir, "hi")
-		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
-		_, res := s.ready(claim)
+		s, class, _, res := automaticClaim("auto")
 		Expect(res.Status.ModuleVersion).To(Equal("v1.0.0"))
 
 		moved := &v1alpha1.InfraClass{}
@@ -396,17 +402,7 @@ var _ = Describe("A class with upgradePolicy Automatic", func() {
 	// Issue 33: an Automatic upgrade rendered the claim's latest requests, which expansion had
 	// refused, and so carried them into the resource.
 	It("does not carry a refused expansion in: the resource stays on its version until the claim is accepted again", func() {
-		s := newScenario()
-		src := twoVersions()
-		class := fileClass("autorefused-"+s.ns, s.kind, v1alpha1.ReclaimDelete, func(c *v1alpha1.InfraClass) {
-			c.Spec.Module = v1alpha1.ModuleSource{Source: src, Version: "v1.0.0"}
-			c.Spec.UpgradePolicy = v1alpha1.UpgradeAutomatic
-		})
-		Expect(k8s.Create(s.ctx, class)).To(Succeed())
-		DeferCleanup(func() { _ = k8s.Delete(s.ctx, class) })
-		claim := fileClaim(s.ns, "refused", s.kind, s.dir, "hi")
-		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
-		_, res := s.ready(claim)
+		s, class, claim, res := automaticClaim("refused")
 
 		grown := s.claim(claim)()
 		grown.Spec.Resources.Requests["storage"] = resource.MustParse("5Gi")

@@ -38,13 +38,19 @@ var _ = Describe("A runner pool with no runners", func() {
 		for i := range 70 {
 			Expect(k8s.Create(s.ctx, fileClaim(s.ns, fmt.Sprintf("stuck-%d", i), stuckKind, s.dir, "never"))).To(Succeed())
 		}
-		// Every worker is taken by a run of the empty pool before the in-process claims come.
+		// Every worker is taken by a run waiting for the empty pool before the in-process claims
+		// come: the stall the spec is about is there (the old code never freed them).
 		Eventually(func() int {
 			list := &v1alpha1.InfraResourceList{}
 			Expect(k8s.List(s.ctx, list, client.MatchingLabels{v1alpha1.LabelClaimNamespace: s.ns})).To(Succeed())
-			return len(list.Items)
-		}, timeout, time.Second).Should(Equal(70))
-		time.Sleep(5 * time.Second)
+			waiting := 0
+			for _, r := range list.Items {
+				if dispatcher.Busy(r.Name) {
+					waiting++
+				}
+			}
+			return waiting
+		}, suiteQueueTimeout, 200*time.Millisecond).Should(BeNumerically(">=", 64), "runs waiting for the empty pool")
 		var mine []*v1alpha1.InfraClaim
 		for i := range 5 {
 			c := fileClaim(s.ns, fmt.Sprintf("local-%d", i), s.kind, s.dir, "converged")
