@@ -108,7 +108,7 @@ run: tools manifests generate ## Run the controller against the cluster of $KUBE
 		--metrics-bind-address 127.0.0.1:8080 --metrics-secure=false $(RUN_ARGS)
 
 ##@ Deployment
-.PHONY: base-image docker-build build-installer helm-chart deploy undeploy test-image kind-node-image test-e2e
+.PHONY: base-image docker-build build-installer helm-chart deploy undeploy test-image kind-node-image workload-images test-e2e
 base-image: ## Make the runtime base image offline (debootstrap bookworm minbase + git, ca-certificates, openssh-client).
 	@hack/base-image.sh
 
@@ -135,6 +135,9 @@ undeploy: ## Remove what deploy installed (CRDs included: every claim, class and
 
 kind-node-image: ## Assemble the kind node image for Kubernetes v1.37.1 offline (debootstrap + binaries built from the Go module proxy).
 	@hack/kind-node-image.sh
+
+workload-images: ## Build the rook-minio module's images offline: the MinIO server and cmd/s3client (the module's defaults).
+	@hack/workload-images.sh
 
 test-e2e: ## kind cluster from the offline node image, controller image loaded, test/e2e (Ginkgo, tag e2e), cluster deleted.
 	@hack/test-e2e.sh

@@ -3,12 +3,13 @@
 # `kind build node-image` (which pulls its base): a Debian bookworm root filesystem made by
 # debootstrap (systemd, containerd, runc, iptables, the CNI plugins), the node's binaries that
 # hack/tools.sh builds from the Go module proxy (kubeadm, kubelet, kubectl), the files kind reads
-# (/kind/version, /kind/manifests/default-cni.yaml), our entrypoint and units (hack/kind/node), and
-# every image kubeadm and the manifests name, saved in /kind/images/images.tar and imported into
-# containerd at boot:
+# (/kind/version, /kind/manifests/default-cni.yaml and default-storage.yaml), our entrypoint and
+# units (hack/kind/node), and every image kubeadm and the manifests name, saved in
+# /kind/images/images.tar and imported into containerd at boot:
 #
 #   registry.k8s.io/kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy:$KUBE_VERSION
 #   registry.k8s.io/etcd:$ETCD_TAG, coredns/coredns:$COREDNS_VERSION, pause:$PAUSE_TAG
+#   conductor-tf/local-path-provisioner:node, conductor-tf/local-path-helper:node (the node's root)
 #
 # Each control-plane image is one static binary on an empty root; kube-proxy's is the node's root
 # filesystem (it runs iptables). The pod network is a static ptp configuration (one node).
@@ -42,13 +43,15 @@ LABEL=org.conductor-tf.kind-node-recipe
 log() { printf '[kind-node-image] %s\n' "$*" >&2; }
 # shellcheck source=hack/lib/debian.sh
 source "$ROOT/hack/lib/debian.sh"
+# shellcheck source=hack/lib/images.sh
+source "$ROOT/hack/lib/images.sh"
 
 set -a; eval "$("$ROOT/hack/tools.sh" env)"; set +a
 "$ROOT/hack/tools.sh" kind >&2
 
 # The recipe: this script, the node's files, the pause source and the binaries' own stamps.
-RECIPE_ID=$( { cat "$0" "$ROOT/hack/lib/debian.sh" "$ROOT"/hack/kind/node/* "$ROOT/hack/kind/pause/main.go";
-  cat "$CONDUCTOR_TF_K8S_BIN/.stamp" "$CONDUCTOR_TF_NODE_BIN/.stamp"; echo "$INCLUDE $ARCH $KUBE_VERSION"; } | sha256sum | cut -c1-16)
+RECIPE_ID=$( { cat "$0" "$ROOT/hack/lib/debian.sh" "$ROOT/hack/lib/images.sh" "$ROOT"/hack/kind/node/* "$ROOT/hack/kind/pause/main.go";
+  cat "$CONDUCTOR_TF_K8S_BIN/.stamp" "$CONDUCTOR_TF_NODE_BIN/.stamp" "$CONDUCTOR_TF_WORKLOAD_BIN/.local-path-provisioner.stamp"; echo "$INCLUDE $ARCH $KUBE_VERSION"; } | sha256sum | cut -c1-16)
 
 image_recipe() { docker image inspect -f "{{ index .Config.Labels \"$LABEL\" }}" "$1" 2>/dev/null || true; }
 
@@ -91,6 +94,7 @@ build_rootfs() {
   install -D -m 0644 "$node/10-conductor-ptp.conflist" "$ROOTFS/etc/cni/net.d/10-conductor-ptp.conflist"
   install -D -m 0644 "$node/crictl.yaml" "$ROOTFS/etc/crictl.yaml"
   install -D -m 0644 "$node/default-cni.yaml" "$ROOTFS/kind/manifests/default-cni.yaml"
+  install -D -m 0644 "$node/default-storage.yaml" "$ROOTFS/kind/manifests/default-storage.yaml"
   printf 'KUBELET_EXTRA_ARGS=--runtime-cgroups=/system.slice/containerd.service --resolv-conf=/kind/resolv.conf\n' >"$ROOTFS/etc/default/kubelet"
   printf '%s' "$KUBE_VERSION" >"$ROOTFS/kind/version"
   mkdir -p "$ROOTFS/etc/kubernetes/manifests" "$ROOTFS/var/lib/kubelet" "$ROOTFS/opt/cni"
@@ -106,20 +110,6 @@ build_rootfs() {
   in_root update-alternatives --set iptables /usr/sbin/iptables-legacy >/dev/null
   in_root update-alternatives --set ip6tables /usr/sbin/ip6tables-legacy >/dev/null
   trim_rootfs "$ROOTFS"
-}
-
-# scratch_image NAME BINARY ENTRYPOINT: an image of one static binary at ENTRYPOINT.
-scratch_image() {
-  local name=$1 bin=$2 entry=$3 root=$DIR/images/root-$RANDOM
-  mkdir -p "$root$(dirname "$entry")" "$root/etc" "$root/tmp" "$root/var/run"
-  install -m 0755 "$bin" "$root$entry"
-  # Names resolve (coredns), and programs that look up their user find one.
-  printf 'root:x:0:0:root:/:/sbin/nologin\nnobody:x:65534:65534:nobody:/:/sbin/nologin\n' >"$root/etc/passwd"
-  printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
-  : >"$root/etc/hosts"; : >"$root/etc/resolv.conf"; : >"$root/etc/nsswitch.conf"
-  tar -C "$root" --numeric-owner -c . | docker import \
-    --change "ENTRYPOINT [\"$entry\"]" --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' - "$name" >/dev/null
-  rm -rf "$root"
 }
 
 # build_images: every image kubeadm and the node's manifests name, saved into the root filesystem.
@@ -139,8 +129,12 @@ build_images() {
   install -m 0755 "$CONDUCTOR_TF_NODE_BIN/kube-proxy" "$ROOTFS/usr/local/bin/kube-proxy"
   tar -C "$ROOTFS" --numeric-owner --xattrs --xattrs-include='*' -c . | docker import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$r/kube-proxy:$KUBE_VERSION" >/dev/null
+  # Volumes (hack/kind/node/default-storage.yaml): the provisioner, and its helper pods on the node's root.
+  scratch_image conductor-tf/local-path-provisioner:node "$CONDUCTOR_TF_WORKLOAD_BIN/local-path-provisioner" /usr/local/bin/local-path-provisioner
+  docker tag "$r/kube-proxy:$KUBE_VERSION" conductor-tf/local-path-helper:node
   local images=("$r/kube-apiserver:$KUBE_VERSION" "$r/kube-controller-manager:$KUBE_VERSION" "$r/kube-scheduler:$KUBE_VERSION"
-    "$r/kube-proxy:$KUBE_VERSION" "$r/etcd:$ETCD_TAG" "$r/coredns/coredns:$COREDNS_VERSION" "$r/pause:$PAUSE_TAG")
+    "$r/kube-proxy:$KUBE_VERSION" "$r/etcd:$ETCD_TAG" "$r/coredns/coredns:$COREDNS_VERSION" "$r/pause:$PAUSE_TAG"
+    conductor-tf/local-path-provisioner:node conductor-tf/local-path-helper:node)
   mkdir -p "$ROOTFS/kind/images"
   docker save -o "$ROOTFS/kind/images/images.tar" "${images[@]}"
   docker rmi "${images[@]}" >/dev/null

@@ -58,6 +58,11 @@ IMG=$IMG PROVIDER_MIRROR=true "$ROOT/hack/docker-build.sh"
 (cd "$ROOT" && make --no-print-directory build-installer IMG="$IMG" >/dev/null)
 info "built in $(( $(date +%s) - t ))s"
 
+step "The rook-minio module's images (the MinIO server, cmd/s3client)"
+t=$(date +%s)
+mapfile -t WORKLOAD_IMAGES < <("$ROOT/hack/workload-images.sh")
+info "${WORKLOAD_IMAGES[*]} ready in $(( $(date +%s) - t ))s"
+
 step "Probing the engine for privileged containers"
 if docker run --rm --privileged --entrypoint /bin/true "$NODE_IMAGE" >/dev/null 2>&1; then
   info "privileged containers run: kind runs unchanged"
@@ -78,7 +83,7 @@ kind_ create cluster --name "$CLUSTER" --image "$NODE_IMAGE" --config "$ROOT/tes
   --kubeconfig "$KUBECONFIG_E2E" --wait 5m
 info "created in $(( $(date +%s) - t ))s"
 t=$(date +%s)
-kind_ load docker-image "$IMG" --name "$CLUSTER"
+kind_ load docker-image "$IMG" "${WORKLOAD_IMAGES[@]}" --name "$CLUSTER"
 info "image loaded in $(( $(date +%s) - t ))s"
 
 step "The e2e suite"

@@ -106,7 +106,10 @@ curl -sf "http://$PROBES/readyz" >/dev/null || fail "the manager is not ready"
 info "ready; $(docker exec "$NAME" id); root filesystem: $(docker exec "$NAME" sh -c 'touch /probe 2>&1 || true')"
 
 step "The sample class and claim"
+# No kubelet runs here: the class asks for the ObjectStore object (server: rook-objectstore) instead
+# of a MinIO server whose pod could not start.
 sed "s|$REMOTE|$MODULES_URL|" "$ROOT/config/samples/objectstore_class.yaml" | k apply -f - >/dev/null
+k patch infraclass minio-standard --type merge -p '{"spec":{"variables":{"server":"rook-objectstore"}}}' >/dev/null
 k wait --for=condition=Ready infraclass/minio-standard --timeout=120s >/dev/null \
   || fail "class not Ready: $(k get infraclass minio-standard -o jsonpath='{.status.conditions}')"
 sed "s|namespace: default|namespace: $NS|" "$ROOT/config/samples/objectstore_claim.yaml" | k apply -f - >/dev/null

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Builds conductor-tf's real parts from the Go module proxy into a cache outside the repository.
 #
-#   hack/tools.sh [all|k8s|tofu|providers|cloud-providers|controller-gen|proto|kind|env]
+#   hack/tools.sh [all|k8s|tofu|providers|cloud-providers|controller-gen|proto|kind|minio|env]
 #
 # `proto` (make generate-proto, and make test's verify-proto) builds buf, protoc-gen-go and
 # protoc-gen-go-grpc: buf compiles the .proto files itself (no protoc) and runs the two plugins as
 # local binaries, offline.
 #
 # `kind` (for make kind-node-image and make test-e2e only) builds the kind CLI and a node's parts:
-# kubelet, kubeadm, kube-scheduler, kube-proxy and CoreDNS.
+# kubelet, kubeadm, kube-scheduler, kube-proxy, CoreDNS and local-path-provisioner.
+#
+# `minio` (for make workload-images) builds the MinIO server that the rook-minio module runs.
 #
 # Everything is version-pinned below, idempotent (a stamp file per part) and reused between runs.
 # Nothing is downloaded from anywhere but the Go module proxy.
@@ -43,6 +45,15 @@ PROVIDERS=(
   "kubernetes github.com/hashicorp/terraform-provider-kubernetes v1.13.4-0.20260821094251-3a33fb6cc605 3.2.1"
 )
 
+# What the rook-minio module's pods run (`minio`, for hack/workload-images.sh), and what a kind node
+# needs for volumes (part of `kind`): the MinIO server at a commit (MinIO publishes no module versions; this
+# pseudo-version is the newest commit the module proxy serves), and Rancher's local-path-provisioner,
+# the dynamic provisioner kind's own node images ship. kind v0.33 ships v0.0.37, which the proxy
+# serves but the checksum database does not know (v0.0.31 to v0.0.37: "404 Not Found" from
+# sum.golang.org); v0.0.30 is the newest that verifies.
+MINIO_VERSION=${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}
+LOCAL_PATH_VERSION=${LOCAL_PATH_VERSION:-v0.0.30}
+
 # Cloud providers, only for `make validate-modules` (large builds): <name> <module path> <pseudo-version>;
 # the version they are published as is the newest release in the commit's CHANGELOG.
 CLOUD_PROVIDERS=(
@@ -61,6 +72,7 @@ KIND=$CACHE/bin/kind-$KIND_VERSION
 HELM=$CACHE/bin/helm-$HELM_VERSION
 # buf finds the plugins by name on PATH (proto/buf.gen.yaml): they share one directory.
 PROTO_BIN=$CACHE/proto/bin
+WORKLOAD_BIN=$CACHE/workloads/bin
 NODE_BIN=$CACHE/k8s/$KUBE_VERSION/node-bin
 export GOFLAGS=-mod=mod
 
@@ -305,6 +317,24 @@ proto_tool() {
   echo "$recipe" >"$stamp"
 }
 
+# build_minio: the MinIO server, a static linux binary (hack/workload-images.sh puts it in an image).
+build_minio() { workload_tool minio github.com/minio/minio "$MINIO_VERSION"; }
+
+# build_local_path: local-path-provisioner, a static linux binary (the kind node image's storage).
+build_local_path() { workload_tool local-path-provisioner github.com/rancher/local-path-provisioner "$LOCAL_PATH_VERSION"; }
+
+workload_tool() {
+  local name=$1 pkg=$2 ver=$3
+  local stamp=$WORKLOAD_BIN/.$name.stamp recipe="$pkg@$ver cgo=0 trimpath linux/$GOARCH"
+  [[ -x $WORKLOAD_BIN/$name ]] && fresh "$stamp" "$recipe" && return 0
+  log "building $name $ver (MinIO: about 10 minutes, once)"
+  mkdir -p "$WORKLOAD_BIN"
+  local tmp; tmp=$(mktemp -d)
+  CGO_ENABLED=0 GOOS=linux GOBIN=$tmp go install -trimpath -ldflags "-s -w" "$pkg@$ver"
+  mv "$tmp/$name" "$WORKLOAD_BIN/$name"; rmdir "$tmp"
+  echo "$recipe" >"$stamp"
+}
+
 # print_env: the variables the Makefile and tests use to find the parts.
 print_env() {
   cat <<ENV
@@ -320,6 +350,7 @@ PROTOC_GEN_GO_GRPC=$PROTO_BIN/protoc-gen-go-grpc
 CONDUCTOR_TF_KIND=$KIND
 CONDUCTOR_TF_HELM=$HELM
 CONDUCTOR_TF_NODE_BIN=$NODE_BIN
+CONDUCTOR_TF_WORKLOAD_BIN=$WORKLOAD_BIN
 ENV
 }
 
@@ -332,7 +363,8 @@ case "${1:-all}" in
   controller-gen) build_controller_gen ;;
   proto) build_proto ;;
   helm) build_helm ;;
-  kind) build_k8s; build_k8s_node; build_kind ;;
+  kind) build_k8s; build_k8s_node; build_kind; build_local_path ;;
+  minio) build_minio ;;
   env) print_env ;;
-  *) echo "usage: $0 [all|k8s|tofu|providers|cloud-providers|controller-gen|proto|helm|kind|env]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|k8s|tofu|providers|cloud-providers|controller-gen|proto|helm|kind|minio|env]" >&2; exit 2 ;;
 esac

@@ -18,10 +18,62 @@ variable "namespace" {
   }
 }
 
+variable "server" {
+  type        = string
+  default     = "minio"
+  description = "What serves the store: \"minio\", a MinIO server this module runs (needs only a kubelet and a default StorageClass), or \"rook-objectstore\", an ObjectStore object for a Rook-style operator installed in the cluster."
+
+  validation {
+    condition     = contains(["minio", "rook-objectstore"], var.server)
+    error_message = "server must be \"minio\" or \"rook-objectstore\"."
+  }
+}
+
+variable "bucket" {
+  type        = string
+  default     = ""
+  description = "Bucket created for the claim; the store's name when empty."
+
+  validation {
+    condition     = var.bucket == "" || can(regex("^[a-z0-9][-a-z0-9.]{1,61}[a-z0-9]$", var.bucket))
+    error_message = "bucket must be 3-63 characters of lowercase letters, digits, '-' and '.', starting and ending with a letter or digit."
+  }
+}
+
+variable "image" {
+  type        = string
+  default     = "conductor-tf/minio:2026-02-12"
+  description = "MinIO server image (server = \"minio\"); its PATH must hold `minio`. The default is the image `make minio-image` builds from the Go module proxy; any MinIO release image works."
+}
+
+variable "client_image" {
+  type        = string
+  default     = "conductor-tf/s3client:v0.1.0"
+  description = "Image of the S3 client that creates the bucket (cmd/s3client, built by `make minio-image`)."
+}
+
+variable "storage_class_name" {
+  type        = string
+  default     = null
+  description = "StorageClass of the server's volume; the cluster's default when null."
+}
+
+variable "memory_limit" {
+  type        = string
+  default     = "1Gi"
+  description = "Memory limit of the server container (a Kubernetes quantity)."
+}
+
+variable "ready_timeout" {
+  type        = string
+  default     = "5m"
+  description = "How long an apply waits for the server to answer and for the bucket (a Terraform duration)."
+}
+
 variable "node_count" {
   type        = number
   default     = 4
-  description = "Number of MinIO server nodes (distributed mode needs at least 4)."
+  description = "server = \"rook-objectstore\" only: number of MinIO server nodes the operator runs (distributed mode needs at least 4)."
 
   validation {
     condition     = var.node_count >= 1 && var.node_count <= 32 && floor(var.node_count) == var.node_count
@@ -31,7 +83,7 @@ variable "node_count" {
 
 variable "storage_gib" {
   type        = number
-  description = "Storage requested for each node, in GiB."
+  description = "Storage in GiB: the server's one volume (server = \"minio\"), or each node's (server = \"rook-objectstore\")."
 
   validation {
     condition     = var.storage_gib > 0 && var.storage_gib <= 65536

@@ -36,7 +36,7 @@ func TestModuleContracts(t *testing.T) {
 		outputs   []string
 		sensitive []string
 	}{
-		{"rook-minio", []string{"name", "namespace", "storage_gib"}, []string{"access_key", "endpoint", "namespace", "object_store", "secret_key"}, []string{"secret_key"}},
+		{"rook-minio", []string{"name", "namespace", "storage_gib"}, []string{"access_key", "bucket", "endpoint", "namespace", "object_store", "secret_key"}, []string{"secret_key"}},
 		{"aws-rds", []string{"allocated_storage", "engine", "engine_version", "instance_class", "name", "subnet_ids", "vpc_id"},
 			[]string{"endpoint", "password", "port", "username"}, []string{"password"}},
 		{"gcs-bucket", []string{"name", "project"}, []string{"name", "self_link", "url"}, nil},
@@ -137,7 +137,7 @@ func TestSampleClassesRenderToDeclaredTypes(t *testing.T) {
 	want := map[string]map[string]string{
 		"standard/wordpress-db":    {"allocated_storage": "25", "instance_class": `"db.t3.medium"`, "backup_window": `"02:00-03:00"`},
 		"performance/analytics-db": {"allocated_storage": "960", "instance_class": `"db.r6g.2xlarge"`, "backup_window": `"03:00-04:00"`},
-		"minio-standard/assets":    {"storage_gib": "2", "namespace": `"minio-default-assets"`},
+		"minio-standard/assets":    {"storage_gib": "8", "namespace": `"minio-default-assets"`, "bucket": `"assets"`},
 	}
 	for key, vals := range want {
 		got, ok := rendered[key]

@@ -55,7 +55,7 @@ func minioResource(s *scenario, resName, name, storeNS, keySecret string, import
 			// The sample's account (config/samples/rook_minio_rbac.yaml): runs get no other credentials.
 			KubernetesAccess: &v1alpha1.KubernetesAccess{ServiceAccountName: "conductor-tf-module-rook-minio"},
 			Variables: v1alpha1.Variables{"name": js(fmt.Sprintf("%q", name)), "namespace": js(fmt.Sprintf("%q", storeNS)),
-				"node_count": js("4"), "storage_gib": js("2")},
+				"server": js(`"rook-objectstore"`), "node_count": js("4"), "storage_gib": js("2")},
 			VariablesFrom: []v1alpha1.SecretInput{{Name: "secret_key", SecretKeyRef: v1alpha1.SecretKeySelector{
 				Namespace: storeNS, Name: keySecret, Key: "password"}}},
 			Capacity:      v1alpha1.Quantities{"storage": resource.MustParse("8Gi")},
@@ -84,7 +84,7 @@ var _ = Describe("Importing existing infrastructure", func() {
 		res := minioResource(s, "imported-"+s.ns, "legacy", storeNS, "admin-key",
 			v1alpha1.ImportTarget{Address: "kubernetes_namespace_v1.this", ID: storeNS},
 			v1alpha1.ImportTarget{Address: "kubernetes_secret_v1.credentials", ID: storeNS + "/minio-legacy-access-keys"},
-			v1alpha1.ImportTarget{Address: "kubernetes_manifest.object_store",
+			v1alpha1.ImportTarget{Address: "kubernetes_manifest.object_store[0]",
 				ID: "apiVersion=minio.rook.io/v1alpha1,kind=ObjectStore,namespace=" + storeNS + ",name=legacy"})
 		Expect(k8s.Create(s.ctx, res)).To(Succeed())
 
@@ -155,7 +155,7 @@ var _ = Describe("Importing existing infrastructure", func() {
 		res := minioResource(s, "replace-"+s.ns, "old", storeNS, "admin-key",
 			v1alpha1.ImportTarget{Address: "kubernetes_namespace_v1.this", ID: storeNS},
 			v1alpha1.ImportTarget{Address: "kubernetes_secret_v1.credentials", ID: storeNS + "/legacy-creds"},
-			v1alpha1.ImportTarget{Address: "kubernetes_manifest.object_store",
+			v1alpha1.ImportTarget{Address: "kubernetes_manifest.object_store[0]",
 				ID: "apiVersion=minio.rook.io/v1alpha1,kind=ObjectStore,namespace=" + storeNS + ",name=old"})
 		Expect(k8s.Create(s.ctx, res)).To(Succeed())
 

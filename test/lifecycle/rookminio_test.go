@@ -18,7 +18,9 @@ import (
 var objectStoreGVK = schema.GroupVersionKind{Group: "minio.rook.io", Version: "v1alpha1", Kind: "ObjectStore"}
 
 var _ = Describe("The rook-minio sample class, end to end", func() {
-	It("creates the namespace, credentials and ObjectStore through the API, fills the connection Secret, and removes them all on delete", func() {
+	// envtest runs no kubelet: the class asks a Rook-style operator (server: rook-objectstore, the
+	// fixture CRD) instead of running the MinIO server itself, which test/e2e does on kind.
+	It("with server rook-objectstore, creates the namespace, credentials and ObjectStore through the API, fills the connection Secret, and removes them all on delete", func() {
 		ctx := context.Background()
 		samples, err := harness.LoadSamples(modulesURL)
 		Expect(err).NotTo(HaveOccurred())
@@ -29,6 +31,8 @@ var _ = Describe("The rook-minio sample class, end to end", func() {
 			}
 		}
 		Expect(class).NotTo(BeNil())
+		class.Spec.Variables["server"] = js(`"rook-objectstore"`)
+		class.Spec.Variables["node_count"] = js("4")
 		Expect(class.Spec.Module.Source).To(HavePrefix(modulesURL))
 		Expect(k8s.Create(ctx, class)).To(Succeed())
 		Eventually(func() string {
@@ -68,6 +72,7 @@ var _ = Describe("The rook-minio sample class, end to end", func() {
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: "assets-s3"}, conn)).To(Succeed())
 		Expect(string(conn.Data["endpoint"])).To(Equal("http://assets." + storeNS + ".svc.cluster.local:9000"))
 		Expect(string(conn.Data["access_key"])).To(Equal("minio"))
+		Expect(string(conn.Data["bucket"])).To(Equal("assets"))
 		Expect(conn.Data["secret_key"]).To(Equal(creds.Data["password"]))
 		Expect(res.Status.Outputs).NotTo(HaveKey("secret_key"))
 		Expect(res.Spec.Module.Version).To(Equal(harness.ModulesVersion))
