@@ -77,9 +77,12 @@ bench-scale: tools ## N claims to Ready through the controller vs a naive init &
 
 
 ##@ The main job
-.PHONY: demo validate-modules
-demo: ## From nothing: tools, control plane, controller, a claim that becomes a MinIO object store, and back.
+.PHONY: demo validate-modules test-modules
+demo: ## From nothing to an object store you write to: on kind with a Docker Engine (a claim runs MinIO, a pod writes and reads an object through its Secret), else on a local control plane (DEMO_ON=kind|local).
 	@hack/demo.sh
+
+test-modules: ## The cloud modules through claims with the real providers: gcs-bucket applied and destroyed against fake-gcs-server, aws-rds planned (builds the aws and google providers once).
+	@hack/test-modules.sh
 
 validate-modules: ## Opt-in: build the aws and google providers and `terraform validate` every module.
 	@hack/validate-modules.sh

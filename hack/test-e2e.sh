@@ -27,9 +27,9 @@ set -a; eval "$("$ROOT/hack/tools.sh" env)"; set +a
 mkdir -p "$DIR"
 KUBECONFIG_E2E=$DIR/kubeconfig
 
-# kind runs the docker it finds on PATH; WRAP is that PATH when the engine needs the wrapper.
-KIND_PATH=$PATH
-kind_() { PATH=$KIND_PATH "$CONDUCTOR_TF_KIND" "$@"; }
+# kind runs the docker it finds on PATH (kind_, kind_probe_engine).
+# shellcheck source=hack/lib/kind.sh
+source "$ROOT/hack/lib/kind.sh"
 
 cleanup() {
   local rc=$?
@@ -64,16 +64,7 @@ mapfile -t WORKLOAD_IMAGES < <("$ROOT/hack/workload-images.sh")
 info "${WORKLOAD_IMAGES[*]} ready in $(( $(date +%s) - t ))s"
 
 step "Probing the engine for privileged containers"
-if docker run --rm --privileged --entrypoint /bin/true "$NODE_IMAGE" >/dev/null 2>&1; then
-  info "privileged containers run: kind runs unchanged"
-else
-  WRAP=$DIR/docker-wrapper
-  mkdir -p "$WRAP"
-  ln -sfn "$ROOT/hack/kind/docker" "$WRAP/docker"
-  export CONDUCTOR_TF_REAL_DOCKER; CONDUCTOR_TF_REAL_DOCKER=$(command -v docker)
-  KIND_PATH=$WRAP:$PATH
-  info "refused: kind runs with hack/kind/docker first on its PATH"
-fi
+kind_probe_engine "$NODE_IMAGE" "$DIR/docker-wrapper"
 
 trap cleanup EXIT
 step "kind create cluster $CLUSTER"

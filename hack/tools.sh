@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds conductor-tf's real parts from the Go module proxy into a cache outside the repository.
 #
-#   hack/tools.sh [all|k8s|tofu|providers|cloud-providers|controller-gen|proto|kind|minio|env]
+#   hack/tools.sh [all|k8s|tofu|providers|cloud-providers|controller-gen|proto|kind|minio|cloud-providers-built|env]
 #
 # `proto` (make generate-proto, and make test's verify-proto) builds buf, protoc-gen-go and
 # protoc-gen-go-grpc: buf compiles the .proto files itself (no protoc) and runs the two plugins as
@@ -54,7 +54,11 @@ PROVIDERS=(
 MINIO_VERSION=${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}
 LOCAL_PATH_VERSION=${LOCAL_PATH_VERSION:-v0.0.30}
 
-# Cloud providers, only for `make validate-modules` (large builds): <name> <module path> <pseudo-version>;
+# The emulator make test-modules applies gcs-bucket against (with `cloud-providers`): Google Cloud
+# Storage's JSON API, in Go.
+FAKE_GCS_VERSION=${FAKE_GCS_VERSION:-v1.56.1}
+
+# Cloud providers, only for `make validate-modules` and `make test-modules` (large builds): <name> <module path> <pseudo-version>;
 # the version they are published as is the newest release in the commit's CHANGELOG.
 CLOUD_PROVIDERS=(
   "aws github.com/hashicorp/terraform-provider-aws v1.60.1-0.20260602190131-5f2286d6d836"
@@ -279,6 +283,17 @@ build_cloud_providers() {
   link_opentofu_mirror
 }
 
+# cloud_providers_built: exit 0 when `cloud-providers` has built everything it builds (.ci/run runs
+# make test-modules only then: the aws provider alone takes about half an hour on 2 cores).
+cloud_providers_built() {
+  local entry name
+  for entry in "${CLOUD_PROVIDERS[@]}"; do
+    read -r name _ <<<"$entry"
+    compgen -G "$MIRROR/registry.terraform.io/hashicorp/$name/*/${GOOS}_$GOARCH/terraform-provider-${name}_v*" >/dev/null || return 1
+  done
+  [[ -x $WORKLOAD_BIN/fake-gcs-server ]]
+}
+
 build_helm() {
   [[ -x $HELM ]] && return 0
   log "building helm $HELM_VERSION"
@@ -320,6 +335,9 @@ proto_tool() {
 # build_minio: the MinIO server, a static linux binary (hack/workload-images.sh puts it in an image).
 build_minio() { workload_tool minio github.com/minio/minio "$MINIO_VERSION"; }
 
+# build_fake_gcs: fake-gcs-server, for make test-modules.
+build_fake_gcs() { workload_tool fake-gcs-server github.com/fsouza/fake-gcs-server "$FAKE_GCS_VERSION"; }
+
 # build_local_path: local-path-provisioner, a static linux binary (the kind node image's storage).
 build_local_path() { workload_tool local-path-provisioner github.com/rancher/local-path-provisioner "$LOCAL_PATH_VERSION"; }
 
@@ -359,12 +377,13 @@ case "${1:-all}" in
   k8s) build_k8s ;;
   tofu) build_tofu ;;
   providers) build_providers ;;
-  cloud-providers) build_providers; build_cloud_providers ;;
+  cloud-providers) build_providers; build_cloud_providers; build_fake_gcs ;;
+  cloud-providers-built) cloud_providers_built ;;
   controller-gen) build_controller_gen ;;
   proto) build_proto ;;
   helm) build_helm ;;
   kind) build_k8s; build_k8s_node; build_kind; build_local_path ;;
   minio) build_minio ;;
   env) print_env ;;
-  *) echo "usage: $0 [all|k8s|tofu|providers|cloud-providers|controller-gen|proto|helm|kind|minio|env]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|k8s|tofu|providers|cloud-providers|controller-gen|proto|helm|kind|minio|cloud-providers-built|env]" >&2; exit 2 ;;
 esac

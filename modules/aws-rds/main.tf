@@ -1,6 +1,9 @@
 # An RDS instance with its subnet group and security group; the master password is generated.
 locals {
   port = var.engine == "postgres" ? 5432 : 3306
+  # The parameter group family of an engine version: postgres16, mysql8.0, mariadb10.11.
+  major  = var.engine == "postgres" ? split(".", var.engine_version)[0] : try(join(".", slice(split(".", var.engine_version), 0, 2)), var.engine_version)
+  family = "${var.engine}${local.major}"
   tags = merge(var.tags, { "managed-by" = "conductor-tf" })
 }
 
@@ -14,6 +17,22 @@ resource "aws_db_subnet_group" "this" {
   name       = var.name
   subnet_ids = var.subnet_ids
   tags       = local.tags
+}
+
+# The instance's parameters: the engine family's defaults plus var.parameters.
+resource "aws_db_parameter_group" "this" {
+  name   = var.name
+  family = local.family
+  tags   = local.tags
+
+  dynamic "parameter" {
+    for_each = var.parameters
+    content {
+      name         = parameter.key
+      value        = parameter.value
+      apply_method = "pending-reboot"
+    }
+  }
 }
 
 resource "aws_security_group" "this" {
@@ -44,6 +63,7 @@ resource "aws_db_instance" "this" {
   backup_retention_period   = var.backup_retention_days
   deletion_protection       = var.deletion_protection
   db_subnet_group_name      = aws_db_subnet_group.this.name
+  parameter_group_name      = aws_db_parameter_group.this.name
   vpc_security_group_ids    = [aws_security_group.this.id]
   username                  = var.username
   password                  = random_password.master.result

@@ -114,6 +114,12 @@ variable "username" {
   description = "Master user name."
 }
 
+variable "parameters" {
+  type        = map(string)
+  default     = {}
+  description = "Database parameters set in the instance's parameter group (name = value; applied at the next reboot)."
+}
+
 variable "tags" {
   type        = map(string)
   default     = {}
