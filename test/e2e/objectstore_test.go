@@ -167,7 +167,7 @@ var _ = Describe("The sample rook-minio class, in the cluster: an object store y
 		By("a resource adopts the orphaned state and a new claim binds to it")
 		adopter := &v1alpha1.InfraResource{
 			ObjectMeta: metav1.ObjectMeta{Name: old.Name + "-again"},
-			Spec: v1alpha1.InfraResourceSpec{ResourceKind: old.Spec.ResourceKind, Module: old.Spec.Module, Variables: old.Spec.Variables,
+			Spec: v1alpha1.InfraResourceSpec{ResourceKind: old.Spec.ResourceKind, ClassRef: old.Spec.ClassRef, Module: old.Spec.Module, Variables: old.Spec.Variables,
 				KubernetesAccess: old.Spec.KubernetesAccess, Capacity: old.Spec.Capacity, Capabilities: old.Spec.Capabilities,
 				ReclaimPolicy: v1alpha1.ReclaimDelete, AdoptState: orphan},
 		}
