@@ -248,6 +248,19 @@ const (
 	// ReasonInterruptedCreate: a run that created objects died before it completed them; the plan
 	// that would create them again waits for an approval (interruptedCreates: Hold).
 	ReasonInterruptedCreate = "InterruptedCreate"
+	// ReasonCreateAdopted (event): an object whose create a run that died had started exists, and
+	// was imported into state with its import identity instead of being created again.
+	ReasonCreateAdopted = "CreateAdopted"
+	// ReasonCreateRetried (event): the provider found no object with the import identity of a
+	// create a run that died had started: it never happened, and is made now.
+	ReasonCreateRetried = "CreateRetried"
+	// ReasonCreateHeld (event): the controller cannot know whether a create a run that died had
+	// started happened; the plan waits for a person (InterruptedCreate).
+	ReasonCreateHeld = "CreateHeld"
+	// ReasonCreatesInDoubt: the resource is being deleted while creates a run that died had started
+	// are unresolved: they may exist outside any state, so the finalizer stays until they are
+	// resolved or abandoned (conductor.io/abandon=true).
+	ReasonCreatesInDoubt = "CreatesInDoubt"
 )
 
 // Well-known labels, annotations and finalizers.
@@ -332,21 +345,28 @@ type Operations struct {
 	// +optional
 	// +kubebuilder:default=Correct
 	DriftPolicy DriftPolicy `json:"driftPolicy,omitempty"`
-	// InterruptedCreates: Hold (default) makes a plan that would create again an object whose
-	// create started in a run that died (status.createsPending) wait for approval with reason
-	// InterruptedCreate, since the first create may have happened; Retry applies it, for modules
-	// whose creates are idempotent.
+	// InterruptedCreates says what happens to a create that a run that died had started
+	// (status.createsPending), since it may have happened. Resolve (default) decides where the
+	// controller can know: an object that lives only in state (random_*, time_*, tls_*,
+	// terraform_data and null_resource without provisioners) is created again; an address with an
+	// import identity (importIdentities) is imported when the object exists (adopted, not created
+	// twice) and created when the provider finds none; the rest waits for approval with reason
+	// InterruptedCreate. Hold makes every such plan wait for a person; Retry applies it, for
+	// modules whose creates are idempotent.
 	// +optional
-	// +kubebuilder:default=Hold
+	// +kubebuilder:default=Resolve
 	InterruptedCreates InterruptedCreatesPolicy `json:"interruptedCreates,omitempty"`
 }
 
 // InterruptedCreatesPolicy says what happens to a create that a dead run may have carried out.
-// +kubebuilder:validation:Enum=Hold;Retry
+// +kubebuilder:validation:Enum=Resolve;Hold;Retry
 type InterruptedCreatesPolicy string
 
 // Interrupted-create policies (crossplane-runtime's create-pending protocol, for Terraform).
 const (
+	// InterruptedCreatesResolve retries, adopts or holds each create in doubt, as the controller
+	// can know (see Operations.InterruptedCreates).
+	InterruptedCreatesResolve InterruptedCreatesPolicy = "Resolve"
 	// InterruptedCreatesHold waits for an approval of the plan that would create again.
 	InterruptedCreatesHold InterruptedCreatesPolicy = "Hold"
 	// InterruptedCreatesRetry applies it: the module's creates are idempotent.

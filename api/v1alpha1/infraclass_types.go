@@ -29,6 +29,15 @@ type InfraClassSpec struct {
 	// +optional
 	Variables Variables `json:"variables,omitempty"`
 
+	// ImportIdentities are import ID templates by resource address inside the module
+	// ("aws_db_instance.this": "${claim.namespace}-${claim.name}"), rendered like variables into
+	// the resources the class provisions: the IDs Terraform's import takes for those objects. After
+	// a run that died mid-create, an address with an identity is imported when its object exists
+	// (adopted, never created twice) and created when the provider finds none
+	// (interruptedCreates: Resolve).
+	// +optional
+	ImportIdentities map[string]string `json:"importIdentities,omitempty"`
+
 	// VariablesFrom are sensitive input variables read from Secrets at run time.
 	// +optional
 	// +listType=map

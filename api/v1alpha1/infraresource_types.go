@@ -65,6 +65,13 @@ type InfraResourceSpec struct {
 	// +optional
 	Variables Variables `json:"variables,omitempty"`
 
+	// ImportIdentities are the import IDs of the module's objects by resource address inside the
+	// module (rendered from the class's importIdentities, or written by hand): after a run that died
+	// mid-create, an address with an identity is imported when its object exists and created when
+	// the provider finds none (interruptedCreates: Resolve).
+	// +optional
+	ImportIdentities map[string]string `json:"importIdentities,omitempty"`
+
 	// VariablesFrom are sensitive input variables read from Secrets at run time.
 	// +optional
 	// +listType=map
@@ -186,6 +193,25 @@ type RunStatus struct {
 	// sensitive values redacted by Terraform.
 	// +optional
 	LogSecret string `json:"logSecret,omitempty"`
+	// Resolutions are what the run decided about creates a run that died had started
+	// (interruptedCreates: Resolve), one per address.
+	// +optional
+	Resolutions []CreateResolution `json:"resolutions,omitempty"`
+}
+
+// CreateResolution is a run's decision about one create in doubt.
+type CreateResolution struct {
+	// Address of the object in the module's root (module.main.…).
+	Address string `json:"address"`
+	// Decision: Adopted (the object existed and was imported into state), Retried (the provider
+	// found none: the create is made), or Held (the plan waits for a person).
+	Decision string `json:"decision"`
+	// ID is the import identity tried, if any.
+	// +optional
+	ID string `json:"id,omitempty"`
+	// Reason says why, in words.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // StateStatus describes the resource's Terraform state.

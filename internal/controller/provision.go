@@ -24,6 +24,10 @@ func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (
 	if err != nil {
 		return nil, err
 	}
+	ids, err := RenderIdentities(claim, class)
+	if err != nil {
+		return nil, err
+	}
 	policy := class.Spec.ReclaimPolicy
 	if policy == "" {
 		policy = v1alpha1.ReclaimDelete
@@ -48,6 +52,7 @@ func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (
 			ClassRef:         &v1alpha1.ClassReference{Name: class.Name},
 			Module:           class.Spec.Module,
 			Variables:        vars,
+			ImportIdentities: ids,
 			VariablesFrom:    append([]v1alpha1.SecretInput(nil), class.Spec.VariablesFrom...),
 			Env:              append([]v1alpha1.SecretInput(nil), class.Spec.Env...),
 			KubernetesAccess: class.Spec.KubernetesAccess.DeepCopy(),
@@ -67,7 +72,52 @@ func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (
 // and returns the values as the resource stores them. It returns a *render.Error when a template
 // does not parse or does not evaluate.
 func RenderVariables(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (v1alpha1.Variables, error) {
-	tmpl, err := render.Compile(rawVariables(class.Spec.Variables))
+	encoded, err := renderTemplates(claim, class, rawVariables(class.Spec.Variables))
+	if err != nil {
+		return nil, err
+	}
+	out := make(v1alpha1.Variables, len(encoded))
+	for k, v := range encoded {
+		out[k] = apiextensionsv1.JSON{Raw: v}
+	}
+	return out, nil
+}
+
+// RenderIdentities evaluates the class's importIdentities templates against the claim, as
+// variables are (RenderVariables), and returns the import IDs by address; nil when the class has
+// none. It returns a *render.Error when a template does not render, and an error when one renders
+// to something other than a string.
+func RenderIdentities(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (map[string]string, error) {
+	if len(class.Spec.ImportIdentities) == 0 {
+		return nil, nil
+	}
+	raw := make(map[string][]byte, len(class.Spec.ImportIdentities))
+	for addr, tmpl := range class.Spec.ImportIdentities {
+		b, err := json.Marshal(tmpl)
+		if err != nil {
+			return nil, err
+		}
+		raw[addr] = b
+	}
+	encoded, err := renderTemplates(claim, class, raw)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(encoded))
+	for addr, v := range encoded {
+		var id string
+		if err := json.Unmarshal(v, &id); err != nil {
+			return nil, fmt.Errorf("importIdentities[%s] renders to %s, not a string", addr, v)
+		}
+		out[addr] = id
+	}
+	return out, nil
+}
+
+// renderTemplates evaluates templates (JSON values whose strings are HCL templates, by name)
+// against the claim and the class and returns each value as JSON.
+func renderTemplates(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, raw map[string][]byte) (map[string][]byte, error) {
+	tmpl, err := render.Compile(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -86,15 +136,7 @@ func RenderVariables(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (v1
 	if err != nil {
 		return nil, err
 	}
-	encoded, err := render.ToJSON(values)
-	if err != nil {
-		return nil, err
-	}
-	out := make(v1alpha1.Variables, len(encoded))
-	for k, v := range encoded {
-		out[k] = apiextensionsv1.JSON{Raw: v}
-	}
-	return out, nil
+	return render.ToJSON(values)
 }
 
 // templateSpec is the claim's spec as templates see it: as the claim spells it, with the optional

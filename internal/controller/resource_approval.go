@@ -115,7 +115,8 @@ func needsSavedPlan(res *v1alpha1.InfraResource) bool {
 
 // gateOf is the gate of the resource's next saved plan (see the package comment above): the
 // approval annotation, Manual approval, the destructive-change guard, the imported addresses, the
-// creates a dead run left in doubt (when the policy holds them), and the plan already shown as
+// creates a dead run left in doubt (unless the policy is Retry; with Resolve, the run decides them
+// first, with the resource's import identities), and the plan already shown as
 // waiting at this generation. Call it once the new run is recorded (runID is the new run's).
 func gateOf(res *v1alpha1.InfraResource) *tfrunner.Gate {
 	g := &tfrunner.Gate{Approved: approvedID(res), Manual: res.Spec.Approval == v1alpha1.ApprovalManual,
@@ -125,6 +126,7 @@ func gateOf(res *v1alpha1.InfraResource) *tfrunner.Gate {
 	}
 	if holdsCreates(res) && res.Status.CreatesPendingRun != runID(res) {
 		g.CreatesInDoubt = slices.Clone(res.Status.CreatesPending)
+		g.ResolveCreates, g.Identities = resolves(res), identities(res)
 	}
 	if pp := res.Status.PendingPlan; pp != nil && pp.Generation == res.Generation {
 		g.Shown, g.ShownReason = pp.ID, pp.Reason

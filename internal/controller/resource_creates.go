@@ -8,15 +8,21 @@ package controller
 // So, while an apply streams, each address whose create starts (apply_start) is written to
 // status.createsPending before the next event is read; the list is cleared when the apply's
 // process ends on its own (having saved its state). A list that is still there when the next run
-// begins was left by a run that died; that run's plan is saved, and if it would create any of those
-// addresses again it waits for approval with reason InterruptedCreate (unless interruptedCreates is
-// Retry), naming the addresses, so that an operator can look for a duplicate, import it
-// (spec.import), or approve the plan. Creates that never started are never held.
+// begins was left by a run that died; that run's plan is saved. With interruptedCreates Resolve (the
+// default) the run first decides each address it can (tfrunner.resolveCreates): an address with an
+// import identity (spec.importIdentities) is imported when its object exists (CreateAdopted) and
+// created when the provider finds none (CreateRetried); objects that live only in state are never
+// in doubt unless a provisioner of theirs started. What is left, or everything under Hold, makes a
+// plan that would create it again wait for approval with reason InterruptedCreate (CreateHeld),
+// naming the addresses, so that an operator can look for a duplicate, import it (spec.import), or
+// approve the plan. Creates that never started are never held.
 
 import (
 	"errors"
 	"slices"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
@@ -61,6 +67,54 @@ func settleCreates(res *v1alpha1.InfraResource, runErr error, stored bool) {
 // left creates in doubt (and the policy is Hold).
 func holdsCreates(res *v1alpha1.InfraResource) bool {
 	return len(res.Status.CreatesPending) > 0 && res.Spec.InterruptedCreates != v1alpha1.InterruptedCreatesRetry
+}
+
+// resolves reports whether the resource's runs decide creates in doubt themselves (Resolve, the
+// default; an empty policy is Resolve, as the API server defaults it).
+func resolves(res *v1alpha1.InfraResource) bool {
+	p := res.Spec.InterruptedCreates
+	return p == "" || p == v1alpha1.InterruptedCreatesResolve
+}
+
+// identities are the resource's import identities by module address, for tfrunner.Gate.
+func identities(res *v1alpha1.InfraResource) map[string]string {
+	if len(res.Spec.ImportIdentities) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(res.Spec.ImportIdentities))
+	for addr, id := range res.Spec.ImportIdentities {
+		out[tfrunner.ModuleAddress(addr)] = id
+	}
+	return out
+}
+
+// recordResolutions puts a run's decisions about creates in doubt into its status (and so the run
+// history) and says each as an event naming its addresses: CreateAdopted, CreateRetried (Normal),
+// CreateHeld (Warning).
+func (r syncer) recordResolutions(res *v1alpha1.InfraResource, decided []tfrunner.Resolution) {
+	if len(decided) == 0 || res.Status.LastRun == nil {
+		return
+	}
+	by := map[string][]string{}
+	for _, d := range decided {
+		res.Status.LastRun.Resolutions = append(res.Status.LastRun.Resolutions,
+			v1alpha1.CreateResolution{Address: d.Address, Decision: d.Decision, ID: d.ID, Reason: d.Detail})
+		text := d.Address
+		if d.ID != "" {
+			text += " (ID " + d.ID + ")"
+		}
+		by[d.Decision] = append(by[d.Decision], text+": "+d.Detail)
+	}
+	events := []struct{ decision, reason, kind, lead string }{
+		{tfrunner.CreateAdopted, v1alpha1.ReasonCreateAdopted, corev1.EventTypeNormal, "adopted into state, not created again"},
+		{tfrunner.CreateRetried, v1alpha1.ReasonCreateRetried, corev1.EventTypeNormal, "created again: the interrupted create never happened"},
+		{tfrunner.CreateHeld, v1alpha1.ReasonCreateHeld, corev1.EventTypeWarning, "held for a person"},
+	}
+	for _, e := range events {
+		if len(by[e.decision]) > 0 {
+			r.Recorder.Eventf(res, nil, e.kind, e.reason, "ResolveCreates", "%s: %s", e.lead, strings.Join(by[e.decision], "; "))
+		}
+	}
 }
 
 // interruptedMessage explains a held plan.

@@ -186,11 +186,8 @@ func (r reclaimer) destroy(ctx context.Context, s *resourceScope) error {
 			return err
 		}
 	}
-	if len(res.Status.CreatesPending) > 0 {
-		// Destroy sees only what the state holds: say what a dead run may have left outside it.
-		r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonInterruptedCreate, "Reclaim",
-			"a run that died had started creating %s; if it did, no state holds it and destroy cannot remove it: look for it",
-			strings.Join(res.Status.CreatesPending, ", "))
+	if err := r.createsInDoubtOnDelete(res); err != nil {
+		return err
 	}
 	if found && st.Resources > 0 {
 		if st, err = r.runDestroy(ctx, s, st); err != nil {
@@ -262,6 +259,30 @@ func recordDestroyed(ctx context.Context, s *resourceScope, serial int64) error 
 // reconcile.
 func destroyedEarlier(res *v1alpha1.InfraResource) bool {
 	return res.Status.State != nil && res.Status.State.Destroyed != nil
+}
+
+// createsInDoubtOnDelete decides a Delete reclaim of a resource whose creates a run that died had
+// started are unresolved (status.createsPending): destroy sees only what the state holds, so objects
+// those creates made would be left behind unseen. The finalizer stays, with reason CreatesInDoubt
+// naming them, until they are resolved (an apply with the resource's import identities adopts
+// what exists) or an operator annotates conductor.io/abandon=true: an event then says they are left
+// as they are, and the reclaim goes on. It returns a *stateError to wait.
+func (r reclaimer) createsInDoubtOnDelete(res *v1alpha1.InfraResource) error {
+	if len(res.Status.CreatesPending) == 0 {
+		return nil
+	}
+	addresses := strings.Join(res.Status.CreatesPending, ", ")
+	if res.Annotations[v1alpha1.AnnotationAbandon] == "true" {
+		r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonAbandoned, "Reclaim",
+			"%s=true: whatever a run that died may have created of %s is left as it is; destroy removes what the state holds",
+			v1alpha1.AnnotationAbandon, addresses)
+		return nil
+	}
+	msg := fmt.Sprintf("a run that died had started creating %s: if it did, no state holds them and destroy cannot remove them. "+
+		"The resource stays until they are resolved: look for them and delete them, then annotate %s=true "+
+		"(kubectl conductor resolve-creates RESOURCE --abandon)", addresses, v1alpha1.AnnotationAbandon)
+	r.syncer().setRunFailed(res, "destroy", v1alpha1.ReasonCreatesInDoubt, msg, time.Now())
+	return &stateError{v1alpha1.ReasonCreatesInDoubt, msg}
 }
 
 // stateMissingOnDelete decides a Delete reclaim whose state is missing. A resource that never

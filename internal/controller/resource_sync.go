@@ -151,6 +151,7 @@ func (r syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error) 
 	}
 	if out != nil {
 		recordImports(res, out.Imports)
+		r.recordResolutions(res, out.Resolutions)
 		defer func() { r.secrets().recordRun(ctx, res, out.Log) }()
 	}
 	if err != nil {

@@ -269,6 +269,9 @@ func applyResultToProto(r *tfrunner.ApplyResult) *runnerpb.ApplyResult {
 	}
 	p := &runnerpb.ApplyResult{Initialized: r.Initialized, Schema: schemaToProto(r.Schema), Plan: planToProto(r.Plan),
 		Applied: r.Applied, Outputs: outputsToProto(r.Outputs), Log: r.Log, Held: holdToProto(r.Held)}
+	for _, d := range r.Resolutions {
+		p.Resolutions = append(p.Resolutions, &runnerpb.Resolution{Address: d.Address, Decision: d.Decision, Id: d.ID, Detail: d.Detail})
+	}
 	for _, imp := range r.Imports {
 		p.Imports = append(p.Imports, &runnerpb.ImportResult{Address: imp.Address, Id: imp.ID, Imported: imp.Imported,
 			Error: errorToProto(imp.Err)})
@@ -286,6 +289,9 @@ func applyResultFromProto(p *runnerpb.ApplyResult) (*tfrunner.ApplyResult, error
 	r := &tfrunner.ApplyResult{Initialized: p.GetInitialized(), Schema: schema, Plan: planFromProto(p.GetPlan()),
 		Applied: p.GetApplied(), Outputs: outputsFromProto(p.GetOutputs()), Log: p.GetLog()}
 	r.Held = holdFromProto(p.GetHeld(), r.Plan)
+	for _, d := range p.GetResolutions() {
+		r.Resolutions = append(r.Resolutions, tfrunner.Resolution{Address: d.GetAddress(), Decision: d.GetDecision(), ID: d.GetId(), Detail: d.GetDetail()})
+	}
 	for _, imp := range p.GetImports() {
 		r.Imports = append(r.Imports, tfrunner.ImportResult{Address: imp.GetAddress(), ID: imp.GetId(), Imported: imp.GetImported(),
 			Err: errorFromProto(imp.GetError(), nil)})
@@ -293,12 +299,21 @@ func applyResultFromProto(p *runnerpb.ApplyResult) (*tfrunner.ApplyResult, error
 	return r, err
 }
 
+// nilIfEmptyMap returns m, or nil when it is empty (as nilIfEmpty for slices).
+func nilIfEmptyMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
 func gateToProto(g *tfrunner.Gate) *runnerpb.Gate {
 	if g == nil {
 		return nil
 	}
 	return &runnerpb.Gate{Approved: g.Approved, Manual: g.Manual, AllowDestructive: g.AllowDestructive,
-		Imported: g.Imported, CreatesInDoubt: g.CreatesInDoubt, Shown: g.Shown, ShownReason: g.ShownReason}
+		Imported: g.Imported, CreatesInDoubt: g.CreatesInDoubt, Shown: g.Shown, ShownReason: g.ShownReason,
+		ResolveCreates: g.ResolveCreates, Identities: g.Identities}
 }
 
 func gateFromProto(p *runnerpb.Gate) *tfrunner.Gate {
@@ -306,7 +321,8 @@ func gateFromProto(p *runnerpb.Gate) *tfrunner.Gate {
 		return nil
 	}
 	return &tfrunner.Gate{Approved: p.GetApproved(), Manual: p.GetManual(), AllowDestructive: p.GetAllowDestructive(),
-		Imported: nilIfEmpty(p.GetImported()), CreatesInDoubt: nilIfEmpty(p.GetCreatesInDoubt()), Shown: p.GetShown(), ShownReason: p.GetShownReason()}
+		Imported: nilIfEmpty(p.GetImported()), CreatesInDoubt: nilIfEmpty(p.GetCreatesInDoubt()), Shown: p.GetShown(), ShownReason: p.GetShownReason(),
+		ResolveCreates: p.GetResolveCreates(), Identities: nilIfEmptyMap(p.GetIdentities())}
 }
 
 // holdToProto converts h without its plan, which travels once, as ApplyResult.plan.

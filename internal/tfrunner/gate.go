@@ -35,6 +35,11 @@ type Gate struct {
 	Imported []string
 	// CreatesInDoubt are the module addresses of objects a dead run had started creating.
 	CreatesInDoubt []string
+	// ResolveCreates makes the run decide CreatesInDoubt before planning (resolveCreates): adopt
+	// the objects that exist, create those the provider finds none of, hold the rest.
+	ResolveCreates bool
+	// Identities are import IDs by module address (ModuleAddress), for ResolveCreates.
+	Identities map[string]string
 	// Shown and ShownReason are the plan already shown to people as held, and why; a plan held
 	// again with the same ID is not rendered again.
 	Shown, ShownReason string

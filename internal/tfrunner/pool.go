@@ -245,6 +245,8 @@ type ApplyResult struct {
 	Applied bool
 	// Held is the saved plan the Gate stopped before apply (nil when none); Applied is then false.
 	Held *Hold
+	// Resolutions are the decisions about the Gate's creates in doubt (Gate.ResolveCreates).
+	Resolutions []Resolution
 	// Outputs are the root outputs after the run.
 	Outputs map[string]Output
 	// Log is the run's output as people read it (the human-readable messages of the -json stream,
@@ -280,6 +282,9 @@ func (p *Pool) Apply(ctx context.Context, key string, spec Spec, opts ApplyOptio
 			}
 		}
 		if err := importAll(ctx, ws, opts.Imports, res); err != nil {
+			return err
+		}
+		if opts.Gate, err = resolveGate(ctx, ws, opts.Gate, res); err != nil {
 			return err
 		}
 		if opts.Gate == nil && len(opts.Imports) == 0 {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -196,9 +197,14 @@ func createInDoubt(m *streamMessage) bool {
 // Terraform's state: hashicorp/random, hashicorp/time and hashicorp/tls.
 var noRemoteObjectTypes = []string{"random_", "time_", "tls_"}
 
+// noRemoteObjectResources are resource types, named whole, whose objects live only in state:
+// Terraform's built-in terraform_data and hashicorp/null's null_resource. Their provisioners do
+// touch the world; createInDoubt counts those at provision_start.
+var noRemoteObjectResources = []string{"terraform_data", "null_resource"}
+
 // NoRemoteObject reports whether the managed resource at address (module path included, e.g.
 // module.main.random_pet.this[0]) is of a type whose objects exist only in Terraform's state
-// (noRemoteObjectTypes): a create of one that a dead process started is made again without a
+// (noRemoteObjectTypes, noRemoteObjectResources): a create of one that a dead process started is made again without a
 // duplicate anywhere. Data sources and addresses that do not parse are not.
 func NoRemoteObject(address string) bool {
 	parts := strings.Split(address, ".")
@@ -213,7 +219,7 @@ func NoRemoteObject(address string) bool {
 			return true
 		}
 	}
-	return false
+	return slices.Contains(noRemoteObjectResources, parts[0])
 }
 
 func (res *StreamResult) add(m *streamMessage) {

@@ -162,3 +162,47 @@ func keys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// The sample classes' import identities (issue 35) name resources their modules declare, and render
+// to IDs against every sample claim of their kind.
+func TestSampleImportIdentities(t *testing.T) {
+	samples, err := harness.LoadSamples("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, class := range samples.Classes {
+		if len(class.Spec.ImportIdentities) == 0 {
+			continue
+		}
+		module := class.Spec.Module.Source[strings.LastIndex(class.Spec.Module.Source, "/")+1:]
+		files, _ := filepath.Glob(filepath.Join(harness.RepoRoot(), "modules", module, "*.tf"))
+		var src strings.Builder
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src.Write(b)
+		}
+		for addr := range class.Spec.ImportIdentities {
+			typ, name, _ := strings.Cut(strings.SplitN(addr, "[", 2)[0], ".")
+			if !strings.Contains(src.String(), `resource "`+typ+`" "`+name+`"`) {
+				t.Errorf("class %s: importIdentities names %s, which module %s does not declare", class.Name, addr, module)
+			}
+		}
+		for _, claim := range samples.Claims {
+			if claim.Spec.ResourceKind != class.Spec.ResourceKind {
+				continue
+			}
+			ids, err := controller.RenderIdentities(&claim, &class)
+			if err != nil {
+				t.Errorf("class %s, claim %s: %v", class.Name, claim.Name, err)
+			}
+			for addr, id := range ids {
+				if id == "" || strings.Contains(id, "${") {
+					t.Errorf("class %s, claim %s: %s renders to %q", class.Name, claim.Name, addr, id)
+				}
+			}
+		}
+	}
+}

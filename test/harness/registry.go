@@ -218,3 +218,8 @@ func testCertificate() (tls.Certificate, []byte, error) {
 	return tls.Certificate{Certificate: [][]byte{leafDER}, PrivateKey: key},
 		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
 }
+
+// ServingCertificate makes a CA and a server certificate for 127.0.0.1 signed by it, for servers a
+// test runs on loopback (an admission webhook the API server calls); it returns the server's key
+// pair and the CA's PEM.
+func ServingCertificate() (tls.Certificate, []byte, error) { return testCertificate() }

@@ -914,8 +914,13 @@ type Gate struct {
 	// Module addresses of objects a dead run had started creating: a plan creating one is held.
 	CreatesInDoubt []string `protobuf:"bytes,5,rep,name=creates_in_doubt,json=createsInDoubt,proto3" json:"creates_in_doubt,omitempty"`
 	// The plan already shown to people as held, and why: not rendered again.
-	Shown         string `protobuf:"bytes,6,opt,name=shown,proto3" json:"shown,omitempty"`
-	ShownReason   string `protobuf:"bytes,7,opt,name=shown_reason,json=shownReason,proto3" json:"shown_reason,omitempty"`
+	Shown       string `protobuf:"bytes,6,opt,name=shown,proto3" json:"shown,omitempty"`
+	ShownReason string `protobuf:"bytes,7,opt,name=shown_reason,json=shownReason,proto3" json:"shown_reason,omitempty"`
+	// The run decides creates_in_doubt before planning: adopts the objects that exist (imported with
+	// their identity), creates those the provider finds none of, holds the rest.
+	ResolveCreates bool `protobuf:"varint,8,opt,name=resolve_creates,json=resolveCreates,proto3" json:"resolve_creates,omitempty"`
+	// Import IDs by module address, for resolve_creates.
+	Identities    map[string]string `protobuf:"bytes,9,rep,name=identities,proto3" json:"identities,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -999,6 +1004,93 @@ func (x *Gate) GetShownReason() string {
 	return ""
 }
 
+func (x *Gate) GetResolveCreates() bool {
+	if x != nil {
+		return x.ResolveCreates
+	}
+	return false
+}
+
+func (x *Gate) GetIdentities() map[string]string {
+	if x != nil {
+		return x.Identities
+	}
+	return nil
+}
+
+// Resolution is tfrunner.Resolution: what a run decided about one create in doubt.
+type Resolution struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The module address.
+	Address string `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	// Adopted, Retried or Held (tfrunner's Create* constants).
+	Decision string `protobuf:"bytes,2,opt,name=decision,proto3" json:"decision,omitempty"`
+	// The import ID tried; empty when none.
+	Id string `protobuf:"bytes,3,opt,name=id,proto3" json:"id,omitempty"`
+	// Why, in words.
+	Detail        string `protobuf:"bytes,4,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resolution) Reset() {
+	*x = Resolution{}
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resolution) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resolution) ProtoMessage() {}
+
+func (x *Resolution) ProtoReflect() protoreflect.Message {
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resolution.ProtoReflect.Descriptor instead.
+func (*Resolution) Descriptor() ([]byte, []int) {
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Resolution) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *Resolution) GetDecision() string {
+	if x != nil {
+		return x.Decision
+	}
+	return ""
+}
+
+func (x *Resolution) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Resolution) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
 // Hold is tfrunner.Hold: a saved plan the gate stopped before apply.
 type Hold struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1016,7 +1108,7 @@ type Hold struct {
 
 func (x *Hold) Reset() {
 	*x = Hold{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[11]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1028,7 +1120,7 @@ func (x *Hold) String() string {
 func (*Hold) ProtoMessage() {}
 
 func (x *Hold) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[11]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1041,7 +1133,7 @@ func (x *Hold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hold.ProtoReflect.Descriptor instead.
 func (*Hold) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{11}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Hold) GetReason() string {
@@ -1097,7 +1189,7 @@ type Spec struct {
 
 func (x *Spec) Reset() {
 	*x = Spec{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[12]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +1201,7 @@ func (x *Spec) String() string {
 func (*Spec) ProtoMessage() {}
 
 func (x *Spec) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[12]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +1214,7 @@ func (x *Spec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Spec.ProtoReflect.Descriptor instead.
 func (*Spec) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{12}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Spec) GetModule() *Module {
@@ -1187,7 +1279,7 @@ type Module struct {
 
 func (x *Module) Reset() {
 	*x = Module{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[13]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1199,7 +1291,7 @@ func (x *Module) String() string {
 func (*Module) ProtoMessage() {}
 
 func (x *Module) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[13]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1212,7 +1304,7 @@ func (x *Module) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Module.ProtoReflect.Descriptor instead.
 func (*Module) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{13}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Module) GetSource() string {
@@ -1242,7 +1334,7 @@ type Backend struct {
 
 func (x *Backend) Reset() {
 	*x = Backend{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1254,7 +1346,7 @@ func (x *Backend) String() string {
 func (*Backend) ProtoMessage() {}
 
 func (x *Backend) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1267,7 +1359,7 @@ func (x *Backend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Backend.ProtoReflect.Descriptor instead.
 func (*Backend) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{14}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Backend) GetType() string {
@@ -1299,7 +1391,7 @@ type BackendValue struct {
 
 func (x *BackendValue) Reset() {
 	*x = BackendValue{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1311,7 +1403,7 @@ func (x *BackendValue) String() string {
 func (*BackendValue) ProtoMessage() {}
 
 func (x *BackendValue) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1324,7 +1416,7 @@ func (x *BackendValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendValue.ProtoReflect.Descriptor instead.
 func (*BackendValue) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{15}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BackendValue) GetValue() isBackendValue_Value {
@@ -1394,7 +1486,7 @@ type StringMap struct {
 
 func (x *StringMap) Reset() {
 	*x = StringMap{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +1498,7 @@ func (x *StringMap) String() string {
 func (*StringMap) ProtoMessage() {}
 
 func (x *StringMap) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,7 +1511,7 @@ func (x *StringMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StringMap.ProtoReflect.Descriptor instead.
 func (*StringMap) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{16}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StringMap) GetEntries() map[string]string {
@@ -1442,7 +1534,7 @@ type ImportTarget struct {
 
 func (x *ImportTarget) Reset() {
 	*x = ImportTarget{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1454,7 +1546,7 @@ func (x *ImportTarget) String() string {
 func (*ImportTarget) ProtoMessage() {}
 
 func (x *ImportTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1467,7 +1559,7 @@ func (x *ImportTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportTarget.ProtoReflect.Descriptor instead.
 func (*ImportTarget) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{17}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ImportTarget) GetAddress() string {
@@ -1497,7 +1589,7 @@ type ModuleSchema struct {
 
 func (x *ModuleSchema) Reset() {
 	*x = ModuleSchema{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1509,7 +1601,7 @@ func (x *ModuleSchema) String() string {
 func (*ModuleSchema) ProtoMessage() {}
 
 func (x *ModuleSchema) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1522,7 +1614,7 @@ func (x *ModuleSchema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleSchema.ProtoReflect.Descriptor instead.
 func (*ModuleSchema) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{18}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ModuleSchema) GetInputs() []*Input {
@@ -1563,7 +1655,7 @@ type Input struct {
 
 func (x *Input) Reset() {
 	*x = Input{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1575,7 +1667,7 @@ func (x *Input) String() string {
 func (*Input) ProtoMessage() {}
 
 func (x *Input) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1588,7 +1680,7 @@ func (x *Input) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Input.ProtoReflect.Descriptor instead.
 func (*Input) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{19}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Input) GetName() string {
@@ -1638,7 +1730,7 @@ type ModuleOutput struct {
 
 func (x *ModuleOutput) Reset() {
 	*x = ModuleOutput{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +1742,7 @@ func (x *ModuleOutput) String() string {
 func (*ModuleOutput) ProtoMessage() {}
 
 func (x *ModuleOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1663,7 +1755,7 @@ func (x *ModuleOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleOutput.ProtoReflect.Descriptor instead.
 func (*ModuleOutput) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{20}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ModuleOutput) GetName() string {
@@ -1705,7 +1797,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1717,7 +1809,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1730,7 +1822,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{21}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Plan) GetHasChanges() bool {
@@ -1782,7 +1874,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1794,7 +1886,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1807,7 +1899,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{22}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Summary) GetAdd() int64 {
@@ -1853,7 +1945,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1865,7 +1957,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1878,7 +1970,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{23}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Change) GetAddress() string {
@@ -1918,7 +2010,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1930,7 +2022,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1943,7 +2035,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{24}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Result) GetApply() *ApplyResult {
@@ -1991,14 +2083,16 @@ type ApplyResult struct {
 	// The run's output as people read it, sensitive values redacted by Terraform; at most 512 KiB.
 	Log string `protobuf:"bytes,7,opt,name=log,proto3" json:"log,omitempty"`
 	// The saved plan (plan) the gate held; unset when none.
-	Held          *Hold `protobuf:"bytes,8,opt,name=held,proto3" json:"held,omitempty"`
+	Held *Hold `protobuf:"bytes,8,opt,name=held,proto3" json:"held,omitempty"`
+	// The decisions about the gate's creates in doubt (Gate.resolve_creates).
+	Resolutions   []*Resolution `protobuf:"bytes,9,rep,name=resolutions,proto3" json:"resolutions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2010,7 +2104,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2023,7 +2117,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{25}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ApplyResult) GetInitialized() bool {
@@ -2082,6 +2176,13 @@ func (x *ApplyResult) GetHeld() *Hold {
 	return nil
 }
 
+func (x *ApplyResult) GetResolutions() []*Resolution {
+	if x != nil {
+		return x.Resolutions
+	}
+	return nil
+}
+
 // ImportResult is the outcome of one import.
 type ImportResult struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -2097,7 +2198,7 @@ type ImportResult struct {
 
 func (x *ImportResult) Reset() {
 	*x = ImportResult{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +2210,7 @@ func (x *ImportResult) String() string {
 func (*ImportResult) ProtoMessage() {}
 
 func (x *ImportResult) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +2223,7 @@ func (x *ImportResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResult.ProtoReflect.Descriptor instead.
 func (*ImportResult) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{26}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ImportResult) GetAddress() string {
@@ -2166,7 +2267,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2178,7 +2279,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2191,7 +2292,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{27}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Output) GetValue() []byte {
@@ -2229,7 +2330,7 @@ type StreamResult struct {
 
 func (x *StreamResult) Reset() {
 	*x = StreamResult{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2241,7 +2342,7 @@ func (x *StreamResult) String() string {
 func (*StreamResult) ProtoMessage() {}
 
 func (x *StreamResult) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2254,7 +2355,7 @@ func (x *StreamResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamResult.ProtoReflect.Descriptor instead.
 func (*StreamResult) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{28}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *StreamResult) GetPlan() *Plan {
@@ -2319,7 +2420,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2331,7 +2432,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2344,7 +2445,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{29}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Error) GetKind() ErrorKind {
@@ -2422,7 +2523,7 @@ type RunError struct {
 
 func (x *RunError) Reset() {
 	*x = RunError{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[30]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2434,7 +2535,7 @@ func (x *RunError) String() string {
 func (*RunError) ProtoMessage() {}
 
 func (x *RunError) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[30]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2447,7 +2548,7 @@ func (x *RunError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunError.ProtoReflect.Descriptor instead.
 func (*RunError) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{30}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RunError) GetOp() string {
@@ -2484,7 +2585,7 @@ type LockError struct {
 
 func (x *LockError) Reset() {
 	*x = LockError{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[31]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2496,7 +2597,7 @@ func (x *LockError) String() string {
 func (*LockError) ProtoMessage() {}
 
 func (x *LockError) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[31]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2509,7 +2610,7 @@ func (x *LockError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockError.ProtoReflect.Descriptor instead.
 func (*LockError) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{31}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *LockError) GetId() string {
@@ -2597,7 +2698,7 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\blease_ms\x18\x0e \x01(\x03R\aleaseMsJ\x04\b\x06\x10\aJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
 	"J\x04\b\n" +
 	"\x10\vR\n" +
-	"saved_planR\task_checkR\x10ask_before_applyR\x10ask_create_start\"\xe6\x01\n" +
+	"saved_planR\task_checkR\x10ask_before_applyR\x10ask_create_start\"\x99\x03\n" +
 	"\x04Gate\x12\x1a\n" +
 	"\bapproved\x18\x01 \x01(\tR\bapproved\x12\x16\n" +
 	"\x06manual\x18\x02 \x01(\bR\x06manual\x12+\n" +
@@ -2605,7 +2706,20 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\bimported\x18\x04 \x03(\tR\bimported\x12(\n" +
 	"\x10creates_in_doubt\x18\x05 \x03(\tR\x0ecreatesInDoubt\x12\x14\n" +
 	"\x05shown\x18\x06 \x01(\tR\x05shown\x12!\n" +
-	"\fshown_reason\x18\a \x01(\tR\vshownReason\"x\n" +
+	"\fshown_reason\x18\a \x01(\tR\vshownReason\x12'\n" +
+	"\x0fresolve_creates\x18\b \x01(\bR\x0eresolveCreates\x12I\n" +
+	"\n" +
+	"identities\x18\t \x03(\v2).conductor.runner.v1.Gate.IdentitiesEntryR\n" +
+	"identities\x1a=\n" +
+	"\x0fIdentitiesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"j\n" +
+	"\n" +
+	"Resolution\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x1a\n" +
+	"\bdecision\x18\x02 \x01(\tR\bdecision\x12\x0e\n" +
+	"\x02id\x18\x03 \x01(\tR\x02id\x12\x16\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail\"x\n" +
 	"\x04Hold\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1c\n" +
 	"\taddresses\x18\x02 \x03(\tR\taddresses\x12\x1c\n" +
@@ -2689,7 +2803,7 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\x05drift\x18\x02 \x01(\v2!.conductor.runner.v1.StreamResultR\x05drift\x12(\n" +
 	"\rerrored_state\x18\x03 \x01(\fH\x00R\ferroredState\x88\x01\x01\x120\n" +
 	"\x05error\x18\x04 \x01(\v2\x1a.conductor.runner.v1.ErrorR\x05errorB\x10\n" +
-	"\x0e_errored_state\"\xd3\x03\n" +
+	"\x0e_errored_state\"\x96\x04\n" +
 	"\vApplyResult\x12 \n" +
 	"\vinitialized\x18\x01 \x01(\bR\vinitialized\x129\n" +
 	"\x06schema\x18\x02 \x01(\v2!.conductor.runner.v1.ModuleSchemaR\x06schema\x12;\n" +
@@ -2698,7 +2812,8 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\aapplied\x18\x05 \x01(\bR\aapplied\x12G\n" +
 	"\aoutputs\x18\x06 \x03(\v2-.conductor.runner.v1.ApplyResult.OutputsEntryR\aoutputs\x12\x10\n" +
 	"\x03log\x18\a \x01(\tR\x03log\x12-\n" +
-	"\x04held\x18\b \x01(\v2\x19.conductor.runner.v1.HoldR\x04held\x1aW\n" +
+	"\x04held\x18\b \x01(\v2\x19.conductor.runner.v1.HoldR\x04held\x12A\n" +
+	"\vresolutions\x18\t \x03(\v2\x1f.conductor.runner.v1.ResolutionR\vresolutions\x1aW\n" +
 	"\fOutputsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x121\n" +
 	"\x05value\x18\x02 \x01(\v2\x1b.conductor.runner.v1.OutputR\x05value:\x028\x01\"\x86\x01\n" +
@@ -2764,7 +2879,7 @@ func file_conductor_runner_v1_runner_proto_rawDescGZIP() []byte {
 }
 
 var file_conductor_runner_v1_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_conductor_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_conductor_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_conductor_runner_v1_runner_proto_goTypes = []any{
 	(Operation)(0),         // 0: conductor.runner.v1.Operation
 	(ErrorKind)(0),         // 1: conductor.runner.v1.ErrorKind
@@ -2779,87 +2894,91 @@ var file_conductor_runner_v1_runner_proto_goTypes = []any{
 	(*Answer)(nil),         // 10: conductor.runner.v1.Answer
 	(*RunSpec)(nil),        // 11: conductor.runner.v1.RunSpec
 	(*Gate)(nil),           // 12: conductor.runner.v1.Gate
-	(*Hold)(nil),           // 13: conductor.runner.v1.Hold
-	(*Spec)(nil),           // 14: conductor.runner.v1.Spec
-	(*Module)(nil),         // 15: conductor.runner.v1.Module
-	(*Backend)(nil),        // 16: conductor.runner.v1.Backend
-	(*BackendValue)(nil),   // 17: conductor.runner.v1.BackendValue
-	(*StringMap)(nil),      // 18: conductor.runner.v1.StringMap
-	(*ImportTarget)(nil),   // 19: conductor.runner.v1.ImportTarget
-	(*ModuleSchema)(nil),   // 20: conductor.runner.v1.ModuleSchema
-	(*Input)(nil),          // 21: conductor.runner.v1.Input
-	(*ModuleOutput)(nil),   // 22: conductor.runner.v1.ModuleOutput
-	(*Plan)(nil),           // 23: conductor.runner.v1.Plan
-	(*Summary)(nil),        // 24: conductor.runner.v1.Summary
-	(*Change)(nil),         // 25: conductor.runner.v1.Change
-	(*Result)(nil),         // 26: conductor.runner.v1.Result
-	(*ApplyResult)(nil),    // 27: conductor.runner.v1.ApplyResult
-	(*ImportResult)(nil),   // 28: conductor.runner.v1.ImportResult
-	(*Output)(nil),         // 29: conductor.runner.v1.Output
-	(*StreamResult)(nil),   // 30: conductor.runner.v1.StreamResult
-	(*Error)(nil),          // 31: conductor.runner.v1.Error
-	(*RunError)(nil),       // 32: conductor.runner.v1.RunError
-	(*LockError)(nil),      // 33: conductor.runner.v1.LockError
-	nil,                    // 34: conductor.runner.v1.Spec.VariablesEntry
-	nil,                    // 35: conductor.runner.v1.Spec.SensitiveVariablesEntry
-	nil,                    // 36: conductor.runner.v1.Spec.EnvEntry
-	nil,                    // 37: conductor.runner.v1.Backend.ConfigEntry
-	nil,                    // 38: conductor.runner.v1.StringMap.EntriesEntry
-	nil,                    // 39: conductor.runner.v1.ApplyResult.OutputsEntry
-	nil,                    // 40: conductor.runner.v1.StreamResult.OutputsEntry
+	(*Resolution)(nil),     // 13: conductor.runner.v1.Resolution
+	(*Hold)(nil),           // 14: conductor.runner.v1.Hold
+	(*Spec)(nil),           // 15: conductor.runner.v1.Spec
+	(*Module)(nil),         // 16: conductor.runner.v1.Module
+	(*Backend)(nil),        // 17: conductor.runner.v1.Backend
+	(*BackendValue)(nil),   // 18: conductor.runner.v1.BackendValue
+	(*StringMap)(nil),      // 19: conductor.runner.v1.StringMap
+	(*ImportTarget)(nil),   // 20: conductor.runner.v1.ImportTarget
+	(*ModuleSchema)(nil),   // 21: conductor.runner.v1.ModuleSchema
+	(*Input)(nil),          // 22: conductor.runner.v1.Input
+	(*ModuleOutput)(nil),   // 23: conductor.runner.v1.ModuleOutput
+	(*Plan)(nil),           // 24: conductor.runner.v1.Plan
+	(*Summary)(nil),        // 25: conductor.runner.v1.Summary
+	(*Change)(nil),         // 26: conductor.runner.v1.Change
+	(*Result)(nil),         // 27: conductor.runner.v1.Result
+	(*ApplyResult)(nil),    // 28: conductor.runner.v1.ApplyResult
+	(*ImportResult)(nil),   // 29: conductor.runner.v1.ImportResult
+	(*Output)(nil),         // 30: conductor.runner.v1.Output
+	(*StreamResult)(nil),   // 31: conductor.runner.v1.StreamResult
+	(*Error)(nil),          // 32: conductor.runner.v1.Error
+	(*RunError)(nil),       // 33: conductor.runner.v1.RunError
+	(*LockError)(nil),      // 34: conductor.runner.v1.LockError
+	nil,                    // 35: conductor.runner.v1.Gate.IdentitiesEntry
+	nil,                    // 36: conductor.runner.v1.Spec.VariablesEntry
+	nil,                    // 37: conductor.runner.v1.Spec.SensitiveVariablesEntry
+	nil,                    // 38: conductor.runner.v1.Spec.EnvEntry
+	nil,                    // 39: conductor.runner.v1.Backend.ConfigEntry
+	nil,                    // 40: conductor.runner.v1.StringMap.EntriesEntry
+	nil,                    // 41: conductor.runner.v1.ApplyResult.OutputsEntry
+	nil,                    // 42: conductor.runner.v1.StreamResult.OutputsEntry
 }
 var file_conductor_runner_v1_runner_proto_depIdxs = []int32{
 	4,  // 0: conductor.runner.v1.RunnerMessage.hello:type_name -> conductor.runner.v1.Hello
 	5,  // 1: conductor.runner.v1.RunnerMessage.heartbeat:type_name -> conductor.runner.v1.Heartbeat
-	23, // 2: conductor.runner.v1.RunnerMessage.applying:type_name -> conductor.runner.v1.Plan
+	24, // 2: conductor.runner.v1.RunnerMessage.applying:type_name -> conductor.runner.v1.Plan
 	9,  // 3: conductor.runner.v1.RunnerMessage.create_start:type_name -> conductor.runner.v1.CreateStart
-	26, // 4: conductor.runner.v1.RunnerMessage.result:type_name -> conductor.runner.v1.Result
+	27, // 4: conductor.runner.v1.RunnerMessage.result:type_name -> conductor.runner.v1.Result
 	7,  // 5: conductor.runner.v1.RunnerMessage.resume:type_name -> conductor.runner.v1.Resume
 	11, // 6: conductor.runner.v1.ManagerMessage.run:type_name -> conductor.runner.v1.RunSpec
 	10, // 7: conductor.runner.v1.ManagerMessage.answer:type_name -> conductor.runner.v1.Answer
 	8,  // 8: conductor.runner.v1.ManagerMessage.cancel:type_name -> conductor.runner.v1.Cancel
 	6,  // 9: conductor.runner.v1.ManagerMessage.lease:type_name -> conductor.runner.v1.Lease
 	0,  // 10: conductor.runner.v1.RunSpec.op:type_name -> conductor.runner.v1.Operation
-	14, // 11: conductor.runner.v1.RunSpec.spec:type_name -> conductor.runner.v1.Spec
-	19, // 12: conductor.runner.v1.RunSpec.imports:type_name -> conductor.runner.v1.ImportTarget
+	15, // 11: conductor.runner.v1.RunSpec.spec:type_name -> conductor.runner.v1.Spec
+	20, // 12: conductor.runner.v1.RunSpec.imports:type_name -> conductor.runner.v1.ImportTarget
 	12, // 13: conductor.runner.v1.RunSpec.gate:type_name -> conductor.runner.v1.Gate
-	15, // 14: conductor.runner.v1.Spec.module:type_name -> conductor.runner.v1.Module
-	16, // 15: conductor.runner.v1.Spec.backend:type_name -> conductor.runner.v1.Backend
-	34, // 16: conductor.runner.v1.Spec.variables:type_name -> conductor.runner.v1.Spec.VariablesEntry
-	35, // 17: conductor.runner.v1.Spec.sensitive_variables:type_name -> conductor.runner.v1.Spec.SensitiveVariablesEntry
-	36, // 18: conductor.runner.v1.Spec.env:type_name -> conductor.runner.v1.Spec.EnvEntry
-	37, // 19: conductor.runner.v1.Backend.config:type_name -> conductor.runner.v1.Backend.ConfigEntry
-	18, // 20: conductor.runner.v1.BackendValue.string_map:type_name -> conductor.runner.v1.StringMap
-	38, // 21: conductor.runner.v1.StringMap.entries:type_name -> conductor.runner.v1.StringMap.EntriesEntry
-	21, // 22: conductor.runner.v1.ModuleSchema.inputs:type_name -> conductor.runner.v1.Input
-	22, // 23: conductor.runner.v1.ModuleSchema.outputs:type_name -> conductor.runner.v1.ModuleOutput
-	24, // 24: conductor.runner.v1.Plan.summary:type_name -> conductor.runner.v1.Summary
-	25, // 25: conductor.runner.v1.Plan.changes:type_name -> conductor.runner.v1.Change
-	27, // 26: conductor.runner.v1.Result.apply:type_name -> conductor.runner.v1.ApplyResult
-	30, // 27: conductor.runner.v1.Result.drift:type_name -> conductor.runner.v1.StreamResult
-	31, // 28: conductor.runner.v1.Result.error:type_name -> conductor.runner.v1.Error
-	20, // 29: conductor.runner.v1.ApplyResult.schema:type_name -> conductor.runner.v1.ModuleSchema
-	28, // 30: conductor.runner.v1.ApplyResult.imports:type_name -> conductor.runner.v1.ImportResult
-	23, // 31: conductor.runner.v1.ApplyResult.plan:type_name -> conductor.runner.v1.Plan
-	39, // 32: conductor.runner.v1.ApplyResult.outputs:type_name -> conductor.runner.v1.ApplyResult.OutputsEntry
-	13, // 33: conductor.runner.v1.ApplyResult.held:type_name -> conductor.runner.v1.Hold
-	31, // 34: conductor.runner.v1.ImportResult.error:type_name -> conductor.runner.v1.Error
-	23, // 35: conductor.runner.v1.StreamResult.plan:type_name -> conductor.runner.v1.Plan
-	24, // 36: conductor.runner.v1.StreamResult.applied:type_name -> conductor.runner.v1.Summary
-	40, // 37: conductor.runner.v1.StreamResult.outputs:type_name -> conductor.runner.v1.StreamResult.OutputsEntry
-	1,  // 38: conductor.runner.v1.Error.kind:type_name -> conductor.runner.v1.ErrorKind
-	32, // 39: conductor.runner.v1.Error.run:type_name -> conductor.runner.v1.RunError
-	33, // 40: conductor.runner.v1.Error.lock:type_name -> conductor.runner.v1.LockError
-	17, // 41: conductor.runner.v1.Backend.ConfigEntry.value:type_name -> conductor.runner.v1.BackendValue
-	29, // 42: conductor.runner.v1.ApplyResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
-	29, // 43: conductor.runner.v1.StreamResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
-	2,  // 44: conductor.runner.v1.Runs.Run:input_type -> conductor.runner.v1.RunnerMessage
-	3,  // 45: conductor.runner.v1.Runs.Run:output_type -> conductor.runner.v1.ManagerMessage
-	45, // [45:46] is the sub-list for method output_type
-	44, // [44:45] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	35, // 14: conductor.runner.v1.Gate.identities:type_name -> conductor.runner.v1.Gate.IdentitiesEntry
+	16, // 15: conductor.runner.v1.Spec.module:type_name -> conductor.runner.v1.Module
+	17, // 16: conductor.runner.v1.Spec.backend:type_name -> conductor.runner.v1.Backend
+	36, // 17: conductor.runner.v1.Spec.variables:type_name -> conductor.runner.v1.Spec.VariablesEntry
+	37, // 18: conductor.runner.v1.Spec.sensitive_variables:type_name -> conductor.runner.v1.Spec.SensitiveVariablesEntry
+	38, // 19: conductor.runner.v1.Spec.env:type_name -> conductor.runner.v1.Spec.EnvEntry
+	39, // 20: conductor.runner.v1.Backend.config:type_name -> conductor.runner.v1.Backend.ConfigEntry
+	19, // 21: conductor.runner.v1.BackendValue.string_map:type_name -> conductor.runner.v1.StringMap
+	40, // 22: conductor.runner.v1.StringMap.entries:type_name -> conductor.runner.v1.StringMap.EntriesEntry
+	22, // 23: conductor.runner.v1.ModuleSchema.inputs:type_name -> conductor.runner.v1.Input
+	23, // 24: conductor.runner.v1.ModuleSchema.outputs:type_name -> conductor.runner.v1.ModuleOutput
+	25, // 25: conductor.runner.v1.Plan.summary:type_name -> conductor.runner.v1.Summary
+	26, // 26: conductor.runner.v1.Plan.changes:type_name -> conductor.runner.v1.Change
+	28, // 27: conductor.runner.v1.Result.apply:type_name -> conductor.runner.v1.ApplyResult
+	31, // 28: conductor.runner.v1.Result.drift:type_name -> conductor.runner.v1.StreamResult
+	32, // 29: conductor.runner.v1.Result.error:type_name -> conductor.runner.v1.Error
+	21, // 30: conductor.runner.v1.ApplyResult.schema:type_name -> conductor.runner.v1.ModuleSchema
+	29, // 31: conductor.runner.v1.ApplyResult.imports:type_name -> conductor.runner.v1.ImportResult
+	24, // 32: conductor.runner.v1.ApplyResult.plan:type_name -> conductor.runner.v1.Plan
+	41, // 33: conductor.runner.v1.ApplyResult.outputs:type_name -> conductor.runner.v1.ApplyResult.OutputsEntry
+	14, // 34: conductor.runner.v1.ApplyResult.held:type_name -> conductor.runner.v1.Hold
+	13, // 35: conductor.runner.v1.ApplyResult.resolutions:type_name -> conductor.runner.v1.Resolution
+	32, // 36: conductor.runner.v1.ImportResult.error:type_name -> conductor.runner.v1.Error
+	24, // 37: conductor.runner.v1.StreamResult.plan:type_name -> conductor.runner.v1.Plan
+	25, // 38: conductor.runner.v1.StreamResult.applied:type_name -> conductor.runner.v1.Summary
+	42, // 39: conductor.runner.v1.StreamResult.outputs:type_name -> conductor.runner.v1.StreamResult.OutputsEntry
+	1,  // 40: conductor.runner.v1.Error.kind:type_name -> conductor.runner.v1.ErrorKind
+	33, // 41: conductor.runner.v1.Error.run:type_name -> conductor.runner.v1.RunError
+	34, // 42: conductor.runner.v1.Error.lock:type_name -> conductor.runner.v1.LockError
+	18, // 43: conductor.runner.v1.Backend.ConfigEntry.value:type_name -> conductor.runner.v1.BackendValue
+	30, // 44: conductor.runner.v1.ApplyResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
+	30, // 45: conductor.runner.v1.StreamResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
+	2,  // 46: conductor.runner.v1.Runs.Run:input_type -> conductor.runner.v1.RunnerMessage
+	3,  // 47: conductor.runner.v1.Runs.Run:output_type -> conductor.runner.v1.ManagerMessage
+	47, // [47:48] is the sub-list for method output_type
+	46, // [46:47] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_conductor_runner_v1_runner_proto_init() }
@@ -2881,13 +3000,13 @@ func file_conductor_runner_v1_runner_proto_init() {
 		(*ManagerMessage_Cancel)(nil),
 		(*ManagerMessage_Lease)(nil),
 	}
-	file_conductor_runner_v1_runner_proto_msgTypes[15].OneofWrappers = []any{
+	file_conductor_runner_v1_runner_proto_msgTypes[16].OneofWrappers = []any{
 		(*BackendValue_StringValue)(nil),
 		(*BackendValue_BoolValue)(nil),
 		(*BackendValue_StringMap)(nil),
 	}
-	file_conductor_runner_v1_runner_proto_msgTypes[24].OneofWrappers = []any{}
-	file_conductor_runner_v1_runner_proto_msgTypes[29].OneofWrappers = []any{
+	file_conductor_runner_v1_runner_proto_msgTypes[25].OneofWrappers = []any{}
+	file_conductor_runner_v1_runner_proto_msgTypes[30].OneofWrappers = []any{
 		(*Error_Run)(nil),
 		(*Error_Lock)(nil),
 	}
@@ -2897,7 +3016,7 @@ func file_conductor_runner_v1_runner_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_conductor_runner_v1_runner_proto_rawDesc), len(file_conductor_runner_v1_runner_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   39,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,213 @@
+package lifecycle_test
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/test/harness"
+)
+
+// Issue 35: interrupted creates resolved where the controller can know. The module
+// (testdata/modules/tokenwait-named) makes objects that live only in state, then a Secret whose
+// create waits inside the provider; its provider is SIGKILLed mid-create. The Secrets labelled with
+// the resource's name are the ledger of creations outside Terraform.
+
+// namedTokenResource is a resource of tokenwait-named whose Secret has the import identity
+// "<namespace>/<name>" (none when identity is false).
+func namedTokenResource(s *scenario, name string, identity bool) *v1alpha1.InfraResource {
+	src, _ := filepath.Abs("testdata/modules/tokenwait-named")
+	res := &v1alpha1.InfraResource{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.InfraResourceSpec{ResourceKind: s.kind, Module: v1alpha1.ModuleSource{Source: src, Version: "v1.0.0"},
+			KubernetesAccess: &v1alpha1.KubernetesAccess{ServiceAccountName: "conductor-tf-module-rook-minio"},
+			Variables: v1alpha1.Variables{"namespace": js(fmt.Sprintf("%q", s.ns)), "name": js(fmt.Sprintf("%q", name)),
+				"label": js(fmt.Sprintf("%q", name))},
+			ReclaimPolicy: v1alpha1.ReclaimDelete},
+	}
+	if identity {
+		res.Spec.ImportIdentities = map[string]string{"kubernetes_secret_v1.token": s.ns + "/" + name}
+	}
+	return res
+}
+
+// ledger counts the Secrets of the resource name: the creations that happened.
+func ledger(s *scenario, name string) func() int {
+	return func() int {
+		list, err := kube.CoreV1().Secrets(s.ns).List(s.ctx, metav1.ListOptions{LabelSelector: "conductor.io/ledger=" + name})
+		Expect(err).NotTo(HaveOccurred())
+		return len(list.Items)
+	}
+}
+
+// resolutions are the decisions of the resource's last run about creates in doubt, "Decision address".
+func resolutions(s *scenario, name string) func() []string {
+	return func() []string {
+		var out []string
+		if lr := s.resource(name)().Status.LastRun; lr != nil {
+			for _, r := range lr.Resolutions {
+				out = append(out, r.Decision+" "+r.Address)
+			}
+		}
+		return out
+	}
+}
+
+// heldForCreates reports whether the resource waits for a person because of creates in doubt.
+func heldForCreates(s *scenario, name string) func() bool {
+	return func() bool {
+		r := s.resource(name)()
+		return (r.Status.PendingPlan != nil && r.Status.PendingPlan.Reason == v1alpha1.ReasonInterruptedCreate) ||
+			syncedCondition(r).Reason == v1alpha1.ReasonInterruptedCreate
+	}
+}
+
+// killMidCreate waits until the Secret's create is recorded as started (and only it: the objects
+// that live only in state are never in doubt), then SIGKILLs the run's kubernetes provider.
+func killMidCreate(s *scenario, name string) {
+	Eventually(func() []string { return s.resource(name)().Status.CreatesPending }, timeout, 100*time.Millisecond).
+		Should(Equal([]string{"module.main.kubernetes_secret_v1.token"}), "terraform_data and random_pet are never in doubt")
+	Expect(killProvider(name, "terraform-provider-kubernetes")).To(BeNumerically(">", 0), "the kill landed on the run's provider")
+}
+
+var _ = Describe("Interrupted creates resolved by the controller", func() {
+	It("adopts an object that exists (import identity): created once, no hold", func() {
+		s := newScenario()
+		name := "adopt-" + s.ns
+		Expect(k8s.Create(s.ctx, namedTokenResource(s, name, true))).To(Succeed())
+		Eventually(ledger(s, name), timeout, 100*time.Millisecond).Should(Equal(1), "the provider made the Secret and waits for its token")
+		killMidCreate(s, name)
+
+		Eventually(resolutions(s, name), timeout, 200*time.Millisecond).Should(ContainElement("Adopted module.main.kubernetes_secret_v1.token"))
+		Eventually(func() []string { return eventReasons(s, name) }, 30*time.Second, time.Second).Should(ContainElement(HavePrefix(v1alpha1.ReasonCreateAdopted)))
+		Consistently(heldForCreates(s, name), 5*time.Second, 250*time.Millisecond).Should(BeFalse(), "no person needed")
+		Expect(ledger(s, name)()).To(Equal(1), "created once")
+		Expect(s.resource(name)().Status.CreatesPending).To(BeEmpty())
+		abandonAndDelete(s, name)
+	})
+
+	It("creates what never got created (the provider finds no object with the identity): created once, no hold", func() {
+		s := newScenario()
+		name := "retry-" + s.ns
+		// An admission webhook holds the Secret's create before it is stored, until the provider is
+		// killed; then it refuses that request, so the create that started never happened.
+		hook := blockSecretCreates(s, name)
+		Expect(k8s.Create(s.ctx, namedTokenResource(s, name, true))).To(Succeed())
+		Eventually(hook.waiting.Load, timeout, 100*time.Millisecond).Should(BeTrue(), "the create reached the API server")
+		killMidCreate(s, name)
+		hook.release.Store(true)
+		Expect(ledger(s, name)()).To(BeZero(), "the create never happened")
+
+		Eventually(resolutions(s, name), timeout, 200*time.Millisecond).Should(ContainElement("Retried module.main.kubernetes_secret_v1.token"))
+		Eventually(func() []string { return eventReasons(s, name) }, 30*time.Second, time.Second).Should(ContainElement(HavePrefix(v1alpha1.ReasonCreateRetried)))
+		Eventually(ledger(s, name), timeout, 200*time.Millisecond).Should(Equal(1), "created by the retried create")
+		Consistently(ledger(s, name), 5*time.Second, 250*time.Millisecond).Should(Equal(1), "created once")
+		Expect(heldForCreates(s, name)()).To(BeFalse())
+		abandonAndDelete(s, name)
+	})
+
+	It("holds a create with no identity, as before, and a Delete reclaim keeps the finalizer until it is abandoned", func() {
+		s := newScenario()
+		name := "held-" + s.ns
+		Expect(k8s.Create(s.ctx, namedTokenResource(s, name, false))).To(Succeed())
+		Eventually(ledger(s, name), timeout, 100*time.Millisecond).Should(Equal(1))
+		killMidCreate(s, name)
+		Eventually(heldForCreates(s, name), timeout, 200*time.Millisecond).Should(BeTrue())
+		Eventually(func() []string { return eventReasons(s, name) }, 30*time.Second, time.Second).Should(ContainElement(HavePrefix(v1alpha1.ReasonCreateHeld)))
+		Expect(resolutions(s, name)()).To(ContainElement("Held module.main.kubernetes_secret_v1.token"))
+
+		By("deleting it: the create in doubt is reported, not dropped")
+		Expect(k8s.Delete(s.ctx, s.resource(name)())).To(Succeed())
+		Eventually(syncedReason(s, name), timeout, 200*time.Millisecond).Should(Equal(v1alpha1.ReasonCreatesInDoubt))
+		Consistently(func() []string { return s.resource(name)().Finalizers }, 3*time.Second, 500*time.Millisecond).Should(ContainElement(v1alpha1.FinalizerResource))
+		Expect(syncedCondition(s.resource(name)()).Message).To(ContainSubstring("module.main.kubernetes_secret_v1.token"))
+
+		By("abandoned: the reclaim goes on")
+		annotateAbandon(s, name)
+		Eventually(gone(func() error { return k8s.Get(s.ctx, client.ObjectKey{Name: name}, &v1alpha1.InfraResource{}) }), timeout, time.Second).Should(BeTrue())
+		Expect(eventReasons(s, name)).To(ContainElement(HavePrefix(v1alpha1.ReasonAbandoned)))
+	})
+})
+
+// abandonAndDelete deletes the resource, abandoning whatever a create that waits for its token left.
+func abandonAndDelete(s *scenario, name string) {
+	annotateAbandon(s, name)
+	DeferCleanup(deleteInBackground, s, name)
+}
+
+func annotateAbandon(s *scenario, name string) {
+	Eventually(func() error {
+		r := s.resource(name)()
+		if r.Annotations == nil {
+			r.Annotations = map[string]string{}
+		}
+		r.Annotations[v1alpha1.AnnotationAbandon] = "true"
+		return k8s.Update(s.ctx, r)
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+}
+
+// secretHook is an admission webhook on the creates of one ledger's Secrets: it holds each request
+// (waiting) until release, then refuses the held ones and allows the later ones.
+type secretHook struct {
+	waiting, release atomic.Bool
+}
+
+// blockSecretCreates serves secretHook on loopback over TLS and registers it with the API server
+// for Secrets labelled conductor.io/ledger=name.
+func blockSecretCreates(s *scenario, name string) *secretHook {
+	h := &secretHook{}
+	cert, caPEM, err := harness.ServingCertificate()
+	Expect(err).NotTo(HaveOccurred())
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	Expect(err).NotTo(HaveOccurred())
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		review := &admissionv1.AdmissionReview{}
+		if err := json.NewDecoder(r.Body).Decode(review); err != nil || review.Request == nil {
+			http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
+			return
+		}
+		allowed := h.release.Load()
+		if !allowed {
+			h.waiting.Store(true)
+			for !h.release.Load() && r.Context().Err() == nil {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: allowed,
+			Result: &metav1.Status{Message: "held by the test while the provider was killed"}}
+		_ = json.NewEncoder(w).Encode(review)
+	})}
+	go func() { _ = srv.Serve(l) }()
+	DeferCleanup(srv.Close)
+	url := "https://" + l.Addr().(*net.TCPAddr).String() + "/validate"
+	hook := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "hold-" + name},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    "hold.conductor.io",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
+			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}}}},
+			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"conductor.io/ledger": name}},
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			TimeoutSeconds:          ptr.To[int32](30),
+		}},
+	}
+	Expect(k8s.Create(s.ctx, hook)).To(Succeed())
+	DeferCleanup(func() { _ = k8s.Delete(s.ctx, hook) })
+	return h
+}
