@@ -83,7 +83,7 @@ func annotation(t *testing.T, name, key string) (string, bool) {
 
 func TestHelpNamesEveryCommandWithAnExample(t *testing.T) {
 	root := NewRootCommand(genericiooptions.NewTestIOStreamsDiscard())
-	want := []string{"approve", "inputs", "logs", "plan", "restore-state", "runs", "unlock", "upgrade"}
+	want := []string{"approve", "creates", "inputs", "logs", "plan", "restore-state", "runs", "unlock", "upgrade"}
 	var got []string
 	for _, c := range root.Commands() {
 		got = append(got, c.Name())
@@ -177,6 +177,34 @@ func TestApproveAnnotatesOnlyThePendingPlan(t *testing.T) {
 		t.Errorf("%s=%q, want %q", key, v, planID)
 	}
 	ok(t, []string{"Plan " + planID + " of InfraResource team-a-bucket is already approved"}, "approve", "team-a-bucket")
+}
+
+func TestCreatesShowsWhatIsInDoubtAndResolvesIt(t *testing.T) {
+	ok(t, []string{
+		"InfraResource db-in-doubt: a run that died had started creating, and may have created:\n",
+		"  module.main.local_file.a  import identity: -\n",
+		"Left by run 0badc0de; interruptedCreates: Resolve\n",
+		"  Held     module.main.local_file.a: no import identity is declared for it (importIdentities)\n",
+		"  Adopted  module.main.kubernetes_secret_v1.b: the object exists and was imported into state\n",
+		"Plan aa11bb22cc33 waits (+1 ~0 -0): kubectl conductor plan db-in-doubt\n",
+	}, "creates", "db-in-doubt")
+	ok(t, []string{"InfraResource bucket-live: no create is in doubt."}, "creates", "bucket-live")
+	refused(t, []string{"no create is in doubt"}, "creates", "bucket-live", "--approve")
+	refused(t, []string{"is not being deleted"}, "creates", "db-in-doubt", "--abandon")
+	refused(t, []string{"ADDRESS=ID"}, "creates", "db-in-doubt", "--import", "local_file.a")
+	refused(t, []string{"local_file.other is not in doubt"}, "creates", "db-in-doubt", "--import", "local_file.other=x")
+	ok(t, []string{"import identity of local_file.a set to /srv/a"}, "creates", "db-in-doubt", "--import", "local_file.a=/srv/a")
+	res := &v1alpha1.InfraResource{}
+	if err := testClient.Get(context.Background(), types.NamespacedName{Name: "db-in-doubt"}, res); err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Spec.ImportIdentities["local_file.a"]; got != "/srv/a" {
+		t.Errorf("importIdentities[local_file.a] = %q", got)
+	}
+	ok(t, []string{"Approved plan aa11bb22cc33 of InfraResource db-in-doubt"}, "creates", "db-in-doubt", "--approve")
+	if v, _ := annotation(t, "db-in-doubt", v1alpha1.AnnotationApprovePlan); v != "aa11bb22cc33" {
+		t.Errorf("approve-plan=%q", v)
+	}
 }
 
 func TestRunsNewestFirstWithTheFailure(t *testing.T) {

@@ -239,6 +239,24 @@ func makeFixtures(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	doubt := resource("db-in-doubt")
+	doubt.Spec.Approval = ""
+	doubt.Spec.InterruptedCreates = v1alpha1.InterruptedCreatesResolve
+	doubt.Spec.ImportIdentities = map[string]string{"kubernetes_secret_v1.b": "team-a/b"}
+	checked := v1alpha1.RunStatus{Operation: "plan", Result: "Succeeded", ID: "abcdef12-5555-4c9d-8e7f-6a5b4c3d2e1f", StartTime: before(time.Minute),
+		Resolutions: []v1alpha1.CreateResolution{
+			{Address: "module.main.local_file.a", Decision: "Held", Reason: "no import identity is declared for it (importIdentities)"},
+			{Address: "module.main.kubernetes_secret_v1.b", Decision: "Adopted", ID: "team-a/b", Reason: "the object exists and was imported into state"}}}
+	if err := createWithStatus(ctx, doubt, func() {
+		doubt.Status.LastRun = &checked
+		doubt.Status.CreatesPending = []string{"module.main.local_file.a"}
+		doubt.Status.CreatesPendingRun = "0badc0de-1111-4c9d-8e7f-6a5b4c3d2e1f"
+		doubt.Status.PendingPlan = &v1alpha1.PendingPlan{ID: "aa11bb22cc33", Reason: v1alpha1.ReasonInterruptedCreate,
+			Summary: v1alpha1.PlanSummary{Add: 1}, Generation: 1, CreatedAt: *before(time.Minute)}
+		doubt.Status.PendingPlanID = "aa11bb22cc33"
+	}); err != nil {
+		return err
+	}
 	moved := resource("bucket-moved")
 	if err := createWithStatus(ctx, moved, func() {
 		moved.Status.State = &v1alpha1.StateStatus{SecretName: "tfstate-default-bucket-moved", LockID: "L3",
