@@ -34,8 +34,12 @@ if [[ $PROVIDER_MIRROR == true ]]; then
   target=prebuilt-mirror
   # The image runs OpenTofu, which installs hashicorp/* from registry.opentofu.org: only that
   # hostname's plugins go in (a module naming registry.terraform.io/… installs from there).
-  mkdir -p "$stage/providers/mirror"
-  cp -a "$CONDUCTOR_TF_PROVIDER_MIRROR/registry.opentofu.org" "$stage/providers/mirror/"
+  # The cloud providers (make test-modules builds them into the same mirror: 1 GB with aws) stay out.
+  for dir in "$CONDUCTOR_TF_PROVIDER_MIRROR"/registry.opentofu.org/*/*; do
+    [[ " $CONDUCTOR_TF_CLOUD_PROVIDERS " == *" $(basename "$dir") "* ]] && continue
+    ns=$stage/providers/mirror/registry.opentofu.org/$(basename "$(dirname "$dir")")
+    mkdir -p "$ns"; cp -a "$dir" "$ns/"
+  done
   # The mirror serves the providers it holds; every other provider is installed from its registry.
   mapfile -t have < <(cd "$stage/providers/mirror" && find . -mindepth 3 -maxdepth 3 -type d | sed 's|^\./||' | sort)
   list=$(printf '"%s", ' "${have[@]}"); list=${list%, }
