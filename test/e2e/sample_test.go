@@ -16,20 +16,8 @@ import (
 func sample(class, claim string) (*v1alpha1.InfraClass, *v1alpha1.InfraClaim) {
 	samples, err := harness.LoadSamples(modulesURL)
 	Expect(err).NotTo(HaveOccurred())
-	var c *v1alpha1.InfraClass
-	var cl *v1alpha1.InfraClaim
-	for i := range samples.Classes {
-		if samples.Classes[i].Name == class {
-			c = samples.Classes[i].DeepCopy()
-		}
-	}
-	for i := range samples.Claims {
-		if samples.Claims[i].Name == claim {
-			cl = samples.Claims[i].DeepCopy()
-		}
-	}
-	Expect(c).NotTo(BeNil())
-	Expect(cl).NotTo(BeNil())
+	c, cl, err := samples.ClassAndClaim(class, claim)
+	Expect(err).NotTo(HaveOccurred())
 	return c, cl
 }
 

@@ -226,3 +226,27 @@ func LoadSamples(modulesURL string) (*Samples, error) {
 	}
 	return out, nil
 }
+
+// ClassAndClaim returns copies of the sample class named class and the sample claim named claim;
+// the error names the one that is missing.
+func (s *Samples) ClassAndClaim(class, claim string) (*v1alpha1.InfraClass, *v1alpha1.InfraClaim, error) {
+	var cl *v1alpha1.InfraClass
+	var c *v1alpha1.InfraClaim
+	for i := range s.Classes {
+		if s.Classes[i].Name == class {
+			cl = s.Classes[i].DeepCopy()
+		}
+	}
+	for i := range s.Claims {
+		if s.Claims[i].Name == claim {
+			c = s.Claims[i].DeepCopy()
+		}
+	}
+	switch {
+	case cl == nil:
+		return nil, nil, fmt.Errorf("no sample class %s in config/samples", class)
+	case c == nil:
+		return nil, nil, fmt.Errorf("no sample claim %s in config/samples", claim)
+	}
+	return cl, c, nil
+}

@@ -112,20 +112,8 @@ func workload(name string) string {
 func sampleClass(name, claim string) (*v1alpha1.InfraClass, *v1alpha1.InfraClaim) {
 	samples, err := harness.LoadSamples(modulesURL)
 	Expect(err).NotTo(HaveOccurred())
-	var cl *v1alpha1.InfraClass
-	var c *v1alpha1.InfraClaim
-	for i := range samples.Classes {
-		if samples.Classes[i].Name == name {
-			cl = samples.Classes[i].DeepCopy()
-		}
-	}
-	for i := range samples.Claims {
-		if samples.Claims[i].Name == claim {
-			c = samples.Claims[i].DeepCopy()
-		}
-	}
-	Expect(cl).NotTo(BeNil(), "sample class %s", name)
-	Expect(c).NotTo(BeNil(), "sample claim %s", claim)
+	cl, c, err := samples.ClassAndClaim(name, claim)
+	Expect(err).NotTo(HaveOccurred())
 	return cl, c
 }
 
