@@ -15,6 +15,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -96,8 +97,7 @@ var _ = Describe("Interrupted creates resolved by the controller", func() {
 		Eventually(func() []string { return eventReasons(s, name) }, 30*time.Second, time.Second).Should(ContainElement(HavePrefix(v1alpha1.ReasonCreateAdopted)))
 		Consistently(heldForCreates(s, name), 5*time.Second, 250*time.Millisecond).Should(BeFalse(), "no person needed")
 		Expect(ledger(s, name)()).To(Equal(1), "created once")
-		Expect(s.resource(name)().Status.CreatesPending).To(BeEmpty())
-		abandonAndDelete(s, name)
+		finish(s, name)
 	})
 
 	It("creates what never got created (the provider finds no object with the identity): created once, no hold", func() {
@@ -117,7 +117,7 @@ var _ = Describe("Interrupted creates resolved by the controller", func() {
 		Eventually(ledger(s, name), timeout, 200*time.Millisecond).Should(Equal(1), "created by the retried create")
 		Consistently(ledger(s, name), 5*time.Second, 250*time.Millisecond).Should(Equal(1), "created once")
 		Expect(heldForCreates(s, name)()).To(BeFalse())
-		abandonAndDelete(s, name)
+		finish(s, name)
 	})
 
 	It("holds a create with no identity, as before, and a Delete reclaim keeps the finalizer until it is abandoned", func() {
@@ -143,9 +143,17 @@ var _ = Describe("Interrupted creates resolved by the controller", func() {
 	})
 })
 
-// abandonAndDelete deletes the resource, abandoning whatever a create that waits for its token left.
-func abandonAndDelete(s *scenario, name string) {
-	annotateAbandon(s, name)
+// finish gives the Secret the token its create waits for, so that the run completes: the resource
+// is then Synced with nothing in doubt, and is deleted after the spec.
+func finish(s *scenario, name string) {
+	patch := []byte(`{"data":{"token":"dG9rZW4="}}`)
+	Eventually(func() error {
+		_, err := kube.CoreV1().Secrets(s.ns).Patch(s.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+	readyAt(s, name)
+	Expect(s.resource(name)().Status.CreatesPending).To(BeEmpty())
+	Expect(ledger(s, name)()).To(Equal(1), "created once")
 	DeferCleanup(deleteInBackground, s, name)
 }
 
