@@ -20,7 +20,11 @@ import (
 // killProvider sends SIGKILL to the provider plugin processes named binary (a prefix of the
 // executable's name, e.g. terraform-provider-kubernetes) of the run in runsDir/<key>: they carry
 // tfrunner.EnvWorkspace naming it. Terraform itself is left alone. It returns how many it killed.
-func killProvider(key, binary string) int {
+func killProvider(key, binary string) int { return signalProvider(key, binary, syscall.SIGKILL) }
+
+// signalProvider sends sig to the processes killProvider would kill and returns how many it reached
+// (signal 0: how many there are).
+func signalProvider(key, binary string, sig syscall.Signal) int {
 	want := []byte(tfrunner.EnvWorkspace + "=" + filepath.Join(runsDir, key))
 	entries, _ := os.ReadDir("/proc")
 	killed := 0
@@ -34,7 +38,7 @@ func killProvider(key, binary string) int {
 		if !bytes.HasPrefix([]byte(filepath.Base(exe)), []byte(binary)) || !bytes.Contains(env, append(want, 0)) {
 			continue
 		}
-		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+		if syscall.Kill(pid, sig) == nil {
 			killed++
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
@@ -86,6 +87,44 @@ func killMidCreate(s *scenario, name string) {
 }
 
 var _ = Describe("Interrupted creates resolved by the controller", func() {
+	It("kills an apply of objects that live only in state: they are made again, never held", func() {
+		s := newScenario()
+		name := "stateonly-" + s.ns
+		src, _ := filepath.Abs("testdata/modules/stateonly")
+		res := &v1alpha1.InfraResource{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1alpha1.InfraResourceSpec{ResourceKind: s.kind, Module: v1alpha1.ModuleSource{Source: src, Version: "v1.0.0"},
+				ReclaimPolicy: v1alpha1.ReclaimDelete,
+				// Plan and apply are two commands, so that the kill can aim at the apply.
+				Operations: v1alpha1.Operations{Approval: v1alpha1.ApprovalManual}},
+		}
+		Expect(k8s.Create(s.ctx, res)).To(Succeed())
+		DeferCleanup(deleteInBackground, s, name)
+		approve := func() {
+			Eventually(func() *v1alpha1.PendingPlan { return s.resource(name)().Status.PendingPlan }, timeout, 200*time.Millisecond).ShouldNot(BeNil())
+			pp := s.resource(name)().Status.PendingPlan
+			Expect(pp.Reason).To(Equal(tfrunner.HoldManual), "waits for the Manual approval, not for creates in doubt")
+			Eventually(func() error {
+				r := s.resource(name)()
+				r.Annotations = map[string]string{v1alpha1.AnnotationApprovePlan: pp.ID}
+				return k8s.Update(s.ctx, r)
+			}, timeout, 200*time.Millisecond).Should(Succeed())
+		}
+		approve()
+		By("SIGKILL to the random provider while the approved plan's 2000 objects are created")
+		Eventually(func() int { return countOps("apply", name) }, timeout, 20*time.Millisecond).Should(Equal(1))
+		// Past the provider's start and the first creates: the kill lands in ApplyResourceChange calls.
+		time.Sleep(2 * time.Second)
+		Eventually(func() int { return killProvider(name, "terraform-provider-random") }, 10*time.Second, 20*time.Millisecond).Should(BeNumerically(">", 0))
+		Expect(s.resource(name)().Status.CreatesPending).To(BeEmpty(), "random_id and terraform_data are never in doubt")
+
+		By("the next plan creates what is missing and waits only for the Manual approval")
+		approve()
+		readyAt(s, name)
+		Expect(heldForCreates(s, name)()).To(BeFalse())
+		Expect(s.resource(name)().Status.Runs).To(ContainElement(HaveField("Result", "Failed")), "the killed apply is in the run history")
+	})
+
 	It("adopts an object that exists (import identity): created once, no hold", func() {
 		s := newScenario()
 		name := "adopt-" + s.ns
