@@ -30,9 +30,12 @@ type importer interface {
 	Import(ctx context.Context, address, id string) error
 }
 
-// resolveCreates decides each of gate's CreatesInDoubt that is not in state (inState, module
-// addresses) and returns the decisions with the addresses still in doubt:
+// resolveCreates decides each of gate's CreatesInDoubt and returns the decisions with the
+// addresses still in doubt:
 //
+//   - an address in state (inState, module addresses) stays in doubt undecided: its object may be
+//     the one a replace was creating when the run died, or the old one it was replacing; the gate
+//     holds the plan only if the plan would create it again, as under Hold;
 //   - an address with an identity (gate.Identities) is imported with that ID: when the import
 //     succeeds the object existed and is now in state (CreateAdopted); when the provider reports
 //     that no such object exists (Terraform's "Cannot import non-existent remote object"), the
@@ -46,6 +49,7 @@ func resolveCreates(ctx context.Context, imp importer, gate *Gate, inState []str
 	var held []string
 	for _, addr := range gate.CreatesInDoubt {
 		if slices.Contains(inState, addr) {
+			held = append(held, addr)
 			continue
 		}
 		r := Resolution{Address: addr, ID: gate.Identities[addr]}
