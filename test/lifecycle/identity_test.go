@@ -218,8 +218,12 @@ var _ = Describe("Metrics", func() {
 		Expect(count("conductor_tf_state_locks_recovered_total", nil)).To(BeNumerically(">=", 0))
 		Expect(families["conductor_tf_approvals_pending"].GetMetric()).To(HaveLen(3), "one series per reason a plan waits")
 		Expect(count("conductor_tf_approvals_pending", nil)).To(BeNumerically(">=", 0))
-		// A run's duration is at least the apply itself: the sum is positive and under the timeout.
-		Expect(families["conductor_tf_run_duration_seconds"].GetMetric()[0].GetHistogram().GetSampleSum()).To(And(BeNumerically(">", 0), BeNumerically("<", timeout.Seconds()*10)))
+		// A run's duration is at least the apply itself: the sum is positive, and a run lasts less than
+		// the timeout on average. (The sum of the whole suite's runs grows with the suite: 70 runs that
+		// wait 20 s each for a runner alone add 1400 s; bounding it by ten timeouts failed at 4568 s.)
+		h := families["conductor_tf_run_duration_seconds"].GetMetric()[0].GetHistogram()
+		Expect(h.GetSampleSum()).To(BeNumerically(">", 0))
+		Expect(h.GetSampleSum() / float64(h.GetSampleCount())).To(BeNumerically("<", timeout.Seconds()))
 	})
 })
 
