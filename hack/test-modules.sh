@@ -3,7 +3,7 @@
 # modules): gcs-bucket applied and destroyed against fake-gcs-server, aws-rds planned with fake
 # credentials and endpoints on loopback, both with the real providers. Builds what it needs first
 # (hack/tools.sh cloud-providers: the aws and google providers and fake-gcs-server, cached; cold,
-# about 40 minutes on 2 cores, the aws provider most of it).
+# 52 minutes here on 2 cores beside other builds, the aws provider most of it).
 #
 # TEST_MODULES_TIMEOUT=30m   the suite's go test -timeout
 set -euo pipefail
