@@ -66,7 +66,7 @@ var (
 		Help: "Drift checks that found the infrastructure changed outside Terraform, by driftPolicy.",
 	}, []string{"policy"})
 	approvalsDesc = prometheus.NewDesc("conductor_tf_approvals_pending",
-		"InfraResources with a plan waiting for approval, by reason (Manual, DestructiveChange, ImportedObjectReplaced).", []string{"reason"}, nil)
+		"InfraResources with a plan waiting for approval, by reason (Manual, DestructiveChange, ImportedObjectReplaced, InterruptedCreate).", []string{"reason"}, nil)
 	resourcesDesc = prometheus.NewDesc("conductor_tf_resources",
 		"InfraResources by status.phase (an empty phase is reported as Pending).", []string{"phase"}, nil)
 )
@@ -156,7 +156,7 @@ func (p *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(resourcesDesc, err)
 		return
 	}
-	pending := map[string]int{"Manual": 0, "DestructiveChange": 0, "ImportedObjectReplaced": 0}
+	pending := map[string]int{"Manual": 0, "DestructiveChange": 0, "ImportedObjectReplaced": 0, "InterruptedCreate": 0}
 	for i := range list.Items {
 		if pp := list.Items[i].Status.PendingPlan; pp != nil {
 			pending[pp.Reason]++
