@@ -23,7 +23,7 @@ help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 ##@ Development
-.PHONY: tools manifests generate generate-proto verify-proto fmt vet test bench bench-scale
+.PHONY: tools manifests generate generate-proto verify-proto docs fmt vet test bench bench-scale
 tools: ## Build every pinned tool into the cache (idempotent).
 	@$(TOOLS) all
 
@@ -50,6 +50,9 @@ verify-proto: ## Fail when internal/runners/runnerpb is not what generate-proto 
 	$(BUF_GENERATE) --output "$$tmp"; \
 	diff -r internal/runners/runnerpb "$$tmp/internal/runners/runnerpb" || \
 		{ echo "internal/runners/runnerpb is out of date with proto/: run make generate-proto" >&2; exit 1; }
+
+docs: ## Regenerate docs/reference/conditions.md, the table of condition and event reasons, from the code and hack/reasondoc/reasons.yaml.
+	go run ./hack/reasondoc
 
 fmt: ## gofmt the code.
 	gofmt -l -w $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
