@@ -110,6 +110,7 @@ type InfraClaimStatus struct {
 // +kubebuilder:printcolumn:name="Resource",type=string,JSONPath=`.status.resourceName`
 // +kubebuilder:printcolumn:name="Capacity",type=string,JSONPath=`.status.capacity.storage`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Waiting",type=string,JSONPath=`.status.conditions[?(@.type=="ChangePending")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type InfraClaim struct {
 	metav1.TypeMeta   `json:",inline"`

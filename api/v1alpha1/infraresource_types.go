@@ -156,7 +156,12 @@ type PlanSummary struct {
 type RunStatus struct {
 	// Operation: init, plan, apply, destroy or import.
 	Operation string `json:"operation"`
-	// StartTime of the run.
+	// QueuedTime is when the run was recorded and asked for a runner slot.
+	// +optional
+	QueuedTime *metav1.Time `json:"queuedTime,omitempty"`
+	// StartTime is when the run got its runner slot and its first command started (apply and
+	// plan runs; a destroy's or drift check's is its QueuedTime): StartTime − QueuedTime is its
+	// wait in line, CompletionTime − StartTime its duration.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 	// CompletionTime of the run; empty while it runs.

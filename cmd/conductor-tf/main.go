@@ -259,7 +259,7 @@ func run(o options) error {
 		}
 	}
 	rec := mgr.GetEventRecorder("conductor-tf")
-	metrics.Register(mgr.GetCache())
+	metrics.Register(metrics.Sources{Reader: mgr.GetCache(), Locks: statebackend.LockTimes(kube, o.namespace), Elected: mgr.Elected(), SyncInterval: o.syncInterval})
 	if err := (&controller.ClaimReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, MaxConcurrentReconciles: o.workers, Ready: &metrics.ClaimReady{},
 	}).SetupWithManager(mgr); err != nil {

@@ -297,3 +297,53 @@ func errText(err error) error {
 	}
 	return err
 }
+
+// The tests run in hack/helmchart; config/monitoring is two levels up.
+func init() { monitoringDir = filepath.Join("..", "..", "config", "monitoring") }
+
+// TestChartMonitoring: the dashboard, the alerts and the ServiceMonitor behind their values,
+// holding config/monitoring's files as they are.
+func TestChartMonitoring(t *testing.T) {
+	objs := template(t, `
+monitoring:
+  dashboards: {enable: true, namespace: grafana}
+  prometheusRule: {enable: true, labels: {release: kube-prometheus}}
+  serviceMonitor: {enable: true}
+`)
+	byKind := map[string]object{}
+	for _, o := range objs {
+		if str(o, "kind") == "ConfigMap" && strings.HasSuffix(str(o, "metadata", "name"), "-dashboard") ||
+			str(o, "kind") == "PrometheusRule" || str(o, "kind") == "ServiceMonitor" {
+			byKind[str(o, "kind")] = o
+		}
+	}
+	cm := byKind["ConfigMap"]
+	if cm == nil || str(cm, "metadata", "namespace") != "grafana" || str(cm, "metadata", "labels", "grafana_dashboard") != "1" {
+		t.Fatalf("monitoring.dashboards: no ConfigMap for the Grafana sidecar in namespace grafana: %v", cm)
+	}
+	want, err := os.ReadFile(filepath.Join(monitoringDir, "dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := str(cm, "data", "conductor-tf.json"); strings.TrimSpace(got) != strings.TrimSpace(string(want)) {
+		t.Errorf("the dashboard ConfigMap does not hold config/monitoring/dashboard.json")
+	}
+	rule := byKind["PrometheusRule"]
+	if rule == nil || str(rule, "metadata", "labels", "release") != "kube-prometheus" {
+		t.Fatalf("monitoring.prometheusRule: no PrometheusRule with its labels: %v", rule)
+	}
+	raw, err := os.ReadFile(filepath.Join(monitoringDir, "alerts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alerts object
+	if err := yaml.Unmarshal(raw, &alerts); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(get(rule, "spec", "groups"), alerts["groups"]) {
+		t.Errorf("the PrometheusRule's groups differ from config/monitoring/alerts.yaml")
+	}
+	if byKind["ServiceMonitor"] == nil {
+		t.Errorf("monitoring.serviceMonitor: no ServiceMonitor")
+	}
+}

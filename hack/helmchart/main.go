@@ -1,6 +1,7 @@
 // Command helmchart writes the Helm chart dist/chart from the objects config/ renders to, laid out
 // as kubebuilder's helm plugin lays a chart out (templates/crd, templates/rbac, templates/manager,
-// templates/metrics; values for the manager, rbac, crd and metrics). Run by `make helm-chart`:
+// templates/metrics; values for the manager, rbac, crd and metrics), and the dashboard and alerts of
+// config/monitoring (templates/monitoring, files/; values monitoring.*). Run by `make helm-chart`:
 //
 //	hack/kustomize.sh conductor-tf/controller:dev | go run ./hack/helmchart -out dist/chart
 //
@@ -19,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -122,7 +124,12 @@ func chart(objs []object, version string) (map[string]string, error) {
 	}
 	files["templates/manager/manager.yaml"] = m.template()
 	files["templates/manager/cli-config.yaml"] = cliConfigTemplate
-	files["values.yaml"] = m.values()
+	files["values.yaml"] = m.values() + monitoringValues
+	mon, err := monitoringFiles()
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(files, mon)
 	files["Chart.yaml"] = chartYAML(version, m.tag)
 	files["templates/_helpers.tpl"] = helpers
 	files["templates/NOTES.txt"] = notes

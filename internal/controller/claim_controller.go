@@ -69,6 +69,9 @@ type ClaimReconciler struct {
 	// APIReader, when set, reads what class limits count from the API server rather than the
 	// cache (the manager's uncached reader); required for the limits to hold under concurrency.
 	APIReader client.Reader
+	// ConnectionSecretCheck is how often a bound claim reads its connection Secret
+	// (DefaultConnectionSecretCheck when zero).
+	ConnectionSecretCheck time.Duration
 
 	limitLocks keymutex.KeyMutex // set by SetupWithManager; see lockLimits
 }
@@ -271,7 +274,9 @@ func (r *ClaimReconciler) bind(ctx context.Context, claim *v1alpha1.InfraClaim, 
 		return ctrl.Result{}, err
 	}
 	setBound(claim, res)
-	return ctrl.Result{}, nil
+	setChangePending(claim, res)
+	again, err := r.checkConnectionSecret(ctx, claim, res)
+	return ctrl.Result{RequeueAfter: again}, err
 }
 
 // provision creates a resource from the class, pre-bound to the claim, then binds it. created is

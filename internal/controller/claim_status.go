@@ -14,6 +14,7 @@ func setPending(claim *v1alpha1.InfraClaim, reason, message string) {
 	claim.Status.Phase = v1alpha1.ClaimPending
 	claim.Status.ResourceName = ""
 	claim.Status.Capacity = nil
+	meta.RemoveStatusCondition(&claim.Status.Conditions, v1alpha1.ConditionChangePending)
 	setCondition(&claim.Status.Conditions, claim.Generation, v1alpha1.ConditionBound, metav1.ConditionFalse, reason, message)
 	setCondition(&claim.Status.Conditions, claim.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
 }
@@ -38,6 +39,7 @@ func setBound(claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) {
 // setLost records that the bound resource is gone or bound elsewhere.
 func setLost(claim *v1alpha1.InfraClaim, message string) {
 	claim.Status.Phase = v1alpha1.ClaimLost
+	meta.RemoveStatusCondition(&claim.Status.Conditions, v1alpha1.ConditionChangePending)
 	setCondition(&claim.Status.Conditions, claim.Generation, v1alpha1.ConditionBound, metav1.ConditionFalse, v1alpha1.ReasonResourceLost, message)
 	setCondition(&claim.Status.Conditions, claim.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonResourceLost, message)
 }

@@ -38,7 +38,7 @@ func (id RunIdentity) who() string {
 func (r syncer) newRun(res *v1alpha1.InfraResource, op string, now time.Time) *v1alpha1.RunStatus {
 	start := metav1.NewTime(now)
 	return &v1alpha1.RunStatus{
-		Operation: op, StartTime: &start, Result: RunRunning, Generation: res.Generation,
+		Operation: op, QueuedTime: &start, StartTime: start.DeepCopy(), Result: RunRunning, Generation: res.Generation,
 		ID: string(uuid.NewUUID()), Who: r.Identity.who(), Controller: r.Identity.Controller,
 	}
 }
@@ -202,4 +202,17 @@ func (r stateKeeper) stateStored(s *resourceScope) bool {
 // started are known to the state server (runLive) and not concerned.
 func (r stateKeeper) runnerFenced() bool {
 	return r.RunnerFence > 0 && time.Since(r.leadingSince()) < r.RunnerFence
+}
+
+// started records that run got its runner slot at now (the Started event): its StartTime, and
+// its wait in line (conductor_tf_run_wait_seconds) from its QueuedTime.
+func started(run *v1alpha1.RunStatus, now time.Time) {
+	if run == nil {
+		return
+	}
+	if run.QueuedTime != nil {
+		metrics.ObserveRunWait(now.Sub(run.QueuedTime.Time))
+	}
+	t := metav1.NewTime(now)
+	run.StartTime = &t
 }

@@ -42,6 +42,10 @@ func (r syncer) decideRun(ctx context.Context, s *resourceScope) (bool, error) {
 	if run {
 		return false, nil
 	}
+	if everApplied(res) && res.Status.ConnectionSecret != nil {
+		// A connection Secret deleted by hand is written again within this time (keepConnectionSecret).
+		wait = min(wait, r.secretCheckInterval())
+	}
 	s.result = ctrl.Result{RequeueAfter: wait}
 	staleApproval(res)
 	switch {
@@ -141,7 +145,7 @@ func (r syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error) 
 	done := time.Now()
 	settleCreates(res, err, r.keeper().stateStored(s))
 	defer func() {
-		metrics.ObserveRun(res.Status.LastRun.Operation, runResult(res.Status.LastRun, err), done.Sub(s.start))
+		metrics.ObserveRun(res.Status.LastRun.Operation, runResult(res.Status.LastRun, err), done.Sub(res.Status.LastRun.StartTime.Time))
 	}()
 	if out != nil && out.Plan != nil {
 		if res.Status.LastRun.Summary == nil {
@@ -196,6 +200,7 @@ func runEvents(ctx context.Context, s *resourceScope) tfrunner.Events {
 			}
 			return nil
 		case tfrunner.Started:
+			started(res.Status.LastRun, time.Now())
 			if recorded {
 				return nil
 			}

@@ -18,7 +18,12 @@ const statusWriteTimeout = 10 * time.Second
 // controller binding a resource — must not make the write fail), and nothing at all when nothing
 // changed. It reports whether it wrote; the API server's error as it is (callers ignore NotFound
 // where an object deleted meanwhile is no matter).
+//
+// Objects of this API (withConditions) get their kstatus conditions first (setHealthConditions).
 func patchStatus(ctx context.Context, c client.Client, obj, before client.Object) (bool, error) {
+	if wc, ok := obj.(withConditions); ok {
+		setHealthConditions(wc)
+	}
 	patch := client.MergeFrom(before)
 	data, err := patch.Data(obj)
 	if err != nil {

@@ -15,16 +15,25 @@
 //	conductor_tf_state_locks_recovered_total             counter    stale locks of dead runs released
 //	conductor_tf_drift_detected_total{policy}            counter    drift checks that found drift
 //	conductor_tf_approvals_pending{reason}               gauge      plans waiting for approval
+//	conductor_tf_approval_oldest_pending_seconds{reason} gauge      age of the oldest plan waiting, per reason
+//	conductor_tf_claims{namespace,phase}                 gauge      InfraClaims by namespace and status.phase
+//	conductor_tf_resource_last_synced_timestamp_seconds{resource}  gauge  last successful run (Unix s)
+//	conductor_tf_runner_pool_connected_runners{pool}     gauge      runners connected per InfraRunnerPool
+//	conductor_tf_state_locks_held                        gauge      state locks held now
+//	conductor_tf_state_lock_oldest_age_seconds           gauge      age of the oldest held state lock
+//	conductor_tf_leader                                  gauge      1 while this manager is the leader
+//	conductor_tf_sync_interval_seconds                   gauge      the manager's --sync-interval
+//
+// The run's wait in line (conductor_tf_run_wait_seconds) and its duration
+// (conductor_tf_run_duration_seconds) are apart: a run's duration starts when it got its slot.
 package metrics
 
 import (
-	"context"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
@@ -65,27 +74,49 @@ var (
 		Name: "conductor_tf_drift_detected_total",
 		Help: "Drift checks that found the infrastructure changed outside Terraform, by driftPolicy.",
 	}, []string{"policy"})
-	approvalsDesc = prometheus.NewDesc("conductor_tf_approvals_pending",
-		"InfraResources with a plan waiting for approval, by reason (Manual, DestructiveChange, ImportedObjectReplaced, InterruptedCreate).", []string{"reason"}, nil)
-	resourcesDesc = prometheus.NewDesc("conductor_tf_resources",
-		"InfraResources by status.phase (an empty phase is reported as Pending).", []string{"phase"}, nil)
+	leader = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "conductor_tf_leader",
+		Help: "1 while this manager process is the elected leader (it runs reconciles), 0 otherwise.",
+	})
+	syncInterval = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "conductor_tf_sync_interval_seconds",
+		Help: "How often an unchanged resource is planned again (the manager's --sync-interval), in seconds.",
+	})
 )
 
 var registerOnce sync.Once
 
-// Register adds the series to controller-runtime's registry; calling it again does nothing.
-// reader lists InfraResources at scrape time for conductor_tf_resources (the manager's cache);
-// nil leaves that series out.
-func Register(reader client.Reader) {
+// Register adds the series to controller-runtime's registry; calling it again does nothing. The
+// scrape-time series read src (collectors.go); a nil source leaves its series out. When
+// src.Elected is set, conductor_tf_leader turns 1 once it is closed.
+func Register(src Sources) {
 	registerOnce.Do(func() {
-		ctrlmetrics.Registry.MustRegister(runDuration, runsInFlight, runWait, claimReady, lockConflicts, locksRecovered, driftDetected)
-		if reader != nil {
-			ctrlmetrics.Registry.MustRegister(&phaseCollector{reader: reader})
+		ctrlmetrics.Registry.MustRegister(runDuration, runsInFlight, runWait, claimReady, lockConflicts, locksRecovered, driftDetected, leader)
+		// Every policy has a series from the start: a dashboard sees zero, not "no data".
+		for _, p := range []v1alpha1.DriftPolicy{v1alpha1.DriftCorrect, v1alpha1.DriftReport} {
+			driftDetected.WithLabelValues(string(p))
+		}
+		if src.Reader != nil {
+			ctrlmetrics.Registry.MustRegister(&objectCollector{reader: src.Reader, now: time.Now})
+		}
+		if src.Locks != nil {
+			ctrlmetrics.Registry.MustRegister(&lockCollector{locks: src.Locks, now: time.Now})
+		}
+		if src.SyncInterval > 0 {
+			syncInterval.Set(src.SyncInterval.Seconds())
+			ctrlmetrics.Registry.MustRegister(syncInterval)
+		}
+		if src.Elected != nil {
+			go func() {
+				<-src.Elected
+				leader.Set(1)
+			}()
 		}
 	})
 }
 
-// ObserveRun records one finished run: operation (apply, plan, destroy), result, and duration.
+// ObserveRun records one finished run: operation (apply, plan, destroy), result, and duration
+// from its start (it got its runner slot) to its end.
 func ObserveRun(operation, result string, d time.Duration) {
 	runDuration.WithLabelValues(operation, result).Observe(d.Seconds())
 }
@@ -99,14 +130,16 @@ func LockConflict() { lockConflicts.Inc() }
 // LockRecovered counts a stale lock of a dead run released by the leader.
 func LockRecovered() { locksRecovered.Inc() }
 
-// Pool implements tfrunner.Observer: slot waits and runs in flight.
+// ObserveRunWait records a run's wait in line: from being recorded (status.lastRun.queuedTime) to
+// getting its runner slot (startTime), in the manager's pool or a runner pool alike.
+func ObserveRunWait(d time.Duration) { runWait.Observe(d.Seconds()) }
+
+// Pool implements tfrunner.Observer: runs in flight in the manager's pool. (Their wait in line is
+// observed by the controller, ObserveRunWait, for every pool.)
 type Pool struct{}
 
-// SlotAcquired records a run that got a slot after waiting wait.
-func (Pool) SlotAcquired(wait time.Duration) {
-	runWait.Observe(wait.Seconds())
-	runsInFlight.Inc()
-}
+// SlotAcquired records a run that got a slot.
+func (Pool) SlotAcquired(time.Duration) { runsInFlight.Inc() }
 
 // SlotReleased records a run that gave its slot back.
 func (Pool) SlotReleased() { runsInFlight.Dec() }
@@ -137,47 +170,4 @@ func (c *ClaimReady) Forget(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.seen, uid)
-}
-
-// phaseCollector counts InfraResources by phase when scraped, from the reader (the cache), as
-// kube-state-metrics counts objects: the series is exact at each scrape, with no bookkeeping.
-type phaseCollector struct{ reader client.Reader }
-
-func (p *phaseCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- resourcesDesc
-	ch <- approvalsDesc
-}
-
-func (p *phaseCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var list v1alpha1.InfraResourceList
-	if err := p.reader.List(ctx, &list); err != nil {
-		ch <- prometheus.NewInvalidMetric(resourcesDesc, err)
-		return
-	}
-	pending := map[string]int{"Manual": 0, "DestructiveChange": 0, "ImportedObjectReplaced": 0, "InterruptedCreate": 0}
-	for i := range list.Items {
-		if pp := list.Items[i].Status.PendingPlan; pp != nil {
-			pending[pp.Reason]++
-		}
-	}
-	for reason, n := range pending {
-		ch <- prometheus.MustNewConstMetric(approvalsDesc, prometheus.GaugeValue, float64(n), reason)
-	}
-	counts := map[v1alpha1.ResourcePhase]int{}
-	for _, phase := range []v1alpha1.ResourcePhase{v1alpha1.ResourcePending, v1alpha1.ResourceProvisioning,
-		v1alpha1.ResourceAvailable, v1alpha1.ResourceBound, v1alpha1.ResourceReleased, v1alpha1.ResourceDeleting, v1alpha1.ResourceFailed} {
-		counts[phase] = 0
-	}
-	for i := range list.Items {
-		phase := list.Items[i].Status.Phase
-		if phase == "" {
-			phase = v1alpha1.ResourcePending
-		}
-		counts[phase]++
-	}
-	for phase, n := range counts {
-		ch <- prometheus.MustNewConstMetric(resourcesDesc, prometheus.GaugeValue, float64(n), string(phase))
-	}
 }

@@ -181,7 +181,7 @@ var _ = BeforeSuite(func() {
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	metrics.Register(mgr.GetCache())
+	metrics.Register(metrics.Sources{Reader: mgr.GetCache(), Locks: statebackend.LockTimes(kube, stateNamespace), Elected: mgr.Elected(), SyncInterval: syncInterval})
 	rec := mgr.GetEventRecorder("conductor-tf")
 	Expect((&controller.ClaimReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, MaxConcurrentReconciles: 4, Ready: &metrics.ClaimReady{},

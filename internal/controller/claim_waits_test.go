@@ -1,0 +1,110 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+func TestSetHealthConditions(t *testing.T) {
+	cases := []struct {
+		name                 string
+		ready                *metav1.Condition
+		reconciling, stalled bool
+	}{
+		{"no Ready yet: nothing said", nil, false, false},
+		{"Ready", &metav1.Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonApplied}, false, false},
+		{"provisioning", &metav1.Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonProvisioning}, true, false},
+		{"not ready yet", &metav1.Condition{Status: metav1.ConditionUnknown, Reason: v1alpha1.ReasonResourceNotReady}, true, false},
+		{"an apply that failed is retried", &metav1.Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonApplyFailed}, true, false},
+		{"lost: a person must act", &metav1.Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonResourceLost}, false, true},
+		{"invalid variables: a person must act", &metav1.Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalidVariables}, false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			claim := &v1alpha1.InfraClaim{}
+			// Left from an earlier state: both go when they no longer hold.
+			claim.Status.Conditions = []metav1.Condition{
+				{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "Old"},
+				{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: "Old"},
+			}
+			if c.ready == nil {
+				claim.Status.Conditions = nil
+			} else {
+				c.ready.Type, c.ready.Message = v1alpha1.ConditionReady, "why"
+				meta.SetStatusCondition(&claim.Status.Conditions, *c.ready)
+			}
+			setHealthConditions(claim)
+			rec := meta.FindStatusCondition(claim.Status.Conditions, v1alpha1.ConditionReconciling)
+			st := meta.FindStatusCondition(claim.Status.Conditions, v1alpha1.ConditionStalled)
+			if (rec != nil) != c.reconciling || (st != nil) != c.stalled {
+				t.Fatalf("Reconciling %v, Stalled %v; want %v, %v", rec, st, c.reconciling, c.stalled)
+			}
+			for _, cond := range []*metav1.Condition{rec, st} {
+				if cond != nil && (cond.Status != metav1.ConditionTrue || cond.Reason != c.ready.Reason || cond.Message != "why") {
+					t.Errorf("%s = %+v; want True with Ready's reason and message", cond.Type, cond)
+				}
+			}
+		})
+	}
+}
+
+func TestSetChangePending(t *testing.T) {
+	claim := func() *v1alpha1.InfraClaim {
+		c := &v1alpha1.InfraClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "db"}}
+		c.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionChangePending, Status: metav1.ConditionTrue, Reason: "Old"}}
+		return c
+	}
+	plan := func(reason string) *v1alpha1.PendingPlan {
+		return &v1alpha1.PendingPlan{ID: "0123456789ab", Reason: reason, Summary: v1alpha1.PlanSummary{Add: 1, Destroy: 1}}
+	}
+	cases := []struct {
+		name      string
+		res       v1alpha1.InfraResourceStatus
+		reason    string // "" when the condition must be absent
+		mentioned []string
+	}{
+		{"nothing waits", v1alpha1.InfraResourceStatus{}, "", nil},
+		{"Manual approval", v1alpha1.InfraResourceStatus{PendingPlan: plan(tfrunner.HoldManual)}, v1alpha1.ReasonWaitingForApproval,
+			[]string{"plan 0123456789ab", "approval is Manual", "kubectl conductor approve claim/db -n team-a", "kubectl conductor plan claim/db -n team-a"}},
+		{"destructive change", v1alpha1.InfraResourceStatus{PendingPlan: plan(tfrunner.HoldDestructive)}, v1alpha1.ReasonDestructiveChange,
+			[]string{"1 to add, 0 to change, 1 to destroy", "deletes or replaces", "kubectl conductor approve claim/db -n team-a"}},
+		{"imported object replaced", v1alpha1.InfraResourceStatus{PendingPlan: plan(tfrunner.HoldImportedReplaced)}, v1alpha1.ReasonReplaceNeedsApproval,
+			[]string{"imported objects"}},
+		{"creates in doubt", v1alpha1.InfraResourceStatus{PendingPlan: plan(tfrunner.HoldInterruptedCreate)}, v1alpha1.ReasonInterruptedCreate,
+			[]string{"kubectl conductor creates claim/db -n team-a", "--import ADDRESS=ID"}},
+		{"creates in doubt, no plan (Synced says so)", v1alpha1.InfraResourceStatus{Conditions: []metav1.Condition{
+			{Type: v1alpha1.ConditionSynced, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInterruptedCreate}}}, v1alpha1.ReasonInterruptedCreate, nil},
+		{"a newer module version", v1alpha1.InfraResourceStatus{Conditions: []metav1.Condition{
+			{Type: v1alpha1.ConditionUpgradeAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonNewerVersion, Message: "class db offers 1.2.0"}}},
+			v1alpha1.ReasonNewerVersion, []string{"class db offers 1.2.0", "kubectl conductor upgrade claim/db -n team-a"}},
+		{"up to date", v1alpha1.InfraResourceStatus{Conditions: []metav1.Condition{
+			{Type: v1alpha1.ConditionUpgradeAvailable, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUpToDate}}}, "", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cl := claim()
+			setChangePending(cl, &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: "db-1a2b3"}, Status: c.res})
+			got := meta.FindStatusCondition(cl.Status.Conditions, v1alpha1.ConditionChangePending)
+			if c.reason == "" {
+				if got != nil {
+					t.Fatalf("ChangePending = %+v; want none", got)
+				}
+				return
+			}
+			if got == nil || got.Status != metav1.ConditionTrue || got.Reason != c.reason {
+				t.Fatalf("ChangePending = %+v; want True, %s", got, c.reason)
+			}
+			for _, m := range c.mentioned {
+				if !strings.Contains(got.Message, m) {
+					t.Errorf("message %q does not say %q", got.Message, m)
+				}
+			}
+		})
+	}
+}
