@@ -179,6 +179,11 @@ var _ = Describe("Health as GitOps tools read it", func() {
 		Expect(verdictOf(got)).To(Equal(inProgress))
 		got.Status.Conditions = nil
 		Expect(verdictOf(got)).To(Equal(verdict{status.InProgressStatus, "Progressing"}), "by the generation alone")
+
+		_, file, _, _ := runtime.Caller(0)
+		docs, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "docs", "monitoring.md"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(docs)).To(ContainSubstring(argoHealth()), "docs/monitoring.md shows the check as it is tested")
 	})
 })
 
