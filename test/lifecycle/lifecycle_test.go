@@ -302,6 +302,40 @@ var _ = Describe("Bad input gets a clear condition and no run", func() {
 		Expect(other.OwnerReferences).To(BeEmpty())
 	})
 
+	It("a connection Secret deleted by hand is written again from the state, and the claim is not Ready while another object holds its name", func() {
+		s := newScenario()
+		Expect(k8s.Create(s.ctx, fileClass("conn-"+s.ns, s.kind, v1alpha1.ReclaimDelete))).To(Succeed())
+		claim := fileClaim(s.ns, "conn", s.kind, s.dir, "kept")
+		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
+		_, res := s.ready(claim)
+		key := client.ObjectKey{Namespace: s.ns, Name: claim.Spec.WriteConnectionSecretToRef.Name}
+		written := &corev1.Secret{}
+		Expect(k8s.Get(s.ctx, key, written)).To(Succeed())
+
+		By("deleted: back within the check interval, with the same outputs")
+		Expect(k8s.Delete(s.ctx, written)).To(Succeed())
+		Eventually(func() map[string][]byte {
+			back := &corev1.Secret{}
+			if err := k8s.Get(s.ctx, key, back); err != nil {
+				return nil
+			}
+			return back.Data
+		}, 30*time.Second, 500*time.Millisecond).Should(Equal(written.Data))
+		Expect(eventReasons(s, res.Name)).To(ContainElement("ConnectionSecretWritten"))
+
+		By("another object takes the name: the claim says so instead of Ready")
+		Expect(k8s.Delete(s.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: key.Name}})).To(Succeed())
+		Expect(k8s.Create(s.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: key.Name},
+			Data: map[string][]byte{"other": []byte("x")}})).To(Succeed())
+		Eventually(func() string { return condition(s.claim(claim)().Status.Conditions, v1alpha1.ConditionReady).Reason }, 30*time.Second, 500*time.Millisecond).
+			Should(Equal(v1alpha1.ReasonConnectionSecretMissing))
+
+		By("it goes: the connection Secret is back and the claim Ready")
+		Expect(k8s.Delete(s.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: key.Name}})).To(Succeed())
+		Eventually(s.claim(claim), 30*time.Second, 500*time.Millisecond).Should(WithTransform(readyStatus, Equal(metav1.ConditionTrue)))
+		Expect(k8s.Get(s.ctx, key, &corev1.Secret{})).To(Succeed())
+	})
+
 	It("a value of the wrong type: InvalidVariables", func() {
 		s := newScenario()
 		Expect(k8s.Create(s.ctx, fileClass("type-"+s.ns, s.kind, v1alpha1.ReclaimDelete, func(c *v1alpha1.InfraClass) {

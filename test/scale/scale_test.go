@@ -148,6 +148,7 @@ func TestBenchScale(t *testing.T) {
 		return ready == *n
 	})
 	controllerTime := time.Since(start)
+	waits, runs := runTimes(t, ctx, k8s, "Pet")
 	cpuController := cpuRows(cpuBefore, cpuSeconds(), *n)
 	stopProfile()
 	after, err := apiRequests(ctx, env.Config)
@@ -181,6 +182,8 @@ func TestBenchScale(t *testing.T) {
 	fmt.Printf("| controller / bare | %.2f× (target ≤ 1.2×) |\n", controllerTime.Seconds()/bareTime.Seconds())
 	fmt.Printf("| controller RSS at the end (peak) | %.0f MiB (%.0f MiB) |\n", float64(rss)/(1<<20), float64(peak)/(1<<20))
 	fmt.Printf("| static claim → Bound, p50 / p90 (%d claims) | %d ms / %d ms |\n", len(latencies), p50.Milliseconds(), p90.Milliseconds())
+	fmt.Printf("| apply runs in status: wait in line p50 / p90 (%d) | %d ms / %d ms |\n", len(waits), percentile(waits, 50).Milliseconds(), percentile(waits, 90).Milliseconds())
+	fmt.Printf("| apply runs in status: run p50 / p90 (%d) | %d ms / %d ms |\n", len(runs), percentile(runs, 50).Milliseconds(), percentile(runs, 90).Milliseconds())
 	fmt.Printf("| API server requests per claim to Ready | %.1f |\n", requestTotal)
 	fmt.Printf("| %d claims deleted at once → every resource gone (0 StateMissing asserted) | %.1f s |\n", *n, deletion.Seconds())
 	fmt.Printf("\nCPU per claim (/proc), controller: %s\nCPU per claim, naive loop: %s\nCPU per claim, bare apply: %s\n", cpuController, cpuNaive, cpuBare)
