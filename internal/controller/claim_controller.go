@@ -273,9 +273,11 @@ func (r *ClaimReconciler) bind(ctx context.Context, claim *v1alpha1.InfraClaim, 
 	if err := r.rerender(ctx, claim, res); err != nil {
 		return ctrl.Result{}, err
 	}
+	prevReady := meta.FindStatusCondition(claim.Status.Conditions, v1alpha1.ConditionReady).DeepCopy()
 	setBound(claim, res)
 	setChangePending(claim, res)
 	again, err := r.checkConnectionSecret(ctx, claim, res)
+	keepTransitionTime(claim.Status.Conditions, prevReady)
 	return ctrl.Result{RequeueAfter: again}, err
 }
 

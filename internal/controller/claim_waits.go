@@ -93,3 +93,16 @@ func setChangePending(claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) {
 		meta.RemoveStatusCondition(&claim.Status.Conditions, v1alpha1.ConditionChangePending)
 	}
 }
+
+// keepTransitionTime gives the condition of prev's type in conds prev's lastTransitionTime when
+// its status is prev's: a reconcile that set it to another status and back in memory (setBound
+// mirrors the resource's Ready, then checkConnectionSecret finds the Secret missing again) did not
+// change it.
+func keepTransitionTime(conds []metav1.Condition, prev *metav1.Condition) {
+	if prev == nil {
+		return
+	}
+	if c := meta.FindStatusCondition(conds, prev.Type); c != nil && c.Status == prev.Status {
+		c.LastTransitionTime = prev.LastTransitionTime
+	}
+}

@@ -3,6 +3,7 @@ package controller
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,5 +107,25 @@ func TestSetChangePending(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestKeepTransitionTime(t *testing.T) {
+	then := metav1.NewTime(metav1.Now().Add(-time.Hour))
+	prev := &metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonConnectionSecretMissing, LastTransitionTime: then}
+	claim := &v1alpha1.InfraClaim{}
+	claim.Status.Conditions = []metav1.Condition{*prev}
+	// In memory: mirrored True from the resource, then False again (the Secret still missing).
+	setCondition(&claim.Status.Conditions, 1, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonApplied, "")
+	setCondition(&claim.Status.Conditions, 1, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonConnectionSecretMissing, "")
+	keepTransitionTime(claim.Status.Conditions, prev)
+	if got := meta.FindStatusCondition(claim.Status.Conditions, v1alpha1.ConditionReady).LastTransitionTime; !got.Equal(&then) {
+		t.Errorf("lastTransitionTime %v; want the earlier %v", got, then)
+	}
+	// A real transition keeps its new time.
+	setCondition(&claim.Status.Conditions, 1, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonApplied, "")
+	keepTransitionTime(claim.Status.Conditions, prev)
+	if got := meta.FindStatusCondition(claim.Status.Conditions, v1alpha1.ConditionReady).LastTransitionTime; got.Equal(&then) {
+		t.Errorf("a transition to True kept the old time")
 	}
 }
