@@ -2,7 +2,6 @@ package controller_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -66,10 +66,9 @@ func luaValue(L *lua.LState, v any) lua.LValue {
 
 // verdictOf computes both tools' verdicts on obj as the API server returns it.
 func verdictOf(obj client.Object) verdict {
-	raw, err := json.Marshal(obj)
+	content, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	Expect(err).NotTo(HaveOccurred())
-	u := &unstructured.Unstructured{}
-	Expect(u.UnmarshalJSON(raw)).To(Succeed())
+	u := &unstructured.Unstructured{Object: content}
 	res, err := status.Compute(u)
 	Expect(err).NotTo(HaveOccurred())
 
@@ -112,7 +111,7 @@ var _ = Describe("Health as GitOps tools read it", func() {
 
 		By("Bound to a resource that has not reported readiness: in progress")
 		name := "health-" + ns
-		createAvailable(ctx, staticResource(name, kind, "10Gi"))
+		Expect(k8s.Create(ctx, staticResource(name, kind, "10Gi"))).To(Succeed()) // the claim waiting for it binds it at once
 		Eventually(getClaim(ctx, claim), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
 		Expect(claimVerdict()).To(Equal(inProgress))
 
