@@ -2,8 +2,11 @@ package tfrunner
 
 // Warm providers: provider plugin processes kept between runs, which Terraform and OpenTofu drive
 // through provider reattach (TF_REATTACH_PROVIDERS, set by terraform-exec's Reattach option)
-// instead of starting their own. A provider started with -debug serves until it is killed and
-// prints how to reattach to it; the start-up it saves is most of a small apply.
+// instead of starting their own. A provider is started as Terraform starts one, as a
+// hashicorp/go-plugin client with Terraform's handshake (start); the reattach information is the
+// client's own (go-plugin's ReattachConfig), marked Test so that a run that attaches to the
+// process never stops it: it serves until it is killed. The start-up it saves is most of a small
+// apply.
 //
 // Isolation: a process is checked out by one run at a time, and is shared only by runs with the
 // same key: the provider's address and binary (so its version), the run's tenant, class and module,
@@ -12,14 +15,11 @@ package tfrunner
 // process serves at most MaxRuns runs and waits idle at most IdleTimeout.
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -30,6 +30,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/terraform-config-inspect/tfconfig"
 	"github.com/hashicorp/terraform-exec/tfexec"
 
@@ -42,6 +44,19 @@ const (
 	DefaultWarmIdleTimeout = 2 * time.Minute
 	warmStartTimeout       = 30 * time.Second
 )
+
+// providerHandshake is Terraform's plugin handshake (hashicorp/terraform internal/plugin/serve.go,
+// Handshake; OpenTofu's is the same): a provider serves only when started with this cookie in its
+// environment.
+var providerHandshake = plugin.HandshakeConfig{
+	MagicCookieKey:   "TF_PLUGIN_MAGIC_COOKIE",
+	MagicCookieValue: "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2",
+}
+
+// providerProtocols are the plugin protocol versions offered to a provider, 5 and 6 as Terraform
+// and OpenTofu offer them; the provider picks the newest it serves. No plugin is dispensed here:
+// only the runs that reattach speak the protocol.
+var providerProtocols = map[int]plugin.PluginSet{5: {}, 6: {}}
 
 // WarmProviders keeps provider processes between runs. The zero value is not usable: use
 // NewWarmProviders.
@@ -77,8 +92,8 @@ func NewWarmProviders(dir string) *WarmProviders {
 
 type warmProvider struct {
 	key    string
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once the process has exited
+	cmd    *exec.Cmd      // the process, in a process group of its own
+	client *plugin.Client // started cmd; reaps it and reports it exited
 	config tfexec.ReattachConfig
 	runs   int
 	idleAt time.Time
@@ -310,58 +325,61 @@ func declaresAliases(dir string) bool {
 	return false
 }
 
-// start runs the provider with -debug in a process group of its own and reads, from its output,
-// how to reattach to it (the TF_REATTACH_PROVIDERS line that terraform-plugin-go prints).
+// start runs the provider as Terraform does (a go-plugin client: Terraform's handshake, protocol
+// 5 or 6 over gRPC, no TLS since a run that reattaches brings none), in a process group of its own
+// with exactly env as its environment, and returns it once it serves, with the information to
+// reattach to it: go-plugin's ReattachConfig, its negotiated protocol version, and Test set, which
+// tells the runs' go-plugin clients not to stop the process when they end. It fails when the
+// provider does not serve within warmStartTimeout or ctx ends first.
+//
+// What the provider writes to its stdout and stderr goes, as for the providers Terraform starts,
+// through go-plugin's stdio stream to the run attached to it (between runs it waits in a pipe).
 func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key string, env map[string]string) (*warmProvider, error) {
 	if err := os.MkdirAll(wp.dir, 0o700); err != nil {
 		return nil, err
 	}
 	path, env := wp.Sandbox.Command(pb.path, env, wp.dir)
-	cmd := exec.Command(path, "-debug")
+	cmd := exec.Command(path)
 	cmd.Dir = wp.dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting provider %s: %w", pb.address, err)
-	}
-	p := &warmProvider{key: key, cmd: cmd, exited: make(chan struct{})}
-	found := make(chan error, 1)
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  providerHandshake,
+		VersionedPlugins: providerProtocols,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		Cmd:              cmd,
+		SkipHostEnv:      true, // env only: never this process's environment
+		StartTimeout:     warmStartTimeout,
+		Logger:           hclog.NewNullLogger(),
+	})
+	p := &warmProvider{key: key, cmd: cmd, client: client}
+	started := make(chan error, 1)
 	go func() {
-		sc := bufio.NewScanner(out)
-		sent := false
-		for sc.Scan() {
-			if !sent {
-				if cfg, ok := reattachLine(sc.Text()); ok {
-					p.config, sent = cfg, true
-					found <- nil
-				}
-			}
-		}
-		if !sent {
-			found <- errors.New("the provider exited without saying how to reattach to it (does it support -debug?)")
-		}
-		_ = cmd.Wait()
-		close(p.exited)
+		_, err := client.Start()
+		started <- err
 	}()
-	timer := time.NewTimer(warmStartTimeout)
-	defer timer.Stop()
+	var err error
 	select {
-	case err = <-found:
+	case err = <-started:
+		if err != nil {
+			p.kill()
+		}
 	case <-ctx.Done():
 		err = ctx.Err()
-	case <-timer.C:
-		err = fmt.Errorf("the provider did not say how to reattach to it within %s", warmStartTimeout)
+		go func() { // cmd is started or given up within warmStartTimeout: kill it then
+			<-started
+			p.kill()
+		}()
 	}
 	if err != nil {
-		p.kill()
 		return nil, fmt.Errorf("warm provider %s: %w", pb.address, err)
+	}
+	rc := client.ReattachConfig()
+	p.config = tfexec.ReattachConfig{
+		Protocol: string(rc.Protocol), ProtocolVersion: client.NegotiatedVersion(), Pid: rc.Pid, Test: true,
+		Addr: tfexec.ReattachConfigAddr{Network: rc.Addr.Network(), String: rc.Addr.String()},
 	}
 	wp.mu.Lock()
 	wp.started++
@@ -369,38 +387,10 @@ func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key strin
 	return p, nil
 }
 
-// reattachLine parses a line TF_REATTACH_PROVIDERS='{"<address>": {...}}' into the one provider's
-// config (the address printed is the provider's own; the run's is used instead).
-func reattachLine(line string) (tfexec.ReattachConfig, bool) {
-	_, rest, ok := strings.Cut(line, "TF_REATTACH_PROVIDERS='")
-	if !ok {
-		return tfexec.ReattachConfig{}, false
-	}
-	raw, _, ok := strings.Cut(rest, "'")
-	if !ok {
-		return tfexec.ReattachConfig{}, false
-	}
-	var info map[string]tfexec.ReattachConfig
-	if err := json.Unmarshal([]byte(raw), &info); err != nil || len(info) != 1 {
-		return tfexec.ReattachConfig{}, false
-	}
-	for _, cfg := range info {
-		return cfg, true
-	}
-	return tfexec.ReattachConfig{}, false
-}
-
 // gone reports a process that has exited.
-func (p *warmProvider) gone() bool {
-	select {
-	case <-p.exited:
-		return true
-	default:
-		return false
-	}
-}
+func (p *warmProvider) gone() bool { return p.client.Exited() }
 
-// kill ends the process's group (SIGKILL).
+// kill ends the process's group (SIGKILL); the go-plugin client reaps the process.
 func (p *warmProvider) kill() {
 	if p.cmd.Process != nil {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)

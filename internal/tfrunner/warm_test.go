@@ -2,6 +2,7 @@ package tfrunner
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,7 +12,7 @@ import (
 )
 
 // randomProvider is the random provider of the tools' mirror, as a workspace would list it.
-func randomProvider(t *testing.T) providerBinary {
+func randomProvider(t testing.TB) providerBinary {
 	paths, _ := filepath.Glob(filepath.Join(os.Getenv("CONDUCTOR_TF_PROVIDER_MIRROR"), "registry.terraform.io", "hashicorp", "random", "*", "*", "terraform-provider-random*"))
 	if len(paths) == 0 {
 		t.Fatal("no random provider in CONDUCTOR_TF_PROVIDER_MIRROR: run with the tools' environment")
@@ -88,6 +89,49 @@ func TestWarmProvidersIsolation(t *testing.T) {
 	d, releaseD := checkoutOne(t, wp, pb, "team-a", env)
 	releaseD(true)
 	waitGone(t, d, "after MaxRuns")
+}
+
+// BenchmarkWarmProviderStart: the time from starting the random provider to holding the reattach
+// information for it (a warm provider ready for a run), then killing it.
+func BenchmarkWarmProviderStart(b *testing.B) {
+	wp := NewWarmProviders(b.TempDir())
+	pb := randomProvider(b)
+	env := map[string]string{"PATH": os.Getenv("PATH")}
+	for b.Loop() {
+		p, err := wp.start(context.Background(), pb, "k", env)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if p.config.Pid == 0 || p.config.Addr.String == "" || p.config.ProtocolVersion == 0 {
+			b.Fatalf("reattach config %+v", p.config)
+		}
+		p.kill()
+	}
+}
+
+// TestWarmProviderStartCancelled: a start whose context ends first fails with the context's error
+// and leaves no provider process behind.
+func TestWarmProviderStartCancelled(t *testing.T) {
+	dir := t.TempDir()
+	wp := NewWarmProviders(dir)
+	defer wp.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	env := wp.providerEnv(map[string]string{"PATH": os.Getenv("PATH")}) // EnvWorkspace names dir
+	if _, err := wp.start(ctx, randomProvider(t), "k", env); !errors.Is(err, context.Canceled) {
+		t.Fatalf("start with a cancelled context: %v, want context.Canceled", err)
+	}
+	time.Sleep(300 * time.Millisecond) // a process started after the cancel is started by now
+	deadline := time.Now().Add(5 * time.Second)
+	for signalRun(dir, false, 0) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a provider process of a cancelled start still runs")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if wp.Started() != 0 {
+		t.Errorf("started %d, want 0", wp.Started())
+	}
 }
 
 // TestWarmProvidersIdleTimeout: a process idle for longer than IdleTimeout is killed.
