@@ -6,13 +6,14 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/hex"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/uuid"
 )
 
 // Settings of the http backend that a run gets through its environment. The variable names and
@@ -97,15 +98,9 @@ func randomToken(n int) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// newLockID returns a random UUID (version 4), the form of Terraform's lock IDs.
-func newLockID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b)
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
+// newLockID returns a random UUID (version 4, apimachinery's uuid.NewUUID), the form of
+// Terraform's lock IDs.
+func newLockID() string { return string(uuid.NewUUID()) }
 
 // IssueRun issues credentials for one run of the resource whose state has this suffix (in
 // DefaultWorkspace), with a new random run ID; see IssueRunAs.
