@@ -9,6 +9,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 )
 
 // LockedError is a lock refused, or an unlock refused, because the state is locked under another
@@ -24,16 +26,30 @@ func (e *LockedError) Error() string {
 		h.Who, h.ID, h.Operation, h.Created.Format("2006-01-02T15:04:05Z07:00"), h.Info)
 }
 
+// leaseRetry is how acquireLock and unlock retry when the Lease changed between their read and
+// their write (errLeaseChanged: a Conflict, an AlreadyExists, a NotFound of a Lease they had not
+// read, or a guess that looked held): at most lockAttempts attempts, one after another with no
+// wait (each retry reads the Lease afresh; the other writer has already written, so waiting would
+// not make the next attempt likelier to succeed).
+var leaseRetry = wait.Backoff{Steps: lockAttempts}
+
 // lockAttempts bounds how often acquireLock and unlock re-read a Lease another writer changed
 // between their read and their write.
 const lockAttempts = 5
+
+// errLeaseChanged marks an attempt that found the Lease changed since it was read: retried
+// (leaseRetry), and after lockAttempts attempts reported as "changed N times".
+var errLeaseChanged = errors.New("the lock Lease changed since it was read")
+
+func leaseChanged(err error) bool { return errors.Is(err, errLeaseChanged) }
 
 // acquireLock locks a handle's's state with info, as Terraform's kubernetes backend does
 // (client.go, Lock): the Lease lock-tfstate-<workspace>-<suffix> is created with holderIdentity =
 // info.ID, annotation app.terraform.io/lock-info = info as JSON and the backend's labels (plus
 // extra), or, when it exists unheld, updated so. Unlike Terraform's, the update carries the
 // resourceVersion read and the create fails if another created the Lease first; either race is
-// retried from a fresh read, so two callers can never both hold the lock.
+// retried from a fresh read (leaseRetry, client-go's retry.OnError), so two callers can never both
+// hold the lock.
 //
 // It returns the lock now held: info, or the recorded lock when the Lease is already held under
 // info.ID (taking a lock twice is not an error, as in Terraform). When the Lease is held under
@@ -57,14 +73,19 @@ func acquireLock(ctx context.Context, h *Handle, info Lock, known *coordinationv
 	name := LeaseName(workspace, suffix)
 	lease, fresh := known.DeepCopy(), false
 	guessAbsent := known == nil && createFirst
-	for range lockAttempts {
+	var (
+		held    *Lock
+		written *coordinationv1.Lease
+	)
+	err = retry.OnError(leaseRetry, leaseChanged, func() error {
 		if lease == nil && !guessAbsent {
+			var err error
 			lease, err = leases.Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				lease, err = nil, nil
 			}
 			if err != nil {
-				return nil, nil, err
+				return err
 			}
 			fresh = true
 		}
@@ -80,26 +101,29 @@ func acquireLock(ctx context.Context, h *Handle, info Lock, known *coordinationv
 				Spec: coordinationv1.LeaseSpec{HolderIdentity: &id},
 			}, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
-				continue
+				return errLeaseChanged
 			}
 			if err != nil {
-				return nil, nil, fmt.Errorf("creating lock Lease %s: %w", name, err)
+				return fmt.Errorf("creating lock Lease %s: %w", name, err)
 			}
-			return &info, created, nil
+			held, written = &info, created
+			return nil
 		}
 		current, err := leaseLock(lease)
 		if err != nil && fresh {
-			return nil, nil, err
+			return err
 		}
 		if err != nil || (current != nil && !fresh) {
 			lease = nil // a guess that looks held is read again, never reported
-			continue
+			return errLeaseChanged
 		}
 		if current != nil {
+			held = current
 			if current.ID == info.ID {
-				return current, lease, nil
+				written = lease
+				return nil
 			}
-			return current, nil, &LockedError{Holder: current}
+			return &LockedError{Holder: current}
 		}
 		id := info.ID
 		lease.Spec.HolderIdentity = &id
@@ -110,21 +134,32 @@ func acquireLock(ctx context.Context, h *Handle, info Lock, known *coordinationv
 		updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) || (apierrors.IsNotFound(err) && !fresh) {
 			lease, fresh = nil, false
-			continue
+			return errLeaseChanged
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("locking Lease %s: %w", name, err)
+			return fmt.Errorf("locking Lease %s: %w", name, err)
 		}
-		return &info, updated, nil
+		held, written = &info, updated
+		return nil
+	})
+	var locked *LockedError
+	switch {
+	case leaseChanged(err):
+		return nil, nil, fmt.Errorf("lock Lease %s changed %d times while locking it", name, lockAttempts)
+	case errors.As(err, &locked):
+		return held, nil, err
+	case err != nil:
+		return nil, nil, err
 	}
-	return nil, nil, fmt.Errorf("lock Lease %s changed %d times while locking it", name, lockAttempts)
+	return held, written, nil
 }
 
 // unlock releases the lock with this ID on a handle's's state, as Terraform's kubernetes backend
 // does (client.go, Unlock: holderIdentity and the lock-info annotation removed, the Lease kept).
 // Unlike Terraform's, a state that is not locked (no Lease, or no holder) is not an error, so that
 // a retried unlock succeeds. It returns a *LockedError when the Lease is held under another ID.
-// The update carries the resourceVersion read; a lock taken in between is re-read, never released.
+// The update carries the resourceVersion read; a lock taken in between is re-read, never released
+// (leaseRetry, client-go's retry.OnError).
 //
 // unlock starts from known, the Lease as this process last wrote it (nil: unknown):
 // when it shows the lock id held, it is updated at once with its resourceVersion (a Conflict means
@@ -138,40 +173,49 @@ func unlock(ctx context.Context, h *Handle, id string, known *coordinationv1.Lea
 			lease = nil // only a guess that shows this very lock is written without a read
 		}
 	}
-	for range lockAttempts {
+	var written *coordinationv1.Lease
+	err := retry.OnError(leaseRetry, leaseChanged, func() error {
 		if lease == nil {
 			var err error
 			lease, err = leases.Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
-				return nil, nil
+				return nil // written stays nil: there is no Lease
 			}
 			if err != nil {
-				return nil, err
+				return err
 			}
 		}
 		current, err := leaseLock(lease)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if current == nil {
-			return lease, nil
+			written = lease
+			return nil
 		}
 		if current.ID != id {
-			return nil, &LockedError{Holder: current}
+			return &LockedError{Holder: current}
 		}
 		lease.Spec.HolderIdentity = nil
 		delete(lease.Annotations, lockInfoAnnotation)
 		updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			lease = nil // changed or deleted since: read it again
-			continue
+			return errLeaseChanged
 		}
 		if err != nil {
-			return nil, fmt.Errorf("unlocking Lease %s: %w", name, err)
+			return fmt.Errorf("unlocking Lease %s: %w", name, err)
 		}
-		return updated, nil
+		written = updated
+		return nil
+	})
+	if leaseChanged(err) {
+		return nil, fmt.Errorf("lock Lease %s changed %d times while unlocking it", name, lockAttempts)
 	}
-	return nil, fmt.Errorf("lock Lease %s changed %d times while unlocking it", name, lockAttempts)
+	if err != nil {
+		return nil, err
+	}
+	return written, nil
 }
 
 func leaseLock(lease *coordinationv1.Lease) (*Lock, error) {

@@ -12,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 )
 
 // DefaultHistoryLimit is how many earlier versions of each state a Store keeps unless told.
@@ -216,11 +218,19 @@ func (h *Handle) readStored(ctx context.Context) (*storedState, error) {
 // from a fresh read.
 var errStale = errors.New("the state changed since it was read")
 
+// staleRetry is how writeFrom redoes a write that found the state stale (errStale): once more, at
+// once (no wait: the retry reads the state afresh, so waiting would not make it likelier to
+// succeed). A second errStale (another writer between that read and the write) is returned.
+var staleRetry = wait.Backoff{Steps: 2}
+
+func isStale(err error) bool { return errors.Is(err, errStale) }
+
 // writeFrom is write starting from known, what this process last read or wrote of the state (nil:
 // read it now), and returns what it wrote, for the next write. known saves the read only for a
 // one-chunk state replacing a one-chunk state or none: the write is then one update guarded by
 // the resourceVersion known holds (or one create), so a state changed since makes it conflict,
-// and it is done again from a fresh read, checks included. Otherwise the state is read first.
+// and it is done again from a fresh read, checks included (staleRetry, client-go's retry.OnError).
+// Otherwise the state is read first.
 func writeFrom(ctx context.Context, h *Handle, state []byte, check bool, known *storedState) (*storedState, error) {
 	sent, err := decodeJSON(state)
 	if err != nil {
@@ -236,19 +246,18 @@ func writeFrom(ctx context.Context, h *Handle, state []byte, check bool, known *
 	if !check || len(gz) >= chunkSize || (known != nil && known.found && known.single == nil) {
 		known = nil
 	}
-	for attempt := 0; ; attempt++ {
-		stored := known
-		var rerr error
-		if stored == nil || attempt > 0 {
+	var written *storedState
+	err = retry.OnError(staleRetry, isStale, func() error {
+		stored, fresh, rerr := known, known == nil, error(nil)
+		if fresh {
 			stored, rerr = h.readStored(ctx)
 		}
-		fresh := stored != known || known == nil
-		written, err := writeOver(ctx, h, stored, rerr, sent, state, gz, check, fresh)
-		if errors.Is(err, errStale) && attempt == 0 {
-			continue
-		}
-		return written, err
-	}
+		known = nil // a retry starts from a fresh read
+		var err error
+		written, err = writeOver(ctx, h, stored, rerr, sent, state, gz, check, fresh)
+		return err
+	})
+	return written, err
 }
 
 // writeOver writes state (sent its serial and lineage, gz its gzip) over stored (or, when the read
