@@ -20,13 +20,13 @@ package controller
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
@@ -253,7 +253,9 @@ func logSecretName(res *v1alpha1.InfraResource) string {
 // maxRunHistory is how many runs status.runs keeps.
 const maxRunHistory = 5
 
-// jitter spreads d by up to ±10 %, so that resources created together are not checked together.
+// jitter spreads d by up to ±10 %, so that resources created together are not checked together:
+// a duration drawn uniformly from [0.9 d, 1.1 d). wait.Jitter(base, f) draws from [base,
+// base·(1+f)); base 0.9 d and f 2/9 give that interval.
 func jitter(d time.Duration) time.Duration {
-	return d - d/10 + time.Duration(float64(d)/5*rand.Float64())
+	return wait.Jitter(d-d/10, 2.0/9)
 }
