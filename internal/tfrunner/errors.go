@@ -27,7 +27,8 @@ func (e *RunError) Unwrap() error { return e.Err }
 type LockError struct {
 	// ID of the lock (for force-unlock).
 	ID string
-	// Who holds it (user@host as Terraform records it).
+	// Who holds it (user@host as Terraform records it). Who, Operation and Created are empty when
+	// Terraform named only the lock's ID (terraform 1.11's http backend, see httpHolder).
 	Who string
 	// Operation the holder runs (e.g. OperationTypeApply).
 	Operation string
@@ -38,11 +39,26 @@ type LockError struct {
 }
 
 func (e *LockError) Error() string {
+	if e.Who == "" && e.Operation == "" && e.Created == "" {
+		return fmt.Sprintf("terraform %s: state is locked (lock ID %s)", e.Op, e.ID)
+	}
 	return fmt.Sprintf("terraform %s: state is locked by %s (lock ID %s, %s since %s)", e.Op, e.Who, e.ID, e.Operation, e.Created)
 }
 
 var (
-	lockField  = regexp.MustCompile(`(?m)^\s*(ID|Who|Operation|Created):\s*(.*?)\s*$`)
+	// lockField reads the holder from Terraform's own words. OpenTofu and Terraform say who holds a
+	// refused lock only as text, statemgr.LockInfo.String ("Lock Info:\n  ID: …\n  Who: …"), in
+	// the human output and in the -json stream's diagnostic alike (its detail; the diagnostic has
+	// no lock fields), and a run has nothing else to go by: on a runner pod it cannot read the
+	// state server's locks. Where the structured lock is at hand, in the controller, status takes
+	// it from the Lease that the state server or the kubernetes backend keeps (statebackend
+	// InspectLock), not from this error.
+	lockField = regexp.MustCompile(`(?m)^\s*(ID|Who|Operation|Created):\s*(.*?)\s*$`)
+	// httpHolder is the holder's lock ID in the http backend's refusal ("HTTP remote state already
+	// locked: ID=<id>", wrapped in human output). Under "Lock Info:" OpenTofu 1.12.6 then prints
+	// the holder's lock, but terraform 1.11.4 its own refused request (both measured against a
+	// server answering 423 with the holder's LockInfo, as statebackend.Server does).
+	httpHolder = regexp.MustCompile(`HTTP remote state already locked:\s*ID=(\S+)`)
 	ansiEscape = regexp.MustCompile("\x1b\\[[0-9;]*m")
 )
 
@@ -68,6 +84,10 @@ func classify(op string, err error) error {
 			case "Created":
 				le.Created = m[2]
 			}
+		}
+		if m := httpHolder.FindStringSubmatch(text); m != nil && m[1] != le.ID {
+			// The Lock Info block is this run's own request: of the holder, only the ID is known.
+			le.ID, le.Who, le.Operation, le.Created = m[1], "", "", ""
 		}
 		return le
 	}
