@@ -99,6 +99,7 @@ var _ = Describe("Dashboards and alerts", func() {
 			Spec: v1alpha1.InfraRunnerPoolSpec{Replicas: ptr.To[int32](1), Concurrency: 1}}
 		Expect(k8s.Create(s.ctx, pool)).To(Succeed())
 		DeferCleanup(func() { _ = k8s.Delete(s.ctx, pool) })
+		Expect(k8s.Create(s.ctx, fileClass("dash-"+s.ns, s.kind, v1alpha1.ReclaimDelete))).To(Succeed())
 		claim := fileClaim(s.ns, "dashboard", s.kind, s.dir, "dashboard")
 		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
 		s.ready(claim)
