@@ -57,11 +57,12 @@ def main():
     for p in panels:
         g = p["gridPos"]
         left, width = g["x"] / 24, g["w"] / 24
-        bottom, height = 1 - (g["y"] + g["h"]) / rows, g["h"] / rows
+        top = 0.97  # the title above
+        bottom, height = top * (1 - (g["y"] + g["h"]) / rows), top * g["h"] / rows
         if p["type"] == "row":
             fig.text(left + 0.005, bottom + height * 0.2, p["title"], color=TEXT, fontsize=12, weight="bold")
             continue
-        ax = fig.add_axes([left + 0.006, bottom + 0.012, width - 0.012, height - 0.03], facecolor=PANEL)
+        ax = fig.add_axes([left + 0.02, bottom + 0.012, width - 0.026, height - 0.03], facecolor=PANEL)
         ax.set_title(p["title"], color=TEXT, fontsize=9, loc="left")
         for s in ax.spines.values():
             s.set_color(GRID)

@@ -5,7 +5,7 @@
 # prometheus package) scrapes a manager that provisions, holds and reclaims claims on a local
 # control plane, and hack/dashboard-plot.py runs every panel's query of
 # config/monitoring/dashboard.json against it and draws the panels in the dashboard's layout
-# (Debian's python3-matplotlib). Both packages are installed with apt-get when missing.
+# (Debian's python3-matplotlib, run by /usr/bin/python3: a python3 of its own on PATH lacks it). Both packages are installed with apt-get when missing.
 #
 #   hack/dashboard-screenshot.sh            # MINUTES=8: how long the claims come and go
 #
@@ -21,7 +21,7 @@ MINUTES=${MINUTES:-8}
 OUT=${OUT:-$ROOT/docs/images/dashboard.png}
 log() { printf '[dashboard] %s\n' "$*" >&2; }
 
-if ! command -v prometheus >/dev/null || ! python3 -c 'import matplotlib' 2>/dev/null; then
+if ! command -v prometheus >/dev/null || ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
   log "installing prometheus and python3-matplotlib (Debian)"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus python3-matplotlib >/dev/null
 fi
@@ -98,5 +98,5 @@ while (( $(date +%s) < end )); do
   sleep 20
 done
 mkdir -p "$(dirname "$OUT")"
-python3 "$ROOT/hack/dashboard-plot.py" http://127.0.0.1:19090 "$ROOT/config/monitoring/dashboard.json" "$OUT" "${MINUTES}m"
+/usr/bin/python3 "$ROOT/hack/dashboard-plot.py" http://127.0.0.1:19090 "$ROOT/config/monitoring/dashboard.json" "$OUT" "${MINUTES}m"
 log "wrote $OUT"
