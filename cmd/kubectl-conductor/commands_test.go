@@ -210,13 +210,13 @@ func TestCreatesShowsWhatIsInDoubtAndResolvesIt(t *testing.T) {
 func TestRunsNewestFirstWithTheFailure(t *testing.T) {
 	out := ok(t, []string{"\nRun 9b2d4f10 (apply, 4h ago) failed:\n  Error: creating bucket: AccessDenied: Access Denied\n    with minio_s3_bucket.this\n"},
 		"runs", "team-a-bucket")
-	if got := row(t, out, "RUN"); got != "RUN OPERATION RESULT STARTED DURATION CHANGES PLAN CONTROLLER" {
+	if got := row(t, out, "RUN"); got != "RUN OPERATION RESULT STARTED WAITED DURATION CHANGES PLAN CONTROLLER" {
 		t.Errorf("header %q", got)
 	}
 	for first, want := range map[string]string{
-		"c4e8a2f6": "c4e8a2f6 plan Succeeded 10m ago 41s +1 ~1 -1 " + planID + " conductor-tf-7d9f8c6b5-x2k4p",
-		"9b2d4f10": "9b2d4f10 apply Failed 4h ago 95s - aa11bb22cc33 conductor-tf-7d9f8c6b5-x2k4p",
-		"0a1b2c3d": "0a1b2c3d apply Succeeded 26h ago 3m +2 ~0 -0 0f0e0d0c0b0a conductor-tf-7d9f8c6b5-q8z7m",
+		"c4e8a2f6": "c4e8a2f6 plan Succeeded 10m ago 24s 41s +1 ~1 -1 " + planID + " conductor-tf-7d9f8c6b5-x2k4p",
+		"9b2d4f10": "9b2d4f10 apply Failed 4h ago - 95s - aa11bb22cc33 conductor-tf-7d9f8c6b5-x2k4p",
+		"0a1b2c3d": "0a1b2c3d apply Succeeded 26h ago - 3m +2 ~0 -0 0f0e0d0c0b0a conductor-tf-7d9f8c6b5-q8z7m",
 	} {
 		if got := row(t, out, first); got != want {
 			t.Errorf("row %q, want %q", got, want)
@@ -226,7 +226,7 @@ func TestRunsNewestFirstWithTheFailure(t *testing.T) {
 		t.Errorf("runs not newest first:\n%s", out)
 	}
 	out = ok(t, nil, "runs", "bucket-live")
-	if got := row(t, out, "e5f6a7b8"); got != "e5f6a7b8 apply Running 2m10s ago running - 77aa88bb99cc conductor-tf-7d9f8c6b5-x2k4p" {
+	if got := row(t, out, "e5f6a7b8"); got != "e5f6a7b8 apply Running 2m10s ago - running - 77aa88bb99cc conductor-tf-7d9f8c6b5-x2k4p" {
 		t.Errorf("running row %q", got)
 	}
 	ok(t, []string{"InfraResource bucket-moved: no runs recorded.\n"}, "runs", "bucket-moved")

@@ -185,7 +185,7 @@ func makeFixtures(ctx context.Context) error {
 
 	ok := &v1alpha1.PlanSummary{Add: 2}
 	newest := v1alpha1.RunStatus{Operation: "plan", Result: "Succeeded", ID: "c4e8a2f6-3333-4b1d-9c7e-5a6b7c8d9e0f",
-		StartTime: before(10 * time.Minute), CompletionTime: before(10*time.Minute - 41*time.Second), Generation: 3,
+		QueuedTime: before(10*time.Minute + 24*time.Second), StartTime: before(10 * time.Minute), CompletionTime: before(10*time.Minute - 41*time.Second), Generation: 3,
 		Summary: &v1alpha1.PlanSummary{Add: 1, Change: 1, Destroy: 1}, PlanID: planID,
 		Controller: "conductor-tf-7d9f8c6b5-x2k4p", LogSecret: "run-log-c4e8a2f6"}
 	failed := v1alpha1.RunStatus{Operation: "apply", Result: "Failed", ID: failedRun, StartTime: before(4 * time.Hour),

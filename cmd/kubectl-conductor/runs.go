@@ -67,8 +67,13 @@ func runRuns(ctx context.Context, out io.Writer, cl *Clients, name string) error
 	}
 	now := cl.Now()
 	tw := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tOPERATION\tRESULT\tSTARTED\tDURATION\tCHANGES\tPLAN\tCONTROLLER")
+	fmt.Fprintln(tw, "RUN\tOPERATION\tRESULT\tSTARTED\tWAITED\tDURATION\tCHANGES\tPLAN\tCONTROLLER")
 	for _, r := range list {
+		// WAITED: its wait for a runner slot (queuedTime → startTime); DURATION: the run itself.
+		waited := "-"
+		if r.QueuedTime != nil && r.StartTime != nil && r.StartTime.After(r.QueuedTime.Time) {
+			waited = duration.HumanDuration(r.StartTime.Sub(r.QueuedTime.Time))
+		}
 		took := "-"
 		switch {
 		case r.StartTime != nil && r.CompletionTime != nil:
@@ -80,8 +85,8 @@ func runRuns(ctx context.Context, out io.Writer, cl *Clients, name string) error
 		if r.Summary != nil {
 			changes = summary(*r.Summary)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", short(r.ID, 8), orDash(r.Operation), orDash(r.Result),
-			ago(now, r.StartTime), took, changes, orDash(r.PlanID), orDash(r.Controller))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", short(r.ID, 8), orDash(r.Operation), orDash(r.Result),
+			ago(now, r.StartTime), waited, took, changes, orDash(r.PlanID), orDash(r.Controller))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
