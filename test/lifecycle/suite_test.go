@@ -185,7 +185,7 @@ var _ = BeforeSuite(func() {
 	rec := mgr.GetEventRecorder("conductor-tf")
 	Expect((&controller.ClaimReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, MaxConcurrentReconciles: 4, Ready: &metrics.ClaimReady{},
-		ConnectionSecretCheck: 2 * time.Second,
+		ConnectionSecretCheck: 5 * time.Second,
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&controller.ResourceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: &runners.Router{Local: pool, Remote: dispatcher, KeepErrored: stateServer.KeepErrored},
