@@ -32,7 +32,9 @@ type resourceScope struct {
 	phase v1alpha1.ResourcePhase // the phase the claim gives the resource (bindingPhase)
 	class *v1alpha1.InfraClass   // the resource's class, nil when static or gone
 	start time.Time              // when the reconcile began deciding a run
-	spec  tfrunner.Spec          // the run's inputs, once readInputs read them
+	// runStart is when the run got its runner slot (the Started event); zero until then.
+	runStart time.Time
+	spec     tfrunner.Spec // the run's inputs, once readInputs read them
 	// state is the resource's one state handle (Secret, Lease, history), labelled with the
 	// resource; nil until its name is chosen (nameState). Every state read and write goes through it.
 	state *statebackend.Handle

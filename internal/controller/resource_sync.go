@@ -136,9 +136,6 @@ func (r syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error) 
 	// The Running record is written by the run's first event (Queued or Started, runEvents),
 	// before its first command: a run that waits for a slot writes it once, with its place in line.
 	res.Status.LastRun = r.newRun(res, op, s.start)
-	// The run's own record: its StartTime is set by the Started event, and the outcome may put
-	// another record in LastRun (recordOutcome), so the duration is taken from this one.
-	run := res.Status.LastRun
 	revoke := r.keeper().backend(s, &s.spec)
 	defer revoke()
 	out, err := r.Runs.Apply(ctx, res.Name, s.spec, r.applyOptions(ctx, s, savedPlan))
@@ -148,7 +145,13 @@ func (r syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error) 
 	done := time.Now()
 	settleCreates(res, err, r.keeper().stateStored(s))
 	defer func() {
-		metrics.ObserveRun(res.Status.LastRun.Operation, runResult(res.Status.LastRun, err), done.Sub(run.StartTime.Time))
+		// From the Started event, kept on the scope: a checkpoint or the outcome may replace
+		// status.lastRun meanwhile (recordOutcome starts a new record when the generation moved).
+		began := s.runStart
+		if began.IsZero() {
+			began = s.start
+		}
+		metrics.ObserveRun(res.Status.LastRun.Operation, runResult(res.Status.LastRun, err), done.Sub(began))
 	}()
 	if out != nil && out.Plan != nil {
 		if res.Status.LastRun.Summary == nil {
@@ -203,7 +206,8 @@ func runEvents(ctx context.Context, s *resourceScope) tfrunner.Events {
 			}
 			return nil
 		case tfrunner.Started:
-			started(res.Status.LastRun, time.Now())
+			s.runStart = time.Now()
+			started(res.Status.LastRun, s.runStart)
 			if recorded {
 				return nil
 			}
