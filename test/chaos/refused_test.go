@@ -140,7 +140,8 @@ func TestStateRefusedThenRestartCreatesNothingTwice(t *testing.T) {
 	kill()
 	lift()
 
-	_, log = start("second")
+	killSecond, log := start("second")
+	defer killSecond() // the second manager was left running after the test (seen: an orphan conductor-tf)
 	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		if err := r.k8s.Get(ctx, types.NamespacedName{Name: name}, got); err != nil {
 			t.Fatal(err)
