@@ -92,7 +92,7 @@ info "runs get no credentials of the controller's: the class grants the ServiceA
 k apply -f "$ROOT/config/samples/rook_minio_rbac.yaml" >/dev/null
 sed "s|$REMOTE|$MODULES_URL|" "$ROOT/config/samples/objectstore_class.yaml" | k apply -f -
 k wait --for=condition=Ready infraclass/minio-standard --timeout=120s >/dev/null \
-  || fail "the class did not become Ready: $(k get infraclass minio-standard -o jsonpath='{.status.conditions[0].message}')"
+  || fail "the class did not become Ready: $(k get infraclass minio-standard -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}')"
 
 step "The application team's claim: assets (8Gi of object storage) in namespace $NS"
 sed "s|namespace: default|namespace: $NS|" "$ROOT/config/samples/objectstore_claim.yaml" | k apply -f -

@@ -82,7 +82,7 @@ sed "s|$REMOTE|$MODULES_URL|" "$ROOT/config/samples/objectstore_class.yaml" | k 
 info "no kubelet runs on this control plane: the MinIO server's pod could not start, so the class"
 info "asks for Rook's ObjectStore object instead (server: rook-objectstore); nothing serves it here"
 k patch infraclass minio-standard --type merge -p '{"spec":{"variables":{"server":"rook-objectstore"}}}' >/dev/null
-k wait --for=condition=Ready infraclass/minio-standard --timeout=120s >/dev/null || fail "the class did not become Ready: $(k get infraclass minio-standard -o jsonpath='{.status.conditions[0].message}')"
+k wait --for=condition=Ready infraclass/minio-standard --timeout=120s >/dev/null || fail "the class did not become Ready: $(k get infraclass minio-standard -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}')"
 info "Ready: $(k get infraclass minio-standard -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}')"
 info "inputs: $(k get infraclass minio-standard -o jsonpath='{.status.inputs[*].name}')"
 
