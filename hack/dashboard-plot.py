@@ -49,7 +49,7 @@ def main():
     dash = json.load(open(dash_path))
     end = time.time()
     start = end - seconds
-    panels = [p for p in dash["panels"]]
+    panels = dash["panels"]
     rows = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in panels)
     scale = 0.42  # inches per grid unit
     fig = plt.figure(figsize=(24 * scale * 1.9, rows * scale), facecolor=BG)

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
@@ -44,7 +43,7 @@ func (r *ClaimReconciler) checkConnectionSecret(ctx context.Context, claim *v1al
 		return connectionSecretRetry, nil
 	case err != nil:
 		return 0, err
-	case secret.Labels[statebackend.LabelResource] != statebackend.LabelValue(res.Name):
+	case !isConnectionSecretOf(secret, res):
 		setCondition(&claim.Status.Conditions, claim.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonConnectionSecretMissing,
 			fmt.Sprintf("Secret %s/%s is not the connection Secret of resource %s (another object of that name); delete it, or name another in spec.writeConnectionSecretToRef", ref.Namespace, ref.Name, res.Name))
 		return connectionSecretRetry, nil

@@ -120,7 +120,7 @@ func (r resourceSecrets) keepConnectionSecret(ctx context.Context, s *resourceSc
 func (r resourceSecrets) putConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, target types.NamespacedName, owner client.Object, outs map[string]tfrunner.Output) error {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: target.Namespace, Name: target.Name}}
 	mutate := func() error {
-		if secret.ResourceVersion != "" && secret.Labels[statebackend.LabelResource] != statebackend.LabelValue(res.Name) {
+		if secret.ResourceVersion != "" && !isConnectionSecretOf(secret, res) {
 			return fmt.Errorf("Secret %s exists and is not the connection Secret of resource %s; choose another name", target, res.Name)
 		}
 		secret.Type = corev1.SecretTypeOpaque
@@ -149,7 +149,7 @@ func (r resourceSecrets) putConnectionSecret(ctx context.Context, res *v1alpha1.
 	if old := res.Status.ConnectionSecret; old != nil && (old.Namespace != target.Namespace || old.Name != target.Name) {
 		prev := &corev1.Secret{}
 		err := r.Get(ctx, types.NamespacedName{Namespace: old.Namespace, Name: old.Name}, prev)
-		if err == nil && prev.Labels[statebackend.LabelResource] == statebackend.LabelValue(res.Name) {
+		if err == nil && isConnectionSecretOf(prev, res) {
 			err = r.Delete(ctx, prev, client.Preconditions{UID: &prev.UID})
 		}
 		if client.IgnoreNotFound(err) != nil {
@@ -193,4 +193,10 @@ func isBoundPair(res *v1alpha1.InfraResource, claim *v1alpha1.InfraClaim) bool {
 	ref := res.Spec.ClaimRef
 	return ref != nil && ref.UID != "" && ref.UID == claim.UID && ref.Namespace == claim.Namespace &&
 		ref.Name == claim.Name && (claim.Spec.ResourceName == res.Name || claim.Spec.ResourceName == "")
+}
+
+// isConnectionSecretOf reports whether secret is a connection Secret resource res wrote: labelled
+// with the resource (putConnectionSecret labels what it writes).
+func isConnectionSecretOf(secret *corev1.Secret, res *v1alpha1.InfraResource) bool {
+	return secret.Labels[statebackend.LabelResource] == statebackend.LabelValue(res.Name)
 }
