@@ -68,6 +68,8 @@ type options struct {
 	runSandbox             string
 	queueTimeout           time.Duration
 	sandboxHide            string
+	sandboxRead            string
+	sandboxWrite           string
 }
 
 // DefaultDrainTimeout is how long, on SIGTERM, the manager and runners let runs under way finish
@@ -122,6 +124,8 @@ func main() {
 	flag.DurationVar(&o.queueTimeout, "runner-queue-timeout", runners.DefaultQueueTimeout, "How long a run waits for a runner of its pool before it is withdrawn (Synced False, WaitingForRunner) and queued again 30 s later: a pool with no runners holds no reconcile worker longer than this.")
 	flag.StringVar(&o.runSandbox, "run-sandbox", sandboxAuto, sandboxFlagUsage)
 	flag.StringVar(&o.sandboxHide, "run-sandbox-hide", "", "More paths, comma-separated, that runs cannot open (with --run-sandbox), e.g. mounted cloud credentials of the manager's own.")
+	flag.StringVar(&o.sandboxRead, "run-sandbox-read", "", sandboxReadUsage)
+	flag.StringVar(&o.sandboxWrite, "run-sandbox-write", "", sandboxWriteUsage)
 	zapOpts := zap.Options{Development: true}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -195,12 +199,17 @@ func run(o options) error {
 	}
 	log.Info("terraform binary", "binary", bin.String())
 	runsDir := filepath.Join(o.workDir, "runs")
-	if bin.Sandbox, err = newSandbox(o.runSandbox, runsDir, []string{filepath.Join(runsDir, tfrunner.SharedDirName)},
-		splitList(o.sandboxHide), func(f string, a ...any) { log.Info(fmt.Sprintf(f, a...)) }); err != nil {
+	env := runEnv(o.workDir)
+	if _, err := ensureCLIConfig(env, o.workDir); err != nil {
+		return err
+	}
+	if bin.Sandbox, err = newSandbox(o.runSandbox, sandboxSetup{
+		workDir: o.workDir, binary: bin.Path, env: env,
+		hide: splitList(o.sandboxHide), read: splitList(o.sandboxRead), write: splitList(o.sandboxWrite),
+	}, func(f string, a ...any) { log.Info(fmt.Sprintf(f, a...)) }); err != nil {
 		return err
 	}
 	state := statebackend.Config{Namespace: o.namespace}
-	env := runEnv(o.workDir)
 	// Nothing of the controller's own Kubernetes credentials reaches a run: no KUBECONFIG, no
 	// KUBE_CONFIG_PATH, no KUBERNETES_SERVICE_* (the kubernetes provider's in-cluster config), and
 	// with the sandbox no file of them either (the token under /var/run/secrets, the kubeconfig). A
@@ -331,19 +340,17 @@ func runnerFence(o options) time.Duration {
 	return o.heartbeatTimeout + o.fenceGrace
 }
 
-// runEnv is the environment every run starts from, for a process whose working directories are
-// under workDir: PATH, HOME, the plugin cache, TMPDIR (workDir/tmp: a sandboxed run may not create
-// files in the system's temporary directory when it holds a hidden path), and the settings of
-// this process's own environment that runs need (CLI configuration, CA bundle, proxies).
+// runEnv is the environment every run starts from, for a process whose work directory is workDir:
+// PATH, the plugin cache (written by init only), and the settings of this process's own
+// environment that runs need (CLI configuration, CA bundle, proxies). HOME and TMPDIR are each
+// workspace's own (tfrunner), never shared between runs.
 func runEnv(workDir string) map[string]string {
 	env := map[string]string{
 		"PATH":                os.Getenv("PATH"),
-		"HOME":                filepath.Join(workDir, "home"),
 		"TF_PLUGIN_CACHE_DIR": filepath.Join(workDir, "plugin-cache"),
-		"TMPDIR":              filepath.Join(workDir, "tmp"),
 		"CHECKPOINT_DISABLE":  "1",
 	}
-	for _, k := range []string{"TF_CLI_CONFIG_FILE", "SSL_CERT_FILE", "HTTPS_PROXY", "NO_PROXY"} {
+	for _, k := range []string{"TF_CLI_CONFIG_FILE", "SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "NO_PROXY"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env[k] = v
 		}
@@ -353,12 +360,7 @@ func runEnv(workDir string) map[string]string {
 
 // makeRunDirs creates the directories runEnv names.
 func makeRunDirs(env map[string]string) error {
-	for _, k := range []string{"HOME", "TF_PLUGIN_CACHE_DIR", "TMPDIR"} {
-		if err := os.MkdirAll(env[k], 0o700); err != nil {
-			return err
-		}
-	}
-	return nil
+	return os.MkdirAll(env["TF_PLUGIN_CACHE_DIR"], 0o700)
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

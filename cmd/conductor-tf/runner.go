@@ -33,6 +33,8 @@ func runnerMain(args []string) error {
 	terraformPath := fs.String("terraform-path", "", "The tofu or terraform binary; else tofu, then terraform, on PATH.")
 	grace := fs.Duration("grace-period", tfrunner.DefaultGracePeriod, "How long a run gets to stop after SIGINT on shutdown.")
 	runSandbox := fs.String("run-sandbox", sandboxAuto, sandboxFlagUsage)
+	sandboxRead := fs.String("run-sandbox-read", "", sandboxReadUsage)
+	sandboxWrite := fs.String("run-sandbox-write", "", sandboxWriteUsage)
 	drainTimeout := fs.Duration("drain-timeout", DefaultDrainTimeout, "On SIGTERM, how long runs under way go on before they are interrupted (SIGINT, then --grace-period); no run is taken meanwhile. The pod's terminationGracePeriodSeconds must cover it and the grace period.")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -61,11 +63,16 @@ func runnerMain(args []string) error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("runner", *name, "pool", *pool)
 	// The run-protocol token is this runner's identity: no run may read it.
 	runsDir := filepath.Join(*workDir, "runs")
-	if bin.Sandbox, err = newSandbox(*runSandbox, runsDir, []string{filepath.Join(runsDir, tfrunner.SharedDirName)},
-		[]string{*tokenFile}, func(f string, a ...any) { log.Info(fmt.Sprintf(f, a...)) }); err != nil {
+	env := runEnv(*workDir)
+	if _, err := ensureCLIConfig(env, *workDir); err != nil {
 		return err
 	}
-	env := runEnv(*workDir)
+	if bin.Sandbox, err = newSandbox(*runSandbox, sandboxSetup{
+		workDir: *workDir, binary: bin.Path, env: env,
+		hide: []string{*tokenFile}, read: splitList(*sandboxRead), write: splitList(*sandboxWrite),
+	}, func(f string, a ...any) { log.Info(fmt.Sprintf(f, a...)) }); err != nil {
+		return err
+	}
 	if err := makeRunDirs(env); err != nil {
 		return err
 	}

@@ -23,12 +23,14 @@
 //	conductor_tf_state_lock_oldest_age_seconds           gauge      age of the oldest held state lock
 //	conductor_tf_leader                                  gauge      1 while this manager is the leader
 //	conductor_tf_sync_interval_seconds                   gauge      the manager's --sync-interval
+//	conductor_tf_run_sandbox_info{mode,abi,signals_scoped,sockets_mediated}  gauge  how runs are confined
 //
 // The run's wait in line (conductor_tf_run_wait_seconds) and its duration
 // (conductor_tf_run_duration_seconds) are apart: a run's duration starts when it got its slot.
 package metrics
 
 import (
+	"strconv"
 	"sync"
 	"time"
 
@@ -78,6 +80,10 @@ var (
 		Name: "conductor_tf_leader",
 		Help: "1 while this manager process is the elected leader (it runs reconciles), 0 otherwise.",
 	})
+	runSandbox = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "conductor_tf_run_sandbox_info",
+		Help: "1, labelled with how runs are confined: mode (landlock or none), the kernel's Landlock abi, whether signals to processes outside a run are refused (signals_scoped, ABI 6+) and whether connects to Unix sockets are mediated (sockets_mediated, ABI 9+).",
+	}, []string{"mode", "abi", "signals_scoped", "sockets_mediated"})
 	syncInterval = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "conductor_tf_sync_interval_seconds",
 		Help: "How often an unchanged resource is planned again (the manager's --sync-interval), in seconds.",
@@ -91,7 +97,7 @@ var registerOnce sync.Once
 // src.Elected is set, conductor_tf_leader turns 1 once it is closed.
 func Register(src Sources) {
 	registerOnce.Do(func() {
-		ctrlmetrics.Registry.MustRegister(runDuration, runsInFlight, runWait, claimReady, lockConflicts, locksRecovered, driftDetected, leader)
+		ctrlmetrics.Registry.MustRegister(runDuration, runsInFlight, runWait, claimReady, lockConflicts, locksRecovered, driftDetected, leader, runSandbox)
 		// Every policy has a series from the start: a dashboard sees zero, not "no data".
 		for _, p := range []v1alpha1.DriftPolicy{v1alpha1.DriftCorrect, v1alpha1.DriftReport} {
 			driftDetected.WithLabelValues(string(p))
@@ -113,6 +119,13 @@ func Register(src Sources) {
 			}()
 		}
 	})
+}
+
+// SetRunSandbox records how runs are confined (conductor_tf_run_sandbox_info): mode is "landlock"
+// or "none", abi the kernel's Landlock ABI (0 without Landlock). Only the last call's series is kept.
+func SetRunSandbox(mode string, abi int, signalsScoped, socketsMediated bool) {
+	runSandbox.Reset()
+	runSandbox.WithLabelValues(mode, strconv.Itoa(abi), strconv.FormatBool(signalsScoped), strconv.FormatBool(socketsMediated)).Set(1)
 }
 
 // ObserveRun records one finished run: operation (apply, plan, destroy), result, and duration

@@ -1,16 +1,35 @@
 // Package sandbox starts a run's processes (Terraform or OpenTofu, its providers, whatever a
-// module's provisioners execute) inside a Landlock domain that cannot open what the process that
-// started them holds: the ServiceAccount tokens under /var/run/secrets, the kubeconfig the
-// controller uses, a runner's run-protocol token, and other runs' working directories.
+// module's provisioners execute) inside a Landlock domain that may do only what it is granted: an
+// allow-list. A run may
+//
+//	| path                                                    | read, execute | write, create, remove | connect (Unix sockets) |
+//	|---------------------------------------------------------|---------------|-----------------------|------------------------|
+//	| the system (System: /usr, /bin, /lib*, /etc, /sys)      | yes           | no                    | no                     |
+//	| device files under /dev (/dev/null, /dev/urandom, …)    | yes           | existing files only   | no                     |
+//	| what the Sandbox grants every run (Base: the binary,    | yes           | only Base.Write       | no                     |
+//	| the CLI configuration, the provider mirror, CA files)   |               |                       |                        |
+//	| what the command is granted (Access: its workspace;     | Read, Write   | Write                 | Write, Connect         |
+//	| the shared init, plugin cache and module sources read)  |               |                       |                        |
+//	| everything else: other runs' workspaces, /proc, /tmp,   | no            | no                    | no (Landlock ABI 9+;   |
+//	| the manager's files, tokens, the kubeconfig             |               |                       | below: see Connect)    |
+//
+// Hidden paths (tokens under /var/run/secrets, the kubeconfig, the manager's work directory) are
+// refused even where System or an Access.Read grant would cover them (a kubeconfig under /etc, a
+// class whose local module source is /); Access.Trusted, Write and Connect are granted as named
+// (the run's own workspace and shared init inside the hidden work directory).
 //
 // It works as a re-exec: Command rewrites a command so that this program starts first; Enter, the
 // first call of main, recognizes the rewrite, restricts itself (Landlock, no_new_privs) and execs
 // the real command, which inherits the domain with everything it starts. A domain also keeps its
 // processes from ptrace-ing (and reading /proc/PID/environ, /proc/PID/mem or /proc/PID/root of) any
-// process outside it, and, from Landlock ABI 6 on, from signalling one.
+// process outside it and, from Landlock ABI 6 on, from signalling one or connecting to an abstract
+// Unix socket made outside it (SignalsScoped).
 //
 // Landlock needs Linux 5.13 or later with the landlock LSM enabled; the container's seccomp
-// profile must allow its three system calls (containerd's and Docker's RuntimeDefault do).
+// profile must allow its three system calls (containerd's and Docker's RuntimeDefault do). Rights
+// a kernel lacks are dropped (best effort): below ABI 9 connect() on a pathname Unix socket is not
+// mediated, so a socket that must stay private to some runs lives in a directory no run may list,
+// named by a secret (tfrunner's warm providers).
 package sandbox
 
 import (
@@ -21,10 +40,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
@@ -39,23 +56,58 @@ const ExitSandboxFailed = 126
 // ErrUnavailable is returned by New when the kernel has no Landlock.
 var ErrUnavailable = errors.New("landlock is not available (Linux 5.13 or later with the landlock LSM is needed, and a seccomp profile that allows it)")
 
-// Sandbox is a set of paths hidden from runs, with exceptions. The zero value and nil hide nothing;
-// a *Sandbox is safe for concurrent use (it is never modified after New).
-type Sandbox struct {
-	exe   string
-	hide  []string
-	allow []string
+// System are the directories of the system that every run may read and execute (those that exist).
+var System = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys"}
+
+// Devices is the directory of device files: a run may read and write the files that exist there
+// (/dev/null, /dev/urandom, /dev/tty) and create nothing.
+const Devices = "/dev"
+
+// Access is what one command may do with the file system besides System and Devices. Paths are
+// absolute; those that do not exist when the command starts are left out.
+type Access struct {
+	// Read are files and directories (with everything beneath) it may read and execute; hidden
+	// paths inside them stay refused. Paths a class or claim names (a local module source) go here.
+	Read []string `json:"read,omitempty"`
+	// Trusted are files and directories it may read and execute as named, even inside a hidden
+	// path: only what the sandbox's owner names (the binary, the CLI configuration, a run's shared
+	// init and the plugin cache in the hidden work directory), never a path from a class or claim.
+	Trusted []string `json:"trusted,omitempty"`
+	// Write are directories (or files) it may read, execute, write, create and remove in, and
+	// connect to the Unix sockets in.
+	Write []string `json:"write,omitempty"`
+	// Connect are directories whose Unix sockets it may connect to (enforced from Landlock ABI 9;
+	// below it any socket whose path is known can be connected to).
+	Connect []string `json:"connect,omitempty"`
 }
 
-// Spec is what Enter applies before it execs Exec: Hide are absolute paths whose files the command
-// cannot open (read, write or execute; the names in a hidden directory can still be listed), Allow
-// are paths inside hidden ones that it can open all the same. Their symbolic links are resolved
-// when the command starts, so that a link the kubelet swaps (a projected token's ..data) is
-// followed to its target of the moment.
+// join is a and b together.
+func (a Access) join(b Access) Access {
+	return Access{
+		Read:    append(slices.Clone(a.Read), b.Read...),
+		Trusted: append(slices.Clone(a.Trusted), b.Trusted...),
+		Write:   append(slices.Clone(a.Write), b.Write...),
+		Connect: append(slices.Clone(a.Connect), b.Connect...),
+	}
+}
+
+// Sandbox is what every command it rewrites may do (Base) and what none may open (hidden paths).
+// The zero value and nil confine nothing; a *Sandbox is safe for concurrent use (it is never
+// modified after New).
+type Sandbox struct {
+	exe  string
+	base Access
+	hide []string
+}
+
+// Spec is what Enter applies before it execs Exec: Access with System and Devices, minus Hide
+// (absolute paths, refused inside System and Access.Read; Access.Trusted, Write and Connect are
+// granted as named). Symbolic links are resolved when the command starts, so that a link the kubelet
+// swaps (a projected token's ..data) is followed to its target of the moment.
 type Spec struct {
-	Exec  string   `json:"exec"`
-	Hide  []string `json:"hide"`
-	Allow []string `json:"allow,omitempty"`
+	Exec   string   `json:"exec"`
+	Access Access   `json:"access"`
+	Hide   []string `json:"hide,omitempty"`
 }
 
 // ABI returns the kernel's Landlock ABI version: 0 when Landlock is unavailable.
@@ -67,11 +119,19 @@ func ABI() int {
 	return v
 }
 
-// New returns a Sandbox that hides hide from the commands it rewrites, except allow (paths inside
-// hidden ones that every command may open). Paths are made absolute; those that do not exist now
-// are left out. It returns ErrUnavailable when the kernel has no Landlock, and an error when a
-// path resolves to the root directory or this program's own path cannot be found.
-func New(hide, allow []string) (*Sandbox, error) {
+// SignalsScoped reports whether the kernel's Landlock keeps a run from signalling processes outside
+// its domain (ABI 6, Linux 6.12, on).
+func SignalsScoped() bool { return ABI() >= 6 }
+
+// SocketsMediated reports whether the kernel's Landlock mediates connect() on pathname Unix
+// sockets (ABI 9 on), so that Access.Connect is enforced.
+func SocketsMediated() bool { return ABI() >= 9 }
+
+// New returns a Sandbox whose commands may do base (besides System and Devices, and what each
+// command is granted) and may open nothing under hide. Paths are made absolute. It returns
+// ErrUnavailable when the kernel has no Landlock, and an error when a hidden path resolves to the
+// root directory or this program's own path cannot be found.
+func New(base Access, hide []string) (*Sandbox, error) {
 	if ABI() < 1 {
 		return nil, ErrUnavailable
 	}
@@ -91,9 +151,12 @@ func New(hide, allow []string) (*Sandbox, error) {
 	} else if slices.Contains(resolved, "/") {
 		return nil, errors.New("sandbox: the root directory cannot be hidden")
 	}
-	if s.allow, err = absolute(allow, false); err != nil {
-		return nil, err
+	for _, list := range []*[]string{&base.Read, &base.Trusted, &base.Write, &base.Connect} {
+		if *list, err = absolute(*list, false); err != nil {
+			return nil, err
+		}
 	}
+	s.base = base
 	return s, nil
 }
 
@@ -105,16 +168,25 @@ func (s *Sandbox) Hidden() []string {
 	return slices.Clone(s.hide)
 }
 
+// Base is what every command of the sandbox may do besides System and Devices.
+func (s *Sandbox) Base() Access {
+	if s == nil {
+		return Access{}
+	}
+	return s.base.join(Access{})
+}
+
 // Command rewrites the command path with environment env (the command's whole environment) so that
-// it runs inside the sandbox, with allow (absolute paths, e.g. the run's working directory) open to
-// it besides the sandbox's own exceptions. It returns this program's path and env with the Spec
-// added; on a nil Sandbox it returns path and env unchanged. path must be absolute.
-func (s *Sandbox) Command(path string, env map[string]string, allow ...string) (string, map[string]string) {
-	if s == nil || len(s.hide) == 0 {
+// it runs inside the sandbox, granted a besides the sandbox's Base. It returns this program's path
+// and env with the Spec added; on a nil Sandbox it returns path and env unchanged. path must be
+// absolute, and is granted read and execute.
+func (s *Sandbox) Command(path string, env map[string]string, a Access) (string, map[string]string) {
+	if s == nil {
 		return path, env
 	}
-	spec := Spec{Exec: path, Hide: s.hide, Allow: append(slices.Clone(s.allow), allow...)}
-	data, _ := json.Marshal(spec) // strings only: cannot fail
+	access := s.base.join(a)
+	access.Trusted = append(access.Trusted, path)
+	data, _ := json.Marshal(Spec{Exec: path, Access: access, Hide: s.hide}) // strings only: cannot fail
 	out := maps.Clone(env)
 	if out == nil {
 		out = map[string]string{}
@@ -140,7 +212,7 @@ func Enter() {
 		err = fmt.Errorf("command %q is not an absolute path", spec.Exec)
 	}
 	if err == nil {
-		err = Restrict(spec.Hide, spec.Allow)
+		err = Restrict(spec.Access, spec.Hide)
 	}
 	if err == nil {
 		argv := append([]string{spec.Exec}, os.Args[1:]...)
@@ -148,104 +220,6 @@ func Enter() {
 	}
 	fmt.Fprintf(os.Stderr, "conductor-tf sandbox: %v\n", err)
 	os.Exit(ExitSandboxFailed)
-}
-
-// Restrict confines this process, and every process it starts from then on, so that no file under
-// hide can be opened, except under allow. It grants every file system right on every sibling of
-// each hidden path and of its ancestors, and only listing on the ancestors themselves; a sibling
-// that is a symbolic link into a hidden path is left out. Landlock rights the kernel lacks are
-// dropped (best effort from ABI 1 on); signals to processes outside the domain are refused from
-// ABI 6 on. It returns ErrUnavailable without Landlock.
-func Restrict(hide, allow []string) error {
-	if ABI() < 1 {
-		return ErrUnavailable
-	}
-	hide, err := absolute(hide, true)
-	if err != nil {
-		return err
-	}
-	if slices.Contains(hide, "/") {
-		return errors.New("the root directory cannot be hidden")
-	}
-	if allow, err = absolute(allow, true); err != nil {
-		return err
-	}
-	rules := rulesFor(hide, allow)
-	cfg := landlock.Config{
-		HandledAccessFS: landlock.V6.HandledAccessFS,
-		Scoped:          landlock.ScopedSet(llsys.ScopeSignal),
-	}
-	if err := cfg.BestEffort().Restrict(rules...); err != nil {
-		return fmt.Errorf("landlock: %w", err)
-	}
-	return nil
-}
-
-// rulesFor returns the Landlock rules that open everything but hide (resolved absolute paths),
-// and allow again.
-func rulesFor(hide, allow []string) []landlock.Rule {
-	ancestors := map[string]bool{}
-	for _, h := range hide {
-		for d := filepath.Dir(h); ; d = filepath.Dir(d) {
-			ancestors[d] = true
-			if d == "/" {
-				break
-			}
-		}
-	}
-	// blocked reports whether opening p (resolved) would reach into a hidden path: p is hidden, is
-	// inside a hidden path, or is an ancestor of one (granting it would grant what is beneath).
-	blocked := func(p string) bool {
-		if ancestors[p] {
-			return true
-		}
-		for _, h := range hide {
-			if p == h || strings.HasPrefix(p, h+"/") {
-				return true
-			}
-		}
-		return false
-	}
-	var rules []landlock.Rule
-	for _, a := range slices.Sorted(maps.Keys(ancestors)) {
-		rules = append(rules, landlock.PathAccess(llsys.AccessFSReadDir, a))
-		entries, err := os.ReadDir(a)
-		if err != nil {
-			continue // an ancestor this process cannot list: nothing in it is granted
-		}
-		for _, e := range entries {
-			p := filepath.Join(a, e.Name())
-			if blocked(p) {
-				continue
-			}
-			r, err := filepath.EvalSymlinks(p)
-			if err != nil || blocked(r) {
-				continue
-			}
-			if rule, ok := fullAccess(r); ok {
-				rules = append(rules, rule)
-			}
-		}
-	}
-	for _, p := range allow {
-		if rule, ok := fullAccess(p); ok {
-			rules = append(rules, rule)
-		}
-	}
-	return rules
-}
-
-// fullAccess is every right on p: a directory's for a directory, a file's otherwise. It reports
-// false when p does not exist.
-func fullAccess(p string) (landlock.Rule, bool) {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return nil, false
-	}
-	if fi.IsDir() {
-		return landlock.RWDirs(p).WithRefer().WithIoctlDev(), true
-	}
-	return landlock.RWFiles(p).WithIoctlDev(), true
 }
 
 // absolute makes paths absolute, resolving their symbolic links when resolve is set, and leaves
@@ -266,7 +240,7 @@ func absolute(paths []string, resolve bool) ([]string, error) {
 		} else {
 			_, err = os.Stat(abs)
 		}
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.ENOTDIR) {
 			continue
 		}
 		if err != nil {

@@ -16,10 +16,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// run starts path with args, rewritten by s, and returns its combined output and error.
-func run(t *testing.T, s *Sandbox, path string, args ...string) (string, error) {
+// run starts path with args, rewritten by s with access, and returns its combined output and error.
+func run(t *testing.T, s *Sandbox, a Access, path string, args ...string) (string, error) {
 	t.Helper()
-	exe, env := s.Command(path, map[string]string{"PATH": os.Getenv("PATH"), "SECRET_MARK": "in-the-parent"})
+	exe, env := s.Command(path, map[string]string{"PATH": os.Getenv("PATH"), "SECRET_MARK": "in-the-parent"}, a)
 	cmd := exec.Command(exe, args...)
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -45,47 +45,100 @@ func needLandlock(t *testing.T) {
 	}
 }
 
-func TestSandboxHidesPathsAndOpensTheRest(t *testing.T) {
+// sh runs a shell command in s with access a.
+func sh(t *testing.T, s *Sandbox, a Access, script string) (string, error) {
+	t.Helper()
+	return run(t, s, a, "/bin/sh", "-c", script)
+}
+
+func TestSandboxGrantsOnlyWhatItLists(t *testing.T) {
+	needLandlock(t)
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "shared", "module.tf"), "shared")
+	write(t, filepath.Join(dir, "ws", "main.tf"), "own")
+	write(t, filepath.Join(dir, "other", "vars"), "another run's")
+	write(t, filepath.Join(dir, "mirror", "provider"), "mirror")
+	write(t, filepath.Join(dir, "mirror", "secrets", "token"), "manager-token")
+	s, err := New(Access{Read: []string{filepath.Join(dir, "mirror")}}, []string{filepath.Join(dir, "mirror", "secrets"), filepath.Join(dir, "other")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := Access{Read: []string{filepath.Join(dir, "shared")}, Write: []string{filepath.Join(dir, "ws")}}
+	// Unconfined, every one of these succeeds: the checks below can fail.
+	for _, script := range []string{"cat " + dir + "/other/vars", "echo x >> " + dir + "/shared/module.tf", "cat /proc/self/status"} {
+		if out, err := sh(t, nil, Access{}, script); err != nil {
+			t.Fatalf("without the sandbox, %s: %q, %v", script, out, err)
+		}
+	}
+	write(t, filepath.Join(dir, "shared", "module.tf"), "shared")
+	allowed := []string{
+		"cat " + dir + "/shared/module.tf", // read grant
+		"cat " + dir + "/mirror/provider",  // the sandbox's base
+		"echo new > " + dir + "/ws/new.tf", // its own workspace
+		"mkdir " + dir + "/ws/home && rm -r " + dir + "/ws/home",
+		"echo x > /dev/null",                                         // devices
+		"cat /etc/hostname >/dev/null || cat /etc/passwd >/dev/null", // the system
+	}
+	for _, script := range allowed {
+		if out, err := sh(t, s, a, script); err != nil {
+			t.Errorf("in the sandbox, %s: %q, %v; want it allowed", script, out, err)
+		}
+	}
+	refused := []string{
+		"echo x >> " + dir + "/shared/module.tf", // read only
+		"touch " + dir + "/shared/planted.tf",    // no creating in a read grant
+		"cat " + dir + "/other/vars",             // not granted
+		"cat " + dir + "/mirror/secrets/token",   // hidden inside a grant
+		"touch " + os.TempDir() + "/planted",     // no shared TMPDIR
+		"cat /proc/self/status",                  // no /proc (it lists every socket's path)
+		"touch /dev/planted",                     // devices: existing files only
+	}
+	for _, script := range refused {
+		if out, err := sh(t, s, a, script); err == nil || !strings.Contains(out, "denied") {
+			t.Errorf("in the sandbox, %s: %q, %v; want permission denied", script, out, err)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "shared", "module.tf")); string(got) != "shared" {
+		t.Errorf("the read-only file changed: %q", got)
+	}
+}
+
+func TestSandboxHiddenPathsStayShutBehindLinks(t *testing.T) {
 	needLandlock(t)
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "secrets", "token"), "manager-token")
-	write(t, filepath.Join(dir, "secrets", "run", "own"), "the run's own")
 	write(t, filepath.Join(dir, "public", "file"), "public")
 	// A symbolic link beside the hidden directory that points into it must not open it.
 	if err := os.Symlink(filepath.Join(dir, "secrets"), filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New([]string{filepath.Join(dir, "secrets")}, []string{filepath.Join(dir, "secrets", "run")})
+	s, err := New(Access{Read: []string{dir}}, []string{filepath.Join(dir, "secrets")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Unconfined, every file reads: the checks below can fail.
-	if out, err := run(t, nil, "/bin/cat", filepath.Join(dir, "secrets", "token")); err != nil || out != "manager-token" {
-		t.Fatalf("without the sandbox: %q, %v", out, err)
-	}
-	for _, hidden := range []string{
-		filepath.Join(dir, "secrets", "token"),
-		filepath.Join(dir, "link", "token"),
-	} {
-		out, err := run(t, s, "/bin/cat", hidden)
+	for _, hidden := range []string{filepath.Join(dir, "secrets", "token"), filepath.Join(dir, "link", "token")} {
+		out, err := run(t, s, Access{}, "/bin/cat", hidden)
 		if err == nil || strings.Contains(out, "manager-token") || !strings.Contains(out, "Permission denied") {
 			t.Errorf("cat %s in the sandbox: %q, %v; want permission denied", hidden, out, err)
 		}
 	}
-	for path, want := range map[string]string{
-		filepath.Join(dir, "public", "file"):        "public",
-		filepath.Join(dir, "secrets", "run", "own"): "the run's own",
-	} {
-		if out, err := run(t, s, "/bin/cat", path); err != nil || out != want {
-			t.Errorf("cat %s in the sandbox: %q, %v; want %q", path, out, err, want)
-		}
+	if out, err := run(t, s, Access{}, "/bin/cat", filepath.Join(dir, "public", "file")); err != nil || out != "public" {
+		t.Errorf("cat of a file beside the hidden directory: %q, %v", out, err)
 	}
-	// Names in a hidden directory can be listed; writing beside it works.
-	if out, err := run(t, s, "/bin/ls", filepath.Join(dir, "secrets")); err != nil || !strings.Contains(out, "token") {
-		t.Errorf("ls of the hidden directory: %q, %v", out, err)
+	// An explicit write grant inside a hidden path opens it (the run's own workspace in the runs
+	// directory).
+	own := filepath.Join(dir, "secrets", "run")
+	write(t, filepath.Join(own, "own"), "the run's own")
+	if out, err := run(t, s, Access{Write: []string{own}}, "/bin/cat", filepath.Join(own, "own")); err != nil || out != "the run's own" {
+		t.Errorf("cat of the run's own file: %q, %v", out, err)
 	}
-	if out, err := run(t, s, "/bin/cp", filepath.Join(dir, "public", "file"), filepath.Join(dir, "public", "copy")); err != nil {
-		t.Errorf("cp beside the hidden directory: %q, %v", out, err)
+	// Trusted paths too (a shared init in the hidden work directory); a Read grant (what a class
+	// names) does not open a hidden path, even when it names it.
+	if out, err := run(t, s, Access{Trusted: []string{own}}, "/bin/cat", filepath.Join(own, "own")); err != nil || out != "the run's own" {
+		t.Errorf("cat of a trusted file: %q, %v", out, err)
+	}
+	if out, err := run(t, s, Access{Read: []string{own, "/"}}, "/bin/cat", filepath.Join(own, "own")); err == nil || !strings.Contains(out, "Permission denied") {
+		t.Errorf("cat of a hidden file granted by Read: %q, %v; want permission denied", out, err)
 	}
 }
 
@@ -101,7 +154,7 @@ func asUser(cmd *exec.Cmd) *exec.Cmd {
 func TestSandboxKeepsOtherProcessesOutOfReach(t *testing.T) {
 	needLandlock(t)
 	dir := t.TempDir()
-	s, err := New([]string{dir}, nil)
+	s, err := New(Access{}, []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +167,7 @@ func TestSandboxKeepsOtherProcessesOutOfReach(t *testing.T) {
 	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
 	proc := "/proc/" + strconv.Itoa(holder.Process.Pid)
 	read := func(s *Sandbox, args ...string) (string, error) {
-		exe, env := s.Command(args[0], map[string]string{"PATH": os.Getenv("PATH")})
+		exe, env := s.Command(args[0], map[string]string{"PATH": os.Getenv("PATH")}, Access{})
 		cmd := asUser(exec.Command(exe, args[1:]...))
 		for k, v := range env {
 			cmd.Env = append(cmd.Env, k+"="+v)
@@ -140,7 +193,7 @@ func TestSandboxKeepsOtherProcessesOutOfReach(t *testing.T) {
 
 func TestEnterRefusesABadSpecWithoutRunningIt(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = []string{envSpec + `={"exec":"cat","hide":["/nonexistent"]}`}
+	cmd.Env = []string{envSpec + `={"exec":"cat","access":{},"hide":["/nonexistent"]}`}
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != ExitSandboxFailed || !strings.Contains(string(out), "not an absolute path") {
@@ -150,7 +203,7 @@ func TestEnterRefusesABadSpecWithoutRunningIt(t *testing.T) {
 
 func TestNewRefusesToHideTheRoot(t *testing.T) {
 	needLandlock(t)
-	if _, err := New([]string{"/"}, nil); err == nil {
+	if _, err := New(Access{}, []string{"/"}); err == nil {
 		t.Fatal("hiding / was accepted")
 	}
 }
@@ -158,7 +211,7 @@ func TestNewRefusesToHideTheRoot(t *testing.T) {
 func TestNilSandboxLeavesTheCommandAlone(t *testing.T) {
 	var s *Sandbox
 	env := map[string]string{"A": "1"}
-	path, got := s.Command("/bin/true", env)
+	path, got := s.Command("/bin/true", env, Access{Write: []string{"/"}})
 	if path != "/bin/true" || len(got) != 1 || got["A"] != "1" {
 		t.Fatalf("nil sandbox rewrote the command: %s %v", path, got)
 	}

@@ -195,14 +195,25 @@ func (p *Pool) do(ctx context.Context, key, tenant string, queued func(position,
 // whether init ran.
 func (p *Pool) prepare(ctx context.Context, ws *Workspace, spec Spec) (bool, error) {
 	needsInit, err := ws.Prepare(spec)
-	if err != nil || !needsInit {
+	if err != nil {
 		return false, err
 	}
+	if !needsInit && ws.shared.current() {
+		return false, ws.shared.verify()
+	}
+	// A new init key, a shared init removed since, or a workspace initialised before this process
+	// started (linked on disk; attached to its shared init here, so that it is verified).
 	s, ran, err := p.shared(ctx, ws, spec)
 	if err != nil {
 		return false, err
 	}
-	return ran, ws.link(s)
+	if needsInit || ran || ws.shared != nil {
+		if err := ws.link(s); err != nil {
+			return ran, err
+		}
+	}
+	ws.shared = s
+	return ran, s.verify()
 }
 
 // ApplyOptions are what Apply does besides plan and apply, as data, and where its events go.
@@ -367,8 +378,14 @@ func (p *Pool) applyJSON(ctx context.Context, ws *Workspace, res *ApplyResult, o
 	if wp := p.opts.WarmProviders; wp != nil {
 		if provs := wp.warmable(ws.Dir(), installedProviders(ws.Dir())); len(provs) > 0 {
 			// A provider that cannot be started warm is started by the run itself, as without.
-			if info, rel, err := wp.checkout(ctx, provs, ws.spec.Tenant, ws.spec.Class, ws.spec.Module, ws.runEnv()); err == nil {
+			lock := filepath.Join(ws.Dir(), lockFile)
+			if ws.shared != nil {
+				lock = filepath.Join(ws.shared.dir, lockFile) // init's, which no run can write
+			}
+			if info, dirs, rel, err := wp.checkout(ctx, provs, lock, ws.spec.Tenant, ws.spec.Class, ws.spec.Module, ws.runEnv()); err == nil {
 				extra, release = []tfexec.ApplyOption{tfexec.Reattach(info)}, rel
+				ws.connect = dirs
+				defer func() { ws.connect = nil }()
 			}
 		}
 	}

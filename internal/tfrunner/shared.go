@@ -15,7 +15,10 @@ import (
 // through the link) with a copy of its dependency lock file. With the state server's http backend,
 // configured per run from TF_HTTP_* variables, every resource of a module version has the same
 // backend block, so 1,000 claims of one class cost one init. Runs only read the shared directory
-// (providers, modules, the backend's settings); init is the only writer.
+// (providers, modules, the backend's settings); init is the only writer, and the sandbox grants
+// runs nothing more (confine.go). Before every run the directory's digest (digest.go) is checked
+// against the one taken when init ended: a module file, lock file or provider link changed since
+// is refused, never executed, and the directory is initialised again by the next run.
 
 // SharedDirName is the directory, in a Pool's Dir, of the shared initialised directories: runs read
 // it (a run sandbox must leave it open to them).
@@ -27,6 +30,40 @@ type sharedInit struct {
 	dir    string
 	ready  bool
 	schema *ModuleSchema
+	digest string // of the directory when init ended (or when this process first used it)
+}
+
+// current reports whether s is set and still initialised (not removed after a failed verify).
+func (s *sharedInit) current() bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ready
+}
+
+// verify checks the directory against its digest and returns a *RunError when it changed since
+// init: the directory is then removed and marked not ready, so that the next run initialises it
+// again.
+func (s *sharedInit) verify() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	got, err := dirDigest(s.dir)
+	if err != nil {
+		return err
+	}
+	if s.digest == "" || !s.ready {
+		s.digest = got
+		return nil
+	}
+	if got == s.digest {
+		return nil
+	}
+	s.ready, s.digest = false, ""
+	_ = os.RemoveAll(s.dir)
+	return &RunError{Op: "init", Message: fmt.Sprintf("the shared init of this module version (%s) changed after init: a module file, "+
+		"the dependency lock file or a provider link was modified; nothing of it was run, and the next run initialises it again", s.dir)}
 }
 
 // shared returns the initialised directory for ws's init key, running init there first when it is
@@ -53,10 +90,12 @@ func (p *Pool) shared(ctx context.Context, ws *Workspace, spec Spec) (*sharedIni
 	if s.ready {
 		return s, false, nil
 	}
+	s.digest = ""
 	init, err := NewWorkspace(s.dir, ws.bin, ws.baseEnv, ws.grace)
 	if err != nil {
 		return nil, false, err
 	}
+	init.initializer = true
 	spec.Kubeconfig = nil // init talks to no cluster: the shared directory never holds credentials
 	needsInit, err := init.Prepare(spec)
 	if err != nil {
@@ -100,7 +139,7 @@ func (w *Workspace) link(s *sharedInit) error {
 			return err
 		}
 	}
-	w.schema = s.schema
+	w.schema, w.shared = s.schema, s
 	if err := w.writeRoot(); err != nil {
 		return err
 	}

@@ -11,11 +11,22 @@ package tfrunner
 // Isolation: a process is checked out by one run at a time, and is shared only by runs with the
 // same key: the provider's address and binary (so its version), the run's tenant, class and module,
 // and a hash of the environment the provider gets (the run's env, which holds provider
-// credentials): a process never serves another class, nor the same class with other credentials. A run that fails, is cancelled, or was killed kills the processes it used; a
-// process serves at most MaxRuns runs and waits idle at most IdleTimeout.
+// credentials): a process never serves another class, nor the same class with other credentials.
+// A run that fails, is cancelled, or was killed kills the processes it used; a process serves at
+// most MaxRuns runs and waits idle at most IdleTimeout.
+//
+// Reach: Terraform's reattach speaks plaintext gRPC and carries no credential (go-plugin's AutoMTLS
+// cannot be used: TF_REATTACH_PROVIDERS has no field for a certificate), so the socket's path is
+// the secret. Each process listens on a Unix socket in a directory of its own, named by 128 random
+// bits, inside the warm providers' directory, which the sandbox grants no run (a run cannot list it)
+// and hides; runs cannot read /proc (whose net/unix lists every bound socket) nor another process's
+// environment. Only the runs a process is checked out to are told the path (TF_REATTACH_PROVIDERS)
+// and granted it (sandbox.Access.Connect, enforced by the kernel from Landlock ABI 9). A binary is
+// started only when its package matches an h1 hash of the shared init's dependency lock file.
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -91,12 +102,13 @@ func NewWarmProviders(dir string) *WarmProviders {
 }
 
 type warmProvider struct {
-	key    string
-	cmd    *exec.Cmd      // the process, in a process group of its own
-	client *plugin.Client // started cmd; reaps it and reports it exited
-	config tfexec.ReattachConfig
-	runs   int
-	idleAt time.Time
+	key     string
+	sockDir string         // the directory of its socket, named by a secret
+	cmd     *exec.Cmd      // the process, in a process group of its own
+	client  *plugin.Client // started cmd; reaps it and reports it exited
+	config  tfexec.ReattachConfig
+	runs    int
+	idleAt  time.Time
 }
 
 // providerBinary is a provider installed in a workspace: its address (host/namespace/type, as
@@ -125,12 +137,12 @@ func installedProviders(dir string) []providerBinary {
 }
 
 // providerEnv is the environment a warm provider of a run gets: the run's, without what belongs to
-// one run only (the state server's credentials, the workspace directory), with EnvWorkspace naming
-// the warm providers' directory.
+// one run only (the state server's credentials, the workspace directory, its HOME and TMPDIR:
+// start gives the process its own), with EnvWorkspace naming the warm providers' directory.
 func (wp *WarmProviders) providerEnv(runEnv map[string]string) map[string]string {
 	env := maps.Clone(runEnv)
 	for k := range env {
-		if strings.HasPrefix(k, "TF_HTTP_") || strings.HasPrefix(k, "TF_REATTACH") {
+		if strings.HasPrefix(k, "TF_HTTP_") || strings.HasPrefix(k, "TF_REATTACH") || k == "HOME" || k == "TMPDIR" {
 			delete(env, k)
 		}
 	}
@@ -148,12 +160,15 @@ func warmKey(p providerBinary, tenant, class string, module Module, env map[stri
 }
 
 // checkout takes, for each provider, a process of its key, started now when none is idle, and
-// returns the reattach information for all of them and a release func: release(true) gives them
-// back for later runs, release(false) kills them. An error (a provider that did not start) kills
-// what was taken.
-func (wp *WarmProviders) checkout(ctx context.Context, providers []providerBinary, tenant, class string, module Module, runEnv map[string]string) (tfexec.ReattachInfo, func(healthy bool), error) {
+// returns the reattach information for all of them, the directories of their sockets (which the
+// run must be granted) and a release func: release(true) gives them back for later runs,
+// release(false) kills them. lock is the dependency lock file a new process's package is checked
+// against. An error (a provider that did not start, or whose package does not match the lock
+// file) kills what was taken.
+func (wp *WarmProviders) checkout(ctx context.Context, providers []providerBinary, lock, tenant, class string, module Module, runEnv map[string]string) (tfexec.ReattachInfo, []string, func(healthy bool), error) {
 	env := wp.providerEnv(runEnv)
 	var taken []*warmProvider
+	var dirs []string
 	release := func(healthy bool) {
 		for _, p := range taken {
 			wp.checkin(p, healthy)
@@ -164,16 +179,20 @@ func (wp *WarmProviders) checkout(ctx context.Context, providers []providerBinar
 		key := warmKey(pb, tenant, class, module, env)
 		p := wp.takeIdle(key)
 		if p == nil {
-			var err error
-			if p, err = wp.start(ctx, pb, key, env); err != nil {
+			err := checkProviderPackage(lock, pb)
+			if err == nil {
+				p, err = wp.start(ctx, pb, key, env)
+			}
+			if err != nil {
 				release(false)
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		}
 		taken = append(taken, p)
+		dirs = append(dirs, p.sockDir)
 		info[pb.address] = p.config
 	}
-	return info, release, nil
+	return info, dirs, release, nil
 }
 
 // takeIdle pops an idle process of key, killing the ones idle for longer than IdleTimeout.
@@ -338,9 +357,20 @@ func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key strin
 	if err := os.MkdirAll(wp.dir, 0o700); err != nil {
 		return nil, err
 	}
-	path, env := wp.Sandbox.Command(pb.path, env, wp.dir)
+	secret := make([]byte, 16)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	sockDir := filepath.Join(wp.dir, hex.EncodeToString(secret))
+	if err := os.Mkdir(sockDir, 0o700); err != nil {
+		return nil, err
+	}
+	env = maps.Clone(env)
+	// go-plugin's server makes its socket in PLUGIN_UNIX_SOCKET_DIR, or TMPDIR with older releases.
+	env["PLUGIN_UNIX_SOCKET_DIR"], env["TMPDIR"], env["HOME"] = sockDir, sockDir, sockDir
+	path, env := wp.Sandbox.Command(pb.path, env, sandbox.Access{Write: []string{sockDir}, Trusted: []string{filepath.Dir(pb.path)}})
 	cmd := exec.Command(path)
-	cmd.Dir = wp.dir
+	cmd.Dir = sockDir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -354,7 +384,7 @@ func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key strin
 		StartTimeout:     warmStartTimeout,
 		Logger:           hclog.NewNullLogger(),
 	})
-	p := &warmProvider{key: key, cmd: cmd, client: client}
+	p := &warmProvider{key: key, sockDir: sockDir, cmd: cmd, client: client}
 	started := make(chan error, 1)
 	go func() {
 		_, err := client.Start()
@@ -390,9 +420,11 @@ func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key strin
 // gone reports a process that has exited.
 func (p *warmProvider) gone() bool { return p.client.Exited() }
 
-// kill ends the process's group (SIGKILL); the go-plugin client reaps the process.
+// kill ends the process's group (SIGKILL) and removes its socket's directory; the go-plugin
+// client reaps the process.
 func (p *warmProvider) kill() {
 	if p.cmd.Process != nil {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	}
+	_ = os.RemoveAll(p.sockDir)
 }

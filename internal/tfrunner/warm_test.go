@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/mod/sumdb/dirhash"
 )
 
 // randomProvider is the random provider of the tools' mirror, as a workspace would list it.
@@ -20,6 +22,58 @@ func randomProvider(t testing.TB) providerBinary {
 	return providerBinary{address: "registry.opentofu.org/hashicorp/random", path: paths[0]}
 }
 
+// lockFor writes a dependency lock file that locks pb's package by its h1 hash, as init writes it.
+func lockFor(t testing.TB, pb providerBinary) string {
+	t.Helper()
+	h1, err := dirhash.HashDir(filepath.Dir(pb.path), "", dirhash.Hash1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), lockFile)
+	lock := "provider \"" + pb.address + "\" {\n  version = \"3.0.0\"\n  hashes = [\n    \"" + h1 + "\",\n    \"zh:00\",\n  ]\n}\n"
+	if err := os.WriteFile(path, []byte(lock), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestWarmProviderRefusesAPackageChangedAfterInit: a provider binary that no longer matches the
+// lock file's h1 hash is not started (issue 44: a planted binary in the plugin cache).
+func TestWarmProviderRefusesAPackageChangedAfterInit(t *testing.T) {
+	real := randomProvider(t)
+	dir := filepath.Join(t.TempDir(), "linux_amd64")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(real.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb := providerBinary{address: real.address, path: filepath.Join(dir, filepath.Base(real.path))}
+	if err := os.WriteFile(pb.path, data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	lock := lockFor(t, pb)
+	wp := NewWarmProviders(t.TempDir())
+	defer wp.Close()
+	env := map[string]string{"PATH": os.Getenv("PATH")}
+	_, _, release, err := wp.checkout(context.Background(), []providerBinary{pb}, lock, "t", "c", Module{Source: "./m"}, env)
+	if err != nil {
+		t.Fatalf("the package as locked: %v", err)
+	}
+	release(false)
+	if err := os.WriteFile(pb.path, append(data, 0), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err = wp.checkout(context.Background(), []providerBinary{pb}, lock, "t", "c", Module{Source: "./m"}, env)
+	if err == nil || !strings.Contains(err.Error(), "matches no h1 hash") {
+		t.Fatalf("a changed package: %v; want it refused", err)
+	}
+	if wp.Started() != 1 {
+		t.Errorf("started %d processes, want only the one of the locked package", wp.Started())
+	}
+}
+
 // checkoutOne takes one process for the random provider for a run of class "c1" and returns its
 // pid and release.
 func checkoutOne(t *testing.T, wp *WarmProviders, pb providerBinary, tenant string, env map[string]string) (int, func(bool)) {
@@ -29,9 +83,12 @@ func checkoutOne(t *testing.T, wp *WarmProviders, pb providerBinary, tenant stri
 
 func checkoutClass(t *testing.T, wp *WarmProviders, pb providerBinary, tenant, class string, env map[string]string) (int, func(bool)) {
 	t.Helper()
-	info, release, err := wp.checkout(context.Background(), []providerBinary{pb}, tenant, class, Module{Source: "./m", Version: "v1"}, env)
+	info, dirs, release, err := wp.checkout(context.Background(), []providerBinary{pb}, lockFor(t, pb), tenant, class, Module{Source: "./m", Version: "v1"}, env)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(dirs) != 1 || !strings.HasPrefix(info[pb.address].Addr.String, dirs[0]+"/") {
+		t.Fatalf("the socket %s is not in the directory %v the run is granted", info[pb.address].Addr.String, dirs)
 	}
 	cfg, ok := info[pb.address]
 	if !ok || cfg.Pid == 0 || cfg.Addr.String == "" {

@@ -72,6 +72,13 @@ type Workspace struct {
 	grace   time.Duration
 	spec    Spec
 	schema  *ModuleSchema
+	// initializer is set on a shared init's directory (and the class check's): its commands may
+	// write the plugin cache. shared is the shared init a run's workspace is linked to (read only
+	// to its commands). connect are the warm providers' socket directories the next commands may
+	// reach (set by the Pool around an apply that reattaches).
+	initializer bool
+	shared      *sharedInit
+	connect     []string
 }
 
 // NewWorkspace opens (creating it with mode 0700 if needed) the working directory dir for runs with
@@ -194,7 +201,10 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 }
 
 func (w *Workspace) tf() (*tfexec.Terraform, error) {
-	path, env := w.bin.Sandbox.Command(w.bin.Path, w.runEnv(), w.dir)
+	if err := w.freshRunDirs(); err != nil {
+		return nil, err
+	}
+	path, env := w.bin.Sandbox.Command(w.bin.Path, w.runEnv(), w.access(w.connect...))
 	tf, err := tfexec.NewTerraform(w.dir, path)
 	if err != nil {
 		return nil, err
@@ -209,13 +219,15 @@ func (w *Workspace) tf() (*tfexec.Terraform, error) {
 }
 
 // runEnv is the whole environment of the run's commands: the pool's, the run's own (provider
-// credentials, the state server's), the kubeconfig granted, and EnvWorkspace.
+// credentials, the state server's), the kubeconfig granted, EnvWorkspace, and HOME and TMPDIR of
+// the workspace's own (runDir), whatever the others say.
 func (w *Workspace) runEnv() map[string]string {
 	env := maps.Clone(w.baseEnv)
 	if env == nil {
 		env = map[string]string{}
 	}
 	maps.Copy(env, w.spec.Env)
+	env["HOME"], env["TMPDIR"] = w.runHome(), w.runTemp()
 	if len(w.spec.Kubeconfig) > 0 {
 		path := filepath.Join(w.dir, kubeconfigFile)
 		env["KUBECONFIG"], env["KUBE_CONFIG_PATH"] = path, path

@@ -1,0 +1,84 @@
+package tfrunner
+
+import (
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/conductor-tf/conductor-tf/internal/sandbox"
+)
+
+// What a run may do, with Binary.Sandbox set (docs/tenancy.md has the whole table):
+//
+//	| path                                           | plan, apply, destroy, import, drift | init (the shared init, the class check) |
+//	|------------------------------------------------|-------------------------------------|-----------------------------------------|
+//	| its own workspace, with its HOME and TMPDIR    | read, write, execute                | read, write, execute                    |
+//	| its shared init (Dir/.modules/<key>)           | read, execute                       | read, write, execute                    |
+//	| the plugin cache (TF_PLUGIN_CACHE_DIR)         | read, execute                       | read, write, execute                    |
+//	| the module's source when it is a local path    | read, execute                       | read, execute                           |
+//	| sockets of warm providers checked out for it   | connect                             | —                                       |
+//
+// and the sandbox's own base (the system, the binary, the CLI configuration and provider mirror).
+// Other workspaces, other shared inits and the warm providers' directory are not granted.
+
+// runDir is the directory, in a workspace, of what belongs to one operation only: its HOME and
+// TMPDIR, emptied before every command.
+const runDir = ".conductor"
+
+// runHome and runTemp are a workspace's HOME and TMPDIR.
+func (w *Workspace) runHome() string { return filepath.Join(w.dir, runDir, "home") }
+func (w *Workspace) runTemp() string { return filepath.Join(w.dir, runDir, "tmp") }
+
+// freshRunDirs empties and creates the workspace's HOME and TMPDIR: nothing a command left there
+// (a .tofurc, a socket, a planted file) reaches the next.
+func (w *Workspace) freshRunDirs() error {
+	if err := os.RemoveAll(filepath.Join(w.dir, runDir)); err != nil {
+		return err
+	}
+	for _, d := range []string{w.runHome(), w.runTemp()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// access is what the workspace's commands may do besides the sandbox's base: see the table above.
+// connect are directories of warm providers' sockets this command may reach.
+func (w *Workspace) access(connect ...string) sandbox.Access {
+	a := sandbox.Access{Write: []string{w.dir}, Read: localSourcePaths(w.spec.Module.Source), Connect: connect}
+	cache := w.baseEnv["TF_PLUGIN_CACHE_DIR"]
+	if w.initializer {
+		a.Write = append(a.Write, cache)
+		return a
+	}
+	a.Trusted = append(a.Trusted, cache)
+	if w.shared != nil {
+		a.Trusted = append(a.Trusted, w.shared.dir)
+	}
+	return a
+}
+
+// localSourcePaths are the local directories a module source reads from: the path of a local
+// source (used in place by Terraform), or the repository or file of a file:// URL (git::file://,
+// file://); none for sources fetched over the network. Relative paths are left out (they resolve
+// inside the workspace).
+func localSourcePaths(source string) []string {
+	s := strings.TrimSpace(source)
+	if strings.HasPrefix(s, "/") {
+		return []string{s}
+	}
+	if _, rest, ok := strings.Cut(s, "::"); ok {
+		s = rest
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "file" || !strings.HasPrefix(u.Path, "/") {
+		return nil
+	}
+	path := u.Path
+	if i := strings.Index(path, "//"); i > 0 { // the subdirectory of a package
+		path = path[:i]
+	}
+	return []string{path}
+}
