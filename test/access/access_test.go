@@ -9,6 +9,7 @@ import (
 	"context"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,6 +40,12 @@ var (
 	workDir string
 	teams   *harness.Teams
 	modules string
+	// reports is the one directory every run may write besides its workspace
+	// (--run-sandbox-write): the modules' reports go there. tools holds the hostile tool, which
+	// every run may read (--run-sandbox-read).
+	reports, tools string
+	// manager is the controller's process.
+	manager *harness.Controller
 )
 
 func TestAccess(t *testing.T) {
@@ -72,12 +79,19 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	tfEnv["KUBERNETES_SERVICE_HOST"], tfEnv["KUBERNETES_SERVICE_PORT"] = api.Hostname(), api.Port()
 	workDir = filepath.Join(dir, "work")
-	c, err := env.StartController(bin, filepath.Join(dir, "controller.log"), tfEnv,
+	reports, tools = filepath.Join(dir, "reports"), filepath.Join(dir, "tools")
+	for _, d := range []string{reports, tools} {
+		Expect(os.MkdirAll(d, 0o755)).To(Succeed())
+	}
+	out, err := exec.Command("go", "build", "-o", filepath.Join(tools, "hostile"), "./hostile").CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "%s", out)
+	manager, err = env.StartController(bin, filepath.Join(dir, "controller.log"), tfEnv,
 		"--namespace", stateNamespace, "--work-dir", workDir,
 		"--terraform-path", os.Getenv("CONDUCTOR_TF_TOFU"), "--max-concurrent-runs", "2",
+		"--run-sandbox-read", tools, "--run-sandbox-write", reports, "--warm-providers", "hashicorp/random",
 		"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--zap-devel=false", "--service-account", controllerAccount)
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(c.Stop)
+	DeferCleanup(manager.Stop)
 })
 
 // controllerAccount is the controller's own ServiceAccount as the suite tells it (--service-account).
@@ -167,6 +181,13 @@ func class(ctx context.Context, module string, access *v1alpha1.KubernetesAccess
 		return ""
 	}, timeout, time.Second).Should(Equal(v1alpha1.ReasonValid))
 	return kind
+}
+
+// reportDir is a new directory for one spec's reports, inside the one runs may write.
+func reportDir() string {
+	d, err := os.MkdirTemp(reports, "spec-")
+	Expect(err).NotTo(HaveOccurred())
+	return d
 }
 
 // kubeconfigsLeft lists the granted kubeconfig files present under the controller's work dir.

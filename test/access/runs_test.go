@@ -27,10 +27,7 @@ var _ = Describe("What a run may see", func() {
 	It("a module's local-exec finds no Kubernetes credentials in its environment", func() {
 		t := newTeam(ctx)
 		kind := class(ctx, "envprobe", nil, "report")
-		dir, err := os.MkdirTemp("", "conductor-envprobe-")
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(os.RemoveAll, dir)
-		report := filepath.Join(dir, "env")
+		report := filepath.Join(reportDir(), "env")
 		c := t.claim(ctx, "probe", kind, map[string]string{"report": report})
 		Eventually(t.resourceOf(ctx, c), timeout, time.Second).Should(WithTransform(ready, Equal(v1alpha1.ReasonApplied)))
 
@@ -59,17 +56,18 @@ var _ = Describe("What a run may see", func() {
 	It("a module's local-exec cannot open the controller's kubeconfig nor another run's working directory (issue 33)", func() {
 		other := newTeam(ctx)
 		probe := class(ctx, "envprobe", nil, "report")
-		dir, err := os.MkdirTemp("", "conductor-filehunt-")
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(os.RemoveAll, dir)
+		dir := reportDir()
 		// Another tenant's run, whose working directory (its variables) stays on disk.
 		victim := other.claim(ctx, "victim", probe, map[string]string{"report": filepath.Join(dir, "victim-env")})
 		Eventually(other.resourceOf(ctx, victim), timeout, time.Second).Should(WithTransform(ready, Equal(v1alpha1.ReasonApplied)))
 
 		t := newTeam(ctx)
-		hunt := class(ctx, "filehunt", nil, "report", "work", "kubeconfig")
+		hunt := class(ctx, "filehunt", nil, "report", "paths", "kubeconfig")
 		report := filepath.Join(dir, "found")
-		c := t.claim(ctx, "hunt", hunt, map[string]string{"report": report, "work": workDir, "kubeconfig": env.Kubeconfig})
+		others, err := filepath.Glob(filepath.Join(workDir, "runs", "*", "conductor.tfvars.json"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(others).NotTo(BeEmpty(), "the other tenant's working directory is on disk")
+		c := t.claim(ctx, "hunt", hunt, map[string]string{"report": report, "paths": strings.Join(others, " "), "kubeconfig": env.Kubeconfig})
 		Eventually(t.resourceOf(ctx, c), timeout, time.Second).Should(WithTransform(ready, Equal(v1alpha1.ReasonApplied)))
 
 		data, err := os.ReadFile(report)

@@ -45,7 +45,8 @@ func startController(t *testing.T, env *harness.Env, bin, dir string, tfEnv map[
 		"--namespace", stateNamespace, "--work-dir", filepath.Join(dir, "work"),
 		"--terraform-path", os.Getenv("CONDUCTOR_TF_TOFU"), "--max-concurrent-runs", "2", "--sync-interval", syncInterval,
 		"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--grace-period", "5s",
-		"--pod-name", chaosPod(round), "--zap-devel=false")
+		"--pod-name", chaosPod(round), "--zap-devel=false",
+		"--run-sandbox-write", filepath.Join(dir, "files")) // the module's file and ledger
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,8 @@ func TestStateRefusedThenRestartCreatesNothingTwice(t *testing.T) {
 		c, err := r.env.StartController(r.bin, log, r.tfEnv,
 			"--namespace", stateNamespace, "--work-dir", filepath.Join(r.dir, "work-"+pod),
 			"--terraform-path", os.Getenv("CONDUCTOR_TF_TOFU"), "--grace-period", "5s",
-			"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--pod-name", pod, "--zap-devel=false")
+			"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--pod-name", pod, "--zap-devel=false",
+			"--run-sandbox-write", filepath.Join(r.dir, "files")) // the module's file and ledger
 		if err != nil {
 			t.Fatal(err)
 		}

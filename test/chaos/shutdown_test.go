@@ -67,7 +67,8 @@ func TestShutdownMidApplyLeavesNoLock(t *testing.T) {
 			c, err := env.StartController(bin, filepath.Join(dir, name+".log"), tfEnv,
 				"--namespace", stateNamespace, "--work-dir", filepath.Join(dir, "work-"+name),
 				"--terraform-path", os.Getenv("CONDUCTOR_TF_TOFU"), "--grace-period", "20s", "--leader-elect",
-				"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--pod-name", name, "--zap-devel=false")
+				"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--pod-name", name, "--zap-devel=false",
+				"--run-sandbox-write", files) // the module's file and ledger
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,15 +1,15 @@
-# A run that goes looking for what is not its own: the controller's kubeconfig and every run's
-# working directory (variables, granted kubeconfigs) under the controller's work dir. It writes one
-# line per file tried, "readable PATH" or "denied PATH", to a file outside Terraform; its own
-# variables file is tried last, to show that reading works at all.
+# A run that goes looking for what is not its own: the controller's kubeconfig and other runs'
+# files (variables, granted kubeconfigs) under the controller's work dir, named by the test (a run
+# cannot list the work dir). It writes one line per file tried, "readable PATH" or "denied PATH",
+# to a file outside Terraform; its own variables file is tried last, to show that reading works.
 variable "report" {
   type        = string
   description = "Absolute path of the file the findings are written to."
 }
 
-variable "work" {
+variable "paths" {
   type        = string
-  description = "The controller's --work-dir."
+  description = "Other runs' files, space-separated."
 }
 
 variable "kubeconfig" {
@@ -23,9 +23,8 @@ resource "terraform_data" "hunt" {
   provisioner "local-exec" {
     command = <<-EOT
       {
-        for f in "$KUBECONFIG_FILE" "$WORK"/runs/*/conductor.tfvars.json "$WORK"/runs/*/conductor.kubeconfig; do
+        for f in "$KUBECONFIG_FILE" $PATHS; do
           case "$f" in "$PWD"/*) continue ;; esac
-          [ -e "$f" ] || continue
           if cat "$f" >/dev/null 2>&1; then echo "readable $f"; else echo "denied $f"; fi
         done
         if cat conductor.tfvars.json >/dev/null 2>&1; then echo "readable $PWD/conductor.tfvars.json"; else echo "denied $PWD/conductor.tfvars.json"; fi
@@ -33,7 +32,7 @@ resource "terraform_data" "hunt" {
     EOT
     environment = {
       REPORT          = var.report
-      WORK            = var.work
+      PATHS           = var.paths
       KUBECONFIG_FILE = var.kubeconfig
     }
   }
