@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/conductor-tf/conductor-tf/internal/sandbox"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 	"github.com/conductor-tf/conductor-tf/test/harness"
@@ -28,6 +29,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	sandbox.Enter() // confined runs of TestPoolConfined start here
 	dir, err := os.MkdirTemp("", "tfrunner-")
 	if err != nil {
 		panic(err)

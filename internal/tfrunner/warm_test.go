@@ -54,7 +54,12 @@ func TestWarmProviderRefusesAPackageChangedAfterInit(t *testing.T) {
 		t.Fatal(err)
 	}
 	lock := lockFor(t, pb)
-	wp := NewWarmProviders(t.TempDir())
+	short, err := os.MkdirTemp("", "wp") // a socket's path is at most 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(short)
+	wp := NewWarmProviders(short)
 	defer wp.Close()
 	env := map[string]string{"PATH": os.Getenv("PATH")}
 	_, _, release, err := wp.checkout(context.Background(), []providerBinary{pb}, lock, "t", "c", Module{Source: "./m"}, env)
@@ -62,6 +67,7 @@ func TestWarmProviderRefusesAPackageChangedAfterInit(t *testing.T) {
 		t.Fatalf("the package as locked: %v", err)
 	}
 	release(false)
+	_ = os.Remove(pb.path) // the killed process may still hold it: a new file in its place
 	if err := os.WriteFile(pb.path, append(data, 0), 0o700); err != nil {
 		t.Fatal(err)
 	}
