@@ -75,8 +75,8 @@ bench: tools ## Benchmarks (figures, not pass/fail).
 
 N ?= 200
 RUNNERS ?= 0
-bench-scale: tools ## N claims to Ready through the controller vs a naive init && apply loop and bare apply (N=200; RUNNERS=2: on a runner pool of 2 runner processes; CPUPROFILE=f: the manager's CPU profile; WARM=1: --warm-providers).
-	$(WITH_TOOLS) go test -tags scale ./test/scale -run TestBenchScale -count 1 -timeout 180m -v -args -n=$(N) -runners=$(RUNNERS) $(if $(CPUPROFILE),-cpuprofile=$(abspath $(CPUPROFILE))) $(if $(WARM),-warm) | grep -v '^=== RUN'
+bench-scale: tools ## N claims to Ready through the controller vs a naive init && apply loop and bare apply (N=200; RUNNERS=2: on a runner pool of 2 runner processes; CPUPROFILE=f: the manager's CPU profile; WARM=0: --warm-providers=none, warm providers being the default).
+	$(WITH_TOOLS) go test -tags scale ./test/scale -run TestBenchScale -count 1 -timeout 180m -v -args -n=$(N) -runners=$(RUNNERS) $(if $(CPUPROFILE),-cpuprofile=$(abspath $(CPUPROFILE))) -warm=$(if $(filter 0,$(WARM)),false,true) | grep -v '^=== RUN'
 
 
 ##@ The main job

@@ -356,7 +356,26 @@ type Operations struct {
 	// +optional
 	// +kubebuilder:default=Resolve
 	InterruptedCreates InterruptedCreatesPolicy `json:"interruptedCreates,omitempty"`
+	// WarmProviders: Allowed (default) lets applies reattach to provider processes the manager
+	// keeps warm between runs of the same class, tenant, module and credentials (its
+	// --warm-providers flag lists which providers: by default random, null, time, tls and http,
+	// which read no files); Disabled starts every provider with its run, as Terraform does.
+	// +optional
+	// +kubebuilder:default=Allowed
+	WarmProviders WarmProvidersPolicy `json:"warmProviders,omitempty"`
 }
+
+// WarmProvidersPolicy says whether a resource's applies may use warm provider processes.
+// +kubebuilder:validation:Enum=Allowed;Disabled
+type WarmProvidersPolicy string
+
+// Warm provider policies.
+const (
+	// WarmProvidersAllowed lets applies reattach to warm provider processes.
+	WarmProvidersAllowed WarmProvidersPolicy = "Allowed"
+	// WarmProvidersDisabled starts every provider with its run.
+	WarmProvidersDisabled WarmProvidersPolicy = "Disabled"
+)
 
 // InterruptedCreatesPolicy says what happens to a create that a dead run may have carried out.
 // +kubebuilder:validation:Enum=Resolve;Hold;Retry

@@ -72,6 +72,13 @@ type options struct {
 	sandboxWrite           string
 }
 
+// defaultWarmProviders are the providers kept warm unless --warm-providers says otherwise: those
+// of HashiCorp's that read and write no files (a warm process's working directory is not the run's
+// workspace, and it is granted none of it): random, null, time, tls and http. Providers that read
+// files a run writes (kubernetes and helm read the granted kubeconfig, local and archive read paths
+// relative to the workspace, the cloud providers read token files) are started with their run.
+const defaultWarmProviders = "hashicorp/random,hashicorp/null,hashicorp/time,hashicorp/tls,hashicorp/http"
+
 // DefaultDrainTimeout is how long, on SIGTERM, the manager and runners let runs under way finish
 // before they interrupt them: long enough for most creates (a database instance takes minutes),
 // short enough for a rollout. The manifests' terminationGracePeriodSeconds is it plus the grace
@@ -105,7 +112,7 @@ func main() {
 	flag.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "conductor-system"), "Namespace of the state Secrets and lock Leases (must exist).")
 	flag.StringVar(&o.kubeconfig, "state-kubeconfig", "", "Deprecated and ignored: state goes through the controller's state server, and runs get Kubernetes credentials only from a class's kubernetesAccess.")
 	flag.DurationVar(&o.syncInterval, "sync-interval", controller.DefaultSyncInterval, "How often an unchanged resource is planned again to detect drift.")
-	flag.StringVar(&o.warmProviders, "warm-providers", "", "Providers to keep running between runs, comma-separated (e.g. hashicorp/random): runs reattach to them (TF_REATTACH_PROVIDERS) instead of starting them. A process serves one run at a time and only runs of the same tenant, module, provider version and environment; it is recycled after 100 runs or 2 minutes idle and killed after a failed run; modules that declare provider aliases never use it. List only providers that read no file relative to their working directory. Experimental; empty: none.")
+	flag.StringVar(&o.warmProviders, "warm-providers", defaultWarmProviders, "Providers to keep running between runs, comma-separated (namespace/type, e.g. hashicorp/random), or none: applies reattach to them (TF_REATTACH_PROVIDERS) instead of starting them. A process serves one run at a time and only runs of the same class, tenant, module, provider version and environment, over a Unix socket no other run can find (docs/tenancy.md); its package must match the lock file; it is recycled after 100 runs or 2 minutes idle and killed after a failed run; modules that declare provider aliases, and classes with warmProviders: Disabled, never use it. A warm process runs in a directory of its own, not the run's workspace: list only providers that read no files (the default lists those of HashiCorp's that read none).")
 	flag.BoolVar(&o.keepRunLogs, "keep-run-logs", false, "Keep every run's log in its Secret (tflog-…); by default only failed runs, plans waiting for approval and drift found keep one, and a successful run's summary stays in status.")
 	flag.DurationVar(&o.secretCheck, "secret-check-interval", controller.DefaultSecretCheckInterval, "How often an applied resource's Secret inputs (variablesFrom, env) are read to notice a rotation, which applies it once.")
 	flag.IntVar(&o.driftChecks, "max-concurrent-drift-checks", 1, "Drift checks that run at once: the share of the runner pool drift checks may take.")
@@ -225,10 +232,10 @@ func run(o options) error {
 		return err
 	}
 	var warm *tfrunner.WarmProviders
-	if o.warmProviders != "" {
+	if providers := splitList(o.warmProviders); len(providers) > 0 && o.warmProviders != "none" {
 		warm = tfrunner.NewWarmProviders(filepath.Join(runsDir, ".warm"))
 		warm.Sandbox = bin.Sandbox
-		warm.Providers = strings.Split(o.warmProviders, ",")
+		warm.Providers = providers
 		defer warm.Close()
 	}
 	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{

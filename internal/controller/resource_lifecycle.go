@@ -122,6 +122,7 @@ func (r resourceSecrets) runSpec(ctx context.Context, res *v1alpha1.InfraResourc
 		Tenant:             tenant(res),
 		Class:              className(res),
 		RunnerPool:         res.Spec.RunnerPool,
+		ColdProviders:      res.Spec.WarmProviders == v1alpha1.WarmProvidersDisabled,
 		Module:             tfrunner.Module{Source: res.Spec.Module.Source, Version: res.Spec.Module.Version},
 		Variables:          map[string]any{},
 		SensitiveVariables: map[string]string{},

@@ -32,9 +32,9 @@ func opName(op runnerpb.Operation) string {
 	return op.String()
 }
 
-// specToProto converts a Spec for the stream (RunnerPool and RunID stay behind). It fails when a
-// variable does not encode to JSON or a backend attribute is not a string, a bool or a
-// map(string).
+// specToProto converts a Spec for the stream (RunnerPool, RunID and ColdProviders stay behind:
+// runners keep no warm providers). It fails when a variable does not encode to JSON or a backend
+// attribute is not a string, a bool or a map(string).
 func specToProto(s tfrunner.Spec) (*runnerpb.Spec, error) {
 	p := &runnerpb.Spec{
 		Module:             &runnerpb.Module{Source: s.Module.Source, Version: s.Module.Version},

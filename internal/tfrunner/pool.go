@@ -375,7 +375,7 @@ func decide(ctx context.Context, ws *Workspace, gate *Gate, p *Plan) (*Hold, err
 func (p *Pool) applyJSON(ctx context.Context, ws *Workspace, res *ApplyResult, onCreate CreateStartFunc) error {
 	var extra []tfexec.ApplyOption
 	release := func(bool) {}
-	if wp := p.opts.WarmProviders; wp != nil {
+	if wp := p.opts.WarmProviders; wp != nil && !ws.spec.ColdProviders {
 		if provs := wp.warmable(ws.Dir(), installedProviders(ws.Dir())); len(provs) > 0 {
 			// A provider that cannot be started warm is started by the run itself, as without.
 			lock := filepath.Join(ws.Dir(), lockFile)

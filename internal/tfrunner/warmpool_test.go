@@ -31,9 +31,9 @@ func TestPoolReattachesWarmProviders(t *testing.T) {
 		t.Fatal(err)
 	}
 	src, _ := filepath.Abs("testdata/modules/one")
-	apply := func(key, tenant string) {
+	apply := func(key, tenant string, cold ...bool) {
 		spec := tfrunner.Spec{
-			Tenant: tenant, Module: tfrunner.Module{Source: src},
+			Tenant: tenant, Module: tfrunner.Module{Source: src}, ColdProviders: len(cold) > 0 && cold[0],
 			Backend: tfrunner.Backend{Type: "kubernetes", Config: statebackend.Config{Namespace: "default", KubeconfigPath: env.Kubeconfig}.
 				Attributes(statebackend.SuffixFor(key), nil)},
 			Variables: map[string]any{"prefix": key},
@@ -55,5 +55,10 @@ func TestPoolReattachesWarmProviders(t *testing.T) {
 	apply("warm-b-0", "team-b")
 	if n := warm.Started(); n != 2 {
 		t.Errorf("another tenant's run: %d provider processes started, want 2", n)
+	}
+	// A class with warmProviders: Disabled: its run starts its own provider.
+	apply("cold-a-0", "team-a", true)
+	if n := warm.Started(); n != 2 {
+		t.Errorf("a run with ColdProviders: %d provider processes started, want still 2", n)
 	}
 }

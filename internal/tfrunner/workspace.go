@@ -61,6 +61,9 @@ type Spec struct {
 	// RunnerPool names the InfraRunnerPool whose runners execute the run; "" is the manager's
 	// in-process pool. RunID is the run's id (status.lastRun.id). Neither is part of the workspace.
 	RunnerPool, RunID string
+	// ColdProviders starts every provider with the run even where the pool keeps warm ones (the
+	// class's warmProviders: Disabled). Not part of the workspace.
+	ColdProviders bool
 }
 
 // Workspace is the working directory of one resource. It is not safe for concurrent use: the Pool

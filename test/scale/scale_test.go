@@ -42,7 +42,7 @@ var (
 	n           = flag.Int("n", 200, "claims (and baseline directories)")
 	concurrency = flag.Int("concurrency", 2, "runs at once, for the controller and the baselines")
 	static      = flag.Int("static", 30, "static claims whose claim → Bound latency is measured")
-	warm        = flag.Bool("warm", false, "run the manager with --warm-providers=hashicorp/random (the provider process kept between runs)")
+	warm        = flag.Bool("warm", true, "run the manager with its default warm providers (random among them: the provider process kept between runs); false: --warm-providers=none")
 	runnerCount = flag.Int("runners", 0, "runner processes of a runner pool that run the claims (concurrency split among them); 0: the manager's in-process pool")
 )
 
@@ -84,8 +84,8 @@ func TestBenchScale(t *testing.T) {
 		"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--zap-devel=false", "--zap-log-level=error"}
 	profArgs, profAddr := pprofArgs(t)
 	args = append(args, profArgs...)
-	if *warm {
-		args = append(args, "--warm-providers=hashicorp/random")
+	if !*warm {
+		args = append(args, "--warm-providers=none")
 	}
 	var protocol, state string
 	if *runnerCount > 0 {
