@@ -33,9 +33,9 @@ func e2eClass(name, kind, module string, vars map[string]string) {
 	DeferCleanup(func() { _ = k8s.Delete(ctx, c) })
 }
 
-// readyHostileClaim makes a claim of kind in namespace ns, waits until it is Ready and returns its
-// connection Secret's data.
-func readyHostileClaim(ns, name, kind string) map[string][]byte {
+// readyClaimSecret makes a claim of kind in namespace ns (deleted when the spec ends), waits until it
+// is Ready and returns it and its connection Secret's data.
+func readyClaimSecret(ns, name, kind string) (*v1alpha1.InfraClaim, map[string][]byte) {
 	claim := &v1alpha1.InfraClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.InfraClaimSpec{ResourceKind: kind, WriteConnectionSecretToRef: &v1alpha1.LocalSecretReference{Name: name + "-conn"}}}
 	Expect(k8s.Create(ctx, claim)).To(Succeed())
@@ -47,14 +47,14 @@ func readyHostileClaim(ns, name, kind string) map[string][]byte {
 	}).Should(HavePrefix("True"))
 	secret := &corev1.Secret{}
 	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-conn"}, secret)).To(Succeed())
-	return secret.Data
+	return claim, secret.Data
 }
 
 var _ = Describe("A compromised module in the manager's pod", func() {
 	It("writes nothing other classes' runs execute, reads no /proc, signals not the manager; another class's claim then becomes Ready (issue 44)", func() {
 		e2eClass("e2e-victim", "E2EVictim", "nocredentials", map[string]string{"name": "${claim.name}"})
 		victims := newNamespace("e2e-victim-")
-		readyHostileClaim(victims, "first", "E2EVictim")
+		readyClaimSecret(victims, "first", "E2EVictim")
 
 		// What the hostile run goes for, listed from inside the manager's container.
 		listed := kubectl("-n", system, "exec", "deploy/"+deployment, "-c", "manager", "--",
@@ -63,7 +63,8 @@ var _ = Describe("A compromised module in the manager's pod", func() {
 		Expect(len(targets)).To(BeNumerically(">", 5), "the victim's shared init is on disk: %s", listed)
 
 		e2eClass("e2e-hostile", "E2EHostile", "hostile", map[string]string{"name": "${claim.name}", "targets": strings.Join(targets, " ")})
-		report := string(readyHostileClaim(newNamespace("e2e-hostile-"), "attack", "E2EHostile")["report"])
+		_, out := readyClaimSecret(newNamespace("e2e-hostile-"), "attack", "E2EHostile")
+		report := string(out["report"])
 		GinkgoWriter.Printf("the hostile run's report:\n%s\n", report)
 		var tried int
 		for _, line := range strings.Split(strings.TrimSpace(report), "\n") {
@@ -81,6 +82,6 @@ var _ = Describe("A compromised module in the manager's pod", func() {
 		Expect(tried).To(Equal(len(targets)+3), "every target was tried")
 
 		By("the other class's next claim runs nothing planted and becomes Ready")
-		readyHostileClaim(victims, "second", "E2EVictim")
+		readyClaimSecret(victims, "second", "E2EVictim")
 	})
 })

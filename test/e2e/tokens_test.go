@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 )
@@ -32,20 +31,11 @@ func huntTokens(className, runnerPool string) (found, canI, dialed string) {
 	}
 	Expect(k8s.Create(ctx, c)).To(Succeed())
 	DeferCleanup(func() { _ = k8s.Delete(ctx, c) })
-	claim := &v1alpha1.InfraClaim{ObjectMeta: metav1.ObjectMeta{Namespace: newNamespace("e2e-hunt-"), Name: "hunt"},
-		Spec: v1alpha1.InfraClaimSpec{ResourceKind: kind, WriteConnectionSecretToRef: &v1alpha1.LocalSecretReference{Name: "hunt-conn"}}}
-	Expect(k8s.Create(ctx, claim)).To(Succeed())
-	DeferCleanup(func() { _ = k8s.Delete(ctx, claim) })
-	eventually(func() string {
-		got := &v1alpha1.InfraClaim{}
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(claim), got)).To(Succeed())
-		return readyCondition(got.Status.Conditions)
-	}).Should(HavePrefix("True"))
+	claim, data := readyClaimSecret(newNamespace("e2e-hunt-"), "hunt", kind)
 	if runnerPool != "" {
 		Expect(resourceOf(claim).Spec.RunnerPool).To(Equal(runnerPool))
 	}
-	secret := &corev1.Secret{}
-	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: "hunt-conn"}, secret)).To(Succeed())
+	secret := &corev1.Secret{Data: data}
 	Expect(string(secret.Data["looked"])).NotTo(BeElementOf("", "0"), "the hunt looked at no path: it did not run")
 	found = string(secret.Data["found"])
 	var answers []string
