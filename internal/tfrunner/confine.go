@@ -1,6 +1,8 @@
 package tfrunner
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -11,30 +13,41 @@ import (
 
 // What a run may do, with Binary.Sandbox set (docs/tenancy.md has the whole table):
 //
-//	| path                                           | plan, apply, destroy, import, drift | init (the shared init, the class check) |
-//	|------------------------------------------------|-------------------------------------|-----------------------------------------|
-//	| its own workspace, with its HOME and TMPDIR    | read, write, execute                | read, write, execute                    |
-//	| its shared init (Dir/.modules/<key>)           | read, execute                       | read, write, execute                    |
-//	| the plugin cache (TF_PLUGIN_CACHE_DIR)         | read, execute                       | read, write, execute                    |
-//	| the module's source when it is a local path    | read, execute                       | read, execute                           |
-//	| sockets of warm providers checked out for it   | connect                             | —                                       |
+//	| path                                            | plan, apply, destroy, import, drift | init (shared init, class check) |
+//	|-------------------------------------------------|-------------------------------------|---------------------------------|
+//	| its own workspace, with its HOME, and its       | read, write, execute                | read, write, execute            |
+//	| TMPDIR (Dir/.tmp/<hash>)                        |                                     |                                 |
+//	| its shared init (Dir/.modules/<key>)            | read, execute                       | read, write, execute            |
+//	| the plugin cache (TF_PLUGIN_CACHE_DIR)          | read, execute                       | read, write, execute            |
+//	| the module's source when it is a local path     | read, execute                       | read, execute                   |
+//	| sockets of warm providers checked out for it    | connect                             | —                               |
 //
 // and the sandbox's own base (the system, the binary, the CLI configuration and provider mirror).
 // Other workspaces, other shared inits and the warm providers' directory are not granted.
 
-// runDir is the directory, in a workspace, of what belongs to one operation only: its HOME and
-// TMPDIR, emptied before every command.
+// runDir is the directory, in a workspace, of what belongs to one operation only: its HOME,
+// emptied before every command.
 const runDir = ".conductor"
+
+// tempDirName is the directory, beside the workspaces, of their TMPDIRs: one per workspace, named
+// by a hash of its name, so that the Unix sockets go-plugin makes there stay within the 107 bytes
+// of a socket's path whatever the workspace's name (a resource's name runs to 253 characters).
+const tempDirName = ".tmp"
 
 // runHome and runTemp are a workspace's HOME and TMPDIR.
 func (w *Workspace) runHome() string { return filepath.Join(w.dir, runDir, "home") }
-func (w *Workspace) runTemp() string { return filepath.Join(w.dir, runDir, "tmp") }
+func (w *Workspace) runTemp() string {
+	sum := sha256.Sum256([]byte(filepath.Base(w.dir)))
+	return filepath.Join(filepath.Dir(w.dir), tempDirName, hex.EncodeToString(sum[:6]))
+}
 
 // freshRunDirs empties and creates the workspace's HOME and TMPDIR: nothing a command left there
 // (a .tofurc, a socket, a planted file) reaches the next.
 func (w *Workspace) freshRunDirs() error {
-	if err := os.RemoveAll(filepath.Join(w.dir, runDir)); err != nil {
-		return err
+	for _, d := range []string{filepath.Join(w.dir, runDir), w.runTemp()} {
+		if err := os.RemoveAll(d); err != nil {
+			return err
+		}
 	}
 	for _, d := range []string{w.runHome(), w.runTemp()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -47,7 +60,7 @@ func (w *Workspace) freshRunDirs() error {
 // access is what the workspace's commands may do besides the sandbox's base: see the table above.
 // connect are directories of warm providers' sockets this command may reach.
 func (w *Workspace) access(connect ...string) sandbox.Access {
-	a := sandbox.Access{Write: []string{w.dir}, Read: localSourcePaths(w.spec.Module.Source), Connect: connect}
+	a := sandbox.Access{Write: []string{w.dir, w.runTemp()}, Read: localSourcePaths(w.spec.Module.Source), Connect: connect}
 	cache := w.baseEnv["TF_PLUGIN_CACHE_DIR"]
 	if w.initializer {
 		a.Write = append(a.Write, cache)

@@ -55,11 +55,12 @@ func confinedPool(t *testing.T, confine bool) (*tfrunner.Pool, string, func(key 
 
 // TestPoolConfinedRunsApply: real tofu and a real provider plan and apply inside the allow-list
 // (the shared init and plugin cache read-only, only the workspace writable), and their HOME and
-// TMPDIR are the workspace's own.
+// TMPDIR are the workspace's own, short enough for the provider's socket whatever the key's length
+// (a resource's name runs to 253 characters).
 func TestPoolConfinedRunsApply(t *testing.T) {
 	pool, runs, spec := confinedPool(t, true)
 	ctx := context.Background()
-	for _, key := range []string{"confined-a", "confined-b"} {
+	for _, key := range []string{"confined-a", "confined-" + strings.Repeat("b", 200)} {
 		res, err := pool.Apply(ctx, key, spec(key), tfrunner.ApplyOptions{})
 		if err != nil {
 			t.Fatalf("%s: %v", key, err)
