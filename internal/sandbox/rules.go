@@ -79,7 +79,7 @@ func rulesFor(access Access, hide []string) ([]landlock.Rule, error) {
 			}
 		}
 	}
-	for _, p := range append(slices.Clone(System), access.Read...) {
+	for _, p := range slices.Concat(System, SystemFiles, access.Read) {
 		g.read(p)
 	}
 	g.add(Devices, devices, devices)

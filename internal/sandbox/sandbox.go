@@ -59,6 +59,10 @@ var ErrUnavailable = errors.New("landlock is not available (Linux 5.13 or later 
 // System are the directories of the system that every run may read and execute (those that exist).
 var System = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys"}
 
+// SystemFiles are files of the system that are often symbolic links out of System (resolv.conf to
+// /run/systemd/resolve, localtime to /usr/share/zoneinfo): their targets are granted read too.
+var SystemFiles = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/localtime", "/etc/ssl/certs/ca-certificates.crt"}
+
 // Devices is the directory of device files: a run may read and write the files that exist there
 // (/dev/null, /dev/urandom, /dev/tty) and create nothing.
 const Devices = "/dev"
