@@ -107,7 +107,7 @@ func main() {
 	flag.IntVar(&o.resourceWorkers, "max-concurrent-resource-reconciles", 256, "Resource reconciles that run at once. Most of them wait for a runner slot, where waiting runs are served across namespaces in turn: keep it well above --max-concurrent-runs, or the work queue, first come first served, decides the order instead.")
 	flag.IntVar(&o.maxRuns, "max-concurrent-runs", runtime.NumCPU(), "Terraform runs that execute at once.")
 	flag.StringVar(&o.terraformPath, "terraform-path", "", "The tofu or terraform binary; else tofu, then terraform, on PATH.")
-	flag.StringVar(&o.installVersion, "install-terraform-version", "1.11.4", "Terraform release hc-install downloads when no tofu or terraform is found (needs releases.hashicorp.com); empty disables it.")
+	flag.StringVar(&o.installVersion, "install-terraform-version", "", "A Terraform release (e.g. 1.11.4) hc-install downloads from releases.hashicorp.com when no tofu or terraform is found; empty (the default): nothing is downloaded. Terraform from 1.6 on is under the Business Source License 1.1, OpenTofu (the image's) under MPL-2.0: see docs/install.md.")
 	flag.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "conductor-tf"), "Working directories of runs, the plugin cache and the module cache.")
 	flag.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "conductor-system"), "Namespace of the state Secrets and lock Leases (must exist).")
 	flag.StringVar(&o.kubeconfig, "state-kubeconfig", "", "Deprecated and ignored: state goes through the controller's state server, and runs get Kubernetes credentials only from a class's kubernetesAccess.")
