@@ -60,6 +60,7 @@ type options struct {
 	runProtocolAddr        string
 	runnerStateAddr        string
 	runnerHosts            string
+	runnerService          string
 	runnerImage            string
 	heartbeatTimeout       time.Duration
 	drainTimeout           time.Duration
@@ -121,7 +122,8 @@ func main() {
 	flag.StringVar(&o.stateServerAddr, "state-server-address", "127.0.0.1:0", "Loopback address the state server (Terraform's http backend, for the controller's own runs) listens on; port 0 picks one.")
 	flag.StringVar(&o.runProtocolAddr, "run-protocol-address", "", "Address (e.g. :9443) of the run protocol that runner pools (InfraRunnerPool) connect to, over TLS; empty: runner pools are not served and every run stays in the manager's pool.")
 	flag.StringVar(&o.runnerStateAddr, "runner-state-address", ":9444", "Address of the state server for runner pools' runs, over TLS (with --run-protocol-address).")
-	flag.StringVar(&o.runnerHosts, "runner-hosts", "", "Comma-separated names runners reach the manager by, for its serving certificate; the Service conductor-tf-runs in --namespace when empty.")
+	flag.StringVar(&o.runnerService, "runner-service", "conductor-tf-runs", "The Service in --namespace that runners reach the manager's run protocol through (the chart sets <release>-runs); its names are signed into the manager's certificate unless --runner-hosts is given.")
+	flag.StringVar(&o.runnerHosts, "runner-hosts", "", "Comma-separated names runners reach the manager by, for its serving certificate (the first is the one runner pods are given); --runner-service's names in --namespace when empty.")
 	flag.StringVar(&o.runnerImage, "runner-image", os.Getenv("RUNNER_IMAGE"), "Image of runner pods whose InfraRunnerPool names none (the manager's own).")
 	flag.DurationVar(&o.heartbeatTimeout, "runner-heartbeat-timeout", runners.DefaultHeartbeatTimeout, "A run's lease on a runner pool: each heartbeat renews it for this long; a runner whose lease expires freezes its run, then kills it.")
 	flag.DurationVar(&o.fenceGrace, "runner-fence-grace", runners.DefaultFenceGrace, "How much longer than its lease a silent run on a runner pool is waited for (its runner may resume it) before it is given up and its lock and state credentials released; a new leader leaves its predecessor's runner-pool locks alone for the lease plus this.")

@@ -19,12 +19,13 @@ import (
 )
 
 // runnerHosts are the names runners reach the manager by: --runner-hosts, or the Service
-// conductor-tf-runs of config/manager in the manager's namespace.
+// --runner-service (conductor-tf-runs of config/manager; <release>-runs of the chart) in the
+// manager's namespace.
 func runnerHosts(o options) []string {
 	if o.runnerHosts != "" {
 		return strings.Split(o.runnerHosts, ",")
 	}
-	svc := "conductor-tf-runs"
+	svc := o.runnerService
 	// The first is the one runner pods are given (setupRunnerPools).
 	return []string{svc + "." + o.namespace + ".svc", svc, svc + "." + o.namespace, svc + "." + o.namespace + ".svc.cluster.local"}
 }
@@ -51,7 +52,7 @@ func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface,
 }
 
 // setupRunnerPools registers the InfraRunnerPool reconciler: runner pods reach this manager
-// through the Service conductor-tf-runs, on the ports of --run-protocol-address and
+// through the Service --runner-service (the first of runnerHosts), on the ports of --run-protocol-address and
 // --runner-state-address, and run --runner-image (else this pod's own image).
 func setupRunnerPools(ctx context.Context, o options, kube kubernetes.Interface, mgr ctrl.Manager, d *runners.Dispatcher) error {
 	image := o.runnerImage

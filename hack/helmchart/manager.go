@@ -12,6 +12,9 @@ import (
 const (
 	argLeaderElect = "--leader-elect"
 	argMetrics     = "--metrics-bind-address="
+	// argRunnerService names the release's Service of the run protocol (<fullname>-runs), which
+	// runners are sent to and the manager's certificate is signed for: any release name works.
+	argRunnerService = "--runner-service="
 )
 
 // manager is the manager Deployment of config/, and the defaults it gives the chart's values.
@@ -41,6 +44,8 @@ func newManager(deploy object) (*manager, error) {
 		switch {
 		case s == argLeaderElect:
 			m.leader = true
+		case strings.HasPrefix(s, argRunnerService):
+			// templated from the release's name
 		case strings.HasPrefix(s, argMetrics):
 			m.metrics = s[strings.LastIndex(s, ":")+1:]
 		default:
@@ -90,6 +95,7 @@ checksum/cli-config: {{ .Values.providerMirror.cliConfig | sha256sum }}
 {{- if .Values.controllerManager.leaderElection.enabled }}
 - ` + argLeaderElect + `
 {{- end }}
+- ` + argRunnerService + `{{ include "conductor-tf.fullname" . }}-runs
 {{- range .Values.controllerManager.args }}
 - {{ . | quote }}
 {{- end }}

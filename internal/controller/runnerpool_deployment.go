@@ -15,7 +15,7 @@ import (
 
 // RunnerPoolTargets are where runner pods find the manager: the run protocol's address
 // (host:port) and the state server's URL for runners (https://host:port), by the Service
-// conductor-tf-runs.
+// --runner-service (conductor-tf-runs, or the chart's <release>-runs).
 type RunnerPoolTargets struct {
 	Manager, StateURL string
 	// CAConfigMap and CAAudience are the ConfigMap holding the manager's CA (key ca.crt) and the

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
@@ -108,6 +109,20 @@ var _ = Describe("Installed with the Helm chart", Ordered, func() {
 			return strings.TrimSpace(kubectl("get", "secrets", "-n", helmNamespace, "-l", "conductor.io/resource="+res.Name, "-o", "name"))
 		}
 		Expect(states()).NotTo(BeEmpty(), "state lives in the release's namespace")
+
+		By("a claim on a runner pool under the release's name: its runners reach " + helmRelease + "-runs (issue 45)")
+		pool := &v1alpha1.InfraRunnerPool{ObjectMeta: metav1.ObjectMeta{Name: "e2e-helm"},
+			Spec: v1alpha1.InfraRunnerPoolSpec{Replicas: ptr.To[int32](1), Concurrency: 1}}
+		Expect(k8s.Create(ctx, pool)).To(Succeed())
+		DeferCleanup(func() { _ = k8s.Delete(ctx, pool) })
+		slowClass("e2e-helm-pooled", "HelmPooled", func(c *v1alpha1.InfraClass) { c.Spec.RunnerPool = pool.Name })
+		pooled := slowClaim(newNamespace("e2e-helm-pool-"), "pooled", "HelmPooled", "pooled")
+		Expect(k8s.Create(ctx, pooled)).To(Succeed())
+		eventually(converged(pooled, "pooled")).Should(HavePrefix("True"))
+		// A pool's run waits for a runner (WaitingForRunner) until one connects: Ready says a runner
+		// reached the release's Service and the certificate signed for it.
+		Expect(resourceOf(pooled).Spec.RunnerPool).To(Equal(pool.Name))
+		Expect(k8s.Delete(ctx, pooled)).To(Succeed())
 
 		By("deleting the claim: the chart's manager destroys and reclaims")
 		Expect(k8s.Delete(ctx, claim)).To(Succeed())
