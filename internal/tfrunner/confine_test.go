@@ -18,7 +18,9 @@ import (
 // runs directory and a spec maker for the one-random_pet module.
 func confinedPool(t *testing.T, confine bool) (*tfrunner.Pool, string, func(key string) tfrunner.Spec) {
 	t.Helper()
-	work := t.TempDir()
+	// A deep work directory, as tests make: TMPDIRs beside the workspaces would not fit a socket's
+	// path, so they go to the system's temporary directory (socketDir).
+	work := filepath.Join(t.TempDir(), strings.Repeat("w", 60))
 	tfEnv, err := harness.TerraformEnv(filepath.Join(work, "home"))
 	if err != nil {
 		t.Fatal(err)

@@ -362,11 +362,8 @@ func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key strin
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
 	}
-	sockDir := filepath.Join(wp.dir, base64.RawURLEncoding.EncodeToString(secret))
-	// A Unix socket's path holds at most 107 bytes (sun_path); go-plugin names it plugin<10 digits>.
-	if n := len(sockDir) + len("/plugin0123456789"); n > 107 {
-		return nil, fmt.Errorf("warm provider %s: the socket path under %s would be %d bytes, over the 107 a Unix socket allows: use a shorter --work-dir", pb.address, wp.dir, n)
-	}
+	// Named by the secret, in the warm providers' directory, or where a socket's path fits.
+	sockDir := socketDir(filepath.Join(wp.dir, base64.RawURLEncoding.EncodeToString(secret)))
 	if err := os.Mkdir(sockDir, 0o700); err != nil {
 		return nil, err
 	}

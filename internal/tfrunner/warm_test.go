@@ -54,12 +54,7 @@ func TestWarmProviderRefusesAPackageChangedAfterInit(t *testing.T) {
 		t.Fatal(err)
 	}
 	lock := lockFor(t, pb)
-	short, err := os.MkdirTemp("", "wp") // a socket's path is at most 107 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(short)
-	wp := NewWarmProviders(short)
+	wp := NewWarmProviders(t.TempDir()) // deep: its sockets go where a socket's path fits
 	defer wp.Close()
 	env := map[string]string{"PATH": os.Getenv("PATH")}
 	_, _, release, err := wp.checkout(context.Background(), []providerBinary{pb}, lock, "t", "c", Module{Source: "./m"}, env)
