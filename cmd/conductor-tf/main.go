@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,6 +72,7 @@ type options struct {
 	sandboxHide            string
 	sandboxRead            string
 	sandboxWrite           string
+	runEnv                 string
 }
 
 // defaultWarmProviders are the providers kept warm unless --warm-providers says otherwise: those
@@ -135,6 +137,7 @@ func main() {
 	flag.StringVar(&o.sandboxHide, "run-sandbox-hide", "", "More paths, comma-separated, that runs cannot open (with --run-sandbox), e.g. mounted cloud credentials of the manager's own.")
 	flag.StringVar(&o.sandboxRead, "run-sandbox-read", "", sandboxReadUsage)
 	flag.StringVar(&o.sandboxWrite, "run-sandbox-write", "", sandboxWriteUsage)
+	flag.StringVar(&o.runEnv, "run-env", "", runEnvUsage)
 	zapOpts := zap.Options{Development: true}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -208,7 +211,7 @@ func run(o options) error {
 	}
 	log.Info("terraform binary", "binary", bin.String())
 	runsDir := filepath.Join(o.workDir, "runs")
-	env := runEnv(o.workDir)
+	env := runEnv(o.workDir, splitList(o.runEnv))
 	if _, err := ensureCLIConfig(env, o.workDir); err != nil {
 		return err
 	}
@@ -349,17 +352,25 @@ func runnerFence(o options) time.Duration {
 	return o.heartbeatTimeout + o.fenceGrace
 }
 
+// baseRunEnv are the names of this process's environment variables every run gets: the CLI
+// configuration, the CA bundle and the proxies.
+var baseRunEnv = []string{"TF_CLI_CONFIG_FILE", "SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"}
+
+// runEnvUsage documents --run-env for the manager and the runner.
+var runEnvUsage = "Names, comma-separated, of this process's environment variables that every run gets (e.g. AWS_REGION), " +
+	"besides PATH and " + strings.Join(baseRunEnv, ", ") + ". Nothing else of this process's environment reaches a run."
+
 // runEnv is the environment every run starts from, for a process whose work directory is workDir:
-// PATH, the plugin cache (written by init only), and the settings of this process's own
-// environment that runs need (CLI configuration, CA bundle, proxies). HOME and TMPDIR are each
+// PATH, the plugin cache (written by init only), and the variables of this process's own
+// environment named by baseRunEnv and extra (--run-env) that are set. HOME and TMPDIR are each
 // workspace's own (tfrunner), never shared between runs.
-func runEnv(workDir string) map[string]string {
+func runEnv(workDir string, extra []string) map[string]string {
 	env := map[string]string{
 		"PATH":                os.Getenv("PATH"),
 		"TF_PLUGIN_CACHE_DIR": filepath.Join(workDir, "plugin-cache"),
 		"CHECKPOINT_DISABLE":  "1",
 	}
-	for _, k := range []string{"TF_CLI_CONFIG_FILE", "SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "NO_PROXY"} {
+	for _, k := range append(slices.Clone(baseRunEnv), extra...) {
 		if v, ok := os.LookupEnv(k); ok {
 			env[k] = v
 		}

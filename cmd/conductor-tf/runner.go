@@ -35,6 +35,7 @@ func runnerMain(args []string) error {
 	runSandbox := fs.String("run-sandbox", sandboxAuto, sandboxFlagUsage)
 	sandboxRead := fs.String("run-sandbox-read", "", sandboxReadUsage)
 	sandboxWrite := fs.String("run-sandbox-write", "", sandboxWriteUsage)
+	runEnvNames := fs.String("run-env", "", runEnvUsage)
 	drainTimeout := fs.Duration("drain-timeout", DefaultDrainTimeout, "On SIGTERM, how long runs under way go on before they are interrupted (SIGINT, then --grace-period); no run is taken meanwhile. The pod's terminationGracePeriodSeconds must cover it and the grace period.")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -63,7 +64,7 @@ func runnerMain(args []string) error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("runner", *name, "pool", *pool)
 	// The run-protocol token is this runner's identity: no run may read it.
 	runsDir := filepath.Join(*workDir, "runs")
-	env := runEnv(*workDir)
+	env := runEnv(*workDir, splitList(*runEnvNames))
 	if _, err := ensureCLIConfig(env, *workDir); err != nil {
 		return err
 	}

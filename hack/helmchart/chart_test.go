@@ -174,6 +174,7 @@ controllerManager:
   imagePullSecrets: [{name: pull}]
   extraArgs: [--sync-interval=30m]
   extraEnv: [{name: AWS_REGION, value: eu-west-1}]
+  runEnv: [AWS_REGION, AWS_PROFILE]
   resources: {limits: {cpu: "4", memory: 8Gi}}
   podAnnotations: {prometheus.io/scrape: "false"}
   nodeSelector: {kubernetes.io/os: linux}
@@ -252,7 +253,8 @@ providerMirror:
 		t.Errorf("pod annotations: %v", get(deploy, "spec", "template", "metadata", "annotations"))
 	}
 	args := fmt.Sprint(c["args"])
-	for _, a := range []string{"--leader-elect", "--sync-interval=30m", "--work-dir=/work"} {
+	// The runners reach the release's Service; runs get the names runEnv lists.
+	for _, a := range []string{"--leader-elect", "--sync-interval=30m", "--work-dir=/work", "--runner-service=ctf-runs", "--run-env=AWS_REGION,AWS_PROFILE"} {
 		if !strings.Contains(args, a) {
 			t.Errorf("args %s lack %s", args, a)
 		}

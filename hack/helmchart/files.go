@@ -25,8 +25,12 @@ controllerManager:
   # Appended to args, e.g. ["--sync-interval=30m"].
   extraArgs: []
   # Appended to the manager's environment (name/value or valueFrom entries), e.g. cloud credentials
-  # for providers: [{name: AWS_REGION, value: eu-west-1}].
+  # for providers: [{name: AWS_REGION, value: eu-west-1}]. Runs get none of it unless runEnv names it.
   extraEnv: []
+  # Names of the manager's environment variables that every run gets (--run-env), e.g. [AWS_REGION].
+  # Runs get PATH, TF_CLI_CONFIG_FILE, SSL_CERT_FILE, SSL_CERT_DIR and the proxy variables besides,
+  # and nothing else of the manager's environment.
+  runEnv: []
   resources:
 %s
   podAnnotations: {}

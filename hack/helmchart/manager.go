@@ -99,6 +99,9 @@ checksum/cli-config: {{ .Values.providerMirror.cliConfig | sha256sum }}
 {{- range .Values.controllerManager.args }}
 - {{ . | quote }}
 {{- end }}
+{{- with .Values.controllerManager.runEnv }}
+- --run-env={{ join "," . }}
+{{- end }}
 {{- range .Values.controllerManager.extraArgs }}
 - {{ . | quote }}
 {{- end }}`)}
