@@ -76,7 +76,9 @@ func newScenario() *scenario {
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "app-"}}
 	Expect(k8s.Create(ctx, ns)).To(Succeed())
-	dir, err := os.MkdirTemp("", "conductor-files-")
+	// Under the suite's files directory, which runner processes let their runs write
+	// (--run-sandbox-write).
+	dir, err := os.MkdirTemp(filesDir(), "conductor-files-")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(os.RemoveAll, dir)
 	return &scenario{ctx: ctx, ns: ns.Name, kind: "File" + rand.String(6), dir: dir}

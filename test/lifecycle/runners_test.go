@@ -52,6 +52,13 @@ func runnerToken(sa string, audiences ...string) string {
 	return tr.Status.Token
 }
 
+// filesDir is the directory of every scenario's files (the file module writes outside Terraform).
+func filesDir() string {
+	d := filepath.Join(suiteDir, "files")
+	Expect(os.MkdirAll(d, 0o755)).To(Succeed())
+	return d
+}
+
 // startRunner starts a runner of pool named name with token, as the pool's Deployment would: the
 // CA from the ConfigMap the manager publishes, no Kubernetes credentials in its environment.
 func startRunner(bin, pool, name, token string) *runnerProcess {
@@ -67,7 +74,8 @@ func startRunner(bin, pool, name, token string) *runnerProcess {
 	Expect(err).NotTo(HaveOccurred())
 	cmd := exec.Command(bin, "runner", "--name", name, "--pool", pool, "--manager", runProtocolAddr,
 		"--state-url", runnerStateURL, "--ca-file", caFile, "--token-file", tokenFile, "--concurrency", "1",
-		"--heartbeat-interval", "1s", "--work-dir", filepath.Join(dir, "work"), "--terraform-path", realBinary.Path)
+		"--heartbeat-interval", "1s", "--work-dir", filepath.Join(dir, "work"), "--terraform-path", realBinary.Path,
+		"--run-sandbox-write", filesDir()) // the file module writes its file there
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TF_CLI_CONFIG_FILE=" + tfEnv["TF_CLI_CONFIG_FILE"], "SSL_CERT_FILE=" + tfEnv["SSL_CERT_FILE"]}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
