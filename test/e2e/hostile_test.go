@@ -52,9 +52,13 @@ func readyClaimSecret(ns, name, kind string) (*v1alpha1.InfraClaim, map[string][
 
 var _ = Describe("A compromised module in the manager's pod", func() {
 	It("writes nothing other classes' runs execute, reads no /proc, signals not the manager; another class's claim then becomes Ready (issue 44)", func() {
-		e2eClass("e2e-victim", "E2EVictim", "nocredentials", map[string]string{"name": "${claim.name}"})
+		// The victim: the slowpass module (the random provider, kept warm, and a local-exec).
+		slowClass("e2e-victim", "E2EVictim")
 		victims := newNamespace("e2e-victim-")
-		readyClaimSecret(victims, "first", "E2EVictim")
+		first := slowClaim(victims, "first", "E2EVictim", "first")
+		Expect(k8s.Create(ctx, first)).To(Succeed())
+		DeferCleanup(func() { _ = k8s.Delete(ctx, first) })
+		eventually(converged(first, "first")).Should(HavePrefix("True"))
 
 		// What the hostile run goes for, listed from inside the manager's container.
 		listed := kubectl("-n", system, "exec", "deploy/"+deployment, "-c", "manager", "--",
@@ -82,6 +86,9 @@ var _ = Describe("A compromised module in the manager's pod", func() {
 		Expect(tried).To(Equal(len(targets)+3), "every target was tried")
 
 		By("the other class's next claim runs nothing planted and becomes Ready")
-		readyClaimSecret(victims, "second", "E2EVictim")
+		second := slowClaim(victims, "second", "E2EVictim", "second")
+		Expect(k8s.Create(ctx, second)).To(Succeed())
+		DeferCleanup(func() { _ = k8s.Delete(ctx, second) })
+		eventually(converged(second, "second")).Should(HavePrefix("True"))
 	})
 })
