@@ -1,0 +1,97 @@
+package tfrunner
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"sort"
+
+	tfjson "github.com/hashicorp/terraform-json"
+)
+
+// Summary counts a plan's changes as Terraform's "Plan: N to add, N to change, N to destroy" line
+// does (a replacement counts once in Add and once in Destroy), plus imports.
+type Summary struct {
+	Add, Change, Destroy, Import int
+}
+
+// Change is one resource change of a plan.
+type Change struct {
+	// Address of the resource (e.g. module.main.random_password.this).
+	Address string
+	// Actions as Terraform reports them: ["create"], ["update"], ["delete","create"], ["no-op"] …
+	Actions []string
+	// Importing is true when the plan imports the object.
+	Importing bool
+
+	// values are the change's before and after values (JSON, from show -json), hashed into the
+	// plan's ID so that plans with the same actions but other values differ; not exposed.
+	values []byte
+}
+
+// Destroys reports whether the change deletes or replaces its object.
+func (c Change) Destroys() bool { return slices.Contains(c.Actions, string(tfjson.ActionDelete)) }
+
+// Plan is a saved plan: its file in the workspace and what it would do.
+type Plan struct {
+	// HasChanges is false when applying would change nothing.
+	HasChanges bool
+	Summary    Summary
+	// Changes lists every resource change that is not a no-op, sorted by address.
+	Changes []Change
+	// ID identifies the plan's changes, with their values for a saved plan (show -json): equal
+	// plans have equal IDs, and a plan that would set other values has another. IDs compare
+	// between plans made the same way (saved plans, or -json streams). 12 hex characters.
+	ID string
+	// Destroy is true for a destroy plan.
+	Destroy bool
+}
+
+// summarize reads the resource changes of a plan rendered by show -json.
+func summarize(raw *tfjson.Plan) *Plan {
+	p := &Plan{}
+	for _, rc := range raw.ResourceChanges {
+		if rc == nil || rc.Change == nil {
+			continue
+		}
+		a := rc.Change.Actions
+		importing := rc.Change.Importing != nil
+		if importing {
+			p.Summary.Import++
+		}
+		switch {
+		case a.Replace():
+			p.Summary.Add++
+			p.Summary.Destroy++
+		case a.Create():
+			p.Summary.Add++
+		case a.Update():
+			p.Summary.Change++
+		case a.Delete():
+			p.Summary.Destroy++
+		case !importing:
+			continue // no-op and read
+		}
+		actions := make([]string, len(a))
+		for i, x := range a {
+			actions[i] = string(x)
+		}
+		values, _ := json.Marshal([]any{rc.Change.Before, rc.Change.After, rc.Change.AfterUnknown})
+		p.Changes = append(p.Changes, Change{Address: rc.Address, Actions: actions, Importing: importing, values: values})
+	}
+	p.sortAndHash()
+	return p
+}
+
+// sortAndHash sorts the changes by address and sets ID from them, so that the same changes made
+// by show -json of a saved plan or by a -json stream have the same ID.
+func (p *Plan) sortAndHash() {
+	sort.Slice(p.Changes, func(i, j int) bool { return p.Changes[i].Address < p.Changes[j].Address })
+	h := sha256.New()
+	_ = json.NewEncoder(h).Encode(p.Changes)
+	for _, c := range p.Changes {
+		h.Write(c.values)
+	}
+	p.ID = hex.EncodeToString(h.Sum(nil))[:12]
+}
