@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // cliConfigName is the CLI configuration the manager writes in its work directory when none is
@@ -64,7 +65,7 @@ func cliConfigPaths(path string) []string {
 					continue
 				}
 				v, d := a.Expr.Value(nil)
-				if !d.HasErrors() && v.IsKnown() && !v.IsNull() && v.Type().FriendlyName() == "string" {
+				if !d.HasErrors() && v.IsKnown() && !v.IsNull() && v.Type() == cty.String {
 					out = append(out, v.AsString())
 				}
 			}

@@ -44,10 +44,7 @@ func Restrict(access Access, hide []string) error {
 	if slices.Contains(hide, "/") {
 		return errors.New("the root directory cannot be hidden")
 	}
-	rules, err := rulesFor(access, hide)
-	if err != nil {
-		return err
-	}
+	rules := rulesFor(access, hide)
 	cfg := landlock.Config{
 		HandledAccessFS: handled,
 		Scoped:          landlock.ScopedSet(llsys.ScopeSignal | llsys.ScopeAbstractUnixSocket),
@@ -69,7 +66,7 @@ type grants struct {
 
 // rulesFor returns the Landlock rules of access with System and Devices, hide (resolved absolute
 // paths) left out of every read grant.
-func rulesFor(access Access, hide []string) ([]landlock.Rule, error) {
+func rulesFor(access Access, hide []string) []landlock.Rule {
 	g := &grants{hide: hide, ancestors: map[string]bool{}, seen: map[string]bool{}, abi: ABI()}
 	for _, h := range hide {
 		for d := filepath.Dir(h); ; d = filepath.Dir(d) {
@@ -92,7 +89,7 @@ func rulesFor(access Access, hide []string) ([]landlock.Rule, error) {
 	for _, p := range access.Connect {
 		g.add(p, connect, 0)
 	}
-	return g.rules, nil
+	return g.rules
 }
 
 // hidden reports whether p (resolved) is hidden or inside a hidden path.

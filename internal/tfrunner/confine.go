@@ -36,9 +36,13 @@ const tempDirName = ".tmp"
 
 // runHome and runTemp are a workspace's HOME and TMPDIR.
 func (w *Workspace) runHome() string { return filepath.Join(w.dir, runDir, "home") }
-func (w *Workspace) runTemp() string {
-	sum := sha256.Sum256([]byte(filepath.Base(w.dir)))
-	return socketDir(filepath.Join(filepath.Dir(w.dir), tempDirName, hex.EncodeToString(sum[:6])))
+func (w *Workspace) runTemp() string { return w.tmp }
+
+// tempDirFor is the TMPDIR of the workspace in dir: Dir/.tmp/<hash of its name>, or where a
+// socket's path fits (socketDir).
+func tempDirFor(dir string) string {
+	sum := sha256.Sum256([]byte(filepath.Base(dir)))
+	return socketDir(filepath.Join(filepath.Dir(dir), tempDirName, hex.EncodeToString(sum[:6])))
 }
 
 // maxSocketPath is the longest path a Unix socket may have (sun_path holds 108 bytes with the NUL).

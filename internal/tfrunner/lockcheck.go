@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/mod/sumdb/dirhash"
 )
 
@@ -42,7 +43,7 @@ func lockedHashes(path, address string) ([]string, error) {
 		var out []string
 		for it := v.ElementIterator(); it.Next(); {
 			_, h := it.Element()
-			if h.IsKnown() && !h.IsNull() && h.Type().FriendlyName() == "string" {
+			if h.IsKnown() && !h.IsNull() && h.Type() == cty.String {
 				out = append(out, h.AsString())
 			}
 		}

@@ -81,6 +81,8 @@ type Workspace struct {
 	initializer bool
 	shared      *sharedInit
 	connect     []string
+	// tmp is the workspace's TMPDIR (runTemp), fixed by its directory.
+	tmp string
 }
 
 // NewWorkspace opens (creating it with mode 0700 if needed) the working directory dir for runs with
@@ -94,7 +96,7 @@ func NewWorkspace(dir string, bin Binary, env map[string]string, grace time.Dura
 	if grace <= 0 {
 		grace = DefaultGracePeriod
 	}
-	return &Workspace{dir: dir, bin: bin, baseEnv: maps.Clone(env), grace: grace}, nil
+	return &Workspace{dir: dir, bin: bin, baseEnv: maps.Clone(env), grace: grace, tmp: tempDirFor(dir)}, nil
 }
 
 // Dir is the workspace's directory.
