@@ -181,10 +181,10 @@ const (
 	ReasonResourceNotAllowed = "ResourceNotAllowed"
 	// ReasonClassLimitReached: provisioning would take the namespace over the class's limits.
 	ReasonClassLimitReached = "ClassLimitReached"
-	// ReasonServiceAccountNotFound: spec.kubernetesAccess names a ServiceAccount that does not
+	// ReasonServiceAccountNotFound: spec.kubernetesAccess or spec.workloadIdentity names a ServiceAccount that does not
 	// exist, or whose token the API server refused; nothing runs.
 	ReasonServiceAccountNotFound = "ServiceAccountNotFound"
-	// ReasonServiceAccountForbidden: spec.kubernetesAccess names the controller's own
+	// ReasonServiceAccountForbidden: spec.kubernetesAccess or spec.workloadIdentity names the controller's own
 	// ServiceAccount or a runner pool's: a class would hand a run the controller's or a pool's
 	// credentials; nothing runs.
 	ReasonServiceAccountForbidden   = "ServiceAccountForbidden"
@@ -201,18 +201,20 @@ const (
 	ReasonRenderFailed              = "RenderFailed"
 	ReasonInvalidVariables          = "InvalidVariables"
 	ReasonSecretNotFound            = "SecretNotFound"
-	ReasonInitFailed                = "InitFailed"
-	ReasonPlanFailed                = "PlanFailed"
-	ReasonApplyFailed               = "ApplyFailed"
-	ReasonDestroyFailed             = "DestroyFailed"
-	ReasonImportFailed              = "ImportFailed"
-	ReasonStateLocked               = "StateLocked"
-	ReasonModuleInvalid             = "ModuleInvalid"
-	ReasonTemplateInvalid           = "TemplateInvalid"
-	ReasonValid                     = "Valid"
-	ReasonReplaceNeedsApproval      = "ReplaceNeedsApproval"
-	ReasonAdoptionRefused           = "AdoptionRefused"
-	ReasonWaitingForRunner          = "WaitingForRunner"
+	// ReasonSecretInvalid: the moduleCredentials Secret holds keys it may not, or no credentials.
+	ReasonSecretInvalid        = "SecretInvalid"
+	ReasonInitFailed           = "InitFailed"
+	ReasonPlanFailed           = "PlanFailed"
+	ReasonApplyFailed          = "ApplyFailed"
+	ReasonDestroyFailed        = "DestroyFailed"
+	ReasonImportFailed         = "ImportFailed"
+	ReasonStateLocked          = "StateLocked"
+	ReasonModuleInvalid        = "ModuleInvalid"
+	ReasonTemplateInvalid      = "TemplateInvalid"
+	ReasonValid                = "Valid"
+	ReasonReplaceNeedsApproval = "ReplaceNeedsApproval"
+	ReasonAdoptionRefused      = "AdoptionRefused"
+	ReasonWaitingForRunner     = "WaitingForRunner"
 	// ReasonWaitingForApproval: a plan waits for the approve-plan annotation (Manual approval, or a
 	// destructive change); ReasonPlanDiscarded: an approved or pending plan went stale.
 	ReasonWaitingForApproval = "WaitingForApproval"

@@ -22,6 +22,16 @@ type InfraClassSpec struct {
 	// Module is the versioned Terraform/OpenTofu module that provisions resources of this class.
 	Module ModuleSource `json:"module"`
 
+	// ModuleCredentials names a Secret, in the controller's namespace, with what fetching a
+	// private module needs; the class check and every init use it, no plan, apply, destroy or
+	// import sees it. Keys: TF_TOKEN_<host> (a registry token, Terraform's convention: the host
+	// with dots as "_" and hyphens as "__"), .git-credentials (git-credential-store lines,
+	// https://<user>:<token>@<host>), ssh-privatekey and known_hosts (git over SSH, as a
+	// kubernetes.io/ssh-auth Secret has them). Read at every fetch: a rotated token is used by the
+	// next init. Copied into the resources the class provisions.
+	// +optional
+	ModuleCredentials *LocalSecretReference `json:"moduleCredentials,omitempty"`
+
 	// Variables is the resource template: one Terraform input variable each. Strings are HCL template
 	// expressions evaluated against `claim` (name, namespace, labels, annotations, spec) and `class`
 	// (name, spec.capabilities), with go-cty's standard functions plus gibibytes(), mebibytes() and
@@ -55,6 +65,13 @@ type InfraClassSpec struct {
 	// credentials at all. Copied into the resources the class provisions.
 	// +optional
 	KubernetesAccess *KubernetesAccess `json:"kubernetesAccess,omitempty"`
+
+	// WorkloadIdentity grants the runs of this class's resources a cloud identity (AWS, Azure or
+	// Google workload identity federation) through a ServiceAccount token requested per run.
+	// Absent: runs get no cloud identity but what env gives. Copied into the resources the class
+	// provisions.
+	// +optional
+	WorkloadIdentity *WorkloadIdentity `json:"workloadIdentity,omitempty"`
 
 	// RunnerPool names the InfraRunnerPool whose runner pods run this class's resources; empty:
 	// the manager's in-process pool. Copied into the resources the class provisions.

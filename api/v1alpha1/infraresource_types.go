@@ -89,6 +89,16 @@ type InfraResourceSpec struct {
 	// +optional
 	KubernetesAccess *KubernetesAccess `json:"kubernetesAccess,omitempty"`
 
+	// ModuleCredentials names a Secret in the controller's namespace with what fetching the
+	// module needs (see InfraClassSpec.moduleCredentials); copied from the class.
+	// +optional
+	ModuleCredentials *LocalSecretReference `json:"moduleCredentials,omitempty"`
+
+	// WorkloadIdentity grants this resource's runs a cloud identity; copied from the class at
+	// provisioning time. Absent: runs get no cloud identity but what env gives.
+	// +optional
+	WorkloadIdentity *WorkloadIdentity `json:"workloadIdentity,omitempty"`
+
 	// RunnerPool names the InfraRunnerPool whose runner pods run this resource; empty: the
 	// manager's in-process pool. Copied from the class at provisioning time.
 	// +optional

@@ -38,6 +38,49 @@ type InfraRunnerPoolSpec struct {
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// PodLabels and PodAnnotations are added to the runner pods (e.g. Azure Workload Identity's
+	// azure.workload.identity/use: "true", or a service mesh's opt-out); the pool's own labels
+	// (app.kubernetes.io/name, app.kubernetes.io/component, conductor.io/runner-pool) win.
+	// +optional
+	PodLabels map[string]string `json:"podLabels,omitempty"`
+	// +optional
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+	// Env of each runner's container; every run gets these variables too (proxies, a cloud's
+	// region, a mounted credential file's path).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(e, e.name != 'POD_NAME')",message="POD_NAME is the runner's own"
+	Env []corev1.EnvVar `json:"env,omitempty"`
+	// RunEnv names more variables of the runner's container that runs get: those a mutating
+	// webhook injects (EKS's AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE, Azure Workload
+	// Identity's AZURE_*). Runs get no other variable of the runner's.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	RunEnv []string `json:"runEnv,omitempty"`
+	// Volumes of the runner pods, mounted into the runner's container by VolumeMounts. Runs may
+	// read (never write) every path mounted here. The names token, ca, work and tmp are the
+	// runner's own.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(v, !(v.name in ['token', 'ca', 'work', 'tmp']))",message="token, ca, work and tmp are the runner's own volumes"
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(m, m.mountPath.startsWith('/') && !m.mountPath.contains(',') && !m.mountPath.contains('/..') && ['/var/run/conductor-tf', '/work', '/tmp'].all(r, !(r + '/').startsWith(m.mountPath.endsWith('/') ? m.mountPath : m.mountPath + '/') && !m.mountPath.startsWith(r + '/')))",message="mountPath must be absolute and neither hold nor lie inside /var/run/conductor-tf, /work or /tmp"
+	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
+	// RunReadPaths are more paths of the runner's container that runs may read: those a
+	// mutating webhook mounts (EKS's /var/run/secrets/eks.amazonaws.com/serviceaccount, Azure
+	// Workload Identity's /var/run/secrets/azure/tokens). Never the runner's own token, CA or
+	// working space.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(p, p.startsWith('/') && !p.contains(',') && !p.contains('/..') && ['/var/run/conductor-tf', '/work', '/tmp'].all(r, !(r + '/').startsWith(p.endsWith('/') ? p : p + '/') && !p.startsWith(r + '/')))",message="paths must be absolute and neither hold nor lie inside /var/run/conductor-tf, /work or /tmp"
+	RunReadPaths []string `json:"runReadPaths,omitempty"`
 }
 
 // InfraRunnerPoolStatus is what the manager sees of the pool.

@@ -298,6 +298,7 @@ func run(o options) error {
 	if err := (&controller.ClassReconciler{
 		Client: mgr.GetClient(), Recorder: rec,
 		Modules: &tfrunner.ModuleCache{Binary: bin, Env: env, Dir: filepath.Join(o.workDir, "modules")},
+		Secrets: mgr.GetAPIReader(), Namespace: o.namespace,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -243,4 +245,38 @@ func TestLogsOfTheLastRunOrOneNamed(t *testing.T) {
 	ok(t, []string{"InfraResource bucket-live: run e5f6a7b8 (apply Running) kept no log.\n"}, "logs", "bucket-live")
 	ok(t, []string{"InfraResource bucket-moved: no run yet, so no log.\n"}, "logs", "bucket-moved")
 	refused(t, []string{"Secret other/run-log-c4e8a2f6", "is gone"}, "logs", "team-a-bucket", "--controller-namespace", "other")
+}
+
+// TestMessagesNameCommandsThatExist: every `kubectl conductor <command>` the controller's
+// conditions, events and the docs tell an operator to run is a command of the plugin (issue 46:
+// a Delete reclaim with creates in doubt named `resolve-creates`, which did not exist).
+func TestMessagesNameCommandsThatExist(t *testing.T) {
+	root := NewRootCommand(genericiooptions.NewTestIOStreamsDiscard())
+	commands := map[string]bool{"help": true, "completion": true}
+	for _, c := range root.Commands() {
+		commands[c.Name()] = true
+	}
+	mention := regexp.MustCompile(`kubectl conductor ([a-z][a-z-]*)`)
+	var files []string
+	for _, glob := range []string{"../../internal/controller/*.go", "../../docs/*.md", "../../README.md"} {
+		m, err := filepath.Glob(glob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	if len(files) < 10 {
+		t.Fatalf("found only %d files to read: %v", len(files), files)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mention.FindAllStringSubmatch(string(data), -1) {
+			if !commands[m[1]] {
+				t.Errorf("%s names `kubectl conductor %s`, which is no command of the plugin", f, m[1])
+			}
+		}
+	}
 }

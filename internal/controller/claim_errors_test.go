@@ -3,16 +3,19 @@ package controller_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
@@ -152,6 +155,34 @@ var _ = Describe("Admission rejects malformed objects", func() {
 		c = newClass("badpolicy", "Kind", false)
 		c.Spec.ReclaimPolicy = "Recycle"
 		Expect(apierrors.IsInvalid(k8s.Create(ctx, c))).To(BeTrue())
+	})
+
+	It("rejects a runner pool that would mount over, or grant its runs, the runner's own token, CA or working space", func() {
+		for i, bad := range []func(*v1alpha1.InfraRunnerPoolSpec){
+			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []string{"/var/run"} },
+			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []string{"/var/run/conductor-tf/token"} },
+			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []string{"/"} },
+			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []string{"/work/x"} },
+			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []string{"/etc/../var/run"} },
+			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []string{"relative"} },
+			func(s *v1alpha1.InfraRunnerPoolSpec) {
+				s.VolumeMounts = []corev1.VolumeMount{{Name: "x", MountPath: "/var/run/conductor-tf"}}
+			},
+			func(s *v1alpha1.InfraRunnerPoolSpec) {
+				s.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+			},
+			func(s *v1alpha1.InfraRunnerPoolSpec) { s.Env = []corev1.EnvVar{{Name: "POD_NAME", Value: "x"}} },
+		} {
+			p := &v1alpha1.InfraRunnerPool{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bad-%d", i)}}
+			bad(&p.Spec)
+			Expect(apierrors.IsInvalid(k8s.Create(ctx, p))).To(BeTrue(), "%+v", p.Spec)
+		}
+		ok := &v1alpha1.InfraRunnerPool{ObjectMeta: metav1.ObjectMeta{Name: "wellformed"}, Spec: v1alpha1.InfraRunnerPoolSpec{
+			Replicas:     ptr.To[int32](0),
+			RunReadPaths: []string{"/var/run/secrets/eks.amazonaws.com/serviceaccount", "/var/runner"},
+			VolumeMounts: []corev1.VolumeMount{{Name: "ca", MountPath: "/etc/corp-ca"}}}}
+		Expect(k8s.Create(ctx, ok)).To(Succeed())
+		Expect(k8s.Delete(ctx, ok)).To(Succeed())
 	})
 
 	It("rejects an invalid connection Secret name", func() {

@@ -88,9 +88,17 @@ func (r *ClaimReconciler) rerender(ctx context.Context, claim *v1alpha1.InfraCla
 // resizeCheck compares a bound claim's requests with its resource's capacity, as Kubernetes checks
 // a bound PVC's new storage request (only growth, and only when the StorageClass allows volume
 // expansion). It returns "" when no request changed; ReasonExpanded and what grew when the class
-// allows it; ReasonShrinkNotSupported when a request went below the capacity; and
+// allows it; ReasonShrinkNotSupported when a request went below the capacity or was removed; and
 // ReasonExpansionNotAllowed when one grew and the class does not allow expansion.
 func resizeCheck(requests, capacity v1alpha1.Quantities, class *v1alpha1.InfraClass) (reason, message string) {
+	for _, name := range slices.Sorted(maps.Keys(capacity)) {
+		if _, ok := requests[name]; !ok {
+			// A request removed is a shrink too: the capacity would lose it, and with it what the
+			// class's limits count.
+			have := capacity[name]
+			return v1alpha1.ReasonShrinkNotSupported, fmt.Sprintf("requests.%s was removed; the resource's capacity is %s: a claim cannot shrink", name, have.String())
+		}
+	}
 	var grew []string
 	for _, name := range slices.Sorted(maps.Keys(requests)) {
 		want := requests[name]

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -82,5 +83,22 @@ func TestStateNameIsKept(t *testing.T) {
 	r := &ResourceReconciler{}
 	if changed, err := r.keeper().chooseStateName(t.Context(), res); err != nil || changed || suffix(res) != "x-1-s" {
 		t.Errorf("chooseStateName on a recorded name: changed=%v err=%v suffix=%q; want it kept", changed, err, suffix(res))
+	}
+}
+
+// TestResizeCheckRefusesARemovedRequest: a bound claim that drops a request shrinks its resource's
+// capacity as surely as one that lowers it (issue 46: dropping requests.storage passed as "no
+// change", the capacity lost storage, and the class's maxStoragePerNamespace stopped counting it).
+func TestResizeCheckRefusesARemovedRequest(t *testing.T) {
+	class := &v1alpha1.InfraClass{Spec: v1alpha1.InfraClassSpec{AllowExpansion: true}}
+	capacity := v1alpha1.Quantities{"storage": resource.MustParse("5Gi")}
+	for _, requests := range []v1alpha1.Quantities{nil, {}, {"iops": resource.MustParse("3000")}} {
+		reason, msg := resizeCheck(requests, capacity, class)
+		if reason != v1alpha1.ReasonShrinkNotSupported || !strings.Contains(msg, "requests.storage was removed") {
+			t.Errorf("requests %v: %q %q, want ShrinkNotSupported", requests, reason, msg)
+		}
+	}
+	if reason, _ := resizeCheck(v1alpha1.Quantities{"storage": resource.MustParse("5Gi")}, capacity, class); reason != "" {
+		t.Errorf("unchanged requests: %q", reason)
 	}
 }

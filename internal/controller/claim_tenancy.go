@@ -76,6 +76,12 @@ func (r *ClaimReconciler) overLimits(ctx context.Context, claim *v1alpha1.InfraC
 		return fmt.Sprintf("class %s allows %d resources per namespace; namespace %s holds %d", class.Name, *n, claim.Namespace, len(held)), nil
 	}
 	if limit := lim.MaxStoragePerNamespace; limit != nil {
+		if _, ok := claim.Spec.Resources.Requests["storage"]; !ok {
+			// As a ResourceQuota on requests.storage refuses a claim that requests none: what
+			// the module would make of no request is not counted anywhere.
+			return fmt.Sprintf("class %s allows %s of storage per namespace: a claim of it must request storage (resources.requests.storage)",
+				class.Name, limit.String()), nil
+		}
 		total := claim.Spec.Resources.Requests.Storage()
 		for _, res := range held {
 			if q, ok := res.Spec.Capacity["storage"]; ok {

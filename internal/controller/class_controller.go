@@ -32,7 +32,7 @@ import (
 
 // ModuleResolver reads a module's declared inputs and outputs (tfrunner.ModuleCache implements it).
 type ModuleResolver interface {
-	Schema(ctx context.Context, m tfrunner.Module) (*tfrunner.ModuleSchema, error)
+	Schema(ctx context.Context, m tfrunner.Module, creds *tfrunner.SourceCredentials) (*tfrunner.ModuleSchema, error)
 }
 
 // ClassReconciler validates InfraClasses against their modules.
@@ -40,6 +40,10 @@ type ClassReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 	Modules  ModuleResolver
+	// Secrets reads moduleCredentials Secrets (uncached: the manager's API reader), in Namespace,
+	// the controller's own.
+	Secrets   client.Reader
+	Namespace string
 }
 
 // +kubebuilder:rbac:groups=conductor.io,resources=infraclasses,verbs=get;list;watch
@@ -61,8 +65,10 @@ func (r *ClassReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		setCondition(&class.Status.Conditions, class.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, invalid.reason, invalid.message)
 		r.Recorder.Eventf(class, nil, corev1.EventTypeWarning, invalid.reason, "Validate", "%s", truncate(invalid.message, 1024))
 		err = nil
-		if invalid.reason == v1alpha1.ReasonModuleInvalid {
-			// A module that cannot be fetched may be fetchable later (a tag pushed, a network back).
+		switch invalid.reason {
+		case v1alpha1.ReasonModuleInvalid, v1alpha1.ReasonSecretNotFound, v1alpha1.ReasonSecretInvalid:
+			// A module that cannot be fetched may be fetchable later (a tag pushed, a network
+			// back, its credentials Secret created or fixed: Secrets are not watched).
 			result.RequeueAfter = moduleRetry
 		}
 	case err == nil:
@@ -89,7 +95,13 @@ func (r *ClassReconciler) validate(ctx context.Context, class *v1alpha1.InfraCla
 	if _, err := tfrunner.ParseSource(module); err != nil {
 		return &classError{v1alpha1.ReasonModuleInvalid, err.Error()}
 	}
-	schema, err := r.Modules.Schema(ctx, module)
+	creds, err := readModuleCredentials(ctx, r.Secrets, r.Namespace, class.Spec.ModuleCredentials)
+	if ie := (*inputError)(nil); errors.As(err, &ie) {
+		return &classError{ie.reason, ie.message}
+	} else if err != nil {
+		return err
+	}
+	schema, err := r.Modules.Schema(ctx, module, creds)
 	if err != nil {
 		var re *tfrunner.RunError
 		if errors.As(err, &re) {

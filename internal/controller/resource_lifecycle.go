@@ -114,8 +114,8 @@ func className(res *v1alpha1.InfraResource) string {
 }
 
 // runSpec assembles what a run needs: the module, the backend, the rendered variables, the
-// Secret inputs read now (never stored), and the Kubernetes credentials the resource grants its
-// runs (kubernetesAccess), requested now. It returns an *inputError when a Secret or key is
+// Secret inputs read now (never stored), and the Kubernetes credentials and cloud identity the
+// resource grants its runs (kubernetesAccess, workloadIdentity), requested now. It returns an *inputError when a Secret or key is
 // missing or the ServiceAccount gets no token.
 func (r resourceSecrets) runSpec(ctx context.Context, res *v1alpha1.InfraResource) (tfrunner.Spec, error) {
 	spec := tfrunner.Spec{
@@ -131,11 +131,17 @@ func (r resourceSecrets) runSpec(ctx context.Context, res *v1alpha1.InfraResourc
 	for name, v := range res.Spec.Variables {
 		spec.Variables[name] = json.RawMessage(v.Raw)
 	}
-	if err := r.readSecretInputs(ctx, res, &spec); err != nil {
+	err := r.readSecretInputs(ctx, res, &spec)
+	if err != nil {
 		return spec, err
 	}
-	kubeconfig, err := r.kubernetesAccess(ctx, res)
-	spec.Kubeconfig = kubeconfig
+	if spec.SourceCredentials, err = readModuleCredentials(ctx, r.APIReader, r.State.Namespace, res.Spec.ModuleCredentials); err != nil {
+		return spec, err
+	}
+	if spec.Kubeconfig, err = r.kubernetesAccess(ctx, res); err != nil {
+		return spec, err
+	}
+	spec.Identity, err = r.workloadIdentity(ctx, res)
 	return spec, err
 }
 

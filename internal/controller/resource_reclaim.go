@@ -280,7 +280,7 @@ func (r reclaimer) createsInDoubtOnDelete(res *v1alpha1.InfraResource) error {
 	}
 	msg := fmt.Sprintf("a run that died had started creating %s: if it did, no state holds them and destroy cannot remove them. "+
 		"The resource stays until they are resolved: look for them and delete them, then annotate %s=true "+
-		"(kubectl conductor resolve-creates RESOURCE --abandon)", addresses, v1alpha1.AnnotationAbandon)
+		"(kubectl conductor creates RESOURCE --abandon)", addresses, v1alpha1.AnnotationAbandon)
 	r.syncer().setRunFailed(res, "destroy", v1alpha1.ReasonCreatesInDoubt, msg, time.Now())
 	return &stateError{v1alpha1.ReasonCreatesInDoubt, msg}
 }

@@ -245,8 +245,11 @@ func (r syncer) applied(ctx context.Context, s *resourceScope, out *tfrunner.App
 	res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""
 	setOutputs(res, out.Outputs)
 	r.keeper().readState(ctx, s)
-	msg := fmt.Sprintf("plan: %d to add, %d to change, %d to destroy%s", last.Summary.Add,
-		last.Summary.Change, last.Summary.Destroy, describeChanges(out.Plan))
+	sum := v1alpha1.PlanSummary{}
+	if last.Summary != nil {
+		sum = *last.Summary
+	}
+	msg := fmt.Sprintf("plan: %d to add, %d to change, %d to destroy%s", sum.Add, sum.Change, sum.Destroy, describeChanges(out.Plan))
 	o := runOutcome{kind: outcomeApplied, reason: v1alpha1.ReasonApplied, message: msg, at: done}
 	if !out.Applied {
 		o.op = "plan"

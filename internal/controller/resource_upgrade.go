@@ -54,6 +54,7 @@ func (r *ResourceReconciler) upgradeAutomatically(ctx context.Context, res *v1al
 	}
 	from := res.Spec.Module.Version
 	res.Spec.Module = class.Spec.Module
+	res.Spec.ModuleCredentials = class.Spec.ModuleCredentials.DeepCopy() // the new version's source may need the class's new ones
 	res.Spec.Variables = vars
 	if err := r.Update(ctx, res); err != nil {
 		return false, err

@@ -68,42 +68,55 @@ func (r resourceSecrets) reservedAccount(ctx context.Context, name string) (stri
 }
 
 // kubernetesAccess returns the kubeconfig a run of res is granted, or nil when the resource grants
-// none (spec.kubernetesAccess absent). The token is requested now from the TokenRequest API for the
-// named ServiceAccount in the controller's namespace (audience: the API server's default), valid
-// for expirationSeconds (DefaultTokenExpiration when unset); the token itself is never stored on
-// any object. It returns an *inputError ServiceAccountNotFound when the account does not exist or
-// the API server refuses the request, ServiceAccountForbidden when it is the controller's or a
-// runner pool's (reservedAccount), and the API error otherwise.
+// none (spec.kubernetesAccess absent): a token of the named ServiceAccount for the API server's
+// default audience (requestToken), valid for expirationSeconds (DefaultTokenExpiration when
+// unset), in a kubeconfig for RunCluster. Errors as requestToken's.
 func (r resourceSecrets) kubernetesAccess(ctx context.Context, res *v1alpha1.InfraResource) ([]byte, error) {
 	access := res.Spec.KubernetesAccess
 	if access == nil {
 		return nil, nil
 	}
-	expiration := DefaultTokenExpiration
-	if access.ExpirationSeconds != nil {
-		expiration = *access.ExpirationSeconds
-	}
-	ns, name := r.State.Namespace, access.ServiceAccountName
-	if whose, err := r.reservedAccount(ctx, name); err != nil {
+	token, err := r.requestToken(ctx, "kubernetesAccess", access.ServiceAccountName, "", access.ExpirationSeconds)
+	if err != nil {
 		return nil, err
-	} else if whose != "" {
-		return nil, &inputError{v1alpha1.ReasonServiceAccountForbidden, fmt.Sprintf(
-			"kubernetesAccess: ServiceAccount %s/%s is %s: a run may not have its credentials", ns, name, whose)}
 	}
-	tr, err := r.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiration},
-	}, metav1.CreateOptions{})
+	return runKubeconfig(r.RunCluster, token)
+}
+
+// requestToken requests now, from the TokenRequest API, a token of the ServiceAccount name in the
+// controller's namespace for audience ("" is the API server's default), valid for expiration
+// seconds (DefaultTokenExpiration when nil); the token itself is never stored on any object. field
+// names the spec field in messages. It returns an *inputError ServiceAccountNotFound when the
+// account does not exist or the API server refuses the request, ServiceAccountForbidden when it
+// is the controller's or a runner pool's (reservedAccount), and the API error otherwise.
+func (r resourceSecrets) requestToken(ctx context.Context, field, name, audience string, expiration *int64) (string, error) {
+	seconds := DefaultTokenExpiration
+	if expiration != nil {
+		seconds = *expiration
+	}
+	ns := r.State.Namespace
+	if whose, err := r.reservedAccount(ctx, name); err != nil {
+		return "", err
+	} else if whose != "" {
+		return "", &inputError{v1alpha1.ReasonServiceAccountForbidden, fmt.Sprintf(
+			"%s: ServiceAccount %s/%s is %s: a run may not have its credentials", field, ns, name, whose)}
+	}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}
+	if audience != "" {
+		req.Spec.Audiences = []string{audience}
+	}
+	tr, err := r.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, req, metav1.CreateOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, &inputError{v1alpha1.ReasonServiceAccountNotFound, fmt.Sprintf(
-			"kubernetesAccess: ServiceAccount %s/%s not found", ns, name)}
+		return "", &inputError{v1alpha1.ReasonServiceAccountNotFound, fmt.Sprintf(
+			"%s: ServiceAccount %s/%s not found", field, ns, name)}
 	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-		return nil, &inputError{v1alpha1.ReasonServiceAccountNotFound, fmt.Sprintf(
-			"kubernetesAccess: no token for ServiceAccount %s/%s: %v", ns, name, err)}
+		return "", &inputError{v1alpha1.ReasonServiceAccountNotFound, fmt.Sprintf(
+			"%s: no token for ServiceAccount %s/%s: %v", field, ns, name, err)}
 	case err != nil:
-		return nil, err
+		return "", err
 	}
-	return runKubeconfig(r.RunCluster, tr.Status.Token)
+	return tr.Status.Token, nil
 }
 
 // runKubeconfig is a kubeconfig with one cluster, one user (the bearer token) and one context,

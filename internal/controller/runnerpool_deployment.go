@@ -2,7 +2,10 @@ package controller
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,16 +37,40 @@ const (
 // RunnerDeploymentName is the name of pool's Deployment in the manager's namespace.
 func RunnerDeploymentName(pool string) string { return "conductor-tf-runner-" + pool }
 
+// runnerRunGrants are what a pool's runs get of the runner's container (its --run-env and
+// --run-sandbox-read): the variables of spec.env and spec.runEnv, and the paths of
+// spec.volumeMounts and spec.runReadPaths, sorted and without repeats.
+func runnerRunGrants(pool *v1alpha1.InfraRunnerPool) (env, read []string) {
+	env = slices.Clone(pool.Spec.RunEnv)
+	for _, e := range pool.Spec.Env {
+		env = append(env, e.Name)
+	}
+	read = slices.Clone(pool.Spec.RunReadPaths)
+	for _, m := range pool.Spec.VolumeMounts {
+		read = append(read, m.MountPath)
+	}
+	slices.Sort(env)
+	slices.Sort(read)
+	return slices.Compact(env), slices.Compact(read)
+}
+
 // runnerDeployment is the Deployment of pool's runners in namespace: `conductor-tf runner`, with
 // no Kubernetes API token (automountServiceAccountToken false), only a projected token of the
 // run protocol's audience and the manager's CA; non-root, a read-only root filesystem, no
-// capabilities, and emptyDir working space that dies with the pod.
+// capabilities, and emptyDir working space that dies with the pod. The pool's podLabels,
+// podAnnotations, env, volumes and volumeMounts are added; its runs get what runnerRunGrants says.
 func runnerDeployment(pool *v1alpha1.InfraRunnerPool, namespace, image string, t RunnerPoolTargets) *appsv1.Deployment {
 	labels := map[string]string{"app.kubernetes.io/name": "conductor-tf", "app.kubernetes.io/component": "runner", "conductor.io/runner-pool": pool.Name}
+	podLabels := maps.Clone(pool.Spec.PodLabels)
+	if podLabels == nil {
+		podLabels = map[string]string{}
+	}
+	maps.Copy(podLabels, labels)
 	if pool.Spec.Image != "" {
 		image = pool.Spec.Image
 	}
 	concurrency := max(pool.Spec.Concurrency, 1)
+	runEnv, runRead := runnerRunGrants(pool)
 	sa := runners.PoolServiceAccount(pool)
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: RunnerDeploymentName(pool.Name), Namespace: namespace, Labels: labels},
@@ -51,7 +78,7 @@ func runnerDeployment(pool *v1alpha1.InfraRunnerPool, namespace, image string, t
 			Replicas: ptr.To(ptr.Deref(pool.Spec.Replicas, 1)),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"conductor.io/runner-pool": pool.Name}},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: maps.Clone(pool.Spec.PodAnnotations)},
 				Spec: corev1.PodSpec{
 					ServiceAccountName:           sa,
 					AutomountServiceAccountToken: ptr.To(false),
@@ -70,28 +97,29 @@ func runnerDeployment(pool *v1alpha1.InfraRunnerPool, namespace, image string, t
 						Args: []string{"runner", "--pool", pool.Name, "--manager", t.Manager, "--state-url", t.StateURL,
 							"--ca-file", runnerCADir + "/ca.crt", "--token-file", runnerTokenDir + "/token",
 							"--concurrency", strconv.Itoa(int(concurrency)), "--work-dir", "/work", "--grace-period", "2m", "--drain-timeout", "10m",
-							"--run-sandbox", "landlock"},
-						Env:       []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+							"--run-sandbox", "landlock", "--run-env", strings.Join(runEnv, ","), "--run-sandbox-read", strings.Join(runRead, ",")},
+						Env: append([]corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+							pool.Spec.Env...),
 						Resources: pool.Spec.Resources,
 						SecurityContext: &corev1.SecurityContext{
 							AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 						},
-						VolumeMounts: []corev1.VolumeMount{
+						VolumeMounts: append([]corev1.VolumeMount{
 							{Name: "token", MountPath: runnerTokenDir, ReadOnly: true},
 							{Name: "ca", MountPath: runnerCADir, ReadOnly: true},
 							{Name: "work", MountPath: "/work"},
 							{Name: "tmp", MountPath: "/tmp"},
-						},
+						}, pool.Spec.VolumeMounts...),
 					}},
-					Volumes: []corev1.Volume{
+					Volumes: append([]corev1.Volume{
 						{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{
 							ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: t.Audience, ExpirationSeconds: ptr.To[int64](runnerTokenSeconds), Path: "token"},
 						}}}}},
 						{Name: "ca", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: t.CAConfigMap}}}},
 						{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 						{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-					},
+					}, pool.Spec.Volumes...),
 				},
 			},
 		},

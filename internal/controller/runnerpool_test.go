@@ -59,3 +59,52 @@ func TestRunnerDeploymentMountsNoAPICredentials(t *testing.T) {
 		t.Fatalf("pool image ignored: %s", got)
 	}
 }
+
+// TestRunnerDeploymentCarriesThePoolsPodSettings: a pool's labels, annotations, env, volumes and
+// mounts reach the runner pod, the pool's own labels win, and the runs get exactly the pool's
+// variables and mounted paths besides what runEnv and runReadPaths name (issue 45).
+func TestRunnerDeploymentCarriesThePoolsPodSettings(t *testing.T) {
+	pool := &v1alpha1.InfraRunnerPool{
+		ObjectMeta: metav1.ObjectMeta{Name: "azure"},
+		Spec: v1alpha1.InfraRunnerPoolSpec{
+			PodLabels:      map[string]string{"azure.workload.identity/use": "true", "conductor.io/runner-pool": "other"},
+			PodAnnotations: map[string]string{"sidecar.istio.io/inject": "false"},
+			Env:            []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}, {Name: "ARM_ENVIRONMENT", Value: "public"}},
+			RunEnv:         []string{"AZURE_CLIENT_ID", "AZURE_FEDERATED_TOKEN_FILE", "HTTPS_PROXY"},
+			Volumes: []corev1.Volume{{Name: "bundle", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "corp-ca"}}}}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "bundle", MountPath: "/etc/corp-ca", ReadOnly: true}},
+			RunReadPaths: []string{"/var/run/secrets/azure/tokens"},
+		},
+	}
+	d := runnerDeployment(pool, "ns", "img:1", RunnerPoolTargets{})
+	meta := d.Spec.Template.ObjectMeta
+	if meta.Labels["azure.workload.identity/use"] != "true" || meta.Labels["conductor.io/runner-pool"] != "azure" ||
+		meta.Annotations["sidecar.istio.io/inject"] != "false" {
+		t.Fatalf("pod labels %v annotations %v", meta.Labels, meta.Annotations)
+	}
+	if d.Spec.Selector.MatchLabels["conductor.io/runner-pool"] != "azure" || d.Labels["azure.workload.identity/use"] != "" {
+		t.Fatalf("selector %v, deployment labels %v", d.Spec.Selector.MatchLabels, d.Labels)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	arg := func(flag string) string { return c.Args[slices.Index(c.Args, flag)+1] }
+	if got := arg("--run-env"); got != "ARM_ENVIRONMENT,AZURE_CLIENT_ID,AZURE_FEDERATED_TOKEN_FILE,HTTPS_PROXY" {
+		t.Fatalf("--run-env %q", got)
+	}
+	if got := arg("--run-sandbox-read"); got != "/etc/corp-ca,/var/run/secrets/azure/tokens" {
+		t.Fatalf("--run-sandbox-read %q", got)
+	}
+	names := func(env []corev1.EnvVar) (n []string) {
+		for _, e := range env {
+			n = append(n, e.Name)
+		}
+		return n
+	}
+	if got := names(c.Env); !slices.Equal(got, []string{"POD_NAME", "HTTPS_PROXY", "ARM_ENVIRONMENT"}) {
+		t.Fatalf("container env %v", got)
+	}
+	if m := c.VolumeMounts[len(c.VolumeMounts)-1]; m.MountPath != "/etc/corp-ca" ||
+		d.Spec.Template.Spec.Volumes[len(d.Spec.Template.Spec.Volumes)-1].Name != "bundle" {
+		t.Fatalf("mounts %v volumes %v", c.VolumeMounts, d.Spec.Template.Spec.Volumes)
+	}
+}

@@ -132,6 +132,12 @@ var _ = Describe("Classes and resources for some namespaces only", func() {
 		Expect(asTeam(ctx, over.Namespace).Create(ctx, over)).To(Succeed())
 		Eventually(getClaim(ctx, over), timeout).Should(WithTransform(boundReason, Equal(v1alpha1.ReasonClassLimitReached)))
 		Expect(meta.FindStatusCondition(getClaim(ctx, over)().Status.Conditions, v1alpha1.ConditionBound).Message).To(ContainSubstring("10Gi"))
+
+		// Issue 46: a claim that requests no storage escaped the limit (nothing counted it).
+		none := newClaim(ns, "none", storageKind, "1Gi", func(c *v1alpha1.InfraClaim) { c.Spec.Resources.Requests = nil })
+		Expect(asTeam(ctx, none.Namespace).Create(ctx, none)).To(Succeed())
+		Eventually(getClaim(ctx, none), timeout).Should(WithTransform(boundReason, Equal(v1alpha1.ReasonClassLimitReached)))
+		Expect(meta.FindStatusCondition(getClaim(ctx, none)().Status.Conditions, v1alpha1.ConditionBound).Message).To(ContainSubstring("must request storage"))
 	})
 
 	// Issue 33: limits are checked against the API server under a lock per class and namespace,

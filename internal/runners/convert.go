@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
@@ -43,6 +44,11 @@ func specToProto(s tfrunner.Spec) (*runnerpb.Spec, error) {
 		Env:                cloneMap(s.Env),
 		Kubeconfig:         s.Kubeconfig,
 		Tenant:             s.Tenant,
+		Identity:           identityToProto(s.Identity),
+	}
+	if c := s.SourceCredentials; c != nil {
+		p.SourceCredentials = &runnerpb.SourceCredentials{RegistryTokens: cloneMap(c.RegistryTokens),
+			GitCredentials: c.GitCredentials, SshPrivateKey: c.SSHPrivateKey, KnownHosts: c.KnownHosts}
 	}
 	for k, v := range s.Backend.Config {
 		bv, err := backendValueToProto(v)
@@ -77,6 +83,11 @@ func specFromProto(p *runnerpb.Spec) (tfrunner.Spec, error) {
 		Env:                cloneMap(p.GetEnv()),
 		Kubeconfig:         nilIfEmpty(p.GetKubeconfig()),
 		Tenant:             p.GetTenant(),
+		Identity:           identityFromProto(p.GetIdentity()),
+	}
+	if c := p.GetSourceCredentials(); c != nil {
+		s.SourceCredentials = &tfrunner.SourceCredentials{RegistryTokens: cloneMap(c.GetRegistryTokens()),
+			GitCredentials: nilIfEmpty(c.GetGitCredentials()), SSHPrivateKey: nilIfEmpty(c.GetSshPrivateKey()), KnownHosts: nilIfEmpty(c.GetKnownHosts())}
 	}
 	for k, bv := range p.GetBackend().GetConfig() {
 		v, err := backendValueFromProto(bv)
@@ -447,4 +458,28 @@ func nilIfEmpty[S ~[]E, E any](s S) S {
 		return nil
 	}
 	return s
+}
+
+// identityToProto converts a granted cloud identity for the stream; nil stays nil.
+func identityToProto(id *tfrunner.Identity) *runnerpb.Identity {
+	if id == nil {
+		return nil
+	}
+	p := &runnerpb.Identity{Token: id.Token, Env: cloneMap(id.Env), TokenFileEnv: slices.Clone(id.TokenFileEnv)}
+	if g := id.Google; g != nil {
+		p.Google = &runnerpb.GoogleIdentity{Audience: g.Audience, ServiceAccountEmail: g.ServiceAccountEmail}
+	}
+	return p
+}
+
+// identityFromProto converts a received identity back; unset is nil.
+func identityFromProto(p *runnerpb.Identity) *tfrunner.Identity {
+	if p == nil {
+		return nil
+	}
+	id := &tfrunner.Identity{Token: p.GetToken(), Env: cloneMap(p.GetEnv()), TokenFileEnv: slices.Clone(p.GetTokenFileEnv())}
+	if g := p.GetGoogle(); g != nil {
+		id.Google = &tfrunner.GoogleIdentity{Audience: g.GetAudience(), ServiceAccountEmail: g.GetServiceAccountEmail()}
+	}
+	return id
 }

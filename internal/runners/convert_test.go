@@ -54,6 +54,11 @@ func TestSpecRoundTrip(t *testing.T) {
 		Env:                map[string]string{"TF_HTTP_ADDRESS": "http://127.0.0.1:1/state/x"},
 		Kubeconfig:         []byte("apiVersion: v1\nkind: Config\n"),
 		Tenant:             "team-a",
+		Identity: &tfrunner.Identity{Token: []byte("eyJ.a.b"), Env: map[string]string{"AZURE_CLIENT_ID": "c"},
+			TokenFileEnv: []string{"AZURE_FEDERATED_TOKEN_FILE", "ARM_OIDC_TOKEN_FILE_PATH"},
+			Google:       &tfrunner.GoogleIdentity{Audience: "//iam.googleapis.com/x", ServiceAccountEmail: "a@b.iam.gserviceaccount.com"}},
+		SourceCredentials: &tfrunner.SourceCredentials{RegistryTokens: map[string]string{"TF_TOKEN_example_com": "t"},
+			GitCredentials: []byte("https://u:p@example.com\n"), SSHPrivateKey: []byte("k")},
 	}
 	p, err := specToProto(in)
 	if err != nil {
@@ -66,7 +71,8 @@ func TestSpecRoundTrip(t *testing.T) {
 
 	if out.Module != in.Module || out.Backend.Type != in.Backend.Type || out.Tenant != in.Tenant ||
 		!reflect.DeepEqual(out.SensitiveVariables, in.SensitiveVariables) || !reflect.DeepEqual(out.Env, in.Env) ||
-		string(out.Kubeconfig) != string(in.Kubeconfig) {
+		string(out.Kubeconfig) != string(in.Kubeconfig) || !reflect.DeepEqual(out.Identity, in.Identity) ||
+		!reflect.DeepEqual(out.SourceCredentials, in.SourceCredentials) {
 		t.Fatalf("spec %+v, want %+v", out, in)
 	}
 	if len(out.Backend.Config) != len(in.Backend.Config) {

@@ -329,15 +329,26 @@ func (d *Dispatcher) Apply(ctx context.Context, key string, spec tfrunner.Spec, 
 }
 
 // applyOutcome is what an apply's Result comes to: err (the run's own error, from the Result or
-// its carrier) or the conversion's; a Result with neither an error nor an apply outcome is
-// errNoOutcome. The ApplyResult is never nil.
+// its carrier) or the conversion's; a Result with neither an error nor an apply outcome with its
+// plan (every apply that ends without an error planned) is errNoOutcome. The ApplyResult is never
+// nil.
 func applyOutcome(j *job, err error) (*tfrunner.ApplyResult, error) {
 	res, convErr := applyResultFromProto(j.result.GetApply())
 	if err == nil {
 		err = convErr
 	}
-	if err == nil && j.result.GetApply() == nil {
+	if err == nil && res.Plan == nil {
 		err = errNoOutcome(j, "apply")
+	}
+	return res, err
+}
+
+// driftOutcome is what a drift check's Result comes to: err, or errNoOutcome for a Result with
+// neither an error nor a drift outcome with its plan.
+func driftOutcome(j *job, err error) (*tfrunner.StreamResult, error) {
+	res := streamResultFromProto(j.result.GetDrift())
+	if err == nil && (res == nil || res.Plan == nil) {
+		return nil, errNoOutcome(j, "drift check")
 	}
 	return res, err
 }
@@ -346,7 +357,7 @@ func applyOutcome(j *job, err error) (*tfrunner.ApplyResult, error) {
 // operation (a runner's bug, or a forged result): the run's outcome is unknown, as after a lost
 // runner, so creates it started stay in doubt.
 func errNoOutcome(j *job, what string) error {
-	return fmt.Errorf("the runner's result of run %s has no %s outcome and no error: %w", j.spec.GetId(), what, tfrunner.ErrProcessLost)
+	return fmt.Errorf("the runner's result of run %s has no %s outcome (with its plan) and no error: %w", j.spec.GetId(), what, tfrunner.ErrProcessLost)
 }
 
 // Destroy runs spec's destroy on a runner of spec.RunnerPool.
@@ -369,10 +380,7 @@ func (d *Dispatcher) DriftCheck(ctx context.Context, key string, spec tfrunner.S
 	if j == nil || j.result == nil {
 		return nil, err
 	}
-	if err == nil && j.result.GetDrift() == nil {
-		return nil, errNoOutcome(j, "drift check")
-	}
-	return streamResultFromProto(j.result.GetDrift()), err
+	return driftOutcome(j, err)
 }
 
 // Busy reports whether a run of key waits for or holds a runner.

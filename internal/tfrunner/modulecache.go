@@ -20,9 +20,10 @@ type ModuleCache struct {
 	mu sync.Mutex
 }
 
-// Schema returns the module's declared inputs and outputs, fetching it first when needed. It
-// returns a *RunError with Terraform's message when the module cannot be fetched.
-func (c *ModuleCache) Schema(ctx context.Context, m Module) (*ModuleSchema, error) {
+// Schema returns the module's declared inputs and outputs, fetching it first when needed with
+// creds (nil: none). It returns a *RunError with Terraform's message when the module cannot be
+// fetched. A module fetched once is read from the cache whatever creds a later call brings.
+func (c *ModuleCache) Schema(ctx context.Context, m Module, creds *SourceCredentials) (*ModuleSchema, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sum := sha256.Sum256([]byte(m.Source + "\x00" + m.Version))
@@ -37,14 +38,16 @@ func (c *ModuleCache) Schema(ctx context.Context, m Module) (*ModuleSchema, erro
 	if err != nil {
 		return nil, err
 	}
-	if _, err := ws.Prepare(Spec{Module: m}); err != nil {
+	if _, err := ws.Prepare(Spec{Module: m, SourceCredentials: creds}); err != nil {
 		return nil, err
 	}
-	tf, err := ws.tf()
+	tf, done, err := ws.fetchTF()
 	if err != nil {
 		return nil, err
 	}
-	if err := tf.Get(ctx); err != nil {
+	err = tf.Get(ctx)
+	done()
+	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, classify("get", err)
 	}

@@ -96,7 +96,8 @@ func (p *Pool) shared(ctx context.Context, ws *Workspace, spec Spec) (*sharedIni
 		return nil, false, err
 	}
 	init.initializer = true
-	spec.Kubeconfig = nil // init talks to no cluster: the shared directory never holds credentials
+	// init talks to no cluster and no cloud: the shared directory never holds credentials.
+	spec.Kubeconfig, spec.Identity = nil, nil
 	needsInit, err := init.Prepare(spec)
 	if err != nil {
 		return nil, false, err

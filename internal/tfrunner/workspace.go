@@ -52,6 +52,13 @@ type Spec struct {
 	// only and named by KUBECONFIG and KUBE_CONFIG_PATH; deleted when the operation ends. Without
 	// it a run has no Kubernetes credentials unless the pool's environment gives some.
 	Kubeconfig []byte
+	// SourceCredentials, when set, are what fetching the module needs (registry tokens, git
+	// credentials): init only ever sees them (see SourceCredentials).
+	SourceCredentials *SourceCredentials
+	// Identity, when set, is the cloud workload identity the run was granted: its token and
+	// what the cloud's SDKs need to exchange it, written into the workspace for the operation
+	// only (see Identity).
+	Identity *Identity
 	// Tenant is who the run is for (the claim's namespace; "" for static resources): waiting runs
 	// are served across tenants in turn. Class is the InfraClass the resource was provisioned from
 	// ("" for static resources): warm providers serve runs of one class only. Neither is part of
@@ -132,24 +139,6 @@ func (w *Workspace) Prepare(spec Spec) (needsInit bool, err error) {
 	return needsInit, w.writeVars()
 }
 
-// writeCredentials writes the run's granted kubeconfig, or removes one an earlier run left.
-func (w *Workspace) writeCredentials() error {
-	if len(w.spec.Kubeconfig) == 0 {
-		return w.dropCredentials()
-	}
-	return writeFileAtomic(filepath.Join(w.dir, kubeconfigFile), w.spec.Kubeconfig, 0o600)
-}
-
-// dropCredentials deletes the run's granted kubeconfig: the Pool calls it when an operation ends,
-// however it ended.
-func (w *Workspace) dropCredentials() error {
-	err := os.Remove(filepath.Join(w.dir, kubeconfigFile))
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	return nil
-}
-
 // initKey identifies everything init depends on: binary, module address and backend.
 func (w *Workspace) initKey() (string, error) {
 	root, err := RenderRoot(RootModule{Module: w.spec.Module, Backend: w.spec.Backend})
@@ -204,11 +193,39 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	return os.Rename(tmp, path)
 }
 
-func (w *Workspace) tf() (*tfexec.Terraform, error) {
+func (w *Workspace) tf() (*tfexec.Terraform, error) { return w.tfWith(nil) }
+
+// fetchTF is tf for a command that fetches modules (init, get): with the spec's
+// SourceCredentials, whose files it writes into the command's fresh TMPDIR; done deletes them.
+func (w *Workspace) fetchTF() (tf *tfexec.Terraform, done func(), err error) {
+	extra, err := w.spec.SourceCredentials.env(w.runTemp())
+	if err != nil {
+		return nil, nil, err
+	}
+	if extra == nil {
+		extra = map[string]string{}
+	}
+	// git asks no one for a password: a repository that wants one fails at once, its
+	// message in the class's or resource's condition.
+	extra["GIT_TERMINAL_PROMPT"] = "0"
+	if tf, err = w.tfWith(extra); err != nil {
+		return nil, nil, err
+	}
+	if done, err = w.spec.SourceCredentials.write(w.runTemp()); err != nil {
+		return nil, nil, err
+	}
+	return tf, done, nil
+}
+
+// tfWith is the Terraform of the workspace's next command, confined by the binary's sandbox, with
+// runEnv and extra; it empties HOME and TMPDIR first (freshRunDirs).
+func (w *Workspace) tfWith(extra map[string]string) (*tfexec.Terraform, error) {
 	if err := w.freshRunDirs(); err != nil {
 		return nil, err
 	}
-	path, env := w.bin.Sandbox.Command(w.bin.Path, w.runEnv(), w.access(w.connect...))
+	env := w.runEnv()
+	maps.Copy(env, extra)
+	path, env := w.bin.Sandbox.Command(w.bin.Path, env, w.access(w.connect...))
 	tf, err := tfexec.NewTerraform(w.dir, path)
 	if err != nil {
 		return nil, err
@@ -236,6 +253,7 @@ func (w *Workspace) runEnv() map[string]string {
 		path := filepath.Join(w.dir, kubeconfigFile)
 		env["KUBECONFIG"], env["KUBE_CONFIG_PATH"] = path, path
 	}
+	w.spec.Identity.setEnv(env, w.dir)
 	env[EnvWorkspace] = w.dir
 	return env
 }
@@ -243,10 +261,11 @@ func (w *Workspace) runEnv() map[string]string {
 // Init runs init (modules, backend, providers) and reads the module's declared inputs and outputs.
 // It returns a *RunError with Terraform's message when init fails.
 func (w *Workspace) Init(ctx context.Context) error {
-	tf, err := w.tf()
+	tf, done, err := w.fetchTF()
 	if err != nil {
 		return err
 	}
+	defer done()
 	_ = os.Remove(filepath.Join(w.dir, stampFile))
 	if err := tf.Init(ctx, tfexec.Upgrade(false), tfexec.Reconfigure(true)); err != nil {
 		return classify("init", err)

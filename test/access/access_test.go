@@ -7,6 +7,8 @@ package access_test
 
 import (
 	"context"
+	"fmt"
+	mrand "math/rand/v2"
 	"net/url"
 	"os"
 	"os/exec"
@@ -46,6 +48,8 @@ var (
 	reports, tools string
 	// manager is the controller's process.
 	manager *harness.Controller
+	// registry is a private module registry (see private_test.go).
+	registry *harness.ModuleRegistry
 )
 
 func TestAccess(t *testing.T) {
@@ -78,6 +82,12 @@ var _ = BeforeSuite(func() {
 	api, err := url.Parse(env.Config.Host)
 	Expect(err).NotTo(HaveOccurred())
 	tfEnv["KUBERNETES_SERVICE_HOST"], tfEnv["KUBERNETES_SERVICE_PORT"] = api.Hostname(), api.Port()
+	// A private module registry, on port 443 of a loopback address of its own so that a
+	// TF_TOKEN_<host> variable can name it; runs trust its CA (SSL_CERT_FILE reaches them).
+	registry, err = harness.StartModuleRegistryAt(dir, fmt.Sprintf("127.%d.%d.%d:443", 1+mrand.IntN(250), mrand.IntN(250), 1+mrand.IntN(250)))
+	Expect(err).NotTo(HaveOccurred(), "the registry listens on port 443: the suite needs root or CAP_NET_BIND_SERVICE")
+	DeferCleanup(registry.Close)
+	tfEnv["SSL_CERT_FILE"] = registry.CAFile
 	workDir = filepath.Join(dir, "work")
 	reports, tools = filepath.Join(dir, "reports"), filepath.Join(dir, "tools")
 	for _, d := range []string{reports, tools} {
@@ -161,13 +171,18 @@ func quoted(s string) apiextensionsv1.JSON {
 // class publishes a class of a fresh kind over one of the suite's modules, its variables taken
 // from the claim's parameters of the same names.
 func class(ctx context.Context, module string, access *v1alpha1.KubernetesAccess, vars ...string) string {
+	return classWith(ctx, module, func(s *v1alpha1.InfraClassSpec) { s.KubernetesAccess = access }, vars...)
+}
+
+// classWith is class with the spec changed by set before it is created.
+func classWith(ctx context.Context, module string, set func(*v1alpha1.InfraClassSpec), vars ...string) string {
 	kind := "Access" + rand.String(6)
 	c := &v1alpha1.InfraClass{
 		ObjectMeta: metav1.ObjectMeta{Name: strings.ToLower(kind)},
 		Spec: v1alpha1.InfraClassSpec{ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete,
-			Module: v1alpha1.ModuleSource{Source: filepath.Join(modules, module), Version: "v1"}, Variables: v1alpha1.Variables{},
-			KubernetesAccess: access},
+			Module: v1alpha1.ModuleSource{Source: filepath.Join(modules, module), Version: "v1"}, Variables: v1alpha1.Variables{}},
 	}
+	set(&c.Spec)
 	for _, v := range vars {
 		c.Spec.Variables[v] = apiextensionsv1.JSON{Raw: []byte(`"${claim.spec.parameters.` + v + `}"`)}
 	}

@@ -41,12 +41,24 @@ type ModuleRegistry struct {
 	archives map[string][]byte   // "ns/name/system/version" → .tar.gz
 	versions map[string][]string // "ns/name/system" → versions
 	requests []string            // paths requested, in order
+	token    string              // required of modules.v1 requests when set
 }
 
 // StartModuleRegistry serves an empty registry on 127.0.0.1 (a random port) and writes its CA to
 // dir/registry-ca.pem. Stop it with Close.
 func StartModuleRegistry(dir string) (*ModuleRegistry, error) {
-	cert, caPEM, err := testCertificate()
+	return StartModuleRegistryAt(dir, "127.0.0.1:0")
+}
+
+// StartModuleRegistryAt is StartModuleRegistry listening on addr (an IPv4 loopback address and a
+// port), its certificate for that address. A registry on port 443 has a Host without a port, which
+// a TF_TOKEN_<host> variable can name (binding 443 needs root or CAP_NET_BIND_SERVICE).
+func StartModuleRegistryAt(dir, addr string) (*ModuleRegistry, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	cert, caPEM, err := certificateFor(net.ParseIP(host))
 	if err != nil {
 		return nil, err
 	}
@@ -55,11 +67,14 @@ func StartModuleRegistry(dir string) (*ModuleRegistry, error) {
 	if err := os.WriteFile(r.CAFile, caPEM, 0o600); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	r.Host = ln.Addr().String()
+	if strings.HasSuffix(r.Host, ":443") {
+		r.Host = strings.TrimSuffix(r.Host, ":443")
+	}
 	r.srv = &http.Server{Handler: http.HandlerFunc(r.serve), ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
 	go func() { _ = r.srv.ServeTLS(ln, "", "") }()
@@ -96,11 +111,25 @@ func (r *ModuleRegistry) Requests() []string {
 	return append([]string(nil), r.requests...)
 }
 
+// RequireToken makes the registry's modules.v1 API answer 401 to requests without
+// "Authorization: Bearer <token>", as a private registry does (archives stay open, as the
+// pre-signed URLs registries hand out are).
+func (r *ModuleRegistry) RequireToken(token string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.token = token
+}
+
 func (r *ModuleRegistry) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.requests = append(r.requests, req.URL.Path)
+	token := r.token
 	r.mu.Unlock()
 	p := req.URL.Path
+	if token != "" && strings.HasPrefix(p, "/v1/modules/") && req.Header.Get("Authorization") != "Bearer "+token {
+		http.Error(w, `{"errors":["unauthorized"]}`, http.StatusUnauthorized)
+		return
+	}
 	switch {
 	case p == "/.well-known/terraform.json":
 		writeJSON(w, map[string]string{"modules.v1": "/v1/modules/"})
@@ -191,7 +220,10 @@ func tarGz(dir string) ([]byte, error) {
 
 // testCertificate makes a CA and a server certificate for 127.0.0.1 signed by it; it returns the
 // server's key pair and the CA's PEM.
-func testCertificate() (tls.Certificate, []byte, error) {
+func testCertificate() (tls.Certificate, []byte, error) { return certificateFor(net.IPv4(127, 0, 0, 1)) }
+
+// certificateFor makes a CA and a server certificate for ip signed by it.
+func certificateFor(ip net.IP) (tls.Certificate, []byte, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, nil, err
@@ -208,8 +240,8 @@ func testCertificate() (tls.Certificate, []byte, error) {
 	if err != nil {
 		return tls.Certificate{}, nil, err
 	}
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: ip.String()},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IPAddresses: []net.IP{ip},
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
 	if err != nil {

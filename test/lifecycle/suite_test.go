@@ -205,6 +205,7 @@ var _ = BeforeSuite(func() {
 	Expect((&controller.ClassReconciler{
 		Client: mgr.GetClient(), Recorder: rec,
 		Modules: &tfrunner.ModuleCache{Binary: binary, Env: tfEnv, Dir: filepath.Join(dir, "modules")},
+		Secrets: mgr.GetAPIReader(), Namespace: stateNamespace,
 	}).SetupWithManager(mgr)).To(Succeed())
 
 	var mctx context.Context

@@ -1182,9 +1182,13 @@ type Spec struct {
 	// The kubeconfig the run was granted (YAML), or empty.
 	Kubeconfig []byte `protobuf:"bytes,6,opt,name=kubeconfig,proto3" json:"kubeconfig,omitempty"`
 	// Who the run is for (the claim's namespace; empty for static resources).
-	Tenant        string `protobuf:"bytes,7,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Tenant string `protobuf:"bytes,7,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The cloud workload identity the run was granted, or unset.
+	Identity *Identity `protobuf:"bytes,8,opt,name=identity,proto3" json:"identity,omitempty"`
+	// What fetching the module needs (init only), or unset.
+	SourceCredentials *SourceCredentials `protobuf:"bytes,9,opt,name=source_credentials,json=sourceCredentials,proto3" json:"source_credentials,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Spec) Reset() {
@@ -1266,6 +1270,223 @@ func (x *Spec) GetTenant() string {
 	return ""
 }
 
+func (x *Spec) GetIdentity() *Identity {
+	if x != nil {
+		return x.Identity
+	}
+	return nil
+}
+
+func (x *Spec) GetSourceCredentials() *SourceCredentials {
+	if x != nil {
+		return x.SourceCredentials
+	}
+	return nil
+}
+
+// SourceCredentials is tfrunner.SourceCredentials: registry tokens and git credentials, which the
+// runner gives to init only, its files in the init's own TMPDIR.
+type SourceCredentials struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TF_TOKEN_<host> variables.
+	RegistryTokens map[string]string `protobuf:"bytes,1,rep,name=registry_tokens,json=registryTokens,proto3" json:"registry_tokens,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// git-credential-store lines.
+	GitCredentials []byte `protobuf:"bytes,2,opt,name=git_credentials,json=gitCredentials,proto3" json:"git_credentials,omitempty"`
+	// For git over SSH.
+	SshPrivateKey []byte `protobuf:"bytes,3,opt,name=ssh_private_key,json=sshPrivateKey,proto3" json:"ssh_private_key,omitempty"`
+	KnownHosts    []byte `protobuf:"bytes,4,opt,name=known_hosts,json=knownHosts,proto3" json:"known_hosts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SourceCredentials) Reset() {
+	*x = SourceCredentials{}
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SourceCredentials) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SourceCredentials) ProtoMessage() {}
+
+func (x *SourceCredentials) ProtoReflect() protoreflect.Message {
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SourceCredentials.ProtoReflect.Descriptor instead.
+func (*SourceCredentials) Descriptor() ([]byte, []int) {
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SourceCredentials) GetRegistryTokens() map[string]string {
+	if x != nil {
+		return x.RegistryTokens
+	}
+	return nil
+}
+
+func (x *SourceCredentials) GetGitCredentials() []byte {
+	if x != nil {
+		return x.GitCredentials
+	}
+	return nil
+}
+
+func (x *SourceCredentials) GetSshPrivateKey() []byte {
+	if x != nil {
+		return x.SshPrivateKey
+	}
+	return nil
+}
+
+func (x *SourceCredentials) GetKnownHosts() []byte {
+	if x != nil {
+		return x.KnownHosts
+	}
+	return nil
+}
+
+// Identity is tfrunner.Identity: a ServiceAccount token for a cloud's audience and the variables
+// its SDKs read to exchange it. The runner writes the token (and Google's credential
+// configuration) into the run's workspace and deletes them when the run ends.
+type Identity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The token (a JWT).
+	Token []byte `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// Variables set as given (AWS_ROLE_ARN, AZURE_CLIENT_ID, ...).
+	Env map[string]string `protobuf:"bytes,2,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Variables set to the token file's path (AWS_WEB_IDENTITY_TOKEN_FILE, ...).
+	TokenFileEnv []string `protobuf:"bytes,3,rep,name=token_file_env,json=tokenFileEnv,proto3" json:"token_file_env,omitempty"`
+	// Google's workload identity federation, or unset.
+	Google        *GoogleIdentity `protobuf:"bytes,4,opt,name=google,proto3" json:"google,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Identity) Reset() {
+	*x = Identity{}
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Identity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Identity) ProtoMessage() {}
+
+func (x *Identity) ProtoReflect() protoreflect.Message {
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Identity.ProtoReflect.Descriptor instead.
+func (*Identity) Descriptor() ([]byte, []int) {
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Identity) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+func (x *Identity) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *Identity) GetTokenFileEnv() []string {
+	if x != nil {
+		return x.TokenFileEnv
+	}
+	return nil
+}
+
+func (x *Identity) GetGoogle() *GoogleIdentity {
+	if x != nil {
+		return x.Google
+	}
+	return nil
+}
+
+// GoogleIdentity is tfrunner.GoogleIdentity.
+type GoogleIdentity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The workload identity pool provider's full resource name.
+	Audience string `protobuf:"bytes,1,opt,name=audience,proto3" json:"audience,omitempty"`
+	// The service account to impersonate, or empty.
+	ServiceAccountEmail string `protobuf:"bytes,2,opt,name=service_account_email,json=serviceAccountEmail,proto3" json:"service_account_email,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *GoogleIdentity) Reset() {
+	*x = GoogleIdentity{}
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GoogleIdentity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GoogleIdentity) ProtoMessage() {}
+
+func (x *GoogleIdentity) ProtoReflect() protoreflect.Message {
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GoogleIdentity.ProtoReflect.Descriptor instead.
+func (*GoogleIdentity) Descriptor() ([]byte, []int) {
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *GoogleIdentity) GetAudience() string {
+	if x != nil {
+		return x.Audience
+	}
+	return ""
+}
+
+func (x *GoogleIdentity) GetServiceAccountEmail() string {
+	if x != nil {
+		return x.ServiceAccountEmail
+	}
+	return ""
+}
+
 // Module is a module address pinned at a version.
 type Module struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1279,7 +1500,7 @@ type Module struct {
 
 func (x *Module) Reset() {
 	*x = Module{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1291,7 +1512,7 @@ func (x *Module) String() string {
 func (*Module) ProtoMessage() {}
 
 func (x *Module) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1304,7 +1525,7 @@ func (x *Module) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Module.ProtoReflect.Descriptor instead.
 func (*Module) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{14}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Module) GetSource() string {
@@ -1334,7 +1555,7 @@ type Backend struct {
 
 func (x *Backend) Reset() {
 	*x = Backend{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1567,7 @@ func (x *Backend) String() string {
 func (*Backend) ProtoMessage() {}
 
 func (x *Backend) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1580,7 @@ func (x *Backend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Backend.ProtoReflect.Descriptor instead.
 func (*Backend) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{15}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Backend) GetType() string {
@@ -1391,7 +1612,7 @@ type BackendValue struct {
 
 func (x *BackendValue) Reset() {
 	*x = BackendValue{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1403,7 +1624,7 @@ func (x *BackendValue) String() string {
 func (*BackendValue) ProtoMessage() {}
 
 func (x *BackendValue) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1416,7 +1637,7 @@ func (x *BackendValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendValue.ProtoReflect.Descriptor instead.
 func (*BackendValue) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{16}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *BackendValue) GetValue() isBackendValue_Value {
@@ -1486,7 +1707,7 @@ type StringMap struct {
 
 func (x *StringMap) Reset() {
 	*x = StringMap{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1719,7 @@ func (x *StringMap) String() string {
 func (*StringMap) ProtoMessage() {}
 
 func (x *StringMap) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1732,7 @@ func (x *StringMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StringMap.ProtoReflect.Descriptor instead.
 func (*StringMap) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{17}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StringMap) GetEntries() map[string]string {
@@ -1534,7 +1755,7 @@ type ImportTarget struct {
 
 func (x *ImportTarget) Reset() {
 	*x = ImportTarget{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1546,7 +1767,7 @@ func (x *ImportTarget) String() string {
 func (*ImportTarget) ProtoMessage() {}
 
 func (x *ImportTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1559,7 +1780,7 @@ func (x *ImportTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportTarget.ProtoReflect.Descriptor instead.
 func (*ImportTarget) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{18}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ImportTarget) GetAddress() string {
@@ -1589,7 +1810,7 @@ type ModuleSchema struct {
 
 func (x *ModuleSchema) Reset() {
 	*x = ModuleSchema{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1601,7 +1822,7 @@ func (x *ModuleSchema) String() string {
 func (*ModuleSchema) ProtoMessage() {}
 
 func (x *ModuleSchema) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1614,7 +1835,7 @@ func (x *ModuleSchema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleSchema.ProtoReflect.Descriptor instead.
 func (*ModuleSchema) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{19}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ModuleSchema) GetInputs() []*Input {
@@ -1655,7 +1876,7 @@ type Input struct {
 
 func (x *Input) Reset() {
 	*x = Input{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1667,7 +1888,7 @@ func (x *Input) String() string {
 func (*Input) ProtoMessage() {}
 
 func (x *Input) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1680,7 +1901,7 @@ func (x *Input) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Input.ProtoReflect.Descriptor instead.
 func (*Input) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{20}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Input) GetName() string {
@@ -1730,7 +1951,7 @@ type ModuleOutput struct {
 
 func (x *ModuleOutput) Reset() {
 	*x = ModuleOutput{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1742,7 +1963,7 @@ func (x *ModuleOutput) String() string {
 func (*ModuleOutput) ProtoMessage() {}
 
 func (x *ModuleOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1755,7 +1976,7 @@ func (x *ModuleOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleOutput.ProtoReflect.Descriptor instead.
 func (*ModuleOutput) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{21}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ModuleOutput) GetName() string {
@@ -1797,7 +2018,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1809,7 +2030,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1822,7 +2043,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{22}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Plan) GetHasChanges() bool {
@@ -1874,7 +2095,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1886,7 +2107,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1899,7 +2120,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{23}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Summary) GetAdd() int64 {
@@ -1945,7 +2166,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1957,7 +2178,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1970,7 +2191,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{24}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Change) GetAddress() string {
@@ -2010,7 +2231,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2022,7 +2243,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2035,7 +2256,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{25}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Result) GetApply() *ApplyResult {
@@ -2092,7 +2313,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2104,7 +2325,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2117,7 +2338,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{26}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ApplyResult) GetInitialized() bool {
@@ -2198,7 +2419,7 @@ type ImportResult struct {
 
 func (x *ImportResult) Reset() {
 	*x = ImportResult{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2210,7 +2431,7 @@ func (x *ImportResult) String() string {
 func (*ImportResult) ProtoMessage() {}
 
 func (x *ImportResult) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2223,7 +2444,7 @@ func (x *ImportResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResult.ProtoReflect.Descriptor instead.
 func (*ImportResult) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{27}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ImportResult) GetAddress() string {
@@ -2267,7 +2488,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2279,7 +2500,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2292,7 +2513,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{28}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Output) GetValue() []byte {
@@ -2330,7 +2551,7 @@ type StreamResult struct {
 
 func (x *StreamResult) Reset() {
 	*x = StreamResult{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2342,7 +2563,7 @@ func (x *StreamResult) String() string {
 func (*StreamResult) ProtoMessage() {}
 
 func (x *StreamResult) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2355,7 +2576,7 @@ func (x *StreamResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamResult.ProtoReflect.Descriptor instead.
 func (*StreamResult) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{29}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *StreamResult) GetPlan() *Plan {
@@ -2420,7 +2641,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[30]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2432,7 +2653,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[30]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2445,7 +2666,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{30}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Error) GetKind() ErrorKind {
@@ -2523,7 +2744,7 @@ type RunError struct {
 
 func (x *RunError) Reset() {
 	*x = RunError{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[31]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2535,7 +2756,7 @@ func (x *RunError) String() string {
 func (*RunError) ProtoMessage() {}
 
 func (x *RunError) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[31]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2548,7 +2769,7 @@ func (x *RunError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunError.ProtoReflect.Descriptor instead.
 func (*RunError) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{31}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RunError) GetOp() string {
@@ -2585,7 +2806,7 @@ type LockError struct {
 
 func (x *LockError) Reset() {
 	*x = LockError{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[32]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2597,7 +2818,7 @@ func (x *LockError) String() string {
 func (*LockError) ProtoMessage() {}
 
 func (x *LockError) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[32]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2610,7 +2831,7 @@ func (x *LockError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockError.ProtoReflect.Descriptor instead.
 func (*LockError) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{32}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *LockError) GetId() string {
@@ -2724,7 +2945,7 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1c\n" +
 	"\taddresses\x18\x02 \x03(\tR\taddresses\x12\x1c\n" +
 	"\trendering\x18\x03 \x01(\tR\trendering\x12\x1c\n" +
-	"\tdiscarded\x18\x04 \x01(\tR\tdiscarded\"\xca\x04\n" +
+	"\tdiscarded\x18\x04 \x01(\tR\tdiscarded\"\xdc\x05\n" +
 	"\x04Spec\x123\n" +
 	"\x06module\x18\x01 \x01(\v2\x1b.conductor.runner.v1.ModuleR\x06module\x126\n" +
 	"\abackend\x18\x02 \x01(\v2\x1c.conductor.runner.v1.BackendR\abackend\x12F\n" +
@@ -2734,7 +2955,9 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\n" +
 	"kubeconfig\x18\x06 \x01(\fR\n" +
 	"kubeconfig\x12\x16\n" +
-	"\x06tenant\x18\a \x01(\tR\x06tenant\x1a<\n" +
+	"\x06tenant\x18\a \x01(\tR\x06tenant\x129\n" +
+	"\bidentity\x18\b \x01(\v2\x1d.conductor.runner.v1.IdentityR\bidentity\x12U\n" +
+	"\x12source_credentials\x18\t \x01(\v2&.conductor.runner.v1.SourceCredentialsR\x11sourceCredentials\x1a<\n" +
 	"\x0eVariablesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\x1aE\n" +
@@ -2743,7 +2966,27 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\":\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xad\x02\n" +
+	"\x11SourceCredentials\x12c\n" +
+	"\x0fregistry_tokens\x18\x01 \x03(\v2:.conductor.runner.v1.SourceCredentials.RegistryTokensEntryR\x0eregistryTokens\x12'\n" +
+	"\x0fgit_credentials\x18\x02 \x01(\fR\x0egitCredentials\x12&\n" +
+	"\x0fssh_private_key\x18\x03 \x01(\fR\rsshPrivateKey\x12\x1f\n" +
+	"\vknown_hosts\x18\x04 \x01(\fR\n" +
+	"knownHosts\x1aA\n" +
+	"\x13RegistryTokensEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf5\x01\n" +
+	"\bIdentity\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\fR\x05token\x128\n" +
+	"\x03env\x18\x02 \x03(\v2&.conductor.runner.v1.Identity.EnvEntryR\x03env\x12$\n" +
+	"\x0etoken_file_env\x18\x03 \x03(\tR\ftokenFileEnv\x12;\n" +
+	"\x06google\x18\x04 \x01(\v2#.conductor.runner.v1.GoogleIdentityR\x06google\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"`\n" +
+	"\x0eGoogleIdentity\x12\x1a\n" +
+	"\baudience\x18\x01 \x01(\tR\baudience\x122\n" +
+	"\x15service_account_email\x18\x02 \x01(\tR\x13serviceAccountEmail\":\n" +
 	"\x06Module\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\"\xbd\x01\n" +
@@ -2879,58 +3122,63 @@ func file_conductor_runner_v1_runner_proto_rawDescGZIP() []byte {
 }
 
 var file_conductor_runner_v1_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_conductor_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_conductor_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_conductor_runner_v1_runner_proto_goTypes = []any{
-	(Operation)(0),         // 0: conductor.runner.v1.Operation
-	(ErrorKind)(0),         // 1: conductor.runner.v1.ErrorKind
-	(*RunnerMessage)(nil),  // 2: conductor.runner.v1.RunnerMessage
-	(*ManagerMessage)(nil), // 3: conductor.runner.v1.ManagerMessage
-	(*Hello)(nil),          // 4: conductor.runner.v1.Hello
-	(*Heartbeat)(nil),      // 5: conductor.runner.v1.Heartbeat
-	(*Lease)(nil),          // 6: conductor.runner.v1.Lease
-	(*Resume)(nil),         // 7: conductor.runner.v1.Resume
-	(*Cancel)(nil),         // 8: conductor.runner.v1.Cancel
-	(*CreateStart)(nil),    // 9: conductor.runner.v1.CreateStart
-	(*Answer)(nil),         // 10: conductor.runner.v1.Answer
-	(*RunSpec)(nil),        // 11: conductor.runner.v1.RunSpec
-	(*Gate)(nil),           // 12: conductor.runner.v1.Gate
-	(*Resolution)(nil),     // 13: conductor.runner.v1.Resolution
-	(*Hold)(nil),           // 14: conductor.runner.v1.Hold
-	(*Spec)(nil),           // 15: conductor.runner.v1.Spec
-	(*Module)(nil),         // 16: conductor.runner.v1.Module
-	(*Backend)(nil),        // 17: conductor.runner.v1.Backend
-	(*BackendValue)(nil),   // 18: conductor.runner.v1.BackendValue
-	(*StringMap)(nil),      // 19: conductor.runner.v1.StringMap
-	(*ImportTarget)(nil),   // 20: conductor.runner.v1.ImportTarget
-	(*ModuleSchema)(nil),   // 21: conductor.runner.v1.ModuleSchema
-	(*Input)(nil),          // 22: conductor.runner.v1.Input
-	(*ModuleOutput)(nil),   // 23: conductor.runner.v1.ModuleOutput
-	(*Plan)(nil),           // 24: conductor.runner.v1.Plan
-	(*Summary)(nil),        // 25: conductor.runner.v1.Summary
-	(*Change)(nil),         // 26: conductor.runner.v1.Change
-	(*Result)(nil),         // 27: conductor.runner.v1.Result
-	(*ApplyResult)(nil),    // 28: conductor.runner.v1.ApplyResult
-	(*ImportResult)(nil),   // 29: conductor.runner.v1.ImportResult
-	(*Output)(nil),         // 30: conductor.runner.v1.Output
-	(*StreamResult)(nil),   // 31: conductor.runner.v1.StreamResult
-	(*Error)(nil),          // 32: conductor.runner.v1.Error
-	(*RunError)(nil),       // 33: conductor.runner.v1.RunError
-	(*LockError)(nil),      // 34: conductor.runner.v1.LockError
-	nil,                    // 35: conductor.runner.v1.Gate.IdentitiesEntry
-	nil,                    // 36: conductor.runner.v1.Spec.VariablesEntry
-	nil,                    // 37: conductor.runner.v1.Spec.SensitiveVariablesEntry
-	nil,                    // 38: conductor.runner.v1.Spec.EnvEntry
-	nil,                    // 39: conductor.runner.v1.Backend.ConfigEntry
-	nil,                    // 40: conductor.runner.v1.StringMap.EntriesEntry
-	nil,                    // 41: conductor.runner.v1.ApplyResult.OutputsEntry
-	nil,                    // 42: conductor.runner.v1.StreamResult.OutputsEntry
+	(Operation)(0),            // 0: conductor.runner.v1.Operation
+	(ErrorKind)(0),            // 1: conductor.runner.v1.ErrorKind
+	(*RunnerMessage)(nil),     // 2: conductor.runner.v1.RunnerMessage
+	(*ManagerMessage)(nil),    // 3: conductor.runner.v1.ManagerMessage
+	(*Hello)(nil),             // 4: conductor.runner.v1.Hello
+	(*Heartbeat)(nil),         // 5: conductor.runner.v1.Heartbeat
+	(*Lease)(nil),             // 6: conductor.runner.v1.Lease
+	(*Resume)(nil),            // 7: conductor.runner.v1.Resume
+	(*Cancel)(nil),            // 8: conductor.runner.v1.Cancel
+	(*CreateStart)(nil),       // 9: conductor.runner.v1.CreateStart
+	(*Answer)(nil),            // 10: conductor.runner.v1.Answer
+	(*RunSpec)(nil),           // 11: conductor.runner.v1.RunSpec
+	(*Gate)(nil),              // 12: conductor.runner.v1.Gate
+	(*Resolution)(nil),        // 13: conductor.runner.v1.Resolution
+	(*Hold)(nil),              // 14: conductor.runner.v1.Hold
+	(*Spec)(nil),              // 15: conductor.runner.v1.Spec
+	(*SourceCredentials)(nil), // 16: conductor.runner.v1.SourceCredentials
+	(*Identity)(nil),          // 17: conductor.runner.v1.Identity
+	(*GoogleIdentity)(nil),    // 18: conductor.runner.v1.GoogleIdentity
+	(*Module)(nil),            // 19: conductor.runner.v1.Module
+	(*Backend)(nil),           // 20: conductor.runner.v1.Backend
+	(*BackendValue)(nil),      // 21: conductor.runner.v1.BackendValue
+	(*StringMap)(nil),         // 22: conductor.runner.v1.StringMap
+	(*ImportTarget)(nil),      // 23: conductor.runner.v1.ImportTarget
+	(*ModuleSchema)(nil),      // 24: conductor.runner.v1.ModuleSchema
+	(*Input)(nil),             // 25: conductor.runner.v1.Input
+	(*ModuleOutput)(nil),      // 26: conductor.runner.v1.ModuleOutput
+	(*Plan)(nil),              // 27: conductor.runner.v1.Plan
+	(*Summary)(nil),           // 28: conductor.runner.v1.Summary
+	(*Change)(nil),            // 29: conductor.runner.v1.Change
+	(*Result)(nil),            // 30: conductor.runner.v1.Result
+	(*ApplyResult)(nil),       // 31: conductor.runner.v1.ApplyResult
+	(*ImportResult)(nil),      // 32: conductor.runner.v1.ImportResult
+	(*Output)(nil),            // 33: conductor.runner.v1.Output
+	(*StreamResult)(nil),      // 34: conductor.runner.v1.StreamResult
+	(*Error)(nil),             // 35: conductor.runner.v1.Error
+	(*RunError)(nil),          // 36: conductor.runner.v1.RunError
+	(*LockError)(nil),         // 37: conductor.runner.v1.LockError
+	nil,                       // 38: conductor.runner.v1.Gate.IdentitiesEntry
+	nil,                       // 39: conductor.runner.v1.Spec.VariablesEntry
+	nil,                       // 40: conductor.runner.v1.Spec.SensitiveVariablesEntry
+	nil,                       // 41: conductor.runner.v1.Spec.EnvEntry
+	nil,                       // 42: conductor.runner.v1.SourceCredentials.RegistryTokensEntry
+	nil,                       // 43: conductor.runner.v1.Identity.EnvEntry
+	nil,                       // 44: conductor.runner.v1.Backend.ConfigEntry
+	nil,                       // 45: conductor.runner.v1.StringMap.EntriesEntry
+	nil,                       // 46: conductor.runner.v1.ApplyResult.OutputsEntry
+	nil,                       // 47: conductor.runner.v1.StreamResult.OutputsEntry
 }
 var file_conductor_runner_v1_runner_proto_depIdxs = []int32{
 	4,  // 0: conductor.runner.v1.RunnerMessage.hello:type_name -> conductor.runner.v1.Hello
 	5,  // 1: conductor.runner.v1.RunnerMessage.heartbeat:type_name -> conductor.runner.v1.Heartbeat
-	24, // 2: conductor.runner.v1.RunnerMessage.applying:type_name -> conductor.runner.v1.Plan
+	27, // 2: conductor.runner.v1.RunnerMessage.applying:type_name -> conductor.runner.v1.Plan
 	9,  // 3: conductor.runner.v1.RunnerMessage.create_start:type_name -> conductor.runner.v1.CreateStart
-	27, // 4: conductor.runner.v1.RunnerMessage.result:type_name -> conductor.runner.v1.Result
+	30, // 4: conductor.runner.v1.RunnerMessage.result:type_name -> conductor.runner.v1.Result
 	7,  // 5: conductor.runner.v1.RunnerMessage.resume:type_name -> conductor.runner.v1.Resume
 	11, // 6: conductor.runner.v1.ManagerMessage.run:type_name -> conductor.runner.v1.RunSpec
 	10, // 7: conductor.runner.v1.ManagerMessage.answer:type_name -> conductor.runner.v1.Answer
@@ -2938,47 +3186,52 @@ var file_conductor_runner_v1_runner_proto_depIdxs = []int32{
 	6,  // 9: conductor.runner.v1.ManagerMessage.lease:type_name -> conductor.runner.v1.Lease
 	0,  // 10: conductor.runner.v1.RunSpec.op:type_name -> conductor.runner.v1.Operation
 	15, // 11: conductor.runner.v1.RunSpec.spec:type_name -> conductor.runner.v1.Spec
-	20, // 12: conductor.runner.v1.RunSpec.imports:type_name -> conductor.runner.v1.ImportTarget
+	23, // 12: conductor.runner.v1.RunSpec.imports:type_name -> conductor.runner.v1.ImportTarget
 	12, // 13: conductor.runner.v1.RunSpec.gate:type_name -> conductor.runner.v1.Gate
-	35, // 14: conductor.runner.v1.Gate.identities:type_name -> conductor.runner.v1.Gate.IdentitiesEntry
-	16, // 15: conductor.runner.v1.Spec.module:type_name -> conductor.runner.v1.Module
-	17, // 16: conductor.runner.v1.Spec.backend:type_name -> conductor.runner.v1.Backend
-	36, // 17: conductor.runner.v1.Spec.variables:type_name -> conductor.runner.v1.Spec.VariablesEntry
-	37, // 18: conductor.runner.v1.Spec.sensitive_variables:type_name -> conductor.runner.v1.Spec.SensitiveVariablesEntry
-	38, // 19: conductor.runner.v1.Spec.env:type_name -> conductor.runner.v1.Spec.EnvEntry
-	39, // 20: conductor.runner.v1.Backend.config:type_name -> conductor.runner.v1.Backend.ConfigEntry
-	19, // 21: conductor.runner.v1.BackendValue.string_map:type_name -> conductor.runner.v1.StringMap
-	40, // 22: conductor.runner.v1.StringMap.entries:type_name -> conductor.runner.v1.StringMap.EntriesEntry
-	22, // 23: conductor.runner.v1.ModuleSchema.inputs:type_name -> conductor.runner.v1.Input
-	23, // 24: conductor.runner.v1.ModuleSchema.outputs:type_name -> conductor.runner.v1.ModuleOutput
-	25, // 25: conductor.runner.v1.Plan.summary:type_name -> conductor.runner.v1.Summary
-	26, // 26: conductor.runner.v1.Plan.changes:type_name -> conductor.runner.v1.Change
-	28, // 27: conductor.runner.v1.Result.apply:type_name -> conductor.runner.v1.ApplyResult
-	31, // 28: conductor.runner.v1.Result.drift:type_name -> conductor.runner.v1.StreamResult
-	32, // 29: conductor.runner.v1.Result.error:type_name -> conductor.runner.v1.Error
-	21, // 30: conductor.runner.v1.ApplyResult.schema:type_name -> conductor.runner.v1.ModuleSchema
-	29, // 31: conductor.runner.v1.ApplyResult.imports:type_name -> conductor.runner.v1.ImportResult
-	24, // 32: conductor.runner.v1.ApplyResult.plan:type_name -> conductor.runner.v1.Plan
-	41, // 33: conductor.runner.v1.ApplyResult.outputs:type_name -> conductor.runner.v1.ApplyResult.OutputsEntry
-	14, // 34: conductor.runner.v1.ApplyResult.held:type_name -> conductor.runner.v1.Hold
-	13, // 35: conductor.runner.v1.ApplyResult.resolutions:type_name -> conductor.runner.v1.Resolution
-	32, // 36: conductor.runner.v1.ImportResult.error:type_name -> conductor.runner.v1.Error
-	24, // 37: conductor.runner.v1.StreamResult.plan:type_name -> conductor.runner.v1.Plan
-	25, // 38: conductor.runner.v1.StreamResult.applied:type_name -> conductor.runner.v1.Summary
-	42, // 39: conductor.runner.v1.StreamResult.outputs:type_name -> conductor.runner.v1.StreamResult.OutputsEntry
-	1,  // 40: conductor.runner.v1.Error.kind:type_name -> conductor.runner.v1.ErrorKind
-	33, // 41: conductor.runner.v1.Error.run:type_name -> conductor.runner.v1.RunError
-	34, // 42: conductor.runner.v1.Error.lock:type_name -> conductor.runner.v1.LockError
-	18, // 43: conductor.runner.v1.Backend.ConfigEntry.value:type_name -> conductor.runner.v1.BackendValue
-	30, // 44: conductor.runner.v1.ApplyResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
-	30, // 45: conductor.runner.v1.StreamResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
-	2,  // 46: conductor.runner.v1.Runs.Run:input_type -> conductor.runner.v1.RunnerMessage
-	3,  // 47: conductor.runner.v1.Runs.Run:output_type -> conductor.runner.v1.ManagerMessage
-	47, // [47:48] is the sub-list for method output_type
-	46, // [46:47] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	38, // 14: conductor.runner.v1.Gate.identities:type_name -> conductor.runner.v1.Gate.IdentitiesEntry
+	19, // 15: conductor.runner.v1.Spec.module:type_name -> conductor.runner.v1.Module
+	20, // 16: conductor.runner.v1.Spec.backend:type_name -> conductor.runner.v1.Backend
+	39, // 17: conductor.runner.v1.Spec.variables:type_name -> conductor.runner.v1.Spec.VariablesEntry
+	40, // 18: conductor.runner.v1.Spec.sensitive_variables:type_name -> conductor.runner.v1.Spec.SensitiveVariablesEntry
+	41, // 19: conductor.runner.v1.Spec.env:type_name -> conductor.runner.v1.Spec.EnvEntry
+	17, // 20: conductor.runner.v1.Spec.identity:type_name -> conductor.runner.v1.Identity
+	16, // 21: conductor.runner.v1.Spec.source_credentials:type_name -> conductor.runner.v1.SourceCredentials
+	42, // 22: conductor.runner.v1.SourceCredentials.registry_tokens:type_name -> conductor.runner.v1.SourceCredentials.RegistryTokensEntry
+	43, // 23: conductor.runner.v1.Identity.env:type_name -> conductor.runner.v1.Identity.EnvEntry
+	18, // 24: conductor.runner.v1.Identity.google:type_name -> conductor.runner.v1.GoogleIdentity
+	44, // 25: conductor.runner.v1.Backend.config:type_name -> conductor.runner.v1.Backend.ConfigEntry
+	22, // 26: conductor.runner.v1.BackendValue.string_map:type_name -> conductor.runner.v1.StringMap
+	45, // 27: conductor.runner.v1.StringMap.entries:type_name -> conductor.runner.v1.StringMap.EntriesEntry
+	25, // 28: conductor.runner.v1.ModuleSchema.inputs:type_name -> conductor.runner.v1.Input
+	26, // 29: conductor.runner.v1.ModuleSchema.outputs:type_name -> conductor.runner.v1.ModuleOutput
+	28, // 30: conductor.runner.v1.Plan.summary:type_name -> conductor.runner.v1.Summary
+	29, // 31: conductor.runner.v1.Plan.changes:type_name -> conductor.runner.v1.Change
+	31, // 32: conductor.runner.v1.Result.apply:type_name -> conductor.runner.v1.ApplyResult
+	34, // 33: conductor.runner.v1.Result.drift:type_name -> conductor.runner.v1.StreamResult
+	35, // 34: conductor.runner.v1.Result.error:type_name -> conductor.runner.v1.Error
+	24, // 35: conductor.runner.v1.ApplyResult.schema:type_name -> conductor.runner.v1.ModuleSchema
+	32, // 36: conductor.runner.v1.ApplyResult.imports:type_name -> conductor.runner.v1.ImportResult
+	27, // 37: conductor.runner.v1.ApplyResult.plan:type_name -> conductor.runner.v1.Plan
+	46, // 38: conductor.runner.v1.ApplyResult.outputs:type_name -> conductor.runner.v1.ApplyResult.OutputsEntry
+	14, // 39: conductor.runner.v1.ApplyResult.held:type_name -> conductor.runner.v1.Hold
+	13, // 40: conductor.runner.v1.ApplyResult.resolutions:type_name -> conductor.runner.v1.Resolution
+	35, // 41: conductor.runner.v1.ImportResult.error:type_name -> conductor.runner.v1.Error
+	27, // 42: conductor.runner.v1.StreamResult.plan:type_name -> conductor.runner.v1.Plan
+	28, // 43: conductor.runner.v1.StreamResult.applied:type_name -> conductor.runner.v1.Summary
+	47, // 44: conductor.runner.v1.StreamResult.outputs:type_name -> conductor.runner.v1.StreamResult.OutputsEntry
+	1,  // 45: conductor.runner.v1.Error.kind:type_name -> conductor.runner.v1.ErrorKind
+	36, // 46: conductor.runner.v1.Error.run:type_name -> conductor.runner.v1.RunError
+	37, // 47: conductor.runner.v1.Error.lock:type_name -> conductor.runner.v1.LockError
+	21, // 48: conductor.runner.v1.Backend.ConfigEntry.value:type_name -> conductor.runner.v1.BackendValue
+	33, // 49: conductor.runner.v1.ApplyResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
+	33, // 50: conductor.runner.v1.StreamResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
+	2,  // 51: conductor.runner.v1.Runs.Run:input_type -> conductor.runner.v1.RunnerMessage
+	3,  // 52: conductor.runner.v1.Runs.Run:output_type -> conductor.runner.v1.ManagerMessage
+	52, // [52:53] is the sub-list for method output_type
+	51, // [51:52] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_conductor_runner_v1_runner_proto_init() }
@@ -3000,13 +3253,13 @@ func file_conductor_runner_v1_runner_proto_init() {
 		(*ManagerMessage_Cancel)(nil),
 		(*ManagerMessage_Lease)(nil),
 	}
-	file_conductor_runner_v1_runner_proto_msgTypes[16].OneofWrappers = []any{
+	file_conductor_runner_v1_runner_proto_msgTypes[19].OneofWrappers = []any{
 		(*BackendValue_StringValue)(nil),
 		(*BackendValue_BoolValue)(nil),
 		(*BackendValue_StringMap)(nil),
 	}
-	file_conductor_runner_v1_runner_proto_msgTypes[25].OneofWrappers = []any{}
-	file_conductor_runner_v1_runner_proto_msgTypes[30].OneofWrappers = []any{
+	file_conductor_runner_v1_runner_proto_msgTypes[28].OneofWrappers = []any{}
+	file_conductor_runner_v1_runner_proto_msgTypes[33].OneofWrappers = []any{
 		(*Error_Run)(nil),
 		(*Error_Lock)(nil),
 	}
@@ -3016,7 +3269,7 @@ func file_conductor_runner_v1_runner_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_conductor_runner_v1_runner_proto_rawDesc), len(file_conductor_runner_v1_runner_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   41,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
