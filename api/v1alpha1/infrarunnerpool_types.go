@@ -69,19 +69,44 @@ type InfraRunnerPoolSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:XValidation:rule="self.all(v, !(v.name in ['token', 'ca', 'work', 'tmp']))",message="token, ca, work and tmp are the runner's own volumes"
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
+	// VolumeMounts mount volumes into the runner's container, read-only.
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:XValidation:rule="self.all(m, m.mountPath.startsWith('/') && !m.mountPath.contains(',') && !m.mountPath.contains('/..') && ['/var/run/conductor-tf', '/work', '/tmp'].all(r, !(r + '/').startsWith(m.mountPath.endsWith('/') ? m.mountPath : m.mountPath + '/') && !m.mountPath.startsWith(r + '/')))",message="mountPath must be absolute and neither hold nor lie inside /var/run/conductor-tf, /work or /tmp"
-	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
+	// +listType=map
+	// +listMapKey=mountPath
+	VolumeMounts []RunnerVolumeMount `json:"volumeMounts,omitempty"`
 	// RunReadPaths are more paths of the runner's container that runs may read: those a
 	// mutating webhook mounts (EKS's /var/run/secrets/eks.amazonaws.com/serviceaccount, Azure
 	// Workload Identity's /var/run/secrets/azure/tokens). Never the runner's own token, CA or
 	// working space.
 	// +optional
-	// +kubebuilder:validation:MaxItems=64
-	// +kubebuilder:validation:XValidation:rule="self.all(p, p.startsWith('/') && !p.contains(',') && !p.contains('/..') && ['/var/run/conductor-tf', '/work', '/tmp'].all(r, !(r + '/').startsWith(p.endsWith('/') ? p : p + '/') && !p.startsWith(r + '/')))",message="paths must be absolute and neither hold nor lie inside /var/run/conductor-tf, /work or /tmp"
-	RunReadPaths []string `json:"runReadPaths,omitempty"`
+	// +kubebuilder:validation:MaxItems=32
+	RunReadPaths []RunPath `json:"runReadPaths,omitempty"`
 }
+
+// RunnerVolumeMount mounts a volume of the pool into the runner's container, read-only: runs may
+// read what it holds.
+type RunnerVolumeMount struct {
+	// Name of a volume of spec.volumes.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// MountPath is where the volume appears in the runner's container.
+	MountPath RunPath `json:"mountPath"`
+	// SubPath is the path within the volume to mount; empty: its root.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.contains('..')",message="subPath must be relative and not contain '..'"
+	SubPath string `json:"subPath,omitempty"`
+}
+
+// RunPath is an absolute path in a runner's container that runs are granted: never the runner's
+// own token, CA or working space (/var/run/conductor-tf, /work, /tmp), nor a directory holding
+// them.
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=256
+// +kubebuilder:validation:XValidation:rule="self.startsWith('/') && !self.contains(',') && !self.contains('/..') && ['/var/run/conductor-tf', '/work', '/tmp'].all(r, !(r + '/').startsWith(self.endsWith('/') ? self : self + '/') && !self.startsWith(r + '/'))",message="must be absolute, and neither hold nor lie inside /var/run/conductor-tf, /work or /tmp"
+type RunPath string
 
 // InfraRunnerPoolStatus is what the manager sees of the pool.
 type InfraRunnerPoolStatus struct {

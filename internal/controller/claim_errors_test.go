@@ -159,14 +159,14 @@ var _ = Describe("Admission rejects malformed objects", func() {
 
 	It("rejects a runner pool that would mount over, or grant its runs, the runner's own token, CA or working space", func() {
 		for i, bad := range []func(*v1alpha1.InfraRunnerPoolSpec){
-			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []string{"/var/run"} },
-			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []string{"/var/run/conductor-tf/token"} },
-			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []string{"/"} },
-			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []string{"/work/x"} },
-			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []string{"/etc/../var/run"} },
-			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []string{"relative"} },
+			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []v1alpha1.RunPath{"/var/run"} },
+			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []v1alpha1.RunPath{"/var/run/conductor-tf/token"} },
+			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []v1alpha1.RunPath{"/"} },
+			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []v1alpha1.RunPath{"/work/x"} },
+			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []v1alpha1.RunPath{"/etc/../var/run"} },
+			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []v1alpha1.RunPath{"relative"} },
 			func(s *v1alpha1.InfraRunnerPoolSpec) {
-				s.VolumeMounts = []corev1.VolumeMount{{Name: "x", MountPath: "/var/run/conductor-tf"}}
+				s.VolumeMounts = []v1alpha1.RunnerVolumeMount{{Name: "x", MountPath: "/var/run/conductor-tf"}}
 			},
 			func(s *v1alpha1.InfraRunnerPoolSpec) {
 				s.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
@@ -179,8 +179,8 @@ var _ = Describe("Admission rejects malformed objects", func() {
 		}
 		ok := &v1alpha1.InfraRunnerPool{ObjectMeta: metav1.ObjectMeta{Name: "wellformed"}, Spec: v1alpha1.InfraRunnerPoolSpec{
 			Replicas:     ptr.To[int32](0),
-			RunReadPaths: []string{"/var/run/secrets/eks.amazonaws.com/serviceaccount", "/var/runner"},
-			VolumeMounts: []corev1.VolumeMount{{Name: "ca", MountPath: "/etc/corp-ca"}}}}
+			RunReadPaths: []v1alpha1.RunPath{"/var/run/secrets/eks.amazonaws.com/serviceaccount", "/var/runner"},
+			VolumeMounts: []v1alpha1.RunnerVolumeMount{{Name: "ca-bundle", MountPath: "/etc/corp-ca"}}}}
 		Expect(k8s.Create(ctx, ok)).To(Succeed())
 		Expect(k8s.Delete(ctx, ok)).To(Succeed())
 	})

@@ -45,13 +45,24 @@ func runnerRunGrants(pool *v1alpha1.InfraRunnerPool) (env, read []string) {
 	for _, e := range pool.Spec.Env {
 		env = append(env, e.Name)
 	}
-	read = slices.Clone(pool.Spec.RunReadPaths)
+	for _, p := range pool.Spec.RunReadPaths {
+		read = append(read, string(p))
+	}
 	for _, m := range pool.Spec.VolumeMounts {
-		read = append(read, m.MountPath)
+		read = append(read, string(m.MountPath))
 	}
 	slices.Sort(env)
 	slices.Sort(read)
 	return slices.Compact(env), slices.Compact(read)
+}
+
+// poolMounts are the pool's volumeMounts for the runner's container, each read-only.
+func poolMounts(pool *v1alpha1.InfraRunnerPool) []corev1.VolumeMount {
+	var mounts []corev1.VolumeMount
+	for _, m := range pool.Spec.VolumeMounts {
+		mounts = append(mounts, corev1.VolumeMount{Name: m.Name, MountPath: string(m.MountPath), SubPath: m.SubPath, ReadOnly: true})
+	}
+	return mounts
 }
 
 // runnerDeployment is the Deployment of pool's runners in namespace: `conductor-tf runner`, with
@@ -110,7 +121,7 @@ func runnerDeployment(pool *v1alpha1.InfraRunnerPool, namespace, image string, t
 							{Name: "ca", MountPath: runnerCADir, ReadOnly: true},
 							{Name: "work", MountPath: "/work"},
 							{Name: "tmp", MountPath: "/tmp"},
-						}, pool.Spec.VolumeMounts...),
+						}, poolMounts(pool)...),
 					}},
 					Volumes: append([]corev1.Volume{
 						{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{

@@ -73,8 +73,8 @@ func TestRunnerDeploymentCarriesThePoolsPodSettings(t *testing.T) {
 			RunEnv:         []string{"AZURE_CLIENT_ID", "AZURE_FEDERATED_TOKEN_FILE", "HTTPS_PROXY"},
 			Volumes: []corev1.Volume{{Name: "bundle", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 				LocalObjectReference: corev1.LocalObjectReference{Name: "corp-ca"}}}}},
-			VolumeMounts: []corev1.VolumeMount{{Name: "bundle", MountPath: "/etc/corp-ca", ReadOnly: true}},
-			RunReadPaths: []string{"/var/run/secrets/azure/tokens"},
+			VolumeMounts: []v1alpha1.RunnerVolumeMount{{Name: "bundle", MountPath: "/etc/corp-ca"}},
+			RunReadPaths: []v1alpha1.RunPath{"/var/run/secrets/azure/tokens"},
 		},
 	}
 	d := runnerDeployment(pool, "ns", "img:1", RunnerPoolTargets{})
@@ -103,7 +103,7 @@ func TestRunnerDeploymentCarriesThePoolsPodSettings(t *testing.T) {
 	if got := names(c.Env); !slices.Equal(got, []string{"POD_NAME", "HTTPS_PROXY", "ARM_ENVIRONMENT"}) {
 		t.Fatalf("container env %v", got)
 	}
-	if m := c.VolumeMounts[len(c.VolumeMounts)-1]; m.MountPath != "/etc/corp-ca" ||
+	if m := c.VolumeMounts[len(c.VolumeMounts)-1]; m.MountPath != "/etc/corp-ca" || !m.ReadOnly ||
 		d.Spec.Template.Spec.Volumes[len(d.Spec.Template.Spec.Volumes)-1].Name != "bundle" {
 		t.Fatalf("mounts %v volumes %v", c.VolumeMounts, d.Spec.Template.Spec.Volumes)
 	}

@@ -220,7 +220,9 @@ func tarGz(dir string) ([]byte, error) {
 
 // testCertificate makes a CA and a server certificate for 127.0.0.1 signed by it; it returns the
 // server's key pair and the CA's PEM.
-func testCertificate() (tls.Certificate, []byte, error) { return certificateFor(net.IPv4(127, 0, 0, 1)) }
+func testCertificate() (tls.Certificate, []byte, error) {
+	return certificateFor(net.IPv4(127, 0, 0, 1))
+}
 
 // certificateFor makes a CA and a server certificate for ip signed by it.
 func certificateFor(ip net.IP) (tls.Certificate, []byte, error) {
