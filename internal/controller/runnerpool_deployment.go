@@ -82,6 +82,13 @@ func runnerDeployment(pool *v1alpha1.InfraRunnerPool, namespace, image string, t
 	}
 	concurrency := max(pool.Spec.Concurrency, 1)
 	runEnv, runRead := runnerRunGrants(pool)
+	var grants []string
+	if len(runEnv) > 0 {
+		grants = append(grants, "--run-env", strings.Join(runEnv, ","))
+	}
+	if len(runRead) > 0 {
+		grants = append(grants, "--run-sandbox-read", strings.Join(runRead, ","))
+	}
 	sa := runners.PoolServiceAccount(pool)
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: RunnerDeploymentName(pool.Name), Namespace: namespace, Labels: labels},
@@ -105,10 +112,10 @@ func runnerDeployment(pool *v1alpha1.InfraRunnerPool, namespace, image string, t
 					},
 					Containers: []corev1.Container{{
 						Name: "runner", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
-						Args: []string{"runner", "--pool", pool.Name, "--manager", t.Manager, "--state-url", t.StateURL,
+						Args: append([]string{"runner", "--pool", pool.Name, "--manager", t.Manager, "--state-url", t.StateURL,
 							"--ca-file", runnerCADir + "/ca.crt", "--token-file", runnerTokenDir + "/token",
 							"--concurrency", strconv.Itoa(int(concurrency)), "--work-dir", "/work", "--grace-period", "2m", "--drain-timeout", "10m",
-							"--run-sandbox", "landlock", "--run-env", strings.Join(runEnv, ","), "--run-sandbox-read", strings.Join(runRead, ",")},
+							"--run-sandbox", "landlock"}, grants...),
 						Env: append([]corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
 							pool.Spec.Env...),
 						Resources: pool.Spec.Resources,

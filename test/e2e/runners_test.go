@@ -49,8 +49,16 @@ var _ = Describe("Runner pools on the cluster", Ordered, func() {
 
 	BeforeAll(func() {
 		Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: system, Name: sa}})).To(Succeed())
+		// What the pool grants its runs (issue 45): a variable, and a ConfigMap mounted read-only.
+		Expect(k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: system, Name: "e2e-pool"},
+			Data: map[string]string{"mark": "mounted"}})).To(Succeed())
 		p := &v1alpha1.InfraRunnerPool{ObjectMeta: metav1.ObjectMeta{Name: pool},
-			Spec: v1alpha1.InfraRunnerPoolSpec{Replicas: ptr.To[int32](2), Concurrency: 1, ServiceAccountName: sa}}
+			Spec: v1alpha1.InfraRunnerPoolSpec{Replicas: ptr.To[int32](2), Concurrency: 1, ServiceAccountName: sa,
+				PodLabels: map[string]string{"e2e.conductor.io/pool": "labelled"},
+				Env:       []corev1.EnvVar{{Name: "E2E_POOL_MARK", Value: "granted"}},
+				Volumes: []corev1.Volume{{Name: "e2e-pool", VolumeSource: corev1.VolumeSource{
+					ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "e2e-pool"}}}}},
+				VolumeMounts: []v1alpha1.RunnerVolumeMount{{Name: "e2e-pool", MountPath: "/etc/e2e-pool"}}}}
 		Expect(k8s.Create(ctx, p)).To(Succeed())
 		DeferCleanup(func() { _ = k8s.Delete(ctx, p) })
 		eventually(func() int32 {
@@ -86,6 +94,29 @@ var _ = Describe("Runner pools on the cluster", Ordered, func() {
 		eventually(func() bool {
 			return k8s.Get(ctx, client.ObjectKey{Name: res.Name}, &v1alpha1.InfraResource{}) != nil
 		}).Should(BeTrue(), "the runner destroyed it and the resource went")
+	})
+
+	It("a run on the pool gets what the pool grants and nothing else of the runner's: its env, its mounted volume, not POD_NAME", func() {
+		for _, p := range runnerPods(pool) {
+			Expect(p.Labels).To(HaveKeyWithValue("e2e.conductor.io/pool", "labelled"))
+		}
+		kind := "E2EPoolGrants"
+		c := &v1alpha1.InfraClass{
+			ObjectMeta: metav1.ObjectMeta{Name: "e2e-pool-grants"},
+			Spec: v1alpha1.InfraClassSpec{ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete, RunnerPool: pool,
+				Module:    v1alpha1.ModuleSource{Source: modulesURL + "//modules/poolgrants", Version: "v0.1.0"},
+				Variables: v1alpha1.Variables{"name": {Raw: []byte(`"${claim.namespace}-${claim.name}"`)}}},
+		}
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		DeferCleanup(func() { _ = k8s.Delete(ctx, c) })
+		claim := &v1alpha1.InfraClaim{ObjectMeta: metav1.ObjectMeta{Namespace: newNamespace("e2e-pool-grants-"), Name: "grants"},
+			Spec: v1alpha1.InfraClaimSpec{ResourceKind: kind}}
+		Expect(k8s.Create(ctx, claim)).To(Succeed())
+		eventually(func() string {
+			got := &v1alpha1.InfraClaim{}
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(claim), got)).To(Succeed())
+			return readyCondition(got.Status.Conditions)
+		}).Should(HavePrefix("True"))
 	})
 
 	It("a run on the pool finds no token to read: not the runner's run-protocol token, not the manager's", func() {
