@@ -160,7 +160,9 @@ var _ = Describe("Admission rejects malformed objects", func() {
 	It("rejects a runner pool that would mount over, or grant its runs, the runner's own token, CA or working space", func() {
 		for i, bad := range []func(*v1alpha1.InfraRunnerPoolSpec){
 			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []v1alpha1.RunPath{"/var/run"} },
-			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []v1alpha1.RunPath{"/var/run/conductor-tf/token"} },
+			func(s *v1alpha1.InfraRunnerPoolSpec) {
+				s.RunReadPaths = []v1alpha1.RunPath{"/var/run/conductor-tf/token"}
+			},
 			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []v1alpha1.RunPath{"/"} },
 			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []v1alpha1.RunPath{"/work/x"} },
 			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []v1alpha1.RunPath{"/etc/../var/run"} },

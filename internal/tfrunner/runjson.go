@@ -31,6 +31,9 @@ func (w *Workspace) streamApply(ctx context.Context, onCreate CreateStartFunc, o
 	if err != nil {
 		return nil, err
 	}
+	// Which types live only in state, from the modules init installed; unreadable: none, so that
+	// every create is recorded as it starts.
+	stateOnly, _ := readStateOnlyTypes(w.dir)
 	runCtx, interrupt := context.WithCancel(ctx)
 	defer interrupt()
 	pr, pw := io.Pipe()
@@ -49,7 +52,7 @@ func (w *Workspace) streamApply(ctx context.Context, onCreate CreateStartFunc, o
 				return err
 			}
 			return nil
-		})
+		}, stateOnly)
 		_, _ = io.Copy(io.Discard, pr) // never block the writer
 		done <- read{res, err}
 	}()

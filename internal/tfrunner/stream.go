@@ -89,7 +89,7 @@ type StreamResult struct {
 // ReadStream reads a JSON stream to its end. Lines that are not JSON objects (a wrapper's output,
 // a provider's stray print) are skipped. It returns an error when r fails, or one wrapping
 // ErrLineTooLong when a line was over MaxStreamLine (skipped; the lines after it are read).
-func ReadStream(r io.Reader) (*StreamResult, error) { return readStream(r, nil) }
+func ReadStream(r io.Reader) (*StreamResult, error) { return readStream(r, nil, nil) }
 
 // MaxStreamLine bounds one line of the JSON stream: 16 MiB. A longer line (an output value of
 // that size) is skipped, and the stream read on.
@@ -105,7 +105,7 @@ type CreateStartFunc func(address string) error
 // readStream is ReadStream, calling onCreate (when set) for each create that starts. After
 // onCreate's first error it is not called again; the stream is still read to its end, and that
 // error is returned.
-func readStream(r io.Reader, onCreate CreateStartFunc) (*StreamResult, error) {
+func readStream(r io.Reader, onCreate CreateStartFunc, stateOnly stateOnlyTypes) (*StreamResult, error) {
 	res := &StreamResult{Plan: &Plan{}}
 	var hookErr error
 	skipped := 0
@@ -140,7 +140,7 @@ func readStream(r io.Reader, onCreate CreateStartFunc) (*StreamResult, error) {
 			res.Log = append(res.Log, m.Message)
 		}
 		res.add(&m)
-		if onCreate != nil && hookErr == nil && m.Hook != nil && createInDoubt(&m) {
+		if onCreate != nil && hookErr == nil && m.Hook != nil && createInDoubt(&m, stateOnly) {
 			hookErr = onCreate(m.Hook.Resource.Addr)
 		}
 	}
@@ -181,14 +181,18 @@ func (l *lineReader) next() (line []byte, ok bool, err error) {
 
 // createInDoubt reports a stream message after which a create, should the process die, may have
 // touched the world: apply_start of a create or replace, except of an object that lives only in
-// state (NoRemoteObject: creating it again duplicates nothing); for those, provision_start, since
-// a provisioner (local-exec, remote-exec) does touch the world, and runs before apply_complete.
-func createInDoubt(m *streamMessage) bool {
+// state (creating it again duplicates nothing): one NoRemoteObject names and stateOnly confirms its
+// module gets from a state-only provider (issue 46: a module that names another provider
+// "random" would otherwise create real objects unrecorded). For those, provision_start, since a
+// provisioner (local-exec, remote-exec) does touch the world, and runs before apply_complete.
+func createInDoubt(m *streamMessage, stateOnly stateOnlyTypes) bool {
+	addr := m.Hook.Resource.Addr
+	onlyInState := NoRemoteObject(addr) && stateOnly.has(addr)
 	switch m.Type {
 	case "apply_start":
-		return (m.Hook.Action == "create" || m.Hook.Action == "replace") && !NoRemoteObject(m.Hook.Resource.Addr)
+		return (m.Hook.Action == "create" || m.Hook.Action == "replace") && !onlyInState
 	case "provision_start":
-		return NoRemoteObject(m.Hook.Resource.Addr)
+		return onlyInState
 	}
 	return false
 }
