@@ -289,13 +289,17 @@ func (s *session) setFrozen(v bool) {
 	s.mu.Unlock()
 }
 
-// kill ends the run's processes at once (SIGKILL, frozen or not) and cancels the run.
+// kill ends the run's processes at once (SIGKILL, frozen or not) and cancels the run. Once they
+// ended (processesEnded) it signals nothing: the key's processes then are a later run's (issue 46).
+// The signal is sent under the session's lock, so processesEnded waits for it.
 func (s *session) kill() {
-	s.mu.Lock()
-	s.killed = true
-	s.mu.Unlock()
 	s.cancel()
-	s.r.Runs.Signal(s.spec.GetKey(), syscall.SIGKILL)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.killed = true
+	if s.processes {
+		s.r.Runs.Signal(s.spec.GetKey(), syscall.SIGKILL)
+	}
 }
 
 // processesEnded tells the fence that the run's processes have exited.
