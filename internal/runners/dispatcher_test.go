@@ -3,6 +3,7 @@ package runners
 import (
 	"context"
 	"errors"
+	"io"
 	"reflect"
 	"testing"
 	"time"
@@ -76,7 +77,8 @@ func openRun(t *testing.T, conn *grpc.ClientConn, token, pool string) (*fakeRunn
 		return nil, nil, err
 	}
 	hello := &runnerpb.RunnerMessage_Hello{Hello: &runnerpb.Hello{Runner: "r1", Pool: pool}}
-	if err := stream.Send(&runnerpb.RunnerMessage{Message: hello}); err != nil {
+	// io.EOF: the server ended the stream already (a refusal); Recv gives its status.
+	if err := stream.Send(&runnerpb.RunnerMessage{Message: hello}); err != nil && !errors.Is(err, io.EOF) {
 		return nil, nil, err
 	}
 	m, err := stream.Recv()
@@ -156,7 +158,7 @@ func TestDispatcherSendsTheGateAndAnswersEvents(t *testing.T) {
 	if a := r.recv().GetAnswer(); a == nil || a.GetError() != "" {
 		t.Fatalf("create-start answer %+v", a)
 	}
-	res := newResult(&tfrunner.ApplyResult{Applied: true}, nil, nil)
+	res := newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{}}, nil, nil)
 	res.ErroredState = []byte("{}")
 	r.send(result(res))
 	got := <-done
@@ -366,7 +368,7 @@ func TestDispatcherReadsAResultSentJustBeforeTheStreamCloses(t *testing.T) {
 		for range 20 {
 			r.send(heartbeat())
 		}
-		r.send(result(newResult(&tfrunner.ApplyResult{Applied: true}, nil, nil)))
+		r.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{}}, nil, nil)))
 		if err := r.stream.CloseSend(); err != nil {
 			t.Fatal(err)
 		}
@@ -433,7 +435,7 @@ func TestDispatcherRenewsLeasesAndResumesARunOnANewStream(t *testing.T) {
 	if second.recv().GetAnswer() == nil {
 		t.Fatal("an event on the resumed stream was not answered")
 	}
-	second.send(result(newResult(&tfrunner.ApplyResult{Applied: true}, nil, nil)))
+	second.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{}}, nil, nil)))
 	got := <-done
 	if got.err != nil || !got.res.Applied || len(creates) != 1 {
 		t.Fatalf("resumed run: %+v, %v, creates %v; want applied, one create recorded", got.res, got.err, creates)
@@ -462,7 +464,7 @@ func TestDispatcherDrainWithdrawsWaitingRunsAndLetsTakenOnesFinish(t *testing.T)
 	if _, err := d.Apply(context.Background(), "res-n", tfrunner.Spec{RunnerPool: "p", RunID: "run-n"}, tfrunner.ApplyOptions{}); !errors.Is(err, tfrunner.ErrDraining) {
 		t.Fatalf("new run while draining: %v; want ErrDraining", err)
 	}
-	r.send(result(newResult(&tfrunner.ApplyResult{Applied: true}, nil, nil)))
+	r.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{}}, nil, nil)))
 	if got := <-taken; got.err != nil || !got.res.Applied {
 		t.Fatalf("taken run: %+v, %v; want it finished", got.res, got.err)
 	}
@@ -497,5 +499,33 @@ func TestDispatcherRefusesAResultWithoutAnOutcome(t *testing.T) {
 	r.send(result(&runnerpb.Result{}))
 	if err := <-drift; err == nil || err.Error() == "nil result and nil error" {
 		t.Fatalf("drift check of an empty result: %v; want the runner's result refused", err)
+	}
+}
+
+// TestDispatcherStopsButFencesARunWhoseRunnerSaysSomethingUnknown: a message the manager does not
+// know stops the run as a cancel does, and the run stays the runner's until its Result (issue 46:
+// it was given up at once, its lock and credentials released while its processes might run).
+func TestDispatcherStopsButFencesARunWhoseRunnerSaysSomethingUnknown(t *testing.T) {
+	d, conn := startDispatcher(t, DispatcherOptions{})
+	done := applyAsync(d, context.Background(), "res-u", tfrunner.ApplyOptions{})
+	r, _, err := openRun(t, conn, "good", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.send(&runnerpb.RunnerMessage{}) // no message the protocol defines
+	if r.recv().GetCancel() == nil {
+		t.Fatal("the runner was not told to stop the run")
+	}
+	select {
+	case got := <-done:
+		t.Fatalf("the run was given up before its runner answered: %v", got.err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if !d.Busy("res-u") {
+		t.Fatal("the run's key was released while its runner still runs it")
+	}
+	r.send(result(newResult(&tfrunner.ApplyResult{}, nil, context.Canceled)))
+	if got := <-done; !errors.Is(got.err, context.Canceled) || d.Busy("res-u") {
+		t.Fatalf("stopped run: %v, busy %v", got.err, d.Busy("res-u"))
 	}
 }

@@ -2,7 +2,6 @@ package runners
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -103,7 +102,14 @@ func (d *Dispatcher) drive(stream runnerpb.Runs_RunServer, j *job) (*runnerpb.Re
 			case m.GetApplying() != nil:
 				answer(j.opts.Events.Send(tfrunner.Applying{Plan: planFromProto(m.GetApplying())}))
 			default:
-				return nil, errors.New("unexpected message from the runner")
+				// Not a message this manager knows (a newer runner's, a forged one): the run is
+				// stopped as a cancel stops it, and stays fenced until its Result or the fence's
+				// end. Given up at once, its lock and credentials would go while its processes
+				// may still run (issue 46).
+				if !cancelPending {
+					cancel, cancelPending = nil, true
+					send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Cancel{Cancel: &runnerpb.Cancel{}}})
+				}
 			}
 		case rs := <-j.resume:
 			if current != nil {
