@@ -182,6 +182,13 @@ func (r reclaimer) destroy(ctx context.Context, s *resourceScope) error {
 		return err
 	}
 	if !found {
+		// The cache may lag behind this controller's own record of a destroy whose state it then
+		// deleted (issue 46: a spurious StateMissing): the API server decides.
+		if destroyed, err := r.destroyedPerAPIServer(ctx, res); err != nil {
+			return err
+		} else if destroyed {
+			return s.state.Delete(ctx)
+		}
 		if err := r.stateMissingOnDelete(res); err != nil {
 			return err
 		}
@@ -253,6 +260,27 @@ func recordDestroyed(ctx context.Context, s *resourceScope, serial int64) error 
 	}
 	s.res.Status.State.Destroyed = &v1alpha1.StateDestroyed{Serial: serial, Time: metav1.Now()}
 	return s.checkpoint(ctx)
+}
+
+// destroyedPerAPIServer reads the resource from the API server (not the cache) and reports whether
+// an earlier reconcile recorded its destroy; when it did, res gets that record. It returns the
+// read's error; a resource gone is not destroyed here.
+func (r reclaimer) destroyedPerAPIServer(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
+	if r.APIReader == nil || destroyedEarlier(res) {
+		return destroyedEarlier(res), nil
+	}
+	latest := &v1alpha1.InfraResource{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(res), latest); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if !destroyedEarlier(latest) {
+		return false, nil
+	}
+	if res.Status.State == nil {
+		res.Status.State = &v1alpha1.StateStatus{}
+	}
+	res.Status.State.Destroyed = latest.Status.State.Destroyed.DeepCopy()
+	return true, nil
 }
 
 // destroyedEarlier reports a reclaim that recorded its destroy (recordDestroyed) in an earlier

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -96,6 +97,97 @@ func TestReclaimFinishesAfterAWriteLostOnceTheStateIsDeleted(t *testing.T) {
 	}
 	if runs.destroys != 1 {
 		t.Errorf("destroys = %d, want 1: nothing is destroyed twice", runs.destroys)
+	}
+	close(rec.Events)
+	for e := range rec.Events {
+		if strings.Contains(e, v1alpha1.ReasonStateMissing) {
+			t.Errorf("event %q: the state the reclaim deleted itself was reported missing", e)
+		}
+	}
+}
+
+// A reclaim whose cache lags behind its own record of the destroy (the finalizer write lost, and
+// the next reconcile reads the resource as it was before the destroy) must not call the state it
+// deleted itself missing (issue 46: a spurious StateMissing, its condition and Warning event).
+func TestReclaimWithALaggingCacheReportsNoMissingState(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+
+	const ns = "conductor-system"
+	res := &v1alpha1.InfraResource{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-2", Finalizers: []string{v1alpha1.FinalizerResource}, Generation: 1},
+		Spec: v1alpha1.InfraResourceSpec{ResourceKind: "Pet", ReclaimPolicy: v1alpha1.ReclaimDelete,
+			Module: v1alpha1.ModuleSource{Source: "./m", Version: "v1"}},
+	}
+	sfx := statebackend.SuffixFor(res.Name)
+	res.Status = v1alpha1.InfraResourceStatus{Phase: v1alpha1.ResourceBound, ObservedGeneration: 1,
+		State: &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, sfx), Serial: 1}}
+	kube := kubefake.NewClientset()
+	state := []byte(`{"version":4,"serial":1,"lineage":"l-2","resources":[{"mode":"managed","type":"random_pet","name":"p","instances":[{"attributes":{"id":"x"}}]}]}`)
+	if err := statebackend.NewStore(kube, ns).For(sfx).Write(ctx, state); err != nil {
+		t.Fatal(err)
+	}
+
+	var failOnce sync.Once
+	truth := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.InfraResource{}).WithObjects(res).
+		WithInterceptorFuncs(interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			var err error
+			if r, ok := obj.(*v1alpha1.InfraResource); ok && !controllerutil.ContainsFinalizer(r, v1alpha1.FinalizerResource) {
+				failOnce.Do(func() {
+					err = apierrors.NewConflict(schema.GroupResource{Group: "conductor.io", Resource: "infraresources"}, r.Name, errors.New("the object has been modified"))
+				})
+			}
+			if err != nil {
+				return err
+			}
+			return c.Update(ctx, obj, opts...)
+		}}).Build()
+	if err := truth.Delete(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Name: res.Name}}
+	before := &v1alpha1.InfraResource{}
+	if err := truth.Get(ctx, req.NamespacedName, before); err != nil {
+		t.Fatal(err)
+	}
+	// The cache: what the API server holds, until lagging is set; then the resource as it was
+	// before the first reconcile.
+	lagging := false
+	cache := interceptor.NewClient(truth, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if r, ok := obj.(*v1alpha1.InfraResource); ok && lagging {
+			before.DeepCopyInto(r)
+			return nil
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}})
+	runs := &recordingRuns{}
+	rec := events.NewFakeRecorder(100)
+	r := &ResourceReconciler{Client: cache, APIReader: truth, Kube: kube, Recorder: rec, Runs: runs,
+		State: statebackend.Config{Namespace: ns}}
+
+	_, _ = r.Reconcile(ctx, req) // destroys, records it, deletes the state; the finalizer write is lost
+	if runs.destroys != 1 {
+		t.Fatalf("destroys after the first reconcile = %d, want 1", runs.destroys)
+	}
+	lagging = true
+	_, _ = r.Reconcile(ctx, req)
+	got := &v1alpha1.InfraResource{}
+	if err := truth.Get(ctx, req.NamespacedName, got); err == nil {
+		if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Reason == v1alpha1.ReasonStateMissing {
+			t.Errorf("Ready = %s: %s", c.Reason, c.Message)
+		}
+	}
+	lagging = false
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatalf("the third reconcile: %v", err)
+	}
+	if err := truth.Get(ctx, req.NamespacedName, &v1alpha1.InfraResource{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the resource should be gone once the cache caught up; err=%v", err)
+	}
+	if runs.destroys != 1 {
+		t.Errorf("destroys = %d, want 1", runs.destroys)
 	}
 	close(rec.Events)
 	for e := range rec.Events {
