@@ -229,6 +229,9 @@ const (
 	// ReasonServiceAccountShared: the pool's ServiceAccount also serves another pool; the
 	// manager refuses the runners of both until each has an account of its own.
 	ReasonServiceAccountShared = "ServiceAccountShared"
+	// ReasonVolumeRefused: a volume of the pool projects a ServiceAccount token for the API server
+	// or the run protocol, which its runs could read; no Deployment is made.
+	ReasonVolumeRefused = "VolumeRefused"
 	// ReasonStateNotSaved: a run's state could not be saved; the controller keeps it and runs
 	// nothing until it is saved. ReasonStateSaved: it was saved later.
 	ReasonStateNotSaved = "StateNotSaved"

@@ -58,6 +58,7 @@ var TerminalReasons = map[string]bool{
 	ReasonStateNotOwned:             true,
 	ReasonStateMissing:              true,
 	ReasonServiceAccountShared:      true,
+	ReasonVolumeRefused:             true,
 }
 
 // StatusConditions are the claim's status.conditions, for code that handles every kind alike.

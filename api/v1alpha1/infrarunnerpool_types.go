@@ -62,12 +62,15 @@ type InfraRunnerPoolSpec struct {
 	RunEnv []string `json:"runEnv,omitempty"`
 	// Volumes of the runner pods, mounted into the runner's container by VolumeMounts. Runs may
 	// read (never write) every path mounted here. The names token, ca, work and tmp are the
-	// runner's own.
+	// runner's own; hostPath volumes are refused at admission, and a projected ServiceAccount token
+	// for the API server or the run protocol (a runner's own credentials) by the controller
+	// (Ready False, VolumeRefused: no Deployment is made).
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:XValidation:rule="self.all(v, !(v.name in ['token', 'ca', 'work', 'tmp']))",message="token, ca, work and tmp are the runner's own volumes"
+	// +kubebuilder:validation:XValidation:rule="self.all(v, !has(v.hostPath))",message="runner pods mount no hostPath volume"
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
 	// VolumeMounts mount volumes into the runner's container, read-only.
 	// +optional
@@ -101,11 +104,12 @@ type RunnerVolumeMount struct {
 }
 
 // RunPath is an absolute path in a runner's container that runs are granted: never the runner's
-// own token, CA or working space (/var/run/conductor-tf, /work, /tmp), nor a directory holding
-// them.
+// own token, CA or working space (/var/run/conductor-tf, and /run/conductor-tf since /var/run is
+// a link to /run; /work, /tmp), nor /proc (where warm providers' socket paths show), nor a
+// directory holding them. The runner also refuses, resolved, a path that holds a hidden one.
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=256
-// +kubebuilder:validation:XValidation:rule="self.startsWith('/') && !self.contains(',') && !self.contains('/..') && ['/var/run/conductor-tf', '/work', '/tmp'].all(r, !(r + '/').startsWith(self.endsWith('/') ? self : self + '/') && !self.startsWith(r + '/'))",message="must be absolute, and neither hold nor lie inside /var/run/conductor-tf, /work or /tmp"
+// +kubebuilder:validation:XValidation:rule="self.startsWith('/') && !self.contains(',') && !self.contains('//') && !self.contains('/./') && !self.endsWith('/.') && !self.contains('/..') && ['/var/run/conductor-tf', '/run/conductor-tf', '/work', '/tmp', '/proc'].all(r, !(r + '/').startsWith(self.endsWith('/') ? self : self + '/') && !self.startsWith(r + '/'))",message="must be absolute and plain (no //, /./ or ..), and neither hold nor lie inside /var/run/conductor-tf, /run/conductor-tf, /work, /tmp or /proc"
 type RunPath string
 
 // InfraRunnerPoolStatus is what the manager sees of the pool.

@@ -57,3 +57,31 @@ func TestEnsureCLIConfigWritesOneNoRunCanWrite(t *testing.T) {
 		t.Errorf("mirror paths of %s: %v", rc, got)
 	}
 }
+
+// TestReadPathsThatWouldOpenWhatIsHidden: a --run-sandbox-read path is granted as named, even
+// inside hidden ones, so one that holds a hidden path (resolved through links, as /var/run is a link
+// to /run) or lies inside the work directory is refused at start.
+func TestReadPathsThatWouldOpenWhatIsHidden(t *testing.T) {
+	root := t.TempDir()
+	work, token, mounted := filepath.Join(root, "work"), filepath.Join(root, "run", "conductor-tf", "token"), filepath.Join(root, "run", "secrets", "eks")
+	for _, d := range []string{work, filepath.Dir(token), mounted} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(token, []byte("t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "run"), filepath.Join(root, "varrun")); err != nil {
+		t.Fatal(err)
+	}
+	hide := []string{token, work}
+	for _, bad := range []string{root, filepath.Join(root, "run"), filepath.Join(root, "varrun", "conductor-tf"), filepath.Join(work, "x", ".."), work} {
+		if err := checkReadPaths([]string{bad}, hide, work); err == nil {
+			t.Errorf("%s: granted", bad)
+		}
+	}
+	if err := checkReadPaths([]string{mounted, filepath.Join(root, "varrun", "secrets", "eks"), filepath.Join(root, "missing")}, hide, work); err != nil {
+		t.Errorf("a mounted path beside the hidden ones: %v", err)
+	}
+}

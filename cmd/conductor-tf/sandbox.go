@@ -85,6 +85,9 @@ func newSandbox(mode string, setup sandboxSetup, logf func(format string, args .
 	}
 	hide := append([]string{podSecrets, setup.workDir}, kubeconfigFiles()...)
 	hide = append(hide, setup.hide...)
+	if err := checkReadPaths(setup.read, hide, setup.workDir); err != nil {
+		return nil, err
+	}
 	trusted := []string{setup.binary}
 	if f := setup.env["TF_CLI_CONFIG_FILE"]; f != "" {
 		trusted = append(append(trusted, f), cliConfigPaths(f)...)
@@ -144,4 +147,35 @@ func kubeconfigFiles() []string {
 		}
 	}
 	return out
+}
+
+// checkReadPaths refuses a --run-sandbox-read path that, symlinks resolved, holds a hidden path
+// (the token, the kubeconfig, the work directory: a read grant is trusted as named, so it would
+// open them) or lies inside the work directory (other runs' workspaces). Paths that do not exist
+// are left to the sandbox, which skips them. It returns an error naming the path.
+func checkReadPaths(read, hide []string, workDir string) error {
+	resolve := func(p string) (string, bool) {
+		r, err := filepath.EvalSymlinks(p)
+		return r, err == nil
+	}
+	within := func(p, dir string) bool {
+		rel, err := filepath.Rel(dir, p)
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+	}
+	work, _ := resolve(workDir)
+	for _, p := range read {
+		r, ok := resolve(p)
+		if !ok {
+			continue
+		}
+		if work != "" && within(r, work) {
+			return fmt.Errorf("--run-sandbox-read %s lies inside the work directory %s: runs may not read other runs' workspaces", p, workDir)
+		}
+		for _, h := range hide {
+			if hr, ok := resolve(h); ok && within(hr, r) {
+				return fmt.Errorf("--run-sandbox-read %s holds %s, which runs may not read", p, h)
+			}
+		}
+	}
+	return nil
 }

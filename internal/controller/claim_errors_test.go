@@ -174,6 +174,13 @@ var _ = Describe("Admission rejects malformed objects", func() {
 				s.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 			},
 			func(s *v1alpha1.InfraRunnerPoolSpec) { s.Env = []corev1.EnvVar{{Name: "POD_NAME", Value: "x"}} },
+			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []v1alpha1.RunPath{"//work"} },
+			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []v1alpha1.RunPath{"/./tmp"} },
+			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []v1alpha1.RunPath{"/run/conductor-tf"} },
+			func(s *v1alpha1.InfraRunnerPoolSpec) { s.RunReadPaths = []v1alpha1.RunPath{"/proc/net"} },
+			func(s *v1alpha1.InfraRunnerPoolSpec) {
+				s.Volumes = []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+			},
 		} {
 			p := &v1alpha1.InfraRunnerPool{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bad-%d", i)}}
 			bad(&p.Spec)
@@ -182,7 +189,9 @@ var _ = Describe("Admission rejects malformed objects", func() {
 		ok := &v1alpha1.InfraRunnerPool{ObjectMeta: metav1.ObjectMeta{Name: "wellformed"}, Spec: v1alpha1.InfraRunnerPoolSpec{
 			Replicas:     ptr.To[int32](0),
 			RunReadPaths: []v1alpha1.RunPath{"/var/run/secrets/eks.amazonaws.com/serviceaccount", "/var/runner"},
-			VolumeMounts: []v1alpha1.RunnerVolumeMount{{Name: "ca-bundle", MountPath: "/etc/corp-ca"}}}}
+			Volumes: []corev1.Volume{{Name: "aws-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: "sts.amazonaws.com", Path: "t"}}}}}}},
+			VolumeMounts: []v1alpha1.RunnerVolumeMount{{Name: "aws-token", MountPath: "/etc/corp-ca"}}}}
 		Expect(k8s.Create(ctx, ok)).To(Succeed())
 		Expect(k8s.Delete(ctx, ok)).To(Succeed())
 	})

@@ -30,8 +30,8 @@ var registryTokenKey = regexp.MustCompile(`^TF_TOKEN_[A-Za-z0-9_]+$`)
 // readModuleCredentials reads the moduleCredentials Secret ref names in namespace (the
 // controller's) into what init needs; nil, nil for a nil ref. Keys are TF_TOKEN_<host>,
 // .git-credentials, ssh-privatekey and known_hosts. It returns an *inputError SecretNotFound when
-// the Secret does not exist, SecretInvalid when it holds another key or none of these, and the
-// API error otherwise. The values are never copied into any object, event or log.
+// the Secret does not exist, SecretInvalid when it holds another key, none of these, or an SSH key
+// without known_hosts, and the API error otherwise. The values are never copied into any object, event or log.
 func readModuleCredentials(ctx context.Context, reader client.Reader, namespace string, ref *v1alpha1.LocalSecretReference) (*tfrunner.SourceCredentials, error) {
 	if ref == nil {
 		return nil, nil
@@ -64,6 +64,9 @@ func readModuleCredentials(ctx context.Context, reader client.Reader, namespace 
 		return nil, &inputError{v1alpha1.ReasonSecretInvalid, fmt.Sprintf(
 			"moduleCredentials: Secret %s/%s has keys %s; it may hold TF_TOKEN_<host>, %s, %s and %s only",
 			namespace, ref.Name, strings.Join(unknown, ", "), keyGitCredentials, keySSHPrivateKey, keyKnownHosts)}
+	case len(c.SSHPrivateKey) > 0 && len(c.KnownHosts) == 0:
+		return nil, &inputError{v1alpha1.ReasonSecretInvalid, fmt.Sprintf(
+			"moduleCredentials: Secret %s/%s has %s but no %s: ssh accepts only the hosts it lists", namespace, ref.Name, keySSHPrivateKey, keyKnownHosts)}
 	case len(c.RegistryTokens) == 0 && len(c.GitCredentials) == 0 && len(c.SSHPrivateKey) == 0:
 		return nil, &inputError{v1alpha1.ReasonSecretInvalid, fmt.Sprintf(
 			"moduleCredentials: Secret %s/%s holds no credentials (TF_TOKEN_<host>, %s or %s)", namespace, ref.Name, keyGitCredentials, keySSHPrivateKey)}

@@ -55,6 +55,14 @@ func (r *RunnerPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if !pool.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	if msg := refusedVolume(pool); msg != "" {
+		// Nothing is made of a pool that would hand its runs a runner's own credentials.
+		before := pool.DeepCopy()
+		meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+			Reason: v1alpha1.ReasonVolumeRefused, Message: msg, ObservedGeneration: pool.Generation})
+		_, err := patchStatus(ctx, r.Client, pool, before)
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
 	if err := r.ensureServiceAccount(ctx, pool); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -63,6 +71,26 @@ func (r *RunnerPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: runnerPoolResync}, r.recordStatus(ctx, pool, dep)
+}
+
+// refusedVolume says why a volume of the pool may not be mounted ("" when all may): a projected
+// ServiceAccount token for the API server (no audience: runner pods mount no API token) or for the
+// run protocol (runners.Audience: the runner's own credential), which runs could read. Volumes
+// are the pool's to name; the check is here, not in CEL, whose cost estimate for nested lists
+// exceeds the API server's budget.
+func refusedVolume(pool *v1alpha1.InfraRunnerPool) string {
+	for _, v := range pool.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if t := src.ServiceAccountToken; t != nil && (t.Audience == "" || t.Audience == runners.Audience) {
+				return fmt.Sprintf("volume %s projects a ServiceAccount token for %s: runs would read a runner's own credential; "+
+					"name an audience of the cloud's (e.g. sts.amazonaws.com)", v.Name, map[bool]string{true: "the API server", false: "the run protocol"}[t.Audience == ""])
+			}
+		}
+	}
+	return ""
 }
 
 // ensureServiceAccount creates the pool's own ServiceAccount, conductor-tf-runner-<pool> (owned by

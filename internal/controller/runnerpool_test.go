@@ -108,3 +108,19 @@ func TestRunnerDeploymentCarriesThePoolsPodSettings(t *testing.T) {
 		t.Fatalf("mounts %v volumes %v", c.VolumeMounts, d.Spec.Template.Spec.Volumes)
 	}
 }
+
+// TestRefusedVolume: a pool may project a ServiceAccount token for a cloud's audience (pool-level
+// IRSA without the webhook), never one for the API server or the run protocol, which its runs
+// could read (they may read every mounted volume).
+func TestRefusedVolume(t *testing.T) {
+	token := func(audience string) v1alpha1.InfraRunnerPoolSpec {
+		return v1alpha1.InfraRunnerPoolSpec{Volumes: []corev1.Volume{{Name: "tok", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{}}, {ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: audience, Path: "t"}}}}}}}}
+	}
+	for audience, refused := range map[string]bool{"": true, "conductor-tf-runner": true, "sts.amazonaws.com": false} {
+		pool := &v1alpha1.InfraRunnerPool{Spec: token(audience)}
+		if got := refusedVolume(pool) != ""; got != refused {
+			t.Errorf("audience %q: refused %v, want %v (%q)", audience, got, refused, refusedVolume(pool))
+		}
+	}
+}

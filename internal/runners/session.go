@@ -267,15 +267,17 @@ func (s *session) fence(stop <-chan struct{}) {
 		switch {
 		case killed || !running:
 		case !frozen && now.After(until):
-			n := s.r.Runs.Signal(s.spec.GetKey(), syscall.SIGSTOP)
-			s.setFrozen(true)
+			n, ok := s.signalOwn(syscall.SIGSTOP, true)
+			if !ok {
+				continue
+			}
 			s.log.Info("run lease expired: its processes are frozen until the manager renews it", "processes", n,
 				"expiredFor", now.Sub(until).Round(time.Millisecond).String())
 			s.heartbeat()
 		case frozen && now.Before(until):
-			s.r.Runs.Signal(s.spec.GetKey(), syscall.SIGCONT)
-			s.setFrozen(false)
-			s.log.Info("run lease renewed: its processes go on")
+			if _, ok := s.signalOwn(syscall.SIGCONT, false); ok {
+				s.log.Info("run lease renewed: its processes go on")
+			}
 		case frozen && now.After(until.Add(s.leaseLen/4)):
 			s.log.Info("run lease not renewed: killing its processes before the manager gives the run up")
 			s.kill()
@@ -283,10 +285,18 @@ func (s *session) fence(stop <-chan struct{}) {
 	}
 }
 
-func (s *session) setFrozen(v bool) {
+// signalOwn sends sig to the run's processes and records frozen, under the session's lock and only
+// while they run (processesEnded waits for it): once they ended, the key's processes are a later
+// run's (issue 46). It returns how many processes it signalled, and false when it sent nothing.
+func (s *session) signalOwn(sig syscall.Signal, frozen bool) (int, bool) {
 	s.mu.Lock()
-	s.frozen = v
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if !s.processes || s.killed {
+		return 0, false
+	}
+	n := s.r.Runs.Signal(s.spec.GetKey(), sig)
+	s.frozen = frozen
+	return n, true
 }
 
 // kill ends the run's processes at once (SIGKILL, frozen or not) and cancels the run. Once they

@@ -152,7 +152,7 @@ type SourceCredentials struct {
 var ErrUnsafePath = errors.New("path holds a single quote")
 
 // env is what an init command gets of c, with its files in dir: the registry tokens, git's
-// credential helper (GIT_CONFIG_COUNT/KEY/VALUE, which override every git configuration file) and
+// credential helper (GIT_CONFIG_COUNT/KEY/VALUE, the only helper: the list is reset first) and
 // GIT_SSH_COMMAND. nil for a nil c.
 func (c *SourceCredentials) env(dir string) (map[string]string, error) {
 	if c == nil {
@@ -166,9 +166,12 @@ func (c *SourceCredentials) env(dir string) (map[string]string, error) {
 		env = map[string]string{}
 	}
 	if len(c.GitCredentials) > 0 {
-		env["GIT_CONFIG_COUNT"] = "1"
-		env["GIT_CONFIG_KEY_0"] = "credential.helper"
-		env["GIT_CONFIG_VALUE_0"] = "store --file='" + filepath.Join(dir, gitCredentialsFile) + "'"
+		// credential.helper is a list: an empty value first drops the helpers of every git
+		// configuration file (/etc/gitconfig's included), then ours is the only one.
+		env["GIT_CONFIG_COUNT"] = "2"
+		env["GIT_CONFIG_KEY_0"], env["GIT_CONFIG_VALUE_0"] = "credential.helper", ""
+		env["GIT_CONFIG_KEY_1"] = "credential.helper"
+		env["GIT_CONFIG_VALUE_1"] = "store --file='" + filepath.Join(dir, gitCredentialsFile) + "'"
 	}
 	if len(c.SSHPrivateKey) > 0 {
 		known := "/dev/null"

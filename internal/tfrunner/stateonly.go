@@ -48,11 +48,13 @@ func readStateOnlyTypes(workDir string) (stateOnlyTypes, error) {
 		if diags.HasErrors() {
 			continue
 		}
+		// A type is state-only in the module only when every resource of it is: one resource of
+		// the type served by another provider (provider = other) makes the type's address rule
+		// unsafe for all of them.
 		types := map[string]bool{}
 		for _, r := range mod.ManagedResources {
-			if stateOnlyProvider(mod, r) {
-				types[r.Type] = true
-			}
+			only, seen := types[r.Type]
+			types[r.Type] = stateOnlyProvider(mod, r) && (only || !seen)
 		}
 		out["module."+strings.ReplaceAll(m.Key, ".", ".module.")+"."] = types
 	}
@@ -83,15 +85,51 @@ func stateOnlyProvider(mod *tfconfig.Module, r *tfconfig.Resource) bool {
 // gets from a state-only provider. Addresses outside the modules read, of data sources, or that
 // do not parse are not.
 func (t stateOnlyTypes) has(address string) bool {
-	parts := strings.Split(address, ".")
+	parts := addressParts(address)
 	prefix := ""
 	for len(parts) >= 2 && parts[0] == "module" {
-		name, _, _ := strings.Cut(parts[1], "[") // a module's instance key
-		prefix += "module." + name + "."
+		prefix += "module." + parts[1] + "."
 		parts = parts[2:]
 	}
 	if len(parts) < 2 || parts[0] == "data" {
 		return false
 	}
 	return t[prefix][parts[0]]
+}
+
+// addressParts splits a resource instance address at the dots outside instance keys, each part
+// without its key: module.a["x.y"].random_id.b[0] is module, a, random_id, b. A key is a number or
+// a quoted string with escapes (Terraform's address syntax); an address that does not close its
+// keys or quotes gives nil.
+func addressParts(address string) []string {
+	var parts []string
+	var part strings.Builder
+	depth, quoted, escaped := 0, false, false
+	for _, c := range address {
+		switch {
+		case quoted && escaped:
+			escaped = false
+		case quoted && c == '\\':
+			escaped = true
+		case quoted && c == '"':
+			quoted = false
+		case quoted:
+		case c == '"' && depth > 0:
+			quoted = true
+		case c == '[':
+			depth++
+		case c == ']' && depth > 0:
+			depth--
+		case depth > 0:
+		case c == '.':
+			parts = append(parts, part.String())
+			part.Reset()
+		default:
+			part.WriteRune(c)
+		}
+	}
+	if depth != 0 || quoted {
+		return nil
+	}
+	return append(parts, part.String())
 }

@@ -35,6 +35,7 @@ resource "random_pet" "name" {}
 resource "time_sleep" "wait" { create_duration = "1s" }
 resource "terraform_data" "hook" {}
 resource "random_id" "via_other" { provider = evil }
+resource "random_id" "plain" { byte_length = 4 }
 module "inner" { source = "./inner" }
 `)
 	write("m/inner/main.tf", `

@@ -211,7 +211,7 @@ var noRemoteObjectResources = []string{"terraform_data", "null_resource"}
 // (noRemoteObjectTypes, noRemoteObjectResources): a create of one that a dead process started is made again without a
 // duplicate anywhere. Data sources and addresses that do not parse are not.
 func NoRemoteObject(address string) bool {
-	parts := strings.Split(address, ".")
+	parts := addressParts(address)
 	for len(parts) >= 2 && parts[0] == "module" {
 		parts = parts[2:]
 	}

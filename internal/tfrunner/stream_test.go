@@ -122,17 +122,19 @@ func TestCreatesInDoubt(t *testing.T) {
 
 func TestNoRemoteObject(t *testing.T) {
 	for addr, want := range map[string]bool{
-		"module.main.random_pet.this":                 true,
-		"module.main.module.inner.time_sleep.wait[0]": true,
-		`module.main.tls_private_key.k["a.b"]`:        true,
-		"random_id.x":                                 true,
-		"module.main.local_file.this":                 false,
-		"module.main.terraform_data.slow":             true,
-		"module.main.null_resource.x":                 true,
-		"module.main.terraform_data_x.y":              false,
-		"module.main.data.random_x.y":                 false,
-		"module.main.aws_db_instance.this":            false,
-		"module.main":                                 false,
+		"module.main.random_pet.this":                  true,
+		"module.main.module.inner.time_sleep.wait[0]":  true,
+		`module.main.tls_private_key.k["a.b"]`:         true,
+		"random_id.x":                                  true,
+		"module.main.local_file.this":                  false,
+		"module.main.terraform_data.slow":              true,
+		"module.main.null_resource.x":                  true,
+		"module.main.terraform_data_x.y":               false,
+		"module.main.data.random_x.y":                  false,
+		"module.main.aws_db_instance.this":             false,
+		"module.main":                                  false,
+		`module.m["x.random_id.y"].aws_s3_bucket.this`: false,
+		`module.m["unclosed.random_id.y`:               false,
 	} {
 		if got := tfrunner.NoRemoteObject(addr); got != want {
 			t.Errorf("NoRemoteObject(%q) = %v, want %v", addr, got, want)
