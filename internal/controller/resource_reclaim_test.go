@@ -32,49 +32,13 @@ import (
 // mass deletion were left in Deleting with StateMissing).
 func TestReclaimFinishesAfterAWriteLostOnceTheStateIsDeleted(t *testing.T) {
 	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1alpha1.AddToScheme(scheme)
-
-	const ns = "conductor-system"
-	res := &v1alpha1.InfraResource{
-		ObjectMeta: metav1.ObjectMeta{Name: "db-1", Finalizers: []string{v1alpha1.FinalizerResource}, Generation: 1},
-		Spec: v1alpha1.InfraResourceSpec{ResourceKind: "Pet", ReclaimPolicy: v1alpha1.ReclaimDelete,
-			Module: v1alpha1.ModuleSource{Source: "./m", Version: "v1"}},
-	}
-	sfx := statebackend.SuffixFor(res.Name)
-	res.Status = v1alpha1.InfraResourceStatus{Phase: v1alpha1.ResourceBound, ObservedGeneration: 1,
-		State: &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, sfx), Serial: 1}}
-
-	kube := kubefake.NewClientset()
-	state := []byte(`{"version":4,"serial":1,"lineage":"l-1","resources":[{"mode":"managed","type":"random_pet","name":"p","instances":[{"attributes":{"id":"x"}}]}]}`)
-	if err := statebackend.NewStore(kube, ns).For(sfx).Write(ctx, state); err != nil {
-		t.Fatal(err)
-	}
-
-	// The first finalizer removal fails, as a conflict with another writer does, once the state is
-	// gone: the window the issue names.
-	var failOnce sync.Once
-	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.InfraResource{}).WithObjects(res).
-		WithInterceptorFuncs(interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			var err error
-			if r, ok := obj.(*v1alpha1.InfraResource); ok && !controllerutil.ContainsFinalizer(r, v1alpha1.FinalizerResource) {
-				failOnce.Do(func() {
-					err = apierrors.NewConflict(schema.GroupResource{Group: "conductor.io", Resource: "infraresources"}, r.Name, errors.New("the object has been modified"))
-				})
-			}
-			if err != nil {
-				return err
-			}
-			return c.Update(ctx, obj, opts...)
-		}}).Build()
-	if err := c.Delete(ctx, res); err != nil {
-		t.Fatal(err)
-	}
+	c, kube := deletedResourceWithState(t, "db-1", "l-1")
+	sfx := statebackend.SuffixFor("db-1")
+	res := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: "db-1"}}
 	runs := &recordingRuns{}
 	rec := events.NewFakeRecorder(100)
 	r := &ResourceReconciler{Client: c, APIReader: c, Kube: kube, Recorder: rec, Runs: runs,
-		State: statebackend.Config{Namespace: ns}}
+		State: statebackend.Config{Namespace: reclaimNamespace}}
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Name: res.Name}}
 
 	// A conflict is requeued, not returned: the resource must still be there.
@@ -85,7 +49,7 @@ func TestReclaimFinishesAfterAWriteLostOnceTheStateIsDeleted(t *testing.T) {
 	if runs.destroys != 1 {
 		t.Fatalf("destroys after the first reconcile = %d, want 1", runs.destroys)
 	}
-	if _, found, _ := statebackend.NewStore(kube, ns).For(sfx).Status(ctx); found {
+	if _, found, _ := statebackend.NewStore(kube, reclaimNamespace).For(sfx).Status(ctx); found {
 		t.Fatal("the state should be deleted by the first reconcile")
 	}
 	if _, err := r.Reconcile(ctx, req); err != nil {
@@ -98,12 +62,7 @@ func TestReclaimFinishesAfterAWriteLostOnceTheStateIsDeleted(t *testing.T) {
 	if runs.destroys != 1 {
 		t.Errorf("destroys = %d, want 1: nothing is destroyed twice", runs.destroys)
 	}
-	close(rec.Events)
-	for e := range rec.Events {
-		if strings.Contains(e, v1alpha1.ReasonStateMissing) {
-			t.Errorf("event %q: the state the reclaim deleted itself was reported missing", e)
-		}
-	}
+	noStateMissingEvent(t, rec)
 }
 
 // A reclaim whose cache lags behind its own record of the destroy (the finalizer write lost, and
@@ -111,43 +70,8 @@ func TestReclaimFinishesAfterAWriteLostOnceTheStateIsDeleted(t *testing.T) {
 // deleted itself missing (issue 46: a spurious StateMissing, its condition and Warning event).
 func TestReclaimWithALaggingCacheReportsNoMissingState(t *testing.T) {
 	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1alpha1.AddToScheme(scheme)
-
-	const ns = "conductor-system"
-	res := &v1alpha1.InfraResource{
-		ObjectMeta: metav1.ObjectMeta{Name: "db-2", Finalizers: []string{v1alpha1.FinalizerResource}, Generation: 1},
-		Spec: v1alpha1.InfraResourceSpec{ResourceKind: "Pet", ReclaimPolicy: v1alpha1.ReclaimDelete,
-			Module: v1alpha1.ModuleSource{Source: "./m", Version: "v1"}},
-	}
-	sfx := statebackend.SuffixFor(res.Name)
-	res.Status = v1alpha1.InfraResourceStatus{Phase: v1alpha1.ResourceBound, ObservedGeneration: 1,
-		State: &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, sfx), Serial: 1}}
-	kube := kubefake.NewClientset()
-	state := []byte(`{"version":4,"serial":1,"lineage":"l-2","resources":[{"mode":"managed","type":"random_pet","name":"p","instances":[{"attributes":{"id":"x"}}]}]}`)
-	if err := statebackend.NewStore(kube, ns).For(sfx).Write(ctx, state); err != nil {
-		t.Fatal(err)
-	}
-
-	var failOnce sync.Once
-	truth := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.InfraResource{}).WithObjects(res).
-		WithInterceptorFuncs(interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			var err error
-			if r, ok := obj.(*v1alpha1.InfraResource); ok && !controllerutil.ContainsFinalizer(r, v1alpha1.FinalizerResource) {
-				failOnce.Do(func() {
-					err = apierrors.NewConflict(schema.GroupResource{Group: "conductor.io", Resource: "infraresources"}, r.Name, errors.New("the object has been modified"))
-				})
-			}
-			if err != nil {
-				return err
-			}
-			return c.Update(ctx, obj, opts...)
-		}}).Build()
-	if err := truth.Delete(ctx, res); err != nil {
-		t.Fatal(err)
-	}
-	req := ctrl.Request{NamespacedName: types.NamespacedName{Name: res.Name}}
+	truth, kube := deletedResourceWithState(t, "db-2", "l-2")
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Name: "db-2"}}
 	before := &v1alpha1.InfraResource{}
 	if err := truth.Get(ctx, req.NamespacedName, before); err != nil {
 		t.Fatal(err)
@@ -165,7 +89,7 @@ func TestReclaimWithALaggingCacheReportsNoMissingState(t *testing.T) {
 	runs := &recordingRuns{}
 	rec := events.NewFakeRecorder(100)
 	r := &ResourceReconciler{Client: cache, APIReader: truth, Kube: kube, Recorder: rec, Runs: runs,
-		State: statebackend.Config{Namespace: ns}}
+		State: statebackend.Config{Namespace: reclaimNamespace}}
 
 	_, _ = r.Reconcile(ctx, req) // destroys, records it, deletes the state; the finalizer write is lost
 	if runs.destroys != 1 {
@@ -189,6 +113,58 @@ func TestReclaimWithALaggingCacheReportsNoMissingState(t *testing.T) {
 	if runs.destroys != 1 {
 		t.Errorf("destroys = %d, want 1", runs.destroys)
 	}
+	noStateMissingEvent(t, rec)
+}
+
+// reclaimNamespace is the controller's namespace in the reclaim specs.
+const reclaimNamespace = "conductor-system"
+
+// deletedResourceWithState is a deleted InfraResource name in a fake API server, holding the
+// reclaim finalizer, applied once, its state (lineage, one random_pet) in a fake clientset's
+// conductor-system; the first write that drops the finalizer fails with a conflict, as another
+// writer's would. It returns the client and the clientset.
+func deletedResourceWithState(t *testing.T, name, lineage string) (client.WithWatch, *kubefake.Clientset) {
+	t.Helper()
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	res := &v1alpha1.InfraResource{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{v1alpha1.FinalizerResource}, Generation: 1},
+		Spec: v1alpha1.InfraResourceSpec{ResourceKind: "Pet", ReclaimPolicy: v1alpha1.ReclaimDelete,
+			Module: v1alpha1.ModuleSource{Source: "./m", Version: "v1"}},
+	}
+	sfx := statebackend.SuffixFor(res.Name)
+	res.Status = v1alpha1.InfraResourceStatus{Phase: v1alpha1.ResourceBound, ObservedGeneration: 1,
+		State: &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, sfx), Serial: 1}}
+	kube := kubefake.NewClientset()
+	state := []byte(`{"version":4,"serial":1,"lineage":"` + lineage + `","resources":[{"mode":"managed","type":"random_pet","name":"p","instances":[{"attributes":{"id":"x"}}]}]}`)
+	if err := statebackend.NewStore(kube, reclaimNamespace).For(sfx).Write(ctx, state); err != nil {
+		t.Fatal(err)
+	}
+	var failOnce sync.Once
+	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.InfraResource{}).WithObjects(res).
+		WithInterceptorFuncs(interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			var err error
+			if r, ok := obj.(*v1alpha1.InfraResource); ok && !controllerutil.ContainsFinalizer(r, v1alpha1.FinalizerResource) {
+				failOnce.Do(func() {
+					err = apierrors.NewConflict(schema.GroupResource{Group: "conductor.io", Resource: "infraresources"}, r.Name, errors.New("the object has been modified"))
+				})
+			}
+			if err != nil {
+				return err
+			}
+			return c.Update(ctx, obj, opts...)
+		}}).Build()
+	if err := c.Delete(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	return c, kube
+}
+
+// noStateMissingEvent fails t for each StateMissing event rec holds.
+func noStateMissingEvent(t *testing.T, rec *events.FakeRecorder) {
+	t.Helper()
 	close(rec.Events)
 	for e := range rec.Events {
 		if strings.Contains(e, v1alpha1.ReasonStateMissing) {
