@@ -20,15 +20,7 @@ import (
 func TestGrantedKubeconfigLivesOnlyDuringTheRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	tfEnv, err := harness.TerraformEnv(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{Binary: bins[0], Dir: dir, Env: tfEnv, MaxConcurrent: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, dir := onePool(t)
 	src, _ := filepath.Abs(filepath.Join("testdata", "modules", "credprobe"))
 	out := filepath.Join(t.TempDir(), "seen")
 	granted := []byte("apiVersion: v1\nkind: Config\n# a granted kubeconfig\n")
@@ -70,15 +62,7 @@ func TestGrantedKubeconfigLivesOnlyDuringTheRun(t *testing.T) {
 func TestGrantedIdentityLivesOnlyDuringTheRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	tfEnv, err := harness.TerraformEnv(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{Binary: bins[0], Dir: dir, Env: tfEnv, MaxConcurrent: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, dir := onePool(t)
 	src, _ := filepath.Abs(filepath.Join("testdata", "modules", "identityprobe"))
 	out := filepath.Join(t.TempDir(), "seen")
 	id := &tfrunner.Identity{Token: []byte("eyJhbGciOiJSUzI1NiJ9.granted.sig"),
@@ -129,4 +113,20 @@ func TestGrantedIdentityLivesOnlyDuringTheRun(t *testing.T) {
 	if string(seen) != "AWS_ROLE_ARN=\nAWS_WEB_IDENTITY_TOKEN_FILE=\nGOOGLE_APPLICATION_CREDENTIALS=\n" {
 		t.Fatalf("a run granted nothing saw\n%s", seen)
 	}
+}
+
+// onePool is a Pool of one run at a time with the first binary, in a directory of the test's,
+// which it returns.
+func onePool(t *testing.T) (*tfrunner.Pool, string) {
+	t.Helper()
+	tfEnv, err := harness.TerraformEnv(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{Binary: bins[0], Dir: dir, Env: tfEnv, MaxConcurrent: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool, dir
 }

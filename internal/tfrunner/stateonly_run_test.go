@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
-	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
 // TestStateOnlyCreatesAreNotRecordedAtTheirStart: with real tofu, a module whose random_pet comes
@@ -18,14 +17,7 @@ import (
 func TestStateOnlyCreatesAreNotRecordedAtTheirStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	tfEnv, err := harness.TerraformEnv(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{Binary: bins[0], Dir: t.TempDir(), Env: tfEnv, MaxConcurrent: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, _ := onePool(t)
 	src, _ := filepath.Abs(filepath.Join("testdata", "modules", "pet"))
 	var started []string
 	res, err := pool.Apply(ctx, "pet", tfrunner.Spec{Module: tfrunner.Module{Source: src}, Variables: map[string]any{"prefix": "p"}},
