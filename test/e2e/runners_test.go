@@ -44,6 +44,28 @@ func runnerLogs(pool string) map[string]string {
 	return out
 }
 
+// pooledClaimReady publishes class (kind, the suite's module, its variable name from the claim) on
+// pool, claims it as name in a new namespace of prefix, and returns the claim once Ready is True.
+func pooledClaimReady(pool, class, kind, module, prefix, name string) *v1alpha1.InfraClaim {
+	c := &v1alpha1.InfraClass{
+		ObjectMeta: metav1.ObjectMeta{Name: class},
+		Spec: v1alpha1.InfraClassSpec{ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete, RunnerPool: pool,
+			Module:    v1alpha1.ModuleSource{Source: modulesURL + "//modules/" + module, Version: "v0.1.0"},
+			Variables: v1alpha1.Variables{"name": {Raw: []byte(`"${claim.namespace}-${claim.name}"`)}}},
+	}
+	Expect(k8s.Create(ctx, c)).To(Succeed())
+	DeferCleanup(func() { _ = k8s.Delete(ctx, c) })
+	claim := &v1alpha1.InfraClaim{ObjectMeta: metav1.ObjectMeta{Namespace: newNamespace(prefix), Name: name},
+		Spec: v1alpha1.InfraClaimSpec{ResourceKind: kind}}
+	Expect(k8s.Create(ctx, claim)).To(Succeed())
+	eventually(func() string {
+		got := &v1alpha1.InfraClaim{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(claim), got)).To(Succeed())
+		return readyCondition(got.Status.Conditions)
+	}).Should(HavePrefix("True"))
+	return claim
+}
+
 var _ = Describe("Runner pools on the cluster", Ordered, func() {
 	const pool, sa = "e2e", "e2e-runner"
 
@@ -69,23 +91,7 @@ var _ = Describe("Runner pools on the cluster", Ordered, func() {
 	})
 
 	It("provisions and reclaims a class's claim in a runner pod, whose local-exec finds no Kubernetes credentials", func() {
-		kind := "E2EProbe"
-		c := &v1alpha1.InfraClass{
-			ObjectMeta: metav1.ObjectMeta{Name: "e2e-probe"},
-			Spec: v1alpha1.InfraClassSpec{ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete, RunnerPool: pool,
-				Module:    v1alpha1.ModuleSource{Source: modulesURL + "//modules/nocredentials", Version: "v0.1.0"},
-				Variables: v1alpha1.Variables{"name": {Raw: []byte(`"${claim.namespace}-${claim.name}"`)}}},
-		}
-		Expect(k8s.Create(ctx, c)).To(Succeed())
-		DeferCleanup(func() { _ = k8s.Delete(ctx, c) })
-		claim := &v1alpha1.InfraClaim{ObjectMeta: metav1.ObjectMeta{Namespace: newNamespace("e2e-pool-"), Name: "probe"},
-			Spec: v1alpha1.InfraClaimSpec{ResourceKind: kind}}
-		Expect(k8s.Create(ctx, claim)).To(Succeed())
-		eventually(func() string {
-			got := &v1alpha1.InfraClaim{}
-			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(claim), got)).To(Succeed())
-			return readyCondition(got.Status.Conditions)
-		}).Should(HavePrefix("True"))
+		claim := pooledClaimReady(pool, "e2e-probe", "E2EProbe", "nocredentials", "e2e-pool-", "probe")
 		res := resourceOf(claim)
 		Expect(res.Spec.RunnerPool).To(Equal(pool))
 		Expect(strings.Join(slices.Collect(maps.Values(runnerLogs(pool))), "\n")).To(ContainSubstring(`"key":"`+res.Name+`"`), "the apply ran in a runner pod")
@@ -100,23 +106,7 @@ var _ = Describe("Runner pools on the cluster", Ordered, func() {
 		for _, p := range runnerPods(pool) {
 			Expect(p.Labels).To(HaveKeyWithValue("e2e.conductor.io/pool", "labelled"))
 		}
-		kind := "E2EPoolGrants"
-		c := &v1alpha1.InfraClass{
-			ObjectMeta: metav1.ObjectMeta{Name: "e2e-pool-grants"},
-			Spec: v1alpha1.InfraClassSpec{ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete, RunnerPool: pool,
-				Module:    v1alpha1.ModuleSource{Source: modulesURL + "//modules/poolgrants", Version: "v0.1.0"},
-				Variables: v1alpha1.Variables{"name": {Raw: []byte(`"${claim.namespace}-${claim.name}"`)}}},
-		}
-		Expect(k8s.Create(ctx, c)).To(Succeed())
-		DeferCleanup(func() { _ = k8s.Delete(ctx, c) })
-		claim := &v1alpha1.InfraClaim{ObjectMeta: metav1.ObjectMeta{Namespace: newNamespace("e2e-pool-grants-"), Name: "grants"},
-			Spec: v1alpha1.InfraClaimSpec{ResourceKind: kind}}
-		Expect(k8s.Create(ctx, claim)).To(Succeed())
-		eventually(func() string {
-			got := &v1alpha1.InfraClaim{}
-			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(claim), got)).To(Succeed())
-			return readyCondition(got.Status.Conditions)
-		}).Should(HavePrefix("True"))
+		pooledClaimReady(pool, "e2e-pool-grants", "E2EPoolGrants", "poolgrants", "e2e-pool-grants-", "grants")
 	})
 
 	It("a run on the pool finds no token to read: not the runner's run-protocol token, not the manager's", func() {
