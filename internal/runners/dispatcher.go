@@ -96,11 +96,11 @@ type Dispatcher struct {
 	opts DispatcherOptions
 
 	mu      sync.Mutex
-	queues  map[string]*queue         // by pool
-	busy    map[string]int            // runs of a key waiting or running
-	errored map[string][]byte         // errored.tfstate a runner sent back, by key
-	runners map[string]map[string]int // pool → runner → runs it holds
-	live    map[string]*job           // runs a runner took and that are not over, by run ID
+	queues  map[string]*queue                // by pool
+	busy    map[string]int                   // runs of a key waiting or running
+	errored map[string]tfrunner.ErroredState // errored.tfstate a runner sent back, by key, with its run
+	runners map[string]map[string]int        // pool → runner → runs it holds
+	live    map[string]*job                  // runs a runner took and that are not over, by run ID
 	grpc    *grpc.Server
 	addr    string
 	// running counts the runs queued or under way, for Wait.
@@ -130,7 +130,7 @@ func NewDispatcher(opts DispatcherOptions) *Dispatcher {
 	if opts.StreamIdle <= 0 {
 		opts.StreamIdle = DefaultStreamIdle
 	}
-	return &Dispatcher{opts: opts, queues: map[string]*queue{}, busy: map[string]int{}, errored: map[string][]byte{},
+	return &Dispatcher{opts: opts, queues: map[string]*queue{}, busy: map[string]int{}, errored: map[string]tfrunner.ErroredState{},
 		runners: map[string]map[string]int{}, live: map[string]*job{}}
 }
 
@@ -292,7 +292,8 @@ func (d *Dispatcher) do(ctx context.Context, pool string, spec *runnerpb.RunSpec
 	}
 	if j.result.ErroredState != nil {
 		d.mu.Lock()
-		d.errored[key] = j.result.ErroredState
+		// The runner's workspace starts clean (Runner.execute): the state is this run's.
+		d.errored[key] = tfrunner.ErroredState{RunID: j.spec.GetId(), State: j.result.ErroredState}
 		d.mu.Unlock()
 	}
 	return j, errorFromProto(j.result.GetError(), j.hookErr)
@@ -393,12 +394,13 @@ func (d *Dispatcher) Busy(key string) bool {
 // Forget has nothing to do: runners keep no workspace after a run.
 func (d *Dispatcher) Forget(string) {}
 
-// ErroredState returns the state a runner could not save for key's last run, if any.
-func (d *Dispatcher) ErroredState(key string) ([]byte, bool) {
+// ErroredState returns the state a runner could not save for key's last run, with that run's ID,
+// if any.
+func (d *Dispatcher) ErroredState(key string) (tfrunner.ErroredState, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	data, ok := d.errored[key]
-	return data, ok
+	e, ok := d.errored[key]
+	return e, ok
 }
 
 // ClearErroredState forgets key's errored state once saved.

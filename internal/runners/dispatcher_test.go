@@ -169,8 +169,8 @@ func TestDispatcherSendsTheGateAndAnswersEvents(t *testing.T) {
 	if !reflect.DeepEqual(events, want) {
 		t.Fatalf("events %#v\nwant %#v", events, want)
 	}
-	if data, ok := d.ErroredState("res-a"); !ok || string(data) != "{}" {
-		t.Fatal("errored state not kept")
+	if e, ok := d.ErroredState("res-a"); !ok || string(e.State) != "{}" || e.RunID != "run-1" {
+		t.Fatalf("errored state kept as %+v, %v; want {} of run-1 (the run that sent it)", e, ok)
 	}
 	if d.Busy("res-a") {
 		t.Fatal("busy after the run")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
@@ -32,7 +33,7 @@ func (r *Router) remote(spec tfrunner.Spec) bool { return spec.RunnerPool != "" 
 
 // Apply: see tfrunner.Pool.Apply and Dispatcher.Apply.
 func (r *Router) Apply(ctx context.Context, key string, spec tfrunner.Spec, opts tfrunner.ApplyOptions) (*tfrunner.ApplyResult, error) {
-	if err := r.keepErrored(ctx, key, spec); err != nil {
+	if err := r.keepErrored(ctx, key); err != nil {
 		return nil, err
 	}
 	var out *tfrunner.ApplyResult
@@ -42,12 +43,12 @@ func (r *Router) Apply(ctx context.Context, key string, spec tfrunner.Spec, opts
 	} else {
 		out, err = r.Local.Apply(ctx, key, spec, opts)
 	}
-	return out, errors.Join(err, r.keepErrored(ctx, key, spec))
+	return out, errors.Join(err, r.keepErrored(ctx, key))
 }
 
 // Destroy: see tfrunner.Pool.Destroy and Dispatcher.Destroy.
 func (r *Router) Destroy(ctx context.Context, key string, spec tfrunner.Spec) error {
-	if err := r.keepErrored(ctx, key, spec); err != nil {
+	if err := r.keepErrored(ctx, key); err != nil {
 		return err
 	}
 	var err error
@@ -56,7 +57,7 @@ func (r *Router) Destroy(ctx context.Context, key string, spec tfrunner.Spec) er
 	} else {
 		err = r.Local.Destroy(ctx, key, spec)
 	}
-	return errors.Join(err, r.keepErrored(ctx, key, spec))
+	return errors.Join(err, r.keepErrored(ctx, key))
 }
 
 // DriftCheck: see tfrunner.Pool.DriftCheck and Dispatcher.DriftCheck. A drift check writes no
@@ -68,28 +69,46 @@ func (r *Router) DriftCheck(ctx context.Context, key string, spec tfrunner.Spec)
 	return r.Local.DriftCheck(ctx, key, spec)
 }
 
-// keepErrored stores the errored state a run of key left in either carrier (KeepErrored), with a
-// context a shutdown does not cancel, and clears it there once stored. It returns an error
-// wrapping ErrStateNotKept when there is one and it could not be stored.
-func (r *Router) keepErrored(ctx context.Context, key string, spec tfrunner.Spec) error {
+// keepErrored stores the errored state a run of key left in either carrier (KeepErrored) under
+// the ID of the run that produced it (tfrunner.ErroredState.RunID, never the ID of the run about
+// to start or just ended: before a run, a state left there is an earlier run's), with a context a
+// shutdown does not cancel, and clears it there once stored. It returns an error wrapping
+// ErrStateNotKept when there is one and it could not be stored (the next run of key does not
+// start until it is). A state the server refuses as not its run's (a
+// *statebackend.ErroredStateRefusedError: that run ended and no longer holds the state's lock) is
+// dropped from the carrier and the refusal returned, once.
+func (r *Router) keepErrored(ctx context.Context, key string) error {
 	if r.KeepErrored == nil {
 		return nil
 	}
 	ctx = context.WithoutCancel(ctx)
-	if data, ok := r.Local.ErroredState(key); ok {
-		if err := r.KeepErrored(ctx, spec.RunID, data); err != nil {
-			return fmt.Errorf("%w (errored.tfstate in the workspace of %s): %w", ErrStateNotKept, key, err)
+	if e, ok := r.Local.ErroredState(key); ok {
+		if err := r.keepOne(ctx, e, "errored.tfstate in the workspace of "+key, r.Local.ClearErroredState, key); err != nil {
+			return err
 		}
-		r.Local.ClearErroredState(key)
 	}
 	if r.Remote == nil {
 		return nil
 	}
-	if data, ok := r.Remote.ErroredState(key); ok {
-		if err := r.KeepErrored(ctx, spec.RunID, data); err != nil {
-			return fmt.Errorf("%w (sent by the runner of %s): %w", ErrStateNotKept, key, err)
+	if e, ok := r.Remote.ErroredState(key); ok {
+		if err := r.keepOne(ctx, e, "sent by the runner of "+key, r.Remote.ClearErroredState, key); err != nil {
+			return err
 		}
-		r.Remote.ClearErroredState(key)
 	}
+	return nil
+}
+
+// keepOne stores e (found where from says) and clears it with clear once stored or refused.
+func (r *Router) keepOne(ctx context.Context, e tfrunner.ErroredState, from string, clear func(string), key string) error {
+	err := r.KeepErrored(ctx, e.RunID, e.State)
+	var refused *statebackend.ErroredStateRefusedError
+	switch {
+	case errors.As(err, &refused):
+		clear(key)
+		return fmt.Errorf("%w; dropped (%s)", err, from)
+	case err != nil:
+		return fmt.Errorf("%w (%s): %w", ErrStateNotKept, from, err)
+	}
+	clear(key)
 	return nil
 }

@@ -200,6 +200,7 @@ func (r *Runner) execute(ctx context.Context, stream runnerpb.Runs_RunClient, cl
 			r.Log.Info("run's state server URL refused; using --state-url", "error", err.Error())
 		}
 	}
+	r.startClean(spec)
 	var res *runnerpb.Result
 	if ts, err := specFromProto(spec.GetSpec()); err != nil {
 		res = newResult(nil, nil, err)
@@ -208,17 +209,30 @@ func (r *Runner) execute(ctx context.Context, stream runnerpb.Runs_RunClient, cl
 		res = r.run(runCtx, s, spec, ts)
 	}
 	s.processesEnded()
-	if data, ok := r.Runs.ErroredState(key); ok {
-		res.ErroredState = data
+	if e, ok := r.Runs.ErroredState(key); ok {
+		res.ErroredState = e.State // the workspace started clean: it is this run's
 	}
 	r.Log.Info("run ended", "run", spec.GetId(), "key", key, "op", op, "error", res.GetError().GetMessage())
 	if !s.deliver(res) {
-		r.Log.Error("the manager gave the run up before it took its result; an errored state stays in the run's workspace",
+		r.Log.Error("the manager gave the run up before it took its result; an errored state stays in the run's workspace until the next run of its key",
 			"run", spec.GetId(), "key", key, "erroredState", res.ErroredState != nil)
 		return s.goneErr
 	}
 	r.Runs.Forget(key)
 	return nil
+}
+
+// startClean removes what an earlier run of spec's key left in its workspace — a run whose Result
+// the manager never took keeps it (execute) — so that a Result carries only what this run did: an
+// errored state there is that earlier run's, which the manager gave up and whose credentials it
+// revoked, and is never sent under this run's ID (logged, with the run that left it, instead).
+func (r *Runner) startClean(spec *runnerpb.RunSpec) {
+	key := spec.GetKey()
+	if e, ok := r.Runs.ErroredState(key); ok {
+		r.Log.Error("dropping the errored state an earlier run left in this key's workspace: the manager gave that run up",
+			"run", spec.GetId(), "key", key, "leftBy", e.RunID, "bytes", len(e.State))
+	}
+	r.Runs.Forget(key)
 }
 
 // run carries out the operation.

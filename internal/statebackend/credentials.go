@@ -86,6 +86,10 @@ type run struct {
 	pwHash  [sha256.Size]byte
 	labels  map[string]string
 	lockIDs map[string]bool // locks taken with these credentials, by lock ID
+	user    string          // the credentials' username
+	// erroredUnkept: KeepErrored could not keep the run's errored state; revoke then leaves the
+	// run's locks held and the run in Server.unkept (under Server.mu).
+	erroredUnkept bool
 	// seen is the state as this run last read or wrote it, so that its next write needs no read
 	// (Handle.writeFrom); only used under the state's serialize mutex.
 	seen *storedState
@@ -120,7 +124,7 @@ func (s *Server) IssueRun(suffix string, labels map[string]string) (RunCredentia
 func (s *Server) IssueRunAs(runID, suffix string, labels map[string]string) (creds RunCredentials, revoke func()) {
 	user := "run-" + randomToken(12)
 	password := randomToken(32)
-	r := &run{id: runID, suffix: suffix, pwHash: sha256.Sum256([]byte(password)), labels: maps.Clone(labels), lockIDs: map[string]bool{}}
+	r := &run{id: runID, user: user, suffix: suffix, pwHash: sha256.Sum256([]byte(password)), labels: maps.Clone(labels), lockIDs: map[string]bool{}}
 	s.mu.Lock()
 	s.runs[user] = r
 	addr := s.addr
@@ -138,7 +142,9 @@ func (s *Server) IssueRunAs(runID, suffix string, labels map[string]string) (cre
 // Live reports whether the run runID holds credentials that are not revoked yet: it was issued
 // them (IssueRunAs) before its first command and its caller revokes them once its processes have
 // exited, so a run that is waiting, running or still stopping is live. It is what this server
-// knows of live runs, whichever pool carries them; "" is never live.
+// knows of live runs, whichever pool carries them; "" is never live. A run revoked while its
+// errored state could not be kept (KeepErrored) stays live, with its locks, until that state is
+// kept or refused: its lock is not a dead run's to recover.
 func (s *Server) Live(runID string) bool {
 	if runID == "" {
 		return false
@@ -150,7 +156,8 @@ func (s *Server) Live(runID string) bool {
 			return true
 		}
 	}
-	return false
+	_, unkept := s.unkept[runID]
+	return unkept
 }
 
 // revokeTimeout bounds the lock releases of a revoke.
@@ -160,6 +167,13 @@ const revokeTimeout = 30 * time.Second
 func (s *Server) revoke(user string, r *run) {
 	s.mu.Lock()
 	delete(s.runs, user)
+	if r.erroredUnkept {
+		// Its errored state is still to be kept (KeepErrored): its locks stay, so that nothing runs
+		// on the older stored state meanwhile, and the run is remembered to take that state.
+		s.unkept[r.id] = r
+		s.mu.Unlock()
+		return
+	}
 	s.mu.Unlock()
 	// Under the state's mutex: a request of the run still in flight (a LOCK of a killed Terraform)
 	// has finished, and its lock is in lockIDs.

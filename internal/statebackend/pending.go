@@ -110,7 +110,7 @@ func (h *Handle) flush(ctx context.Context, state []byte) error {
 	}
 	if stored, found, err := readStateJSON(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix); err == nil && found {
 		if cur, err := decodeJSON(stored); err == nil {
-			if err := checkFollows(cur, sent, SecretName(h.workspace, h.suffix)); err != nil {
+			if err := checkFollows(cur, sent, stored, state, SecretName(h.workspace, h.suffix)); err != nil {
 				return err
 			}
 		}
@@ -118,52 +118,68 @@ func (h *Handle) flush(ctx context.Context, state []byte) error {
 	return h.write(ctx, state, false)
 }
 
-// KeepErrored keeps the state a run could not send to the server — Terraform's errored.tfstate,
-// left in the run's workspace or carried back in a runner's Result — as its state's pending
-// state, at once: in memory and in its pending Secret (so that it outlives this process), to be
-// written back by RetryPending before anything else runs on that state. The run is found by
-// runID among the runs whose credentials are not revoked yet: call it before revoke. A lock the
-// run still holds stays held until the state is saved.
+// ErroredStateRefusedError is an errored state refused because it is not known to come from the
+// run holding the state's lock: its run is unknown to this server, or its lock is no longer the
+// one the Lease stores. The state is not kept; the caller drops it (Router) and reports it.
+type ErroredStateRefusedError struct {
+	RunID  string
+	Reason string
+}
+
+func (e *ErroredStateRefusedError) Error() string {
+	return fmt.Sprintf("the errored state of run %q is refused: %s", e.RunID, e.Reason)
+}
+
+// KeepErrored keeps the state run runID could not send to the server — Terraform's
+// errored.tfstate, left in the run's workspace or carried back in a runner's Result, tagged with
+// the run that produced it (never a later run's ID) — as its state's pending state, at once: in
+// memory and in its pending Secret (so that it outlives this process), to be written back by
+// RetryPending before anything else runs on that state. A lock the run still holds stays held
+// until the state is saved.
 //
-// A state that does not follow the stored one (older, or another lineage) is dropped: the stored
-// state is newer, as when the run's last write did reach the server. So is one that does not
-// follow a pending state the server already keeps for it. It returns an *InvalidStateError for
-// data that is not a Terraform state, and an error when no live run has that ID.
+// The state is accepted only for its own run: a run whose credentials are live (call it before
+// revoke), or one revoked after an earlier KeepErrored of it failed (its locks were then kept by
+// revoke) whose lock the Lease, read now, still stores. Anything else is an
+// *ErroredStateRefusedError. A state that does not follow the stored one (older, another
+// lineage, the same serial with other content) is dropped: the stored state is newer, or another
+// run wrote that serial; so is one that does not follow a pending state the server already keeps,
+// or that equals the stored state (the run's last write did reach the server). It returns an
+// *InvalidStateError for data that is not a Terraform state, and the API server's error when the
+// state could not be read (the run is then remembered, so that a retry of the same state is
+// still accepted).
 func (s *Server) KeepErrored(ctx context.Context, runID string, state []byte) error {
 	sent, err := decodeJSON(state)
 	if err != nil {
 		return &InvalidStateError{Err: err}
 	}
-	s.mu.Lock()
-	var rn *run
-	for _, r := range s.runs {
-		if r.id == runID {
-			rn = r
-			break
-		}
-	}
-	var lockID string
-	if rn != nil {
-		for id := range rn.lockIDs {
-			lockID = id
-		}
-	}
-	s.mu.Unlock()
+	rn, live := s.runByID(runID)
 	if rn == nil {
-		return fmt.Errorf("no run %q holds credentials of this state server: its errored state cannot be kept", runID)
+		return &ErroredStateRefusedError{RunID: runID, Reason: "no run of that ID holds credentials of this state server"}
 	}
 	unlock := s.serialize(rn.suffix)
 	defer unlock()
 	h := s.store.For(rn.suffix).WithLabels(rn.labels)
-	if stored, found, err := h.Status(ctx); err != nil {
+	lockID, err := s.erroredLock(ctx, h, rn, live)
+	if err != nil {
 		return err
-	} else if found && checkFollows(stored, sent, SecretName(h.workspace, h.suffix)) != nil {
-		return nil // the stored state is newer: nothing to keep
+	}
+	stored, found, err := h.Read(ctx)
+	if err != nil {
+		s.markUnkept(rn)
+		return err
+	}
+	if found {
+		cur, derr := decodeJSON(stored)
+		if derr == nil && (cur.Serial == sent.Serial || checkFollows(cur, sent, stored, state, SecretName(h.workspace, h.suffix)) != nil) {
+			s.forgetUnkept(rn)
+			return nil // stored already, or the stored state is newer: nothing to keep
+		}
 	}
 	s.mu.Lock()
 	if p, ok := s.pending[rn.suffix]; ok {
-		if cur, err := decodeJSON(p.state); err == nil && checkFollows(cur, sent, SecretName(h.workspace, h.suffix)) != nil {
+		if cur, err := decodeJSON(p.state); err == nil && checkFollows(cur, sent, p.state, state, SecretName(h.workspace, h.suffix)) != nil {
 			s.mu.Unlock()
+			s.forgetUnkept(rn)
 			return nil // the pending state the server kept is newer
 		}
 		if lockID == "" {
@@ -173,7 +189,72 @@ func (s *Server) KeepErrored(ctx context.Context, runID string, state []byte) er
 	s.mu.Unlock()
 	s.keepPending(ctx, h, state, lockID, errors.New("Terraform could not send the state it ended with (errored.tfstate)"))
 	if !s.hasPending(rn.suffix) {
+		s.markUnkept(rn)
 		return fmt.Errorf("the errored state of run %s was not kept", runID)
 	}
+	s.forgetUnkept(rn)
 	return nil
+}
+
+// erroredLock returns the lock ID run rn's errored state is kept under: any lock a live run took,
+// or, for a run revoked with its errored state unkept, the lock the Lease stores now, which must
+// be one it took (else an *ErroredStateRefusedError, and the run is forgotten).
+func (s *Server) erroredLock(ctx context.Context, h *Handle, rn *run, live bool) (string, error) {
+	s.mu.Lock()
+	var lockID string
+	for id := range rn.lockIDs {
+		lockID = id
+	}
+	s.mu.Unlock()
+	if live {
+		return lockID, nil
+	}
+	lock, err := h.InspectLock(ctx)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	took := lock != nil && rn.lockIDs[lock.ID]
+	s.mu.Unlock()
+	if !took {
+		s.forgetUnkept(rn)
+		return "", &ErroredStateRefusedError{RunID: rn.id, Reason: fmt.Sprintf(
+			"the run has ended and state %s is no longer locked by it, so another run may have written it since", rn.suffix)}
+	}
+	return lock.ID, nil
+}
+
+// runByID finds run runID among the live runs, or else among those revoked with an errored state
+// not kept (live false).
+func (s *Server) runByID(runID string) (rn *run, live bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.runs {
+		if r.id == runID {
+			return r, true
+		}
+	}
+	if r, ok := s.unkept[runID]; ok {
+		return r, false
+	}
+	return nil, false
+}
+
+// markUnkept records that rn's errored state could not be kept: revoke then leaves its locks held
+// and remembers the run, so that KeepErrored can still take that state for it.
+func (s *Server) markUnkept(rn *run) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rn.erroredUnkept = true
+	if _, live := s.runs[rn.user]; !live {
+		s.unkept[rn.id] = rn
+	}
+}
+
+// forgetUnkept ends what markUnkept recorded: the errored state is kept, or refused for good.
+func (s *Server) forgetUnkept(rn *run) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rn.erroredUnkept = false
+	delete(s.unkept, rn.id)
 }

@@ -57,9 +57,15 @@ func readBody(r *http.Request, w http.ResponseWriter) ([]byte, *httpError) {
 	return body, nil
 }
 
-// checkLock returns a 423 with the holder when the state is locked under another ID than id
-// (an empty id: the client holds no lock).
-func checkLock(ctx context.Context, h *Handle, id string) *httpError {
+// checkOwnLock returns nil when run rn holds the state's lock id as the Lease stores it now: the
+// Lease is read for every write (a copy this process cached could be stale — a person's
+// force-unlock, a new leader recovering the lock — and a write under a lost lock would race the
+// run that holds it now). Otherwise it returns a 423 with the holder when another lock holds the
+// state, and a 409 when the state is not locked, id is empty (the client holds no lock) or id is
+// a lock this run did not take through the server. The http backend client sends its lock ID
+// with every write once it holds one (?ID=), and runs always lock (-lock=false only for the
+// read-only drift plan, which writes nothing).
+func (s *Server) checkOwnLock(ctx context.Context, h *Handle, rn *run, id string) *httpError {
 	lock, err := h.InspectLock(ctx)
 	if err != nil {
 		return unavailable(err)
@@ -67,27 +73,21 @@ func checkLock(ctx context.Context, h *Handle, id string) *httpError {
 	if lock != nil && lock.ID != id {
 		return &httpError{status: http.StatusLocked, holder: lock, err: &LockedError{Holder: lock}}
 	}
-	return nil
-}
-
-// holdsKnownLock reports whether run rn took lock id through this server and the Lease as this
-// server last wrote it shows that lock held: the write is then accepted without reading the Lease
-// again (one request less per state write). A lock released behind the server's back (a person's
-// force-unlock of a live run) is noticed at the run's next lock; the write itself is still checked
-// against the stored state (lineage and serial, checkFollows).
-func (s *Server) holdsKnownLock(h *Handle, rn *run, id string) bool {
 	s.mu.Lock()
 	took := id != "" && rn.lockIDs[id]
 	s.mu.Unlock()
-	if !took {
-		return false
+	switch {
+	case id == "":
+		return &httpError{status: http.StatusConflict, err: fmt.Errorf(
+			"state write refused: run %s holds no lock on state %s (a run writes only under the lock it took)", rn.id, h.suffix)}
+	case lock == nil:
+		return &httpError{status: http.StatusConflict, err: fmt.Errorf(
+			"state write refused: the lock %s of run %s on state %s is no longer held (released since it was taken)", id, rn.id, h.suffix)}
+	case !took:
+		return &httpError{status: http.StatusConflict, err: fmt.Errorf(
+			"state write refused: the lock %s on state %s was not taken by run %s", id, h.suffix, rn.id)}
 	}
-	lease := h.knownLease()
-	if lease == nil {
-		return false
-	}
-	held, err := leaseLock(lease)
-	return err == nil && held != nil && held.ID == id
+	return nil
 }
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request, h *Handle, rn *run) *httpError {
@@ -96,10 +96,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, h *Handle, rn *run
 		return e
 	}
 	ctx := r.Context()
-	if !s.holdsKnownLock(h, rn, r.URL.Query().Get("ID")) {
-		if e := checkLock(ctx, h, r.URL.Query().Get("ID")); e != nil {
-			return e
-		}
+	lockID := r.URL.Query().Get("ID")
+	if e := s.checkOwnLock(ctx, h, rn, lockID); e != nil {
+		return e
 	}
 	sent, err := decodeJSON(body)
 	if err != nil {
@@ -108,7 +107,6 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, h *Handle, rn *run
 	if err := s.loadPending(ctx, h); err != nil {
 		return unavailable(err)
 	}
-	lockID := r.URL.Query().Get("ID")
 	s.mu.Lock()
 	p, hasPending := s.pending[h.suffix]
 	s.mu.Unlock()
@@ -116,7 +114,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, h *Handle, rn *run
 		// The pending state is the newest accepted: the new one must follow it, and is then
 		// written in its place, checked against what is stored (flush).
 		if prev, err := decodeJSON(p.state); err == nil {
-			if err := checkFollows(prev, sent, SecretName(h.workspace, h.suffix)+" (pending)"); err != nil {
+			if err := checkFollows(prev, sent, p.state, body, SecretName(h.workspace, h.suffix)+" (pending)"); err != nil {
 				return &httpError{status: http.StatusConflict, err: err}
 			}
 		}
@@ -152,8 +150,8 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, h *Handle, rn *run
 	return nil
 }
 
-// delete removes the state's Secrets (its last version kept in history), when the state is not
-// locked or locked by a lock this run took; the Lease and history stay.
+// delete removes the state's Secrets (its last version kept in history), when the state is locked
+// by a lock this run took (read from the Lease now); the Lease and history stay.
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, h *Handle, rn *run) *httpError {
 	ctx := r.Context()
 	lock, err := h.InspectLock(ctx)
@@ -165,6 +163,10 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, h *Handle, rn *r
 	s.mu.Unlock()
 	if lock != nil && !ours {
 		return &httpError{status: http.StatusLocked, holder: lock, err: &LockedError{Holder: lock}}
+	}
+	if lock == nil {
+		return &httpError{status: http.StatusConflict, err: fmt.Errorf(
+			"state delete refused: run %s holds no lock on state %s (a run deletes only under the lock it took)", rn.id, h.suffix)}
 	}
 	if stored, found, err := h.Read(ctx); err != nil {
 		return unavailable(err)

@@ -62,6 +62,9 @@ type Server struct {
 	badPending map[string]error
 	states     map[string]*sync.Mutex // by suffix, held while a request or RetryPending runs
 	written    map[string]State       // by suffix: the state last stored through the server, until TakeWritten
+	// unkept holds, by run ID, the runs revoked while their errored state could not be kept
+	// (KeepErrored); their locks stay held until it is kept or refused.
+	unkept map[string]*run
 }
 
 // TakeWritten returns the serial, lineage and resource count of the state last stored for suffix
@@ -103,7 +106,7 @@ func NewServer(kube kubernetes.Interface, namespace string, historyLimit int) *S
 	st := NewStore(kube, namespace)
 	st.HistoryLimit = historyLimit
 	return &Server{store: st, runs: map[string]*run{}, pending: map[string]pendingState{}, written: map[string]State{},
-		states: map[string]*sync.Mutex{}}
+		states: map[string]*sync.Mutex{}, unkept: map[string]*run{}}
 }
 
 // Store is the store the server serves.

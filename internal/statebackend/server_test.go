@@ -185,15 +185,22 @@ func TestServerProtocol(t *testing.T) {
 	if st, _, _ := call(t, UnlockMethod, a.UnlockAddress, a.Username, a.Password, nil); st != 409 {
 		t.Errorf("UNLOCK without a body of someone's lock: %d", st)
 	}
-	// DELETE: refused under someone's lock; otherwise the state goes, its last version kept.
+	// DELETE: refused under someone's lock and without the run's own; under it the state goes,
+	// its last version kept.
 	if st, _, _ := call(t, "DELETE", a.Address, a.Username, a.Password, nil); st != 423 {
 		t.Errorf("DELETE under someone's lock: %d", st)
 	}
 	if err := unlockFresh(ctx, testKube, ns, DefaultWorkspace, "alpha", foreign.ID); err != nil {
 		t.Fatal(err)
 	}
+	if st, _, _ := call(t, "DELETE", a.Address, a.Username, a.Password, nil); st != 409 {
+		t.Errorf("DELETE without the run's lock: %d, want 409", st)
+	}
+	if st, _, _ := call(t, LockMethod, a.LockAddress, a.Username, a.Password, body); st != 200 {
+		t.Fatal(st)
+	}
 	if st, _, _ := call(t, "DELETE", a.Address, a.Username, a.Password, nil); st != 200 {
-		t.Errorf("DELETE: %d", st)
+		t.Errorf("DELETE under the run's lock: %d", st)
 	}
 	if st, _, _ := call(t, "GET", a.Address, a.Username, a.Password, nil); st != 404 {
 		t.Errorf("GET after DELETE: %d", st)
@@ -251,10 +258,12 @@ func TestServerKeepsStateItCouldNotWrite(t *testing.T) {
 	srv.OnPending = func(suffix string, state []byte, err error) { told.Add(1) }
 	c, revoke := srv.IssueRun("gamma", nil)
 	defer revoke()
+	lockAs(t, c, "lock-gamma")
+	at := c.Address + "?ID=lock-gamma"
 
 	fail.Store(true)
 	s1 := stateJSON(t, "lin-p", 1, map[string]int{"x": 10})
-	if st, _, _ := call(t, "POST", c.Address, c.Username, c.Password, s1); st != 503 {
+	if st, _, _ := call(t, "POST", at, c.Username, c.Password, s1); st != 503 {
 		t.Fatalf("POST while writes fail: %d", st)
 	}
 	if p, ok := srv.Pending("gamma"); !ok || !bytes.Equal(p, s1) || told.Load() != 1 {
@@ -266,10 +275,10 @@ func TestServerKeepsStateItCouldNotWrite(t *testing.T) {
 	}
 	// A newer state replaces the pending one; an older one is refused.
 	s2 := stateJSON(t, "lin-p", 2, map[string]int{"x": 10})
-	if st, _, _ := call(t, "POST", c.Address, c.Username, c.Password, s2); st != 503 {
+	if st, _, _ := call(t, "POST", at, c.Username, c.Password, s2); st != 503 {
 		t.Fatalf("second POST while writes fail: %d", st)
 	}
-	if st, _, _ := call(t, "POST", c.Address, c.Username, c.Password, stateJSON(t, "lin-other", 3, nil)); st != 409 {
+	if st, _, _ := call(t, "POST", at, c.Username, c.Password, stateJSON(t, "lin-other", 3, nil)); st != 409 {
 		t.Errorf("POST of another lineage than the pending state: %d", st)
 	}
 	if _, err := srv.RetryPending(ctx, "gamma"); err == nil {
@@ -287,10 +296,12 @@ func TestServerKeepsStateItCouldNotWrite(t *testing.T) {
 		t.Fatalf("stored after RetryPending: found=%v err=%v equal=%v", found, err, bytes.Equal(got, s2))
 	}
 
-	// A GET flushes a pending state itself once writes work again.
+	// A GET flushes a pending state itself once writes work again. (The write back released the
+	// lock the pending state kept: the run locks again.)
+	lockAs(t, c, "lock-gamma")
 	fail.Store(true)
 	s3 := stateJSON(t, "lin-p", 3, map[string]int{"x": 10})
-	if st, _, _ := call(t, "POST", c.Address, c.Username, c.Password, s3); st != 503 {
+	if st, _, _ := call(t, "POST", at, c.Username, c.Password, s3); st != 503 {
 		t.Fatal(st)
 	}
 	fail.Store(false)

@@ -3,9 +3,11 @@ package statebackend
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"sync"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -281,7 +283,7 @@ func writeOver(ctx context.Context, h *Handle, stored *storedState, rerr error, 
 			return nil, fmt.Errorf("reading the stored state %s: %w", SecretName(h.workspace, h.suffix), err)
 		}
 		if err == nil && check {
-			if err := checkFollows(cur, sent, SecretName(h.workspace, h.suffix)); err != nil {
+			if err := checkFollows(cur, sent, stored.plain, state, SecretName(h.workspace, h.suffix)); err != nil {
 				return nil, err
 			}
 		}
@@ -356,9 +358,13 @@ func writeState(ctx context.Context, h *Handle, stored *storedState, state, gz [
 	return updated, nil
 }
 
-// checkFollows returns a *ConflictError unless sent may replace cur: same lineage (or none
-// stored) and a serial no lower.
-func checkFollows(cur, sent State, name string) error {
+// checkFollows returns a *ConflictError unless sent (sentRaw its JSON) may replace cur (curRaw):
+// same lineage (or none stored), and a serial higher, or equal with the same content (a client's
+// retry of the write that stored it). Terraform's state managers raise the serial on every
+// change they persist (statemgr's PersistState, both clients), so two different states of one
+// serial come from two writers — an old run's N+1 after a newer run's N+1 — and the stored one is
+// kept.
+func checkFollows(cur, sent State, curRaw, sentRaw []byte, name string) error {
 	if cur.Lineage != "" && sent.Lineage != cur.Lineage {
 		return &ConflictError{Stored: cur, Sent: sent, Message: fmt.Sprintf(
 			"state refused: its lineage %q differs from the lineage %q of the stored state %s "+
@@ -370,5 +376,23 @@ func checkFollows(cur, sent State, name string) error {
 			"state refused: its serial %d is lower than the serial %d of the stored state %s "+
 				"(lineage %q); it is an older version", sent.Serial, cur.Serial, name, cur.Lineage)}
 	}
+	if sent.Serial == cur.Serial && !sameState(curRaw, sentRaw) {
+		return &ConflictError{Stored: cur, Sent: sent, Message: fmt.Sprintf(
+			"state refused: it has serial %d, as the stored state %s (lineage %q) has, but other "+
+				"content; two runs wrote serial %d, and the stored one is kept", sent.Serial, name, cur.Lineage, sent.Serial)}
+	}
 	return nil
+}
+
+// sameState reports whether two state JSON documents hold the same values (byte-equal, or equal
+// once decoded: a state written again by another encoder may differ in spacing and key order).
+func sameState(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }

@@ -319,6 +319,7 @@ func (p *Pool) Apply(ctx context.Context, key string, spec Spec, opts ApplyOptio
 		res.Outputs, err = ws.Outputs(ctx)
 		return err
 	})
+	p.tagErrored(key, spec.RunID)
 	return res, err
 }
 
@@ -439,6 +440,7 @@ func (p *Pool) Destroy(ctx context.Context, key string, spec Spec) error {
 		}
 		return ws.Destroy(ctx)
 	})
+	p.tagErrored(key, spec.RunID)
 	if err == nil {
 		p.Forget(key)
 	}
@@ -448,6 +450,17 @@ func (p *Pool) Destroy(ctx context.Context, key string, spec Spec) error {
 // erroredStateFile is where Terraform writes the state it could not save to its backend, in the
 // working directory ("Failed to save state … written to errored.tfstate").
 const erroredStateFile = "errored.tfstate"
+
+// erroredRunFile names, beside errored.tfstate, the run that left it (tagErrored).
+const erroredRunFile = "errored.tfstate.run"
+
+// ErroredState is a state a run could not save to its backend (Terraform's errored.tfstate) and
+// the run that produced it (Spec.RunID; "" when the run had no ID). It is kept only for that run:
+// a later run of the key never carries it under its own ID.
+type ErroredState struct {
+	RunID string
+	State []byte
+}
 
 // Signal sends sig to every process of key's run (Terraform, its providers and provisioners,
 // found by EnvWorkspace; warm providers, shared between runs, are not): SIGSTOP freezes the run,
@@ -460,20 +473,43 @@ func (p *Pool) Signal(key string, sig syscall.Signal) int {
 	return signalRun(filepath.Join(p.opts.Dir, key), false, sig)
 }
 
-// ErroredState returns the state Terraform left in key's workspace because it could not save it
-// to the backend, if there is one.
-func (p *Pool) ErroredState(key string) ([]byte, bool) {
+// ErroredState returns the errored state key's workspace holds, with the run that left it
+// (tagErrored); false when there is none.
+func (p *Pool) ErroredState(key string) (ErroredState, bool) {
 	if !validKey.MatchString(key) {
-		return nil, false
+		return ErroredState{}, false
 	}
-	data, err := os.ReadFile(filepath.Join(p.opts.Dir, key, erroredStateFile))
-	return data, err == nil && len(data) > 0
+	dir := filepath.Join(p.opts.Dir, key)
+	data, err := os.ReadFile(filepath.Join(dir, erroredStateFile))
+	if err != nil || len(data) == 0 {
+		return ErroredState{}, false
+	}
+	runID, _ := os.ReadFile(filepath.Join(dir, erroredRunFile))
+	return ErroredState{RunID: string(runID), State: data}, true
 }
 
-// ClearErroredState removes key's errored.tfstate once its state is saved.
+// tagErrored records runID as the producer of the errored state a run of key just left, if any
+// and not tagged yet (a run starts only once an earlier run's errored state is kept or dropped,
+// Router).
+func (p *Pool) tagErrored(key, runID string) {
+	if !validKey.MatchString(key) {
+		return
+	}
+	dir := filepath.Join(p.opts.Dir, key)
+	if _, err := os.Stat(filepath.Join(dir, erroredStateFile)); err != nil {
+		return
+	}
+	if _, err := os.Stat(filepath.Join(dir, erroredRunFile)); err == nil {
+		return
+	}
+	_ = os.WriteFile(filepath.Join(dir, erroredRunFile), []byte(runID), 0o600)
+}
+
+// ClearErroredState removes key's errored.tfstate (and its tag) once its state is saved.
 func (p *Pool) ClearErroredState(key string) {
 	if validKey.MatchString(key) {
 		_ = os.Remove(filepath.Join(p.opts.Dir, key, erroredStateFile))
+		_ = os.Remove(filepath.Join(p.opts.Dir, key, erroredRunFile))
 	}
 }
 
