@@ -211,6 +211,9 @@ const (
 	ReasonStateLocked          = "StateLocked"
 	ReasonModuleInvalid        = "ModuleInvalid"
 	ReasonTemplateInvalid      = "TemplateInvalid"
+	// ReasonIdentityNotUnique: an importIdentities template of the class can render the same ID
+	// for two resources (it does not name resource.name where it reads back).
+	ReasonIdentityNotUnique = "IdentityNotUnique"
 	ReasonValid                = "Valid"
 	ReasonReplaceNeedsApproval = "ReplaceNeedsApproval"
 	ReasonAdoptionRefused      = "AdoptionRefused"

@@ -54,6 +54,7 @@ var TerminalReasons = map[string]bool{
 	ReasonInvalidVariables:          true,
 	ReasonModuleInvalid:             true,
 	ReasonTemplateInvalid:           true,
+	ReasonIdentityNotUnique:         true,
 	ReasonAdoptionRefused:           true,
 	ReasonStateNotOwned:             true,
 	ReasonStateMissing:              true,

@@ -289,15 +289,15 @@ func (r *ClaimReconciler) provision(ctx context.Context, claim *v1alpha1.InfraCl
 		setPending(claim, v1alpha1.ReasonProvisioningFailed, fmt.Sprintf("class %s is not ready: %s", class.Name, c.Message))
 		return ctrl.Result{RequeueAfter: PendingResync}, nil
 	}
-	res, err := ResourceFromClass(claim, class)
-	if err != nil {
-		setPending(claim, v1alpha1.ReasonProvisioningFailed, err.Error())
-		return ctrl.Result{}, nil
-	}
 	names := ResourceNames(claim)
 	for _, name := range names {
-		res.Name = name
-		err := r.Create(ctx, res)
+		// Rendered per name: templates see the resource's name (resource.name).
+		res, err := ResourceFromClass(claim, class, name)
+		if err != nil {
+			setPending(claim, v1alpha1.ReasonProvisioningFailed, err.Error())
+			return ctrl.Result{}, nil
+		}
+		err = r.Create(ctx, res)
 		if err == nil {
 			created()
 			r.Recorder.Eventf(claim, res, corev1.EventTypeNormal, v1alpha1.ReasonProvisioning, "Provision",

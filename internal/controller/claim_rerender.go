@@ -18,9 +18,11 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 )
 
-// rerender renders a provisioned resource's variables again when its claim has a new generation
-// (a changed parameter or request), so that the resource applies the change. The module stays
-// pinned; only variables follow the claim. Resources not provisioned for this claim are left alone.
+// rerender renders a provisioned resource's variables and import identities again when its claim
+// has a new generation (a changed parameter or request), so that the resource applies the change
+// and its identities name the objects its variables now name. The module stays pinned; only
+// variables and identities follow the claim. Resources not provisioned for this claim are left
+// alone.
 func (r *ClaimReconciler) rerender(ctx context.Context, claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) error {
 	gen := strconv.FormatInt(claim.Generation, 10)
 	if res.Spec.ClassRef == nil || res.Annotations[v1alpha1.AnnotationProvisionedBy] == "" ||
@@ -64,18 +66,20 @@ func (r *ClaimReconciler) rerender(ctx context.Context, claim *v1alpha1.InfraCla
 			class.Spec.Module.Source, class.Spec.Module.Version, res.Name, res.Spec.Module.Source, res.Spec.Module.Version)
 		return nil
 	}
-	vars, err := RenderVariables(claim, class)
+	vars, ids, err := renderFor(claim, class, res)
 	if err != nil {
 		r.Recorder.Eventf(claim, res, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Render", "variables not updated: %v", err)
 		return nil
 	}
-	if equality.Semantic.DeepEqual(vars, res.Spec.Variables) && equality.Semantic.DeepEqual(claim.Spec.Resources.Requests, res.Spec.Capacity) {
+	if equality.Semantic.DeepEqual(vars, res.Spec.Variables) && equality.Semantic.DeepEqual(ids, res.Spec.ImportIdentities) &&
+		equality.Semantic.DeepEqual(claim.Spec.Resources.Requests, res.Spec.Capacity) {
 		// The new generation changes nothing the resource holds (binding wrote spec.resourceName,
 		// say): no write.
 		return nil
 	}
 	updated := res.DeepCopy()
 	updated.Spec.Variables = vars
+	updated.Spec.ImportIdentities = ids
 	updated.Spec.Capacity = claim.Spec.Resources.Requests.DeepCopy()
 	updated.Annotations[v1alpha1.AnnotationRenderedGeneration] = gen
 	if err := r.Update(ctx, updated); err != nil {
@@ -119,4 +123,19 @@ func resizeCheck(requests, capacity v1alpha1.Quantities, class *v1alpha1.InfraCl
 		return v1alpha1.ReasonExpansionNotAllowed, fmt.Sprintf("class %s does not allow expansion (allowExpansion): requests stay at the resource's capacity, nothing changed (asked: %s)", class.Name, strings.Join(grew, ", "))
 	}
 	return v1alpha1.ReasonExpanded, "capacity grows: " + strings.Join(grew, ", ")
+}
+
+// renderFor renders the class's variables and import identities against the claim for the
+// provisioned resource res (whose name templates see as resource.name): what a new generation of
+// the claim, or an upgrade to the class's module version, writes into the resource.
+func renderFor(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, res *v1alpha1.InfraResource) (v1alpha1.Variables, map[string]string, error) {
+	vars, err := RenderVariables(claim, class, res.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids, err := RenderIdentities(claim, class, res.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return vars, ids, nil
 }

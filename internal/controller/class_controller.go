@@ -11,8 +11,12 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -117,11 +121,44 @@ func (r *ClassReconciler) validate(ctx context.Context, class *v1alpha1.InfraCla
 	for _, o := range schema.Outputs {
 		class.Status.Outputs = append(class.Status.Outputs, v1alpha1.ModuleOutput{Name: o.Name, Sensitive: o.Sensitive, Description: o.Description})
 	}
-	return CheckClassTemplate(class, schema)
+	if err := CheckClassTemplate(class, schema); err != nil {
+		return err
+	}
+	return CheckClassIdentities(class)
+}
+
+// CheckClassIdentities checks a class's importIdentities templates before any claim exists: each
+// must parse, refer only to claim, class and resource, and render an ID unique per resource
+// (render.CheckIdentity: ${resource.name} where it reads back). It returns a *classError, reason
+// TemplateInvalid for a template that does not compile and IdentityNotUnique for one that two
+// resources could render alike, listing every such address (sorted).
+func CheckClassIdentities(class *v1alpha1.InfraClass) error {
+	var invalid, shared []string
+	for _, addr := range slices.Sorted(maps.Keys(class.Spec.ImportIdentities)) {
+		tmpl := class.Spec.ImportIdentities[addr]
+		raw, _ := json.Marshal(tmpl)
+		if _, err := render.Compile(map[string][]byte{addr: raw}); err != nil {
+			invalid = append(invalid, fmt.Sprintf("importIdentities[%s]: %v", addr, err))
+			continue
+		}
+		if err := render.CheckIdentity(tmpl); err != nil {
+			shared = append(shared, fmt.Sprintf("importIdentities[%s] %q: %v", addr, tmpl, err))
+		}
+	}
+	switch {
+	case len(invalid) > 0:
+		return &classError{v1alpha1.ReasonTemplateInvalid, strings.Join(invalid, "; ")}
+	case len(shared) > 0:
+		return &classError{v1alpha1.ReasonIdentityNotUnique, strings.Join(shared, "; ") +
+			". Two resources could get the same import ID (claim b-c of namespace a and claim c of namespace a-b, or a claim made " +
+			"again after one of its name was deleted), and a create resolved with it would adopt the other's object: name the " +
+			"objects after ${resource.name} in variables and importIdentities"}
+	}
+	return nil
 }
 
 // CheckClassTemplate checks a class's variables against the module schema before any claim exists:
-// templates must parse and refer only to claim and class; each name must be a declared input; typed
+// templates must parse and refer only to claim, class and resource; each name must be a declared input; typed
 // values, and templates whose type is known without a claim, must fit the input's type; required
 // inputs must be set. It returns a *classError (reason TemplateInvalid) listing every problem.
 func CheckClassTemplate(class *v1alpha1.InfraClass, schema *tfrunner.ModuleSchema) error {
@@ -132,11 +169,12 @@ func CheckClassTemplate(class *v1alpha1.InfraClass, schema *tfrunner.ModuleSchem
 	// Evaluate with an unknown claim: static values and claim-independent templates come out known,
 	// the rest as unknown values of whatever type HCL can infer.
 	values := map[string]cty.Value{}
-	ctx, err := render.Context(render.Claim{}, render.Class{Name: class.Name, Capabilities: class.Spec.Capabilities})
+	ctx, err := render.Context(render.Claim{}, render.Class{Name: class.Name, Capabilities: class.Spec.Capabilities}, render.Resource{})
 	if err != nil {
 		return err
 	}
 	ctx.Variables["claim"] = cty.DynamicVal
+	ctx.Variables["resource"] = cty.ObjectVal(map[string]cty.Value{"name": cty.UnknownVal(cty.String)})
 	for _, name := range tmpl.Names() {
 		values[name] = tmpl.Partial(ctx, name)
 	}

@@ -14,17 +14,18 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
-// ResourceFromClass builds the InfraResource dynamically provisioned for a claim: the class's module
-// pinned (source and version copied), its variables rendered against the claim, its Secret
+// ResourceFromClass builds the InfraResource named name dynamically provisioned for a claim (name
+// is one of ResourceNames: templates see it as resource.name): the class's module pinned (source
+// and version copied), its variables and import identities rendered against the claim, its Secret
 // references copied (never their values), capacity equal to the claim's requests, pre-bound to the
 // claim and labelled with the claim's namespace and name and the class. It returns a
 // *render.Error when a template does not render.
-func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (*v1alpha1.InfraResource, error) {
-	vars, err := RenderVariables(claim, class)
+func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, name string) (*v1alpha1.InfraResource, error) {
+	vars, err := RenderVariables(claim, class, name)
 	if err != nil {
 		return nil, err
 	}
-	ids, err := RenderIdentities(claim, class)
+	ids, err := RenderIdentities(claim, class, name)
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +35,7 @@ func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (
 	}
 	return &v1alpha1.InfraResource{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: ResourceName(claim),
+			Name: name,
 			Labels: map[string]string{
 				v1alpha1.LabelClaimNamespace: claim.Namespace,
 				v1alpha1.LabelClaimName:      statebackend.LabelValue(claim.Name),
@@ -70,11 +71,11 @@ func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (
 	}, nil
 }
 
-// RenderVariables evaluates the class's variables template against the claim (see package render)
-// and returns the values as the resource stores them. It returns a *render.Error when a template
-// does not parse or does not evaluate.
-func RenderVariables(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (v1alpha1.Variables, error) {
-	encoded, err := renderTemplates(claim, class, rawVariables(class.Spec.Variables))
+// RenderVariables evaluates the class's variables template against the claim, for the resource
+// named resource (see package render), and returns the values as the resource stores them. It
+// returns a *render.Error when a template does not parse or does not evaluate.
+func RenderVariables(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, resource string) (v1alpha1.Variables, error) {
+	encoded, err := renderTemplates(claim, class, resource, rawVariables(class.Spec.Variables))
 	if err != nil {
 		return nil, err
 	}
@@ -85,11 +86,12 @@ func RenderVariables(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (v1
 	return out, nil
 }
 
-// RenderIdentities evaluates the class's importIdentities templates against the claim, as
-// variables are (RenderVariables), and returns the import IDs by address; nil when the class has
-// none. It returns a *render.Error when a template does not render, and an error when one renders
-// to something other than a string.
-func RenderIdentities(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (map[string]string, error) {
+// RenderIdentities evaluates the class's importIdentities templates against the claim, for the
+// resource named resource, as variables are (RenderVariables), and returns the import IDs by
+// address; nil when the class has none. It returns a *render.Error when a template does not
+// render, and an error when one renders to something other than a string. (Whether a template is
+// unique per resource is the class's check, CheckClassIdentities.)
+func RenderIdentities(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, resource string) (map[string]string, error) {
 	if len(class.Spec.ImportIdentities) == 0 {
 		return nil, nil
 	}
@@ -101,7 +103,7 @@ func RenderIdentities(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (m
 		}
 		raw[addr] = b
 	}
-	encoded, err := renderTemplates(claim, class, raw)
+	encoded, err := renderTemplates(claim, class, resource, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -117,8 +119,8 @@ func RenderIdentities(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (m
 }
 
 // renderTemplates evaluates templates (JSON values whose strings are HCL templates, by name)
-// against the claim and the class and returns each value as JSON.
-func renderTemplates(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, raw map[string][]byte) (map[string][]byte, error) {
+// against the claim, the class and the resource's name, and returns each value as JSON.
+func renderTemplates(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, resource string, raw map[string][]byte) (map[string][]byte, error) {
 	tmpl, err := render.Compile(raw)
 	if err != nil {
 		return nil, err
@@ -130,6 +132,7 @@ func renderTemplates(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, raw
 	ctx, err := render.Context(
 		render.Claim{Name: claim.Name, Namespace: claim.Namespace, Labels: claim.Labels, Annotations: claim.Annotations, Spec: spec},
 		render.Class{Name: class.Name, Capabilities: class.Spec.Capabilities},
+		render.Resource{Name: resource},
 	)
 	if err != nil {
 		return nil, fmt.Errorf("template context: %w", err)

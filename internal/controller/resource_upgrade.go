@@ -46,7 +46,7 @@ func (r *ResourceReconciler) upgradeAutomatically(ctx context.Context, res *v1al
 			class.Spec.Module.Version, claim.Namespace, claim.Name)
 		return false, nil
 	}
-	vars, err := RenderVariables(claim, class)
+	vars, ids, err := renderFor(claim, class, res)
 	if err != nil {
 		r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Upgrade",
 			"not upgraded to %s: the class's template does not render for claim %s/%s: %v", class.Spec.Module.Version, claim.Namespace, claim.Name, err)
@@ -56,6 +56,7 @@ func (r *ResourceReconciler) upgradeAutomatically(ctx context.Context, res *v1al
 	res.Spec.Module = class.Spec.Module
 	res.Spec.ModuleCredentials = class.Spec.ModuleCredentials.DeepCopy() // the new version's source may need the class's new ones
 	res.Spec.Variables = vars
+	res.Spec.ImportIdentities = ids
 	if err := r.Update(ctx, res); err != nil {
 		return false, err
 	}

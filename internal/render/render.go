@@ -2,8 +2,9 @@
 // against the module's declared inputs.
 //
 // Each string value of a class's variables is an HCL template expression (hcl/v2 hclsyntax),
-// evaluated with go-cty against two variables: `claim` (name, namespace, labels, annotations, and
-// spec exactly as the claim spells it) and `class` (name, spec.capabilities). Functions are go-cty's
+// evaluated with go-cty against three variables: `claim` (name, namespace, labels, annotations,
+// and spec exactly as the claim spells it), `class` (name, spec.capabilities) and `resource`
+// (name: the InfraResource rendered for, unique in the cluster). Functions are go-cty's
 // standard library plus gibibytes(), mebibytes() and bytes() for Kubernetes quantities. A template
 // that is a single interpolation ("${gibibytes(...)}") keeps its type; other values pass through
 // typed. Results are cty values; they reach Terraform as JSON, never as HCL source.
@@ -49,7 +50,7 @@ type Template struct {
 // Compile parses a class's variables: each value is JSON; every JSON string in it, at any depth of
 // objects and arrays, is parsed as an HCL template (compileValue), and a value without strings is
 // decoded as a typed constant. It returns an *Error naming the first variable (in name order) that
-// does not parse or refers to something other than claim and class.
+// does not parse or refers to something other than claim, class and resource.
 func Compile(vars map[string][]byte) (*Template, error) {
 	t := &Template{exprs: map[string]hcl.Expression{}, static: map[string]cty.Value{}}
 	for _, name := range slices.Sorted(maps.Keys(vars)) {
@@ -115,8 +116,15 @@ type Class struct {
 	Capabilities map[string]string
 }
 
-// Context builds the evaluation context for a claim and class.
-func Context(claim Claim, class Class) (*hcl.EvalContext, error) {
+// Resource is what templates see as `resource`: the resource the claim's template renders for.
+type Resource struct {
+	// Name is the InfraResource's name: unique in the cluster, and for a provisioned resource
+	// derived from its claim's UID (never the same for two claims, even of one name over time).
+	Name string
+}
+
+// Context builds the evaluation context for a claim, its class and the resource rendered for.
+func Context(claim Claim, class Class, res Resource) (*hcl.EvalContext, error) {
 	spec := cty.EmptyObjectVal
 	if len(claim.Spec) > 0 {
 		v, err := decodeJSON(claim.Spec)
@@ -138,6 +146,7 @@ func Context(claim Claim, class Class) (*hcl.EvalContext, error) {
 				"name": cty.StringVal(class.Name),
 				"spec": cty.ObjectVal(map[string]cty.Value{"capabilities": stringMap(class.Capabilities)}),
 			}),
+			"resource": cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(res.Name)}),
 		},
 		Functions: Functions(),
 	}, nil

@@ -14,7 +14,7 @@ func TestRender(t *testing.T) {
 		Spec: []byte(`{"resourceKind":"Database","resources":{"requests":{"storage":"25Gi"}},"parameters":{"window":"03:00","replicas":3}}`),
 	}
 	class := Class{Name: "fast", Capabilities: map[string]string{"engine": "mysql"}}
-	ctx, err := Context(claim, class)
+	ctx, err := Context(claim, class, Resource{Name: "db-1a2b3"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func FuzzClaimInput(f *testing.F) {
 				m.Fits(&res)
 				m.Best([]v1alpha1.InfraResource{res})
 				if spec, err := json.Marshal(claim.Spec); err == nil {
-					if ctx, err := render.Context(render.Claim{Name: claim.Name, Namespace: claim.Namespace, Spec: spec}, render.Class{Name: "fuzz"}); err == nil {
+					if ctx, err := render.Context(render.Claim{Name: claim.Name, Namespace: claim.Namespace, Spec: spec}, render.Class{Name: "fuzz"}, render.Resource{Name: "fuzz-1a2b3"}); err == nil {
 						_, _ = tmpl.Render(ctx)
 					}
 				}

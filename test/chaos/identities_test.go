@@ -48,10 +48,10 @@ func TestSIGKILLMidCreateWithIdentities(t *testing.T) {
 			KubernetesAccess: &v1alpha1.KubernetesAccess{ServiceAccountName: "conductor-tf-module-rook-minio"},
 			Variables: v1alpha1.Variables{
 				"namespace": {Raw: []byte(`"${claim.namespace}"`)},
-				"name":      {Raw: []byte(`"${claim.name}-token"`)},
+				"name":      {Raw: []byte(`"${resource.name}-token"`)},
 				"ledger":    {Raw: []byte(`"${claim.namespace}-${claim.name}"`)},
 			},
-			ImportIdentities: map[string]string{"kubernetes_secret_v1.token": "${claim.namespace}/${claim.name}-token"}},
+			ImportIdentities: map[string]string{"kubernetes_secret_v1.token": "${claim.namespace}/${resource.name}-token"}},
 	}
 	if err := r.k8s.Create(ctx, class); err != nil {
 		t.Fatal(err)

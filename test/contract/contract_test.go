@@ -106,7 +106,7 @@ func TestSampleClassesRenderToDeclaredTypes(t *testing.T) {
 				continue
 			}
 			matched++
-			vars, err := controller.RenderVariables(&claim, &class)
+			vars, err := controller.RenderVariables(&claim, &class, controller.ResourceName(&claim))
 			if err != nil {
 				t.Errorf("class %s, claim %s: %v", class.Name, claim.Name, err)
 				continue
@@ -133,11 +133,12 @@ func TestSampleClassesRenderToDeclaredTypes(t *testing.T) {
 			t.Errorf("class %s has no sample claim of kind %s", class.Name, class.Spec.ResourceKind)
 		}
 	}
-	// The templates turn requests into sizes as the samples say.
+	// The templates turn requests into sizes as the samples say. (A sample claim has no UID: its
+	// resource is named <claim>-e3b0c, after the SHA-256 of the empty UID.)
 	want := map[string]map[string]string{
 		"standard/wordpress-db":    {"allocated_storage": "25", "instance_class": `"db.t3.medium"`, "backup_window": `"02:00-03:00"`},
 		"performance/analytics-db": {"allocated_storage": "960", "instance_class": `"db.r6g.2xlarge"`, "backup_window": `"03:00-04:00"`},
-		"minio-standard/assets":    {"storage_gib": "8", "namespace": `"minio-default-assets"`, "bucket": `"assets"`},
+		"minio-standard/assets":    {"storage_gib": "8", "namespace": `"minio-assets-e3b0c"`, "bucket": `"assets"`},
 	}
 	for key, vals := range want {
 		got, ok := rendered[key]
@@ -163,8 +164,9 @@ func keys[V any](m map[string]V) []string {
 	return out
 }
 
-// The sample classes' import identities (issue 35) name resources their modules declare, and render
-// to IDs against every sample claim of their kind.
+// The sample classes' import identities (issue 35) name resources their modules declare, are unique
+// per resource (issue 46: CheckClassIdentities), and render to IDs against every sample claim of
+// their kind.
 func TestSampleImportIdentities(t *testing.T) {
 	samples, err := harness.LoadSamples("")
 	if err != nil {
@@ -184,6 +186,9 @@ func TestSampleImportIdentities(t *testing.T) {
 			}
 			src.Write(b)
 		}
+		if err := controller.CheckClassIdentities(&class); err != nil {
+			t.Errorf("class %s: %v", class.Name, err)
+		}
 		for addr := range class.Spec.ImportIdentities {
 			typ, name, _ := strings.Cut(strings.SplitN(addr, "[", 2)[0], ".")
 			if !strings.Contains(src.String(), `resource "`+typ+`" "`+name+`"`) {
@@ -194,7 +199,7 @@ func TestSampleImportIdentities(t *testing.T) {
 			if claim.Spec.ResourceKind != class.Spec.ResourceKind {
 				continue
 			}
-			ids, err := controller.RenderIdentities(&claim, &class)
+			ids, err := controller.RenderIdentities(&claim, &class, controller.ResourceName(&claim))
 			if err != nil {
 				t.Errorf("class %s, claim %s: %v", class.Name, claim.Name, err)
 			}

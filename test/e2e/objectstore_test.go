@@ -113,7 +113,7 @@ var _ = Describe("The sample rook-minio class, in the cluster: an object store y
 		Expect(k8s.Create(ctx, claim)).To(Succeed())
 		got, res := claimReady(claim)
 		Expect(res.Status.LastRun.Controller).To(HavePrefix(deployment), "the run was the manager pod's")
-		storeNS := "minio-" + claim.Namespace + "-assets"
+		storeNS := "minio-" + res.Name // the sample names the store after the resource
 		conn := &corev1.Secret{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: "assets-s3"}, conn)).To(Succeed())
 		Expect(conn.Data).To(HaveKeyWithValue("endpoint", []byte("http://assets."+storeNS+".svc.cluster.local:9000")))
@@ -147,7 +147,7 @@ var _ = Describe("The sample rook-minio class, in the cluster: an object store y
 		claim.Spec.ClassName = retain.Name
 		Expect(k8s.Create(ctx, claim)).To(Succeed())
 		got, old := claimReady(claim)
-		storeNS := "minio-" + claim.Namespace + "-assets"
+		storeNS := "minio-" + old.Name
 		s3(claim.Namespace, "assets-s3", "put", "kept.txt", "written before the claim was deleted")
 
 		By("deleting the claim and its Released resource keeps the server and orphans the state")

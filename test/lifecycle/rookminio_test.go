@@ -51,7 +51,7 @@ var _ = Describe("The rook-minio sample class, end to end", func() {
 		claim.Namespace = s.ns
 		Expect(k8s.Create(ctx, claim)).To(Succeed())
 		claim, res := s.ready(claim)
-		storeNS := "minio-" + s.ns + "-assets"
+		storeNS := "minio-" + res.Name // the sample names the store after the resource
 
 		By("the module's objects are visible through the API")
 		ns := &corev1.Namespace{}
