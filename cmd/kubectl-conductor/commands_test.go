@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -195,13 +196,19 @@ func TestCreatesShowsWhatIsInDoubtAndResolvesIt(t *testing.T) {
 	refused(t, []string{"is not being deleted"}, "creates", "db-in-doubt", "--abandon")
 	refused(t, []string{"ADDRESS=ID"}, "creates", "db-in-doubt", "--import", "local_file.a")
 	refused(t, []string{"local_file.other is not in doubt"}, "creates", "db-in-doubt", "--import", "local_file.other=x")
-	ok(t, []string{"import identity of local_file.a set to /srv/a"}, "creates", "db-in-doubt", "--import", "local_file.a=/srv/a")
+	// Issue 46: --import goes to spec.import, which fails the run on an ID that names nothing
+	// (ImportFailed) instead of reading it as "never created"; again replaces the entry.
+	ok(t, []string{"local_file.a added to spec.import with ID /srv/typo"}, "creates", "db-in-doubt", "--import", "local_file.a=/srv/typo")
+	ok(t, []string{"local_file.a added to spec.import with ID /srv/a"}, "creates", "db-in-doubt", "--import", "module.main.local_file.a=/srv/a")
 	res := &v1alpha1.InfraResource{}
 	if err := testClient.Get(context.Background(), types.NamespacedName{Name: "db-in-doubt"}, res); err != nil {
 		t.Fatal(err)
 	}
-	if got := res.Spec.ImportIdentities["local_file.a"]; got != "/srv/a" {
-		t.Errorf("importIdentities[local_file.a] = %q", got)
+	if want := []v1alpha1.ImportTarget{{Address: "local_file.a", ID: "/srv/a"}}; !reflect.DeepEqual(res.Spec.Import, want) {
+		t.Errorf("spec.import = %+v, want %+v", res.Spec.Import, want)
+	}
+	if _, set := res.Spec.ImportIdentities["local_file.a"]; set {
+		t.Error("--import set an import identity, which a run takes as \"never created\" when it names nothing")
 	}
 	ok(t, []string{"Approved plan aa11bb22cc33 of InfraResource db-in-doubt"}, "creates", "db-in-doubt", "--approve")
 	if v, _ := annotation(t, "db-in-doubt", v1alpha1.AnnotationApprovePlan); v != "aa11bb22cc33" {

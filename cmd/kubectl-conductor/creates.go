@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 )
@@ -31,8 +29,9 @@ one command:
 
   --approve             the creates did not happen (or duplicates do not matter): apply the plan
                         that waits (reason InterruptedCreate), as kubectl conductor approve does
-  --import ADDRESS=ID   the object exists, and this is its import ID: spec.importIdentities gets
-                        it, and the next run imports it into state instead of creating it again
+  --import ADDRESS=ID   the object exists, and this is its import ID: spec.import gets it, and the
+                        next run imports it into state instead of creating it again; an ID that
+                        names no object fails that import (ImportFailed) and creates nothing
   --abandon             the resource is being deleted: leave whatever those creates made as it is
                         (conductor.io/abandon=true) and let the reclaim go on
 
@@ -115,12 +114,18 @@ func showCreates(out io.Writer, t target, cl *Clients) {
 	fmt.Fprintf(out, "Resolve: --approve (create again), --import ADDRESS=ID (adopt the object), --abandon (when deleting)\n")
 }
 
-// importIdentity sets spec.importIdentities[ADDRESS] = ID from "ADDRESS=ID" for an address in doubt.
+// importIdentity adds ADDRESS with ID to spec.import (replacing an entry of that address) for an
+// address in doubt: the next run imports it before it plans, under any interruptedCreates policy,
+// and an import of an object the provider does not find fails the run (ImportFailed) rather than
+// reading as "never created" — a mistyped ID holds, it is never taken as leave to create again.
+// Errors: not ADDRESS=ID, an address not in doubt, or the update failed (a conflict included:
+// run the command again).
 func importIdentity(ctx context.Context, out io.Writer, cl *Clients, t target, arg string) error {
 	res := t.Resource
 	addr, id, ok := strings.Cut(arg, "=")
 	addr = strings.TrimPrefix(strings.TrimSpace(addr), "module.main.")
-	if !ok || addr == "" || strings.TrimSpace(id) == "" {
+	id = strings.TrimSpace(id)
+	if !ok || addr == "" || id == "" {
 		return fmt.Errorf("--import takes ADDRESS=ID (an address inside the module), not %q", arg)
 	}
 	inDoubt := false
@@ -130,16 +135,15 @@ func importIdentity(ctx context.Context, out io.Writer, cl *Clients, t target, a
 	if !inDoubt {
 		return fmt.Errorf("%s: %s is not in doubt (in doubt: %s)", t, addr, strings.Join(res.Status.CreatesPending, ", "))
 	}
-	if p := res.Spec.InterruptedCreates; p != "" && p != v1alpha1.InterruptedCreatesResolve {
-		return fmt.Errorf("%s: interruptedCreates is %s, so runs do not import by identity; set it to Resolve, or add %s to spec.import", t, p, addr)
+	updated := res.DeepCopy()
+	updated.Spec.Import = slices.DeleteFunc(updated.Spec.Import, func(i v1alpha1.ImportTarget) bool {
+		return strings.TrimPrefix(i.Address, "module.main.") == addr
+	})
+	updated.Spec.Import = append(updated.Spec.Import, v1alpha1.ImportTarget{Address: addr, ID: id})
+	if err := cl.Client.Update(ctx, updated); err != nil {
+		return fmt.Errorf("adding %s=%s to spec.import of InfraResource %s: %w", addr, id, res.Name, err)
 	}
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"importIdentities": map[string]string{addr: id}}})
-	if err != nil {
-		return err
-	}
-	if err := cl.Client.Patch(ctx, res, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("setting the import identity of %s on InfraResource %s: %w", addr, res.Name, err)
-	}
-	fmt.Fprintf(out, "%s: import identity of %s set to %s; the next run imports it when the object exists, and creates it when it does not.\n", t, addr, id)
+	fmt.Fprintf(out, "%s: %s added to spec.import with ID %s; the next run imports it before it plans. "+
+		"An ID that names no object fails that import (ImportFailed) and nothing is created: fix it with --import again.\n", t, addr, id)
 	return nil
 }
