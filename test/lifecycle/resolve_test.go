@@ -196,6 +196,40 @@ var _ = Describe("Interrupted creates resolved by the controller", func() {
 	})
 })
 
+// Issue 46: a person's import ID (kubectl conductor creates --import, which adds it to
+// spec.import) asserts that the object exists: a mistyped one fails that import and holds, and is
+// never read as "the create never happened" (which would create the object a second time).
+var _ = Describe("A mistyped import of a create in doubt", func() {
+	It("fails the import and creates nothing; the right ID adopts the object", func() {
+		s := newScenario()
+		name := "typo-" + s.ns
+		Expect(k8s.Create(s.ctx, namedTokenResource(s, name, false))).To(Succeed())
+		Eventually(ledger(s, name), timeout, 100*time.Millisecond).Should(Equal(1))
+		killMidCreate(s, name)
+		Eventually(heldForCreates(s, name), timeout, 200*time.Millisecond).Should(BeTrue())
+
+		setImport := func(id string) {
+			Eventually(func() error {
+				r := s.resource(name)()
+				r.Spec.Import = []v1alpha1.ImportTarget{{Address: "kubernetes_secret_v1.token", ID: id}}
+				return k8s.Update(s.ctx, r)
+			}, timeout, 200*time.Millisecond).Should(Succeed())
+		}
+		setImport(s.ns + "/" + name + "-typo")
+		Eventually(func() []v1alpha1.ImportStatus { return s.resource(name)().Status.Imports }, timeout, 200*time.Millisecond).
+			Should(ContainElement(And(HaveField("Result", "Failed"), HaveField("Message", ContainSubstring("non-existent")))))
+		Expect(syncedReason(s, name)()).To(Equal(v1alpha1.ReasonImportFailed))
+		Consistently(ledger(s, name), 5*time.Second, 250*time.Millisecond).Should(Equal(1), "nothing created again")
+		Expect(s.resource(name)().Status.CreatesPending).To(ContainElement("module.main.kubernetes_secret_v1.token"), "still in doubt")
+
+		By("the right ID adopts the Secret the killed run made")
+		uid := secretUID(s, name)
+		setImport(s.ns + "/" + name)
+		finish(s, name)
+		Expect(secretUID(s, name)).To(Equal(uid), "adopted, not made again")
+	})
+})
+
 // secretUID is the UID of the resource's Secret (name, in the scenario's namespace): a Secret
 // deleted and created again has another.
 func secretUID(s *scenario, name string) types.UID {
