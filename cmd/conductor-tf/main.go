@@ -169,15 +169,24 @@ func run(o options) error {
 	if !o.http2 {
 		metricsOpts.TLSOpts = append(metricsOpts.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
+	// The leader Lease through a lock that also tells when it was last renewed: the state server
+	// refuses runs once that is past the renew deadline (leaderClock).
+	leader, err := newLeaderClock(cfg, o.namespace, o.podName)
+	if err != nil {
+		return err
+	}
+	lease, renew, retry := leaseDuration, renewDeadline, retryPeriod
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       metricsOpts,
-		HealthProbeBindAddress:        o.probeAddr,
-		PprofBindAddress:              o.pprofAddr,
-		LeaderElection:                o.leaderElect,
-		LeaderElectionID:              "conductor-tf.conductor.io",
-		LeaderElectionNamespace:       o.namespace,
-		LeaderElectionReleaseOnCancel: true,
+		Scheme:                              scheme,
+		Metrics:                             metricsOpts,
+		HealthProbeBindAddress:              o.probeAddr,
+		PprofBindAddress:                    o.pprofAddr,
+		LeaderElection:                      o.leaderElect,
+		LeaderElectionResourceLockInterface: leader,
+		LeaseDuration:                       &lease,
+		RenewDeadline:                       &renew,
+		RetryPeriod:                         &retry,
+		LeaderElectionReleaseOnCancel:       true,
 		GracefulShutdownTimeout:       &grace,
 		// Secrets are read and written one at a time (inputs, connection Secrets, state): never
 		// cached, so the controller neither holds every Secret of the cluster in memory nor needs
@@ -264,6 +273,9 @@ func run(o options) error {
 	stateServer.OnPending = func(suffix string, _ []byte, err error) {
 		stateLog.Error(err, "a run's state could not be saved; it is kept until it is", "state", suffix)
 	}
+	if o.leaderElect {
+		stateServer.Leading = leader.Leading
+	}
 	serverCtx, stopServer := context.WithCancel(context.Background())
 	defer stopServer()
 	if err := stateServer.Start(serverCtx, o.stateServerAddr); err != nil {
@@ -289,7 +301,7 @@ func run(o options) error {
 	if err := (&controller.ResourceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: runs, Drain: drainer, State: state, StateServer: stateServer,
 		RunCluster: runCluster,
-		Identity:   controller.RunIdentity{Who: statebackend.Who(), Controller: o.podName}, RunnerFence: runnerFence(o), ControllerServiceAccount: o.serviceAccount,
+		Identity:   controller.RunIdentity{Who: statebackend.Who(), Controller: o.podName}, RunnerFence: runnerFence(o), LeaderFence: leaderFence(o), ControllerServiceAccount: o.serviceAccount,
 		MaxConcurrentDriftChecks: o.driftChecks, StaleLockAfter: o.staleLockAfter,
 		SyncInterval: o.syncInterval, SecretCheckInterval: o.secretCheck, KeepRunLogs: o.keepRunLogs, MaxConcurrentReconciles: o.resourceWorkers,
 	}).SetupWithManager(mgr); err != nil {
@@ -315,11 +327,24 @@ func run(o options) error {
 	context.AfterFunc(signals, func() { drainer.Begin(o.drainTimeout) })
 	err = mgr.Start(signals)
 	// Whatever stopped the manager, what is still running is interrupted now: after SIGTERM the
-	// reconciles had until GracefulShutdownTimeout; after lost leadership another replica may lead
-	// already, and runs of this one must stop at once.
+	// reconciles had until GracefulShutdownTimeout.
 	drainer.Interrupt()
+	if lostLeadership(err) {
+		// Another replica may lead already: this one's runs stop at once (SIGKILL, no grace; what
+		// they had started creating is in doubt, and the next leader resolves it), and with them
+		// every credential this process issued (the state server refuses them already).
+		killed := tfrunner.Reap(runsDir, true)
+		log.Info("leadership lost: runs killed and their state credentials revoked", "processes", killed)
+		stateServer.RevokeAll()
+	}
 	drain(pool, runs.Remote, stateServer, o.grace)
 	return err
+}
+
+// lostLeadership reports the error controller-runtime's manager returns when its leader election
+// lease was lost (manager/internal.go, OnStoppedLeading: "leader election lost").
+func lostLeadership(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "leader election lost")
 }
 
 // drain ends the process's runs in order, whatever stopped the manager: on SIGTERM it has waited
@@ -342,6 +367,16 @@ func drain(pool *tfrunner.Pool, remote *runners.Dispatcher, server *statebackend
 	if err := server.Shutdown(ctx); err != nil {
 		log.Error(err, "the state server did not finish its requests")
 	}
+}
+
+// leaderFence is how long a new leader leaves its predecessor's in-process runs' locks alone: the
+// renew deadline, past which the predecessor's state server refuses them; 0 without leader
+// election (one manager: its predecessor is dead).
+func leaderFence(o options) time.Duration {
+	if !o.leaderElect {
+		return 0
+	}
+	return renewDeadline
 }
 
 // runnerFence is how long a new leader leaves its predecessor's runner-pool runs' locks alone: a

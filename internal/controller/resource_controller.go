@@ -65,6 +65,11 @@ type ResourceReconciler struct {
 	// on runner pools that an earlier manager started: the runner's lease plus the fence grace
 	// (runners.DispatcherOptions), by when such a run has stopped. Zero: no wait.
 	RunnerFence time.Duration
+	// LeaderFence is how long after this manager begins to lead it leaves alone the locks of
+	// in-process runs an earlier manager started: the leader election's renew deadline, past which
+	// that manager's state server refuses its runs (their credentials have lapsed), so none of
+	// them can write once their lock is recovered. Zero: no wait (no leader election).
+	LeaderFence time.Duration
 	// leading is when the first reconcile ran (this manager leads from then).
 	leading     sync.Once
 	leadingTime time.Time

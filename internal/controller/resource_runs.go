@@ -86,6 +86,9 @@ func (r stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) error
 		if res.Spec.RunnerPool != "" && r.runnerFenced() {
 			return nil // its runner may still carry it (runnerFenced): it fails StateLocked meanwhile
 		}
+		if res.Spec.RunnerPool == "" && last.Controller != r.Identity.Controller && r.leaderFenced() {
+			return nil // its manager's credentials may not have lapsed yet (leaderFenced)
+		}
 		// Runs through the state server name themselves in their locks: a lock is recovered
 		// only by the id of the dead run recorded in status, never by user@host, which a
 		// person's own terraform in the pod also matches.
@@ -202,6 +205,14 @@ func (r stateKeeper) stateStored(s *resourceScope) bool {
 // started are known to the state server (runLive) and not concerned.
 func (r stateKeeper) runnerFenced() bool {
 	return r.RunnerFence > 0 && time.Since(r.leadingSince()) < r.RunnerFence
+}
+
+// leaderFenced reports whether an in-process run another manager started may still write through
+// that manager's state server: until LeaderFence has passed since this manager began to lead, by
+// when that server refuses it (statebackend.Server.Leading) even if its process is alive, frozen
+// or partitioned.
+func (r stateKeeper) leaderFenced() bool {
+	return r.LeaderFence > 0 && time.Since(r.leadingSince()) < r.LeaderFence
 }
 
 // started records that run got its runner slot at now (the Started event): its StartTime, and

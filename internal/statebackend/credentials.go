@@ -160,6 +160,19 @@ func (s *Server) Live(runID string) bool {
 	return unkept
 }
 
+// RevokeAll revokes the credentials of every run at once (as each run's revoke does: the locks
+// they took are released unless their state is pending or their errored state is not kept yet).
+// Call it once the runs' processes are gone — on lost leadership, after they were killed — so that
+// nothing this process issued can reach a state again.
+func (s *Server) RevokeAll() {
+	s.mu.Lock()
+	all := maps.Clone(s.runs)
+	s.mu.Unlock()
+	for user, r := range all {
+		s.revoke(user, r)
+	}
+}
+
 // revokeTimeout bounds the lock releases of a revoke.
 const revokeTimeout = 30 * time.Second
 

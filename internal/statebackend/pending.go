@@ -152,6 +152,9 @@ func (s *Server) KeepErrored(ctx context.Context, runID string, state []byte) er
 	if err != nil {
 		return &InvalidStateError{Err: err}
 	}
+	if s.Leading != nil && !s.Leading() {
+		return errNotLeading
+	}
 	rn, live := s.runByID(runID)
 	if rn == nil {
 		return &ErroredStateRefusedError{RunID: runID, Reason: "no run of that ID holds credentials of this state server"}

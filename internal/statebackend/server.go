@@ -51,6 +51,12 @@ type Server struct {
 	// OnError, when set, is called for every request refused (4xx) or failed (5xx) after the run
 	// was authenticated, with the response status and the reason. Set it before Start.
 	OnError func(runID, suffix string, status int, err error)
+	// Leading, when set, says whether this process still leads (its leader Lease renewed within
+	// the renew deadline). While it does not, every request of a run is refused with 503 and no
+	// errored state is kept: another replica may lead already, and a run of this one must not
+	// write what that one's runs read. Nil: always leading (no leader election). Set it before
+	// Start.
+	Leading func() bool
 
 	mu      sync.Mutex
 	addr    string
@@ -77,6 +83,9 @@ func (s *Server) TakeWritten(suffix string) (State, bool) {
 	delete(s.written, suffix)
 	return st, ok
 }
+
+// errNotLeading refuses the requests of runs while this process's leadership has lapsed.
+var errNotLeading = errors.New("this controller no longer leads (its leader election lease was not renewed in time): its runs may not read or write state")
 
 // requestTimeout bounds the work of one request on the API server.
 const requestTimeout = 2 * time.Minute
@@ -318,6 +327,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rn.suffix != suffix {
 		s.fail(w, rn, suffix, &httpError{status: http.StatusForbidden,
 			err: fmt.Errorf("the credentials of run %s are not valid for state %s", rn.id, suffix)})
+		return
+	}
+	if s.Leading != nil && !s.Leading() {
+		s.fail(w, rn, suffix, &httpError{status: http.StatusServiceUnavailable, err: errNotLeading})
 		return
 	}
 	// One request at a time per state, finished even when the client goes away: a write of

@@ -182,3 +182,42 @@ func TestErroredStateKeptOnlyForItsRun(t *testing.T) {
 		t.Errorf("errored state under an unknown run: %v; want ErroredStateRefusedError", err)
 	}
 }
+
+// Issue 46: while this process's leadership has lapsed (Leading false) every request of a run is
+// refused (503) and no errored state is kept; RevokeAll ends every credential and releases the
+// locks the (killed) runs held.
+func TestLapsedLeaderServesNoRun(t *testing.T) {
+	ctx := context.Background()
+	fk := fake.NewClientset()
+	srv := startServer(t, fk, "ns", 0)
+	var leading atomic.Bool
+	leading.Store(true)
+	srv.Leading = leading.Load
+	a, revoke := srv.IssueRunAs("run-a", "db", nil)
+	defer revoke()
+	lockAs(t, a, "lock-a")
+	if st, out, _ := call(t, "POST", a.Address+"?ID=lock-a", a.Username, a.Password, stateJSON(t, "l", 1, nil)); st != 200 {
+		t.Fatalf("POST while leading: %d %s", st, out)
+	}
+	leading.Store(false)
+	if st, out, _ := call(t, "POST", a.Address+"?ID=lock-a", a.Username, a.Password, stateJSON(t, "l", 2, nil)); st != 503 || !strings.Contains(out, "no longer leads") {
+		t.Errorf("POST after leadership lapsed: %d %s; want 503", st, out)
+	}
+	if st, _, _ := call(t, "GET", a.Address, a.Username, a.Password, nil); st != 503 {
+		t.Errorf("GET after leadership lapsed: %d; want 503", st)
+	}
+	if err := srv.KeepErrored(ctx, "run-a", stateJSON(t, "l", 2, nil)); err == nil {
+		t.Error("an errored state was kept after leadership lapsed")
+	}
+	if got := storedSerial(t, srv, "db"); got != 1 {
+		t.Errorf("stored serial %d, want 1", got)
+	}
+	srv.RevokeAll()
+	leading.Store(true)
+	if st, _, _ := call(t, "GET", a.Address, a.Username, a.Password, nil); st != 401 {
+		t.Errorf("GET after RevokeAll: %d; want 401", st)
+	}
+	if l, _ := srv.Store().For("db").InspectLock(ctx); l != nil {
+		t.Errorf("lock after RevokeAll: %+v; want released", l)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -33,9 +34,12 @@ const leaderLease = "conductor-tf.conductor.io"
 // lock. Before, SIGTERM interrupted it (SIGINT, then SIGKILL after the grace period), which left
 // the create in doubt and the next plan held as InterruptedCreate.
 //
-// Lost leadership interrupts at once (another replica may lead already): the run's state is
-// written and its lock released before the process exits. Issue 17: the process exited without
-// draining its runs and the state server, and the lock stayed held.
+// Lost leadership stops runs at once (another replica may lead already): past the renew deadline
+// the state server refuses them, so no state is written from then on; the runs are killed, their
+// credentials revoked and their locks released before the process exits. Issue 17: the process
+// exited without draining its runs and the state server, and the lock stayed held. Issue 46: the
+// runs got SIGINT and the grace period while the state server kept answering, so a run of the
+// old leader wrote state after another manager could lead.
 func TestShutdownMidApplyLeavesNoLock(t *testing.T) {
 	r := newRig(t)
 	dir, env, k8s, kube, bin, tfEnv := r.dir, r.env, r.k8s, r.kube, r.bin, r.tfEnv
@@ -89,12 +93,20 @@ func TestShutdownMidApplyLeavesNoLock(t *testing.T) {
 				assertDrained(ctx, t, k8s, filepath.Join(files, name+".ledger"), name)
 			} else {
 				stealLeadership(ctx, t, kube)
+				// Past the renew deadline (cmd/conductor-tf: 10 s) the old leader's state server
+				// refuses its runs: nothing it started may write state from then on.
+				time.Sleep(10 * time.Second)
+				before := stateVersion(ctx, t, kube, sfx)
 				exited := make(chan struct{})
 				go func() { _, _ = c.Cmd.Process.Wait(); close(exited) }()
 				select {
 				case <-exited:
 				case <-time.After(2 * time.Minute):
 					t.Fatal("the controller did not stop after losing its leader Lease")
+				}
+				if after := stateVersion(ctx, t, kube, sfx); after != before {
+					t.Errorf("the state was written after the manager's leadership lapsed (resourceVersion %s, then %s): "+
+						"its run went on writing while another manager may lead", before, after)
 				}
 			}
 			lock, err := statebackend.NewStore(kube, stateNamespace).For(sfx).InspectLock(ctx)
@@ -106,6 +118,19 @@ func TestShutdownMidApplyLeavesNoLock(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stateVersion is the resourceVersion of the state Secret of suffix ("" when there is none).
+func stateVersion(ctx context.Context, t *testing.T, kube kubernetes.Interface, suffix string) string {
+	t.Helper()
+	s, err := kube.CoreV1().Secrets(stateNamespace).Get(ctx, statebackend.SecretName(statebackend.DefaultWorkspace, suffix), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.ResourceVersion
 }
 
 // assertDrained checks what a drained apply leaves: the create made once (the ledger, outside
