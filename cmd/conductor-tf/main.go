@@ -187,7 +187,7 @@ func run(o options) error {
 		RenewDeadline:                       &renew,
 		RetryPeriod:                         &retry,
 		LeaderElectionReleaseOnCancel:       true,
-		GracefulShutdownTimeout:       &grace,
+		GracefulShutdownTimeout:             &grace,
 		// Secrets are read and written one at a time (inputs, connection Secrets, state): never
 		// cached, so the controller neither holds every Secret of the cluster in memory nor needs
 		// to list and watch them cluster-wide.
