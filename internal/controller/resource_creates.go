@@ -47,18 +47,29 @@ func createStarted(res *v1alpha1.InfraResource, address string) bool {
 	return true
 }
 
-// settleCreates clears status.createsPending after an apply whose process ended on its own and
-// whose state is stored (stored: the state server holds no state of it that waits to be written,
-// and its errored.tfstate, if any, was kept): that state holds every object it created. After a
-// killed process, a provider that crashed mid-apply (tfrunner.Killed), or a state not stored yet,
-// the list stays for the next run's gate, which runs once the state is written back.
+// settleCreates clears status.createsPending after an apply whose state is stored (stored: the
+// state server holds no state of it that waits to be written, and its errored.tfstate, if any,
+// was kept), per address: a create of this run is settled when its apply ended with the
+// provider's answer (ended, the run's apply_complete and apply_errored: created and in that
+// state, or refused), or when the run succeeded. A create cut off mid-way — the run interrupted
+// (SIGINT at the drain deadline or on lost leadership: an SDKv2 provider may leave a half-made
+// object), killed, or its provider crashed (tfrunner.Killed) — stays for the next run's gate, as
+// does everything while the state is not stored yet.
 //
 // A successful run also settles the creates an earlier dead run left: its plan passed the gate
 // (so it did not create them again, or was approved) or had no changes at all.
-func settleCreates(res *v1alpha1.InfraResource, runErr error, stored bool) {
+func settleCreates(res *v1alpha1.InfraResource, ended []string, runErr error, stored bool) {
 	mine := res.Status.CreatesPendingRun == runID(res)
 	stored = stored && !errors.Is(runErr, tfrunner.ErrStateNotKept)
-	if (mine && stored && !tfrunner.Killed(runErr)) || (!mine && stored && runErr == nil) {
+	switch {
+	case !stored || len(res.Status.CreatesPending) == 0:
+		return
+	case runErr == nil:
+		res.Status.CreatesPending = nil
+	case mine && !tfrunner.Killed(runErr):
+		res.Status.CreatesPending = slices.DeleteFunc(res.Status.CreatesPending, func(a string) bool { return slices.Contains(ended, a) })
+	}
+	if len(res.Status.CreatesPending) == 0 {
 		res.Status.CreatesPending, res.Status.CreatesPendingRun = nil, ""
 	}
 }

@@ -143,7 +143,11 @@ func (r syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error) 
 		err = r.holdPlan(ctx, res, out.Held)
 	}
 	done := time.Now()
-	settleCreates(res, err, r.keeper().stateStored(s))
+	var ended []string
+	if out != nil {
+		ended = out.Ended
+	}
+	settleCreates(res, ended, err, r.keeper().stateStored(s))
 	defer func() {
 		// From the Started event, kept on the scope: a checkpoint or the outcome may replace
 		// status.lastRun meanwhile (recordOutcome starts a new record when the generation moved).

@@ -279,7 +279,7 @@ func applyResultToProto(r *tfrunner.ApplyResult) *runnerpb.ApplyResult {
 		return nil
 	}
 	p := &runnerpb.ApplyResult{Initialized: r.Initialized, Schema: schemaToProto(r.Schema), Plan: planToProto(r.Plan),
-		Applied: r.Applied, Outputs: outputsToProto(r.Outputs), Log: r.Log, Held: holdToProto(r.Held)}
+		Applied: r.Applied, Outputs: outputsToProto(r.Outputs), Log: r.Log, Held: holdToProto(r.Held), Ended: r.Ended}
 	for _, d := range r.Resolutions {
 		p.Resolutions = append(p.Resolutions, &runnerpb.Resolution{Address: d.Address, Decision: d.Decision, Id: d.ID, Detail: d.Detail})
 	}
@@ -298,7 +298,7 @@ func applyResultFromProto(p *runnerpb.ApplyResult) (*tfrunner.ApplyResult, error
 	}
 	schema, err := schemaFromProto(p.GetSchema())
 	r := &tfrunner.ApplyResult{Initialized: p.GetInitialized(), Schema: schema, Plan: planFromProto(p.GetPlan()),
-		Applied: p.GetApplied(), Outputs: outputsFromProto(p.GetOutputs()), Log: p.GetLog()}
+		Applied: p.GetApplied(), Outputs: outputsFromProto(p.GetOutputs()), Log: p.GetLog(), Ended: p.GetEnded()}
 	r.Held = holdFromProto(p.GetHeld(), r.Plan)
 	for _, d := range p.GetResolutions() {
 		r.Resolutions = append(r.Resolutions, tfrunner.Resolution{Address: d.GetAddress(), Decision: d.GetDecision(), ID: d.GetId(), Detail: d.GetDetail()})

@@ -216,6 +216,7 @@ func TestResultRoundTrip(t *testing.T) {
 			{Address: "module.main.g.h", ID: "id-2", Err: importErr},
 			{Address: "module.main.i.j", ID: "id-3"},
 		},
+		Ended: []string{"module.main.e.f", "module.main.k.l"},
 	}
 	applied := tfrunner.Summary{Add: 1}
 	drift := &tfrunner.StreamResult{Plan: &tfrunner.Plan{ID: "ba9876543210", Destroy: true}, Applied: &applied,

@@ -124,7 +124,7 @@ func TestRealChain(t *testing.T) {
 			if !plan.HasChanges || plan.Summary != (tfrunner.Summary{Add: 2}) {
 				t.Fatalf("first plan: changes=%v summary=%+v, want 2 to add", plan.HasChanges, plan.Summary)
 			}
-			if err := ws.Apply(ctx, plan, nil, nil); err != nil {
+			if _, err := ws.Apply(ctx, plan, nil, nil); err != nil {
 				t.Fatal(err)
 			}
 
@@ -254,7 +254,7 @@ func TestCancelReachesTerraform(t *testing.T) {
 			runCtx, stop := context.WithCancel(ctx)
 			done := make(chan error, 1)
 			started := time.Now()
-			go func() { done <- ws.Apply(runCtx, plan, nil, nil) }()
+			go func() { _, err := ws.Apply(runCtx, plan, nil, nil); done <- err }()
 
 			// Wait until the apply holds the lock, then cancel it.
 			deadline := time.Now().Add(time.Minute)

@@ -256,6 +256,10 @@ type ApplyResult struct {
 	Held *Hold
 	// Resolutions are the decisions about the Gate's creates in doubt (Gate.ResolveCreates).
 	Resolutions []Resolution
+	// Ended are the addresses whose apply ended with the provider's answer (apply_complete or
+	// apply_errored), in order, also when the run failed: the creates among them are no longer in
+	// doubt. A create cut off by an interrupt or a kill is not among them.
+	Ended []string
 	// Outputs are the root outputs after the run.
 	Outputs map[string]Output
 	// Log is the run's output as people read it (the human-readable messages of the -json stream,
@@ -311,7 +315,9 @@ func (p *Pool) Apply(ctx context.Context, key string, spec Spec, opts ApplyOptio
 			if err := opts.Events.Send(Applying{Plan: res.Plan}); err != nil {
 				return fmt.Errorf("%w: %w", ErrStopped, err)
 			}
-			if err := ws.Apply(ctx, res.Plan, &log, opts.Events.createStarts()); err != nil {
+			ended, err := ws.Apply(ctx, res.Plan, &log, opts.Events.createStarts())
+			res.Ended = ended
+			if err != nil {
 				return err
 			}
 			res.Applied = true
@@ -395,6 +401,7 @@ func (p *Pool) applyJSON(ctx context.Context, ws *Workspace, res *ApplyResult, o
 		res.Plan = stream.Plan
 		res.Applied = stream.Applied != nil && stream.Plan.HasChanges
 		res.Outputs = stream.Outputs
+		res.Ended = stream.Ended
 	}
 	if err != nil {
 		return err

@@ -59,6 +59,10 @@ func (w *Workspace) streamApply(ctx context.Context, onCreate CreateStartFunc, o
 	runErr := tf.ApplyJSON(runCtx, pw, opts...)
 	_ = pw.Close()
 	out := <-done
+	if out.res != nil && runCtx.Err() == nil {
+		// Not interrupted: a create that errored was refused by its provider, not cut off.
+		out.res.Ended = append(out.res.Ended, out.res.errored...)
+	}
 	if out.err != nil && ctx.Err() == nil {
 		// The process's own outcome is kept beside it: Killed must still see a killed process.
 		what := "recording a create that started"

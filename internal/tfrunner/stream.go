@@ -79,6 +79,14 @@ type StreamResult struct {
 	Outputs map[string]Output
 	// Drift lists the addresses whose real objects changed outside Terraform (resource_drift).
 	Drift []string
+	// Ended lists, in order, the addresses whose apply ended with the provider's answer: every
+	// apply_complete, and apply_errored of a run that was not interrupted (the provider said the
+	// change failed). A create among them is no longer in doubt. A create cut off by a kill has
+	// neither message; one cut off by an interrupt gets apply_errored, but the object may be
+	// half-made (an SDKv2 provider stops mid-create), so it is not counted (streamApply).
+	Ended []string
+	// errored are the apply_errored addresses, added to Ended unless the run was interrupted.
+	errored []string
 	// Errors are the error diagnostics, as "summary: detail".
 	Errors []string
 	// Log is every message's human-readable text (@message), in order: the run as people read it,
@@ -238,6 +246,14 @@ func (res *StreamResult) add(m *streamMessage) {
 		if m.Change != nil {
 			res.Drift = append(res.Drift, m.Change.Resource.Addr)
 		}
+	case "apply_complete":
+		if creates(m.Hook) {
+			res.Ended = append(res.Ended, m.Hook.Resource.Addr)
+		}
+	case "apply_errored":
+		if creates(m.Hook) {
+			res.errored = append(res.errored, m.Hook.Resource.Addr)
+		}
 	case "change_summary":
 		if s := m.Changes; s != nil {
 			sum := Summary{Add: s.Add, Change: s.Change, Destroy: s.Remove, Import: s.Import}
@@ -262,6 +278,12 @@ func (res *StreamResult) add(m *streamMessage) {
 			res.Errors = append(res.Errors, msg)
 		}
 	}
+}
+
+// creates reports a hook of a create, or of the create half of a replace (its destroy half's hook
+// says "delete").
+func creates(h *streamHook) bool {
+	return h != nil && (h.Action == "create" || h.Action == "replace")
 }
 
 // planChange turns a planned_change into a Change with the actions show -json would list.

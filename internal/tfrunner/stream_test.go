@@ -156,3 +156,45 @@ func TestReadStreamSkipsAnOverlongLine(t *testing.T) {
 		t.Fatalf("errors after the long line = %v; want [boom]", res.Errors)
 	}
 }
+
+// TestEndedCreates: a create whose provider (here its provisioner) refuses it on its own ended
+// (ApplyResult.Ended lists it); one cut off by an interrupt did not, though Terraform reports it
+// errored — an SDKv2 provider stopped mid-create may leave a half-made object (issue 46). Each
+// real binary.
+func TestEndedCreates(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const addr = "module.main.terraform_data.this"
+	for _, bin := range bins {
+		t.Run(string(bin.Flavor), func(t *testing.T) {
+			ws, spec, _ := workspace(t, ctx, bin, "endings", "ended")
+			spec.Variables = map[string]any{"command": "exit 3"}
+			if _, err := ws.Prepare(spec); err != nil {
+				t.Fatal(err)
+			}
+			if err := ws.Init(ctx); err != nil {
+				t.Fatal(err)
+			}
+			res, err := ws.ApplyJSON(ctx, nil)
+			if err == nil || !slices.Contains(res.Ended, addr) {
+				t.Fatalf("a create refused on its own: ended %q, %v; want it ended, and an error", res.Ended, err)
+			}
+
+			spec.Variables = map[string]any{"command": "sleep 30"}
+			if _, err := ws.Prepare(spec); err != nil {
+				t.Fatal(err)
+			}
+			runCtx, interrupt := context.WithCancel(ctx)
+			defer interrupt()
+			res, err = ws.ApplyJSON(runCtx, func(a string) error {
+				if a == addr {
+					time.AfterFunc(time.Second, interrupt) // the provisioner is under way
+				}
+				return nil
+			})
+			if err == nil || res == nil || slices.Contains(res.Ended, addr) {
+				t.Fatalf("a create cut off by an interrupt: ended %v, %v; want it not ended, and an error", res, err)
+			}
+		})
+	}
+}

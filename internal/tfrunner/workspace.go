@@ -327,18 +327,23 @@ func (w *Workspace) Plan(ctx context.Context, opts PlanOptions) (*Plan, error) {
 }
 
 // Apply applies a saved plan made by Plan in this workspace; log, when not nil, receives its
-// output. It returns a *LockError when the state is locked by someone else, else a *RunError.
-func (w *Workspace) Apply(ctx context.Context, p *Plan, log io.Writer, onCreate CreateStartFunc) error {
+// output. It returns the addresses whose apply ended with the provider's answer
+// (StreamResult.Ended), also when it fails, and a *LockError when the state is locked by someone
+// else, else a *RunError.
+func (w *Workspace) Apply(ctx context.Context, p *Plan, log io.Writer, onCreate CreateStartFunc) ([]string, error) {
 	if p == nil {
-		return errors.New("apply: no plan")
+		return nil, errors.New("apply: no plan")
 	}
 	res, err := w.streamApply(ctx, onCreate, tfexec.DirOrPlan(planFile))
-	if log != nil && res != nil {
+	if res == nil {
+		return nil, err
+	}
+	if log != nil {
 		for _, l := range res.Log {
 			fmt.Fprintln(log, l)
 		}
 	}
-	return err
+	return res.Ended, err
 }
 
 // ShowPlanText is Terraform's human-readable rendering of the saved plan (show -no-color <plan>),

@@ -2306,7 +2306,10 @@ type ApplyResult struct {
 	// The saved plan (plan) the gate held; unset when none.
 	Held *Hold `protobuf:"bytes,8,opt,name=held,proto3" json:"held,omitempty"`
 	// The decisions about the gate's creates in doubt (Gate.resolve_creates).
-	Resolutions   []*Resolution `protobuf:"bytes,9,rep,name=resolutions,proto3" json:"resolutions,omitempty"`
+	Resolutions []*Resolution `protobuf:"bytes,9,rep,name=resolutions,proto3" json:"resolutions,omitempty"`
+	// The module addresses whose apply ended with the provider's answer (apply_complete or
+	// apply_errored), in order; a create cut off by an interrupt or a kill is not among them.
+	Ended         []string `protobuf:"bytes,10,rep,name=ended,proto3" json:"ended,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2400,6 +2403,13 @@ func (x *ApplyResult) GetHeld() *Hold {
 func (x *ApplyResult) GetResolutions() []*Resolution {
 	if x != nil {
 		return x.Resolutions
+	}
+	return nil
+}
+
+func (x *ApplyResult) GetEnded() []string {
+	if x != nil {
+		return x.Ended
 	}
 	return nil
 }
@@ -3046,7 +3056,7 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\x05drift\x18\x02 \x01(\v2!.conductor.runner.v1.StreamResultR\x05drift\x12(\n" +
 	"\rerrored_state\x18\x03 \x01(\fH\x00R\ferroredState\x88\x01\x01\x120\n" +
 	"\x05error\x18\x04 \x01(\v2\x1a.conductor.runner.v1.ErrorR\x05errorB\x10\n" +
-	"\x0e_errored_state\"\x96\x04\n" +
+	"\x0e_errored_state\"\xac\x04\n" +
 	"\vApplyResult\x12 \n" +
 	"\vinitialized\x18\x01 \x01(\bR\vinitialized\x129\n" +
 	"\x06schema\x18\x02 \x01(\v2!.conductor.runner.v1.ModuleSchemaR\x06schema\x12;\n" +
@@ -3056,7 +3066,9 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\aoutputs\x18\x06 \x03(\v2-.conductor.runner.v1.ApplyResult.OutputsEntryR\aoutputs\x12\x10\n" +
 	"\x03log\x18\a \x01(\tR\x03log\x12-\n" +
 	"\x04held\x18\b \x01(\v2\x19.conductor.runner.v1.HoldR\x04held\x12A\n" +
-	"\vresolutions\x18\t \x03(\v2\x1f.conductor.runner.v1.ResolutionR\vresolutions\x1aW\n" +
+	"\vresolutions\x18\t \x03(\v2\x1f.conductor.runner.v1.ResolutionR\vresolutions\x12\x14\n" +
+	"\x05ended\x18\n" +
+	" \x03(\tR\x05ended\x1aW\n" +
 	"\fOutputsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x121\n" +
 	"\x05value\x18\x02 \x01(\v2\x1b.conductor.runner.v1.OutputR\x05value:\x028\x01\"\x86\x01\n" +
