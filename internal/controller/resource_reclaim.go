@@ -193,6 +193,14 @@ func (r reclaimer) destroy(ctx context.Context, s *resourceScope) error {
 			return err
 		}
 	}
+	if ran, err := r.resolveCreatesOnDelete(ctx, s); err != nil {
+		return err
+	} else if ran {
+		// Objects adopted are in state now (a state may exist only from them): destroy sees them.
+		if st, found, err = s.state.Status(ctx); err != nil {
+			return err
+		}
+	}
 	if err := r.createsInDoubtOnDelete(res); err != nil {
 		return err
 	}
@@ -291,9 +299,9 @@ func destroyedEarlier(res *v1alpha1.InfraResource) bool {
 
 // createsInDoubtOnDelete decides a Delete reclaim of a resource whose creates a run that died had
 // started are unresolved (status.createsPending): destroy sees only what the state holds, so objects
-// those creates made would be left behind unseen. The finalizer stays, with reason CreatesInDoubt
-// naming them, until they are resolved (an apply with the resource's import identities adopts
-// what exists) or an operator annotates conductor.io/abandon=true: an event then says they are left
+// those creates made would be left behind unseen. Those the identities decide were settled first
+// (resolveCreatesOnDelete); for the rest the finalizer stays, with reason CreatesInDoubt naming
+// them, until they are resolved or an operator annotates conductor.io/abandon=true: an event then says they are left
 // as they are, and the reclaim goes on. It returns a *stateError to wait.
 func (r reclaimer) createsInDoubtOnDelete(res *v1alpha1.InfraResource) error {
 	if len(res.Status.CreatesPending) == 0 {

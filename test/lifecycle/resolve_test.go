@@ -173,6 +173,24 @@ var _ = Describe("Interrupted creates resolved by the controller", func() {
 		Expect(heldForCreates(s, name)()).To(BeFalse())
 	})
 
+	// Issue 46: a Delete reclaim decides creates in doubt with the identities before it destroys;
+	// before, it always waited for a person, whose only tool (--abandon) leaked what existed.
+	It("a Delete reclaim adopts a create in doubt by its identity and destroys it: no person, nothing leaked", func() {
+		s := newScenario()
+		name := "delete-adopt-" + s.ns
+		Expect(k8s.Create(s.ctx, namedTokenResource(s, name, true))).To(Succeed())
+		Eventually(ledger(s, name), timeout, 100*time.Millisecond).Should(Equal(1), "the provider made the Secret and waits for its token")
+		// Deleted while the create is under way: the reconcile after the kill is the reclaim's.
+		Expect(k8s.Delete(s.ctx, s.resource(name)())).To(Succeed())
+		killMidCreate(s, name)
+
+		Eventually(gone(func() error { return k8s.Get(s.ctx, client.ObjectKey{Name: name}, &v1alpha1.InfraResource{}) }), timeout, time.Second).
+			Should(BeTrue(), "the reclaim went on without conductor.io/abandon")
+		Expect(ledger(s, name)()).To(BeZero(), "the Secret the killed run made was adopted and destroyed, not left behind")
+		Expect(eventReasons(s, name)).To(ContainElement(HavePrefix(v1alpha1.ReasonCreateAdopted)))
+		Expect(eventReasons(s, name)).NotTo(ContainElement(HavePrefix(v1alpha1.ReasonAbandoned)))
+	})
+
 	It("holds a create with no identity, as before, and a Delete reclaim keeps the finalizer until it is abandoned", func() {
 		s := newScenario()
 		name := "held-" + s.ns
