@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"sync"
-	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -41,7 +40,7 @@ type session struct {
 	sent       map[uint64]time.Time // when each recent heartbeat was sent
 	leaseLen   time.Duration        // 0: the manager grants no lease; the run is not fenced
 	leaseUntil time.Time
-	frozen     bool
+	holds      map[string]bool // why the run's processes are stopped (freeze); none: they run
 	killed     bool
 	processes  bool // the run's processes may be running (fenced only then)
 
@@ -56,7 +55,7 @@ func newSession(r *Runner, stream runnerpb.Runs_RunClient, closeStream context.C
 	return &session{
 		r: r, spec: spec, cancel: cancel, log: r.Log.With("run", spec.GetId(), "key", spec.GetKey()),
 		stream: stream, closeOld: closeStream, up: make(chan struct{}), gone: make(chan struct{}),
-		answers: make(chan *runnerpb.Answer, 4), sent: map[uint64]time.Time{},
+		answers: make(chan *runnerpb.Answer, 4), sent: map[uint64]time.Time{}, holds: map[string]bool{},
 		leaseLen: lease, leaseUntil: time.Now().Add(lease), processes: true, delivered: make(chan struct{}),
 	}
 }
@@ -92,6 +91,9 @@ func (s *session) read(stop <-chan struct{}) {
 		st, up := s.current()
 		m, err := st.Recv()
 		if err == nil {
+			// The manager answers on this stream (a resumed one took the run): a freeze for the
+			// broken stream ends.
+			s.thaw(holdStream)
 			switch {
 			case m.GetLease() != nil:
 				s.renew(m.GetLease())
@@ -121,7 +123,8 @@ func (s *session) read(stop <-chan struct{}) {
 			continue
 		default:
 		}
-		s.log.Info("run stream broken; resuming the run on a new stream", "error", err.Error())
+		s.freeze(holdStream)
+		s.log.Info("run stream broken: the run's processes are frozen while it is resumed on a new stream", "error", err.Error())
 		select { // at most one resume a second
 		case <-stop:
 			return
@@ -248,77 +251,6 @@ func (s *session) renew(l *runnerpb.Lease) {
 	}
 }
 
-// fence enforces the lease: once it expires the run's processes are frozen (SIGSTOP) and a
-// heartbeat asks for a lease at once; a lease that comes thaws them (SIGCONT); none within a
-// quarter of the lease's length kills them (SIGKILL), well before the manager's fence ends (its
-// grace after the lease).
-func (s *session) fence(stop <-chan struct{}) {
-	t := time.NewTicker(max(s.leaseLen/40, 50*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		s.mu.Lock()
-		now, until, frozen, killed, running := time.Now(), s.leaseUntil, s.frozen, s.killed, s.processes
-		s.mu.Unlock()
-		switch {
-		case killed || !running:
-		case !frozen && now.After(until):
-			n, ok := s.signalOwn(syscall.SIGSTOP, true)
-			if !ok {
-				continue
-			}
-			s.log.Info("run lease expired: its processes are frozen until the manager renews it", "processes", n,
-				"expiredFor", now.Sub(until).Round(time.Millisecond).String())
-			s.heartbeat()
-		case frozen && now.Before(until):
-			if _, ok := s.signalOwn(syscall.SIGCONT, false); ok {
-				s.log.Info("run lease renewed: its processes go on")
-			}
-		case frozen && now.After(until.Add(s.leaseLen/4)):
-			s.log.Info("run lease not renewed: killing its processes before the manager gives the run up")
-			s.kill()
-		}
-	}
-}
-
-// signalOwn sends sig to the run's processes and records frozen, under the session's lock and only
-// while they run (processesEnded waits for it): once they ended, the key's processes are a later
-// run's (issue 46). It returns how many processes it signalled, and false when it sent nothing.
-func (s *session) signalOwn(sig syscall.Signal, frozen bool) (int, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.processes || s.killed {
-		return 0, false
-	}
-	n := s.r.Runs.Signal(s.spec.GetKey(), sig)
-	s.frozen = frozen
-	return n, true
-}
-
-// kill ends the run's processes at once (SIGKILL, frozen or not) and cancels the run. Once they
-// ended (processesEnded) it signals nothing: the key's processes then are a later run's (issue 46).
-// The signal is sent under the session's lock, so processesEnded waits for it.
-func (s *session) kill() {
-	s.cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.killed = true
-	if s.processes {
-		s.r.Runs.Signal(s.spec.GetKey(), syscall.SIGKILL)
-	}
-}
-
-// processesEnded tells the fence that the run's processes have exited.
-func (s *session) processesEnded() {
-	s.mu.Lock()
-	s.processes = false
-	s.mu.Unlock()
-}
-
 // event sends one of the run's events to the manager and waits for its Answer: the run goes on
 // only once the manager recorded it. An event whose stream broke is sent again on the resumed
 // stream (the manager records each idempotently). Events the protocol does not carry (Queued: a
@@ -333,6 +265,17 @@ func (s *session) event(e tfrunner.Event) error {
 	default:
 		return nil
 	}
+	// Terraform goes on while the manager has not answered: past answerWait its processes are
+	// stopped, so that no create starts unrecorded while the stream is broken or the manager slow.
+	wait := time.AfterFunc(answerWait, func() {
+		if n, ok := s.freeze(holdAnswer); ok {
+			s.log.Info("the manager has not answered an event: the run's processes are frozen until it does", "processes", n)
+		}
+	})
+	defer func() {
+		wait.Stop()
+		s.thaw(holdAnswer)
+	}()
 	for {
 		st, up := s.current()
 		if err := s.sendOn(st, m); err == nil {
