@@ -267,12 +267,24 @@ func (s *session) event(e tfrunner.Event) error {
 	}
 	// Terraform goes on while the manager has not answered: past answerWait its processes are
 	// stopped, so that no create starts unrecorded while the stream is broken or the manager slow.
+	// answered guards against a timer that fires as the answer comes: whichever runs second sees
+	// the other's work (a freeze after the thaw would never end).
+	var answerMu sync.Mutex
+	answered := false
 	wait := time.AfterFunc(answerWait, func() {
+		answerMu.Lock()
+		defer answerMu.Unlock()
+		if answered {
+			return
+		}
 		if n, ok := s.freeze(holdAnswer); ok {
 			s.log.Info("the manager has not answered an event: the run's processes are frozen until it does", "processes", n)
 		}
 	})
 	defer func() {
+		answerMu.Lock()
+		answered = true
+		answerMu.Unlock()
 		wait.Stop()
 		s.thaw(holdAnswer)
 	}()
