@@ -350,8 +350,10 @@ func lostLeadership(err error) bool {
 // drain ends the process's runs in order, whatever stopped the manager: on SIGTERM it has waited
 // for its reconciles (GracefulShutdownTimeout), but on lost leadership controller-runtime skips
 // that wait. Either way the runs' contexts are cancelled (Terraform got SIGINT); the pool is given
-// the grace period to finish them, then the state server finishes the requests under way (their
-// final state writes and UNLOCKs) before the process exits.
+// the grace period to finish them, then the state server finishes the requests under way before
+// the process exits. With leader election, the leader Lease is released (ReleaseOnCancel) or lost
+// by then, and the state server refuses what runs still send (another replica may lead already):
+// their creates stay in doubt for the next leader.
 func drain(pool *tfrunner.Pool, remote *runners.Dispatcher, server *statebackend.Server, grace time.Duration) {
 	log := ctrl.Log.WithName("shutdown")
 	ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)

@@ -71,6 +71,7 @@ func TestRunFreezesWhileAnEventWaitsForItsAnswer(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(answerWait + 200*time.Millisecond) // past the wait: a timer left behind would have fired
 	if st := processState(t, proc); st == "T" {
 		t.Fatal("a run answered at once was frozen")
 	}

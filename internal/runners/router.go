@@ -75,8 +75,9 @@ func (r *Router) DriftCheck(ctx context.Context, key string, spec tfrunner.Spec)
 // shutdown does not cancel, and clears it there once stored. It returns an error wrapping
 // ErrStateNotKept when there is one and it could not be stored (the next run of key does not
 // start until it is). A state the server refuses as not its run's (a
-// *statebackend.ErroredStateRefusedError: that run ended and no longer holds the state's lock) is
-// dropped from the carrier and the refusal returned, once.
+// *statebackend.ErroredStateRefusedError: another run wrote since, or its run's lock is gone) is
+// dropped from the carrier and the refusal returned once, wrapping ErrStateNotKept so that the
+// creates of its run stay in doubt; the key's next run starts.
 func (r *Router) keepErrored(ctx context.Context, key string) error {
 	if r.KeepErrored == nil {
 		return nil
@@ -104,8 +105,10 @@ func (r *Router) keepOne(ctx context.Context, e tfrunner.ErroredState, from stri
 	var refused *statebackend.ErroredStateRefusedError
 	switch {
 	case errors.As(err, &refused):
+		// Dropped: the objects it holds are in no stored state, so its run's creates stay in
+		// doubt (ErrStateNotKept keeps them), but the key's runs go on.
 		clear(key)
-		return fmt.Errorf("%w; dropped (%s)", err, from)
+		return fmt.Errorf("%w: %w; dropped (%s)", ErrStateNotKept, err, from)
 	case err != nil:
 		return fmt.Errorf("%w (%s): %w", ErrStateNotKept, from, err)
 	}

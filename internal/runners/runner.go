@@ -177,7 +177,8 @@ func (r *Runner) serveOne(ctx context.Context, conn *grpc.ClientConn, proxy stri
 // execute runs spec under its lease (session), sending its events over stream, or the streams
 // that resume it, and delivers its Result. Every file of the run (its variables, credentials,
 // kubeconfig) is deleted once the manager has the Result; a Result the manager never took (it
-// gave the run up) leaves the run's errored state, if any, in the workspace for recovery.
+// gave the run up, and revoked the run's state credentials) leaves the workspace, errored state
+// included, until the next run of the key starts clean (startClean logs what it drops).
 func (r *Runner) execute(ctx context.Context, stream runnerpb.Runs_RunClient, closeStream context.CancelFunc,
 	spec *runnerpb.RunSpec, proxy string) error {
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
@@ -206,6 +207,7 @@ func (r *Runner) execute(ctx context.Context, stream runnerpb.Runs_RunClient, cl
 		res = newResult(nil, nil, err)
 	} else {
 		ts.Env = withStateProxy(ts.Env, proxy)
+		ts.RunID = spec.GetId() // tags what the run leaves (tfrunner's errored state)
 		res = r.run(runCtx, s, spec, ts)
 	}
 	s.processesEnded()

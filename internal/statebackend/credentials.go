@@ -168,9 +168,12 @@ func (s *Server) RevokeAll() {
 	s.mu.Lock()
 	all := maps.Clone(s.runs)
 	s.mu.Unlock()
+	// At once for all: each revoke may wait revokeTimeout for an API server that is not there.
+	var wg sync.WaitGroup
 	for user, r := range all {
-		s.revoke(user, r)
+		wg.Go(func() { s.revoke(user, r) })
 	}
+	wg.Wait()
 }
 
 // revokeTimeout bounds the lock releases of a revoke.
@@ -201,9 +204,13 @@ func (s *Server) revoke(user string, r *run) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), revokeTimeout)
 	defer cancel()
-	h := s.store.For(r.suffix)
+	s.releaseLocks(ctx, s.store.For(r.suffix), r, ids)
+}
+
+// releaseLocks releases the locks ids run r took and still holds (Unlock releases only a lock held
+// under its id: another's lock is a *LockedError, left). Call it under the state's mutex.
+func (s *Server) releaseLocks(ctx context.Context, h *Handle, r *run, ids []string) {
 	for _, id := range ids {
-		// Unlock releases only a lock held under this id: another's lock is a *LockedError, left.
 		if err := h.Unlock(ctx, id); err == nil {
 			s.mu.Lock()
 			delete(r.lockIDs, id)

@@ -2,6 +2,7 @@ package statebackend
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,15 +22,22 @@ func TestKeepErroredState(t *testing.T) {
 	}
 	_, revoke := s.IssueRunAs("run-1", "db", map[string]string{LabelResource: "db"})
 	defer revoke()
+	if _, err := s.Store().For("db").Lock(ctx, Lock{ID: "lock-1", Info: runLockInfo("run-1", "")}); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.runs[firstUser(s)].lockIDs["lock-1"] = true // as its LOCK through the server would
+	s.mu.Unlock()
 
-	if err := s.KeepErrored(ctx, "run-1", stateJSON(t, "l", 2, nil)); err != nil {
-		t.Fatalf("an older errored state: %v", err)
+	var refused *ErroredStateRefusedError
+	if err := s.KeepErrored(ctx, "run-1", stateJSON(t, "l", 2, nil)); !errors.As(err, &refused) {
+		t.Fatalf("an older errored state: %v; want it refused", err)
 	}
 	if _, pending := s.Pending("db"); pending {
 		t.Error("an errored state older than the stored one was kept")
 	}
-	if err := s.KeepErrored(ctx, "run-1", stateJSON(t, "other", 4, nil)); err != nil {
-		t.Fatalf("another lineage: %v", err)
+	if err := s.KeepErrored(ctx, "run-1", stateJSON(t, "other", 4, nil)); !errors.As(err, &refused) {
+		t.Fatalf("another lineage: %v; want it refused", err)
 	}
 	if _, pending := s.Pending("db"); pending {
 		t.Error("an errored state of another lineage was kept")
@@ -57,4 +65,12 @@ func TestKeepErroredState(t *testing.T) {
 	if err := s.KeepErrored(ctx, "run-1", []byte("not json")); err == nil {
 		t.Error("data that is not a state was kept")
 	}
+}
+
+// firstUser is the username of the server's only run.
+func firstUser(s *Server) string {
+	for user := range s.runs {
+		return user
+	}
+	return ""
 }

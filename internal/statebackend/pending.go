@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -134,19 +135,25 @@ func (e *ErroredStateRefusedError) Error() string {
 // errored.tfstate, left in the run's workspace or carried back in a runner's Result, tagged with
 // the run that produced it (never a later run's ID) — as its state's pending state, at once: in
 // memory and in its pending Secret (so that it outlives this process), to be written back by
-// RetryPending before anything else runs on that state. A lock the run still holds stays held
-// until the state is saved.
+// RetryPending before anything else runs on that state. The lock the run holds stays held until
+// the state is saved.
 //
-// The state is accepted only for its own run: a run whose credentials are live (call it before
-// revoke), or one revoked after an earlier KeepErrored of it failed (its locks were then kept by
-// revoke) whose lock the Lease, read now, still stores. Anything else is an
-// *ErroredStateRefusedError. A state that does not follow the stored one (older, another
-// lineage, the same serial with other content) is dropped: the stored state is newer, or another
-// run wrote that serial; so is one that does not follow a pending state the server already keeps,
-// or that equals the stored state (the run's last write did reach the server). It returns an
+// In order, under the state's mutex:
+//   - the run must be live (call it before revoke), or revoked after an earlier KeepErrored of it
+//     failed (revoke then kept its locks); else *ErroredStateRefusedError;
+//   - a stored state equal to it (the run's last write did reach the server) leaves nothing to
+//     keep: nil;
+//   - one that does not follow the stored state (older, another lineage, the same serial with other
+//     content: another run wrote since) or a pending state the server keeps is refused
+//     (*ErroredStateRefusedError): the objects it holds are not in the stored state, so its run's
+//     creates stay in doubt;
+//   - the Lease, read now, must hold a lock the run took (a write it could not make because its
+//     lock was gone is never made this way); else *ErroredStateRefusedError.
+//
+// A revoked run forgotten without a pending state has its locks released. It returns an
 // *InvalidStateError for data that is not a Terraform state, and the API server's error when the
-// state could not be read (the run is then remembered, so that a retry of the same state is
-// still accepted).
+// state or the Lease could not be read (the run is then remembered, so that a retry of the same
+// state is still accepted).
 func (s *Server) KeepErrored(ctx context.Context, runID string, state []byte) error {
 	sent, err := decodeJSON(state)
 	if err != nil {
@@ -162,56 +169,57 @@ func (s *Server) KeepErrored(ctx context.Context, runID string, state []byte) er
 	unlock := s.serialize(rn.suffix)
 	defer unlock()
 	h := s.store.For(rn.suffix).WithLabels(rn.labels)
-	lockID, err := s.erroredLock(ctx, h, rn, live)
-	if err != nil {
-		return err
-	}
+	name := SecretName(h.workspace, h.suffix)
 	stored, found, err := h.Read(ctx)
 	if err != nil {
 		s.markUnkept(rn)
 		return err
 	}
 	if found {
-		cur, derr := decodeJSON(stored)
-		if derr == nil && (cur.Serial == sent.Serial || checkFollows(cur, sent, stored, state, SecretName(h.workspace, h.suffix)) != nil) {
-			s.forgetUnkept(rn)
-			return nil // stored already, or the stored state is newer: nothing to keep
+		if cur, derr := decodeJSON(stored); derr == nil {
+			if cur.Serial == sent.Serial && sameState(stored, state) {
+				s.forgetUnkept(ctx, h, rn, live)
+				return nil // stored already
+			}
+			if err := checkFollows(cur, sent, stored, state, name); err != nil {
+				s.forgetUnkept(ctx, h, rn, live)
+				return &ErroredStateRefusedError{RunID: runID, Reason: err.Error()}
+			}
 		}
 	}
 	s.mu.Lock()
-	if p, ok := s.pending[rn.suffix]; ok {
-		if cur, err := decodeJSON(p.state); err == nil && checkFollows(cur, sent, p.state, state, SecretName(h.workspace, h.suffix)) != nil {
-			s.mu.Unlock()
-			s.forgetUnkept(rn)
-			return nil // the pending state the server kept is newer
-		}
-		if lockID == "" {
-			lockID = p.lockID
+	p, hasPending := s.pending[rn.suffix]
+	s.mu.Unlock()
+	if hasPending {
+		if cur, err := decodeJSON(p.state); err == nil {
+			if err := checkFollows(cur, sent, p.state, state, name+" (pending)"); err != nil {
+				s.forgetUnkept(ctx, h, rn, live)
+				return &ErroredStateRefusedError{RunID: runID, Reason: err.Error()}
+			}
 		}
 	}
-	s.mu.Unlock()
+	lockID, err := s.erroredLock(ctx, h, rn)
+	if err != nil {
+		var refused *ErroredStateRefusedError
+		if errors.As(err, &refused) {
+			s.forgetUnkept(ctx, h, rn, live)
+		} else {
+			s.markUnkept(rn)
+		}
+		return err
+	}
 	s.keepPending(ctx, h, state, lockID, errors.New("Terraform could not send the state it ended with (errored.tfstate)"))
 	if !s.hasPending(rn.suffix) {
 		s.markUnkept(rn)
 		return fmt.Errorf("the errored state of run %s was not kept", runID)
 	}
-	s.forgetUnkept(rn)
+	s.forgetUnkept(ctx, h, rn, live)
 	return nil
 }
 
-// erroredLock returns the lock ID run rn's errored state is kept under: any lock a live run took,
-// or, for a run revoked with its errored state unkept, the lock the Lease stores now, which must
-// be one it took (else an *ErroredStateRefusedError, and the run is forgotten).
-func (s *Server) erroredLock(ctx context.Context, h *Handle, rn *run, live bool) (string, error) {
-	s.mu.Lock()
-	var lockID string
-	for id := range rn.lockIDs {
-		lockID = id
-	}
-	s.mu.Unlock()
-	if live {
-		return lockID, nil
-	}
+// erroredLock returns the lock the run's errored state is kept under: the lock the Lease stores
+// now, which must be one the run took (else an *ErroredStateRefusedError).
+func (s *Server) erroredLock(ctx context.Context, h *Handle, rn *run) (string, error) {
 	lock, err := h.InspectLock(ctx)
 	if err != nil {
 		return "", err
@@ -220,9 +228,8 @@ func (s *Server) erroredLock(ctx context.Context, h *Handle, rn *run, live bool)
 	took := lock != nil && rn.lockIDs[lock.ID]
 	s.mu.Unlock()
 	if !took {
-		s.forgetUnkept(rn)
 		return "", &ErroredStateRefusedError{RunID: rn.id, Reason: fmt.Sprintf(
-			"the run has ended and state %s is no longer locked by it, so another run may have written it since", rn.suffix)}
+			"state %s is not locked by the run any more, so another run may have written it since", rn.suffix)}
 	}
 	return lock.ID, nil
 }
@@ -230,6 +237,9 @@ func (s *Server) erroredLock(ctx context.Context, h *Handle, rn *run, live bool)
 // runByID finds run runID among the live runs, or else among those revoked with an errored state
 // not kept (live false).
 func (s *Server) runByID(runID string) (rn *run, live bool) {
+	if runID == "" {
+		return nil, false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range s.runs {
@@ -254,10 +264,18 @@ func (s *Server) markUnkept(rn *run) {
 	}
 }
 
-// forgetUnkept ends what markUnkept recorded: the errored state is kept, or refused for good.
-func (s *Server) forgetUnkept(rn *run) {
+// forgetUnkept ends what markUnkept recorded: the errored state is kept, or refused for good. A
+// revoked run (live false) then has the locks it still holds released, unless its state is pending
+// (its lock stays until that is written), as revoke would have. Call it under the state's mutex.
+func (s *Server) forgetUnkept(ctx context.Context, h *Handle, rn *run, live bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	rn.erroredUnkept = false
 	delete(s.unkept, rn.id)
+	_, pending := s.pending[rn.suffix]
+	ids := slices.Collect(maps.Keys(rn.lockIDs))
+	s.mu.Unlock()
+	if live || pending {
+		return
+	}
+	s.releaseLocks(ctx, h, rn, ids)
 }

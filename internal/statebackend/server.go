@@ -329,14 +329,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			err: fmt.Errorf("the credentials of run %s are not valid for state %s", rn.id, suffix)})
 		return
 	}
-	if s.Leading != nil && !s.Leading() {
-		s.fail(w, rn, suffix, &httpError{status: http.StatusServiceUnavailable, err: errNotLeading})
-		return
-	}
 	// One request at a time per state, finished even when the client goes away: a write of
 	// several chunks cut off half-way would leave the state unreadable.
 	unlock := s.serialize(suffix)
 	defer unlock()
+	// Checked once the request's turn came (it may have waited behind another's).
+	if s.Leading != nil && !s.Leading() {
+		s.fail(w, rn, suffix, &httpError{status: http.StatusServiceUnavailable, err: errNotLeading})
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), requestTimeout)
 	defer cancel()
 	r = r.WithContext(ctx)

@@ -103,8 +103,9 @@ func TestEqualSerialDifferentContentIsRefused(t *testing.T) {
 	if got, _, _ := srv.Store().For("db").Read(context.Background()); string(got) != string(newer) {
 		t.Error("the stored serial 5 was overwritten by another serial 5")
 	}
-	if err := srv.KeepErrored(context.Background(), "run-a", older); err != nil {
-		t.Fatal(err)
+	var refused *ErroredStateRefusedError
+	if err := srv.KeepErrored(context.Background(), "run-a", older); !errors.As(err, &refused) || !strings.Contains(err.Error(), "serial 5") {
+		t.Fatalf("an errored state of the stored serial with other content: %v; want it refused", err)
 	}
 	if _, pending := srv.Pending("db"); pending {
 		t.Error("an errored state of the stored serial with other content was kept to be written back")
@@ -158,10 +159,32 @@ func TestErroredStateKeptOnlyForItsRun(t *testing.T) {
 		t.Errorf("after the errored state was written back: lock %+v, live %v; want released, not live", l, srv.Live("run-a"))
 	}
 
+	// A run whose errored state turns out stored already (its last write did reach the server):
+	// nothing to keep, and the lock revoke kept is released.
+	c, revokeC := srv.IssueRunAs("run-c", "db", nil)
+	lockAs(t, c, "lock-c0")
+	five := stateJSON(t, "l", 5, nil)
+	if st, out, _ := call(t, "POST", c.Address+"?ID=lock-c0", c.Username, c.Password, five); st != 200 {
+		t.Fatalf("POST: %d %s", st, out)
+	}
+	fail.Store(true)
+	_ = srv.KeepErrored(ctx, "run-c", five)
+	revokeC()
+	fail.Store(false)
+	if l, _ := seed.InspectLock(ctx); l == nil || l.ID != "lock-c0" {
+		t.Fatalf("lock after revoking a run whose errored state is not kept: %+v", l)
+	}
+	if err := srv.KeepErrored(ctx, "run-c", five); err != nil {
+		t.Fatalf("an errored state stored already: %v", err)
+	}
+	if l, _ := seed.InspectLock(ctx); l != nil || srv.Live("run-c") {
+		t.Errorf("after finding its errored state stored: lock %+v, live %v; want released, not live", l, srv.Live("run-c"))
+	}
+
 	b, revokeB := srv.IssueRunAs("run-b", "db", nil)
 	lockAs(t, b, "lock-b")
 	fail.Store(true)
-	_ = srv.KeepErrored(ctx, "run-b", stateJSON(t, "l", 5, nil))
+	_ = srv.KeepErrored(ctx, "run-b", stateJSON(t, "l", 6, nil))
 	revokeB()
 	fail.Store(false)
 	// A person force-unlocks, and another run takes the state.
@@ -172,13 +195,13 @@ func TestErroredStateKeptOnlyForItsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	var refused *ErroredStateRefusedError
-	if err := srv.KeepErrored(ctx, "run-b", stateJSON(t, "l", 5, nil)); !errors.As(err, &refused) {
+	if err := srv.KeepErrored(ctx, "run-b", stateJSON(t, "l", 6, nil)); !errors.As(err, &refused) {
 		t.Fatalf("errored state of a run whose lock is gone: %v; want ErroredStateRefusedError", err)
 	}
 	if _, pending := srv.Pending("db"); pending || srv.Live("run-b") {
 		t.Errorf("after the refusal: pending %v, live %v; want neither", pending, srv.Live("run-b"))
 	}
-	if err := srv.KeepErrored(ctx, "run-new", stateJSON(t, "l", 5, nil)); !errors.As(err, &refused) {
+	if err := srv.KeepErrored(ctx, "run-new", stateJSON(t, "l", 6, nil)); !errors.As(err, &refused) {
 		t.Errorf("errored state under an unknown run: %v; want ErroredStateRefusedError", err)
 	}
 }
