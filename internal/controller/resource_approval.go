@@ -126,7 +126,7 @@ func gateOf(res *v1alpha1.InfraResource) *tfrunner.Gate {
 	}
 	if holdsCreates(res) && res.Status.CreatesPendingRun != runID(res) {
 		g.CreatesInDoubt = slices.Clone(res.Status.CreatesPending)
-		g.ResolveCreates, g.Identities = resolves(res), identities(res)
+		g.ResolveCreates, g.Identities, g.Owner = resolves(res), identities(res), res.Name
 	}
 	if pp := res.Status.PendingPlan; pp != nil && pp.Generation == res.Generation {
 		g.Shown, g.ShownReason = pp.ID, pp.Reason

@@ -44,7 +44,7 @@ func (r reclaimer) resolveCreatesOnDelete(ctx context.Context, s *resourceScope)
 	if err := s.checkpoint(ctx); err != nil {
 		return false, err
 	}
-	gate := &tfrunner.Gate{Manual: true, CreatesInDoubt: pending, ResolveCreates: true, Identities: ids}
+	gate := &tfrunner.Gate{Manual: true, CreatesInDoubt: pending, ResolveCreates: true, Identities: ids, Owner: res.Name}
 	revoke := r.keeper().backend(s, &spec)
 	out, err := r.Runs.Apply(ctx, res.Name, spec, tfrunner.ApplyOptions{Gate: gate})
 	revoke()

@@ -324,7 +324,7 @@ func gateToProto(g *tfrunner.Gate) *runnerpb.Gate {
 	}
 	return &runnerpb.Gate{Approved: g.Approved, Manual: g.Manual, AllowDestructive: g.AllowDestructive,
 		Imported: g.Imported, CreatesInDoubt: g.CreatesInDoubt, Shown: g.Shown, ShownReason: g.ShownReason,
-		ResolveCreates: g.ResolveCreates, Identities: g.Identities}
+		ResolveCreates: g.ResolveCreates, Identities: g.Identities, Owner: g.Owner}
 }
 
 func gateFromProto(p *runnerpb.Gate) *tfrunner.Gate {
@@ -333,7 +333,7 @@ func gateFromProto(p *runnerpb.Gate) *tfrunner.Gate {
 	}
 	return &tfrunner.Gate{Approved: p.GetApproved(), Manual: p.GetManual(), AllowDestructive: p.GetAllowDestructive(),
 		Imported: nilIfEmpty(p.GetImported()), CreatesInDoubt: nilIfEmpty(p.GetCreatesInDoubt()), Shown: p.GetShown(), ShownReason: p.GetShownReason(),
-		ResolveCreates: p.GetResolveCreates(), Identities: nilIfEmptyMap(p.GetIdentities())}
+		ResolveCreates: p.GetResolveCreates(), Identities: nilIfEmptyMap(p.GetIdentities()), Owner: p.GetOwner()}
 }
 
 // holdToProto converts h without its plan, which travels once, as ApplyResult.plan.

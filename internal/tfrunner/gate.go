@@ -40,6 +40,10 @@ type Gate struct {
 	ResolveCreates bool
 	// Identities are import IDs by module address (ModuleAddress), for ResolveCreates.
 	Identities map[string]string
+	// Owner is the resource's name. An object ResolveCreates adopts whose ownership mark
+	// (OwnershipMark) names another resource is given back — removed from state again — and held:
+	// the identity led to another resource's object. "": no check.
+	Owner string
 	// Shown and ShownReason are the plan already shown to people as held, and why; a plan held
 	// again with the same ID is not rendered again.
 	Shown, ShownReason string

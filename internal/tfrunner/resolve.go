@@ -25,9 +25,12 @@ type Resolution struct {
 	Address, Decision, ID, Detail string
 }
 
-// importer imports the object id at a module address (Workspace.Import).
+// importer imports the object id at a module address (Workspace.Import), reads an object's
+// ownership mark (Workspace.OwnershipMark) and removes an object from state (Workspace.Forget).
 type importer interface {
 	Import(ctx context.Context, address, id string) error
+	OwnershipMark(ctx context.Context, address string) (string, bool, error)
+	Forget(ctx context.Context, address string) error
 }
 
 // resolveCreates decides each of gate's CreatesInDoubt and returns the decisions with the
@@ -37,7 +40,9 @@ type importer interface {
 //     the one a replace was creating when the run died, or the old one it was replacing; the gate
 //     holds the plan only if the plan would create it again, as under Hold;
 //   - an address with an identity (gate.Identities) is imported with that ID: when the import
-//     succeeds the object existed and is now in state (CreateAdopted); when the provider reports
+//     succeeds the object existed and is now in state (CreateAdopted) — unless its ownership mark
+//     names another resource than gate.Owner: it is then removed from state again and held (the
+//     identity led to another resource's object); when the provider reports
 //     that no such object exists (Terraform's "Cannot import non-existent remote object"), the
 //     create never happened and may run (CreateRetried); any other failure decides nothing;
 //   - an address without one stays in doubt (CreateHeld). Objects that live only in state are not
@@ -65,6 +70,11 @@ func resolveCreates(ctx context.Context, imp importer, gate *Gate, inState []str
 				return out, nil, ctx.Err()
 			case err == nil:
 				r.Decision, r.Detail = CreateAdopted, "the object exists and was imported into state"
+				if other, err := checkOwner(ctx, imp, addr, gate.Owner); err != nil {
+					r.Decision, r.Detail = CreateHeld, "checking its ownership mark failed: "+firstLine(err.Error())
+				} else if other != "" {
+					r.Decision, r.Detail = CreateHeld, other
+				}
 			case nonExistent(err):
 				r.Decision, r.Detail = CreateRetried, "the provider found no object with this ID: the create never happened"
 			default:

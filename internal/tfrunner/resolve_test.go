@@ -8,9 +8,21 @@ import (
 
 // fakeImporter answers imports from a table of existing objects, as a provider would.
 type fakeImporter struct {
-	exists map[string]bool // by ID
-	broken map[string]bool // by ID: the provider fails
+	exists map[string]bool   // by ID
+	broken map[string]bool   // by ID: the provider fails
+	marks  map[string]string // ownership marks by ID
 	calls  []string
+	state  map[string]string // address → ID imported and still in state
+}
+
+func (f *fakeImporter) OwnershipMark(_ context.Context, address string) (string, bool, error) {
+	m, ok := f.marks[f.state[address]]
+	return m, ok, nil
+}
+
+func (f *fakeImporter) Forget(_ context.Context, address string) error {
+	delete(f.state, address)
+	return nil
 }
 
 func (f *fakeImporter) Import(_ context.Context, address, id string) error {
@@ -21,7 +33,57 @@ func (f *fakeImporter) Import(_ context.Context, address, id string) error {
 	case !f.exists[id]:
 		return &RunError{Op: "import", Message: "Error: Cannot import non-existent remote object\n\nWhile attempting to import..."}
 	}
+	if f.state == nil {
+		f.state = map[string]string{}
+	}
+	f.state[address] = id
 	return nil
+}
+
+// Issue 46: an object adopted by its identity whose ownership mark names another resource is given
+// back (removed from state) and held; one marked for this resource, or unmarked, is adopted.
+func TestResolveCreatesChecksOwnershipMarks(t *testing.T) {
+	gate := &Gate{
+		ResolveCreates: true, Owner: "db-1a2b3",
+		CreatesInDoubt: []string{"module.main.a.mine", "module.main.a.theirs", "module.main.a.unmarked"},
+		Identities:     map[string]string{"module.main.a.mine": "ns/m", "module.main.a.theirs": "ns/t", "module.main.a.unmarked": "ns/u"},
+	}
+	imp := &fakeImporter{exists: map[string]bool{"ns/m": true, "ns/t": true, "ns/u": true},
+		marks: map[string]string{"ns/m": "db-1a2b3", "ns/t": "db-4d5e6"}}
+	got, held, err := resolveCreates(context.Background(), imp, gate, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"module.main.a.mine": CreateAdopted, "module.main.a.theirs": CreateHeld, "module.main.a.unmarked": CreateAdopted}
+	for _, r := range got {
+		if want[r.Address] != r.Decision {
+			t.Errorf("%s: %s (%s), want %s", r.Address, r.Decision, r.Detail, want[r.Address])
+		}
+	}
+	if !sameElements(held, []string{"module.main.a.theirs"}) {
+		t.Errorf("held %v", held)
+	}
+	if _, still := imp.state["module.main.a.theirs"]; still {
+		t.Error("another resource's object stayed in this resource's state")
+	}
+}
+
+// ownershipMark finds the mark where the providers keep labels and tags.
+func TestOwnershipMark(t *testing.T) {
+	for _, c := range []struct {
+		attrs map[string]any
+		want  string
+	}{
+		{map[string]any{"metadata": []any{map[string]any{"labels": map[string]any{"conductor.io/resource": "r1"}}}}, "r1"},
+		{map[string]any{"tags": map[string]any{"conductor.io/resource": "r2", "Name": "x"}}, "r2"},
+		{map[string]any{"labels": map[string]any{"conductor-resource": "r3"}}, "r3"},
+		{map[string]any{"tags": map[string]any{"Name": "x"}}, ""},
+		{map[string]any{"metadata": []any{}}, ""},
+	} {
+		if got, ok := ownershipMark(c.attrs); got != c.want || ok != (c.want != "") {
+			t.Errorf("ownershipMark(%v) = %q, %v; want %q", c.attrs, got, ok, c.want)
+		}
+	}
 }
 
 // The decision table of interrupted creates (issue 35), as built.

@@ -191,6 +191,36 @@ var _ = Describe("Interrupted creates resolved by the controller", func() {
 		Expect(eventReasons(s, name)).NotTo(ContainElement(HavePrefix(v1alpha1.ReasonAbandoned)))
 	})
 
+	// Issue 46: an identity that leads to another resource's object (two resources rendering the
+	// same ID) never adopts it: the object's ownership mark names its resource, so it is given back
+	// and the create held; the other resource's object is untouched.
+	It("never adopts another resource's object: its ownership mark names that resource", func() {
+		s := newScenario()
+		victim, thief := "victim-"+s.ns, "thief-"+s.ns
+		Expect(k8s.Create(s.ctx, namedTokenResource(s, victim, true))).To(Succeed())
+		Eventually(ledger(s, victim), timeout, 100*time.Millisecond).Should(Equal(1))
+		finish(s, victim)
+		uid := secretUID(s, victim)
+
+		res := namedTokenResource(s, thief, true)
+		res.Spec.ImportIdentities = map[string]string{"kubernetes_secret_v1.token": s.ns + "/" + victim}
+		Expect(k8s.Create(s.ctx, res)).To(Succeed())
+		Eventually(ledger(s, thief), timeout, 100*time.Millisecond).Should(Equal(1))
+		killMidCreate(s, thief)
+
+		Eventually(resolutions(s, thief), timeout, 200*time.Millisecond).Should(ContainElement("Held module.main.kubernetes_secret_v1.token"))
+		Expect(s.resource(thief)().Status.LastRun.Resolutions).To(ContainElement(
+			HaveField("Reason", ContainSubstring("belongs to resource "+victim))))
+		Eventually(heldForCreates(s, thief), timeout, 200*time.Millisecond).Should(BeTrue())
+		Expect(secretUID(s, victim)).To(Equal(uid), "the other resource's Secret is untouched")
+
+		By("the thief's Delete reclaim destroys what its state holds: not the other resource's Secret")
+		annotateAbandon(s, thief)
+		Expect(k8s.Delete(s.ctx, s.resource(thief)())).To(Succeed())
+		Eventually(gone(func() error { return k8s.Get(s.ctx, client.ObjectKey{Name: thief}, &v1alpha1.InfraResource{}) }), timeout, time.Second).Should(BeTrue())
+		Expect(secretUID(s, victim)).To(Equal(uid), "given back, so never destroyed by the thief's reclaim")
+	})
+
 	It("holds a create with no identity, as before, and a Delete reclaim keeps the finalizer until it is abandoned", func() {
 		s := newScenario()
 		name := "held-" + s.ns

@@ -920,7 +920,10 @@ type Gate struct {
 	// their identity), creates those the provider finds none of, holds the rest.
 	ResolveCreates bool `protobuf:"varint,8,opt,name=resolve_creates,json=resolveCreates,proto3" json:"resolve_creates,omitempty"`
 	// Import IDs by module address, for resolve_creates.
-	Identities    map[string]string `protobuf:"bytes,9,rep,name=identities,proto3" json:"identities,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Identities map[string]string `protobuf:"bytes,9,rep,name=identities,proto3" json:"identities,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The resource's name: an object adopted by resolve_creates whose ownership mark names another
+	// resource is given back (removed from state) and held.
+	Owner         string `protobuf:"bytes,10,opt,name=owner,proto3" json:"owner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1016,6 +1019,13 @@ func (x *Gate) GetIdentities() map[string]string {
 		return x.Identities
 	}
 	return nil
+}
+
+func (x *Gate) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
 }
 
 // Resolution is tfrunner.Resolution: what a run decided about one create in doubt.
@@ -2929,7 +2939,7 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\blease_ms\x18\x0e \x01(\x03R\aleaseMsJ\x04\b\x06\x10\aJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
 	"J\x04\b\n" +
 	"\x10\vR\n" +
-	"saved_planR\task_checkR\x10ask_before_applyR\x10ask_create_start\"\x99\x03\n" +
+	"saved_planR\task_checkR\x10ask_before_applyR\x10ask_create_start\"\xaf\x03\n" +
 	"\x04Gate\x12\x1a\n" +
 	"\bapproved\x18\x01 \x01(\tR\bapproved\x12\x16\n" +
 	"\x06manual\x18\x02 \x01(\bR\x06manual\x12+\n" +
@@ -2941,7 +2951,9 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\x0fresolve_creates\x18\b \x01(\bR\x0eresolveCreates\x12I\n" +
 	"\n" +
 	"identities\x18\t \x03(\v2).conductor.runner.v1.Gate.IdentitiesEntryR\n" +
-	"identities\x1a=\n" +
+	"identities\x12\x14\n" +
+	"\x05owner\x18\n" +
+	" \x01(\tR\x05owner\x1a=\n" +
 	"\x0fIdentitiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"j\n" +

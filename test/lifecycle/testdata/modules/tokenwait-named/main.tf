@@ -24,7 +24,7 @@ variable "name" {
 
 variable "label" {
   type        = string
-  description = "Value of the conductor.io/ledger label on every Secret this module creates."
+  description = "Value of the conductor.io/ledger label, and of the ownership mark conductor.io/resource, on every Secret this module creates (the resource's name)."
 }
 
 resource "terraform_data" "first" {
@@ -37,7 +37,7 @@ resource "kubernetes_secret_v1" "token" {
   metadata {
     name        = var.name
     namespace   = var.namespace
-    labels      = { "conductor.io/ledger" = var.label, "suffix" = random_pet.suffix.id }
+    labels      = { "conductor.io/ledger" = var.label, "suffix" = random_pet.suffix.id, "conductor.io/resource" = var.label }
     annotations = { "kubernetes.io/service-account.name" = "default" }
   }
   type                           = "kubernetes.io/service-account-token"
