@@ -106,7 +106,7 @@ while :; do
   sleep 2
 done
 RES=$(k get infraclaim assets -n "$NS" -o jsonpath='{.status.resourceName}')
-STORE=minio-$NS-assets
+STORE=minio-$RES # the sample names the store after the resource
 
 step "kubectl get conductor -A"
 k get conductor -A

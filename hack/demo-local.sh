@@ -104,6 +104,7 @@ while :; do
   sleep 2
 done
 RES=$(k get infraclaim assets -n "$NS" -o jsonpath='{.status.resourceName}')
+STORE=minio-$RES # the sample names the store after the resource
 
 step "kubectl get conductor -A"
 k get conductor -A
@@ -116,17 +117,17 @@ step "The state Secret (conductor-system) and the resource's last run"
 k get secret -n conductor-system -l "conductor.io/resource=$RES"
 info "$(k get infraresource "$RES" -o jsonpath='lastRun: {.status.lastRun.operation} {.status.lastRun.result}, plan +{.status.lastRun.summary.add} ~{.status.lastRun.summary.change} -{.status.lastRun.summary.destroy}; state serial {.status.state.serial}')"
 
-step "What the module created (namespace minio-$NS-assets)"
-k get namespace "minio-$NS-assets"
-k get secrets,objectstores.minio.rook.io -n "minio-$NS-assets"
+step "What the module created (namespace $STORE)"
+k get namespace "$STORE"
+k get secrets,objectstores.minio.rook.io -n "$STORE"
 
 step "Deleting the claim: reclaim policy Delete destroys the infrastructure, then the state, then the resource"
 k delete infraclaim assets -n "$NS" --wait=false
 k wait --for=delete "infraresource/$RES" --timeout="${TIMEOUT}s" >/dev/null || fail "resource $RES still exists after ${TIMEOUT}s"
-k wait --for=delete "namespace/minio-$NS-assets" --timeout=120s >/dev/null || fail "namespace minio-$NS-assets still exists"
+k wait --for=delete "namespace/$STORE" --timeout=120s >/dev/null || fail "namespace $STORE still exists"
 info "infraresource $RES: $(k get infraresource "$RES" 2>&1 | tail -1)"
 info "objectstores: $(k get objectstores.minio.rook.io -A 2>&1 | tail -1)"
-info "namespace minio-$NS-assets: $(k get namespace "minio-$NS-assets" 2>&1 | tail -1)"
+info "namespace $STORE: $(k get namespace "$STORE" 2>&1 | tail -1)"
 info "state Secrets: $(k get secret -n conductor-system -l "conductor.io/resource=$RES" 2>&1 | tail -1)"
 k delete infraclass minio-standard >/dev/null
 

@@ -118,7 +118,8 @@ k wait --for=condition=Ready "infraclaim/assets" -n "$NS" --timeout="${TIMEOUT}s
 RES=$(k get infraclaim assets -n "$NS" -o jsonpath='{.status.resourceName}')
 info "claim assets: $(k get infraclaim assets -n "$NS" -o jsonpath='{.status.phase}'), resource $RES"
 k get secret assets-s3 -n "$NS" >/dev/null || fail "no connection Secret assets-s3 in $NS"
-k get objectstores.minio.rook.io -n "minio-$NS-assets" -o name | grep -q . || fail "no ObjectStore made"
+STORE=minio-$RES # the sample names the store after the resource
+k get objectstores.minio.rook.io -n "$STORE" -o name | grep -q . || fail "no ObjectStore made"
 info "run: $(k get infraresource "$RES" -o jsonpath='{.status.lastRun.operation} {.status.lastRun.result} by {.status.lastRun.controller} (holder {.status.lastRun.who})')"
 
 step "Metrics over HTTPS, authorized through the API server"
@@ -139,7 +140,7 @@ done
 step "Deleting the claim (reclaim policy Delete)"
 k delete infraclaim assets -n "$NS" --wait=false >/dev/null
 k wait --for=delete "infraresource/$RES" --timeout="${TIMEOUT}s" >/dev/null || fail "resource $RES still exists"
-k wait --for=delete "namespace/minio-$NS-assets" --timeout=120s >/dev/null || fail "the module's namespace still exists"
+k wait --for=delete "namespace/$STORE" --timeout=120s >/dev/null || fail "the module's namespace still exists"
 [[ -z $(k get secret -n "$SYS" -l "conductor.io/resource=$RES" -o name) ]] || fail "state Secrets of $RES left"
 info "resource, module objects and state are gone"
 
