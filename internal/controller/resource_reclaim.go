@@ -134,6 +134,10 @@ func (r reclaimer) reclaim(ctx context.Context, s *resourceScope) (ctrl.Result, 
 		if errors.As(err, &se) {
 			return ctrl.Result{RequeueAfter: stateRetry}, nil, true
 		}
+		var fenced *lockFenced
+		if errors.As(err, &fenced) {
+			return ctrl.Result{RequeueAfter: fenced.wait}, nil, true
+		}
 		return ctrl.Result{}, err, true
 	}
 	return ctrl.Result{}, nil, false

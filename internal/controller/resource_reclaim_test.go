@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -170,5 +171,58 @@ func noStateMissingEvent(t *testing.T, rec *events.FakeRecorder) {
 		if strings.Contains(e, v1alpha1.ReasonStateMissing) {
 			t.Errorf("event %q: the state the reclaim deleted itself was reported missing", e)
 		}
+	}
+}
+
+// Issue 46: a new leader leaves the lock of a run its predecessor started alone until that run
+// can no longer write (LeaderFence), and meanwhile starts no run: a run would only fail
+// StateLocked, and its record would replace the dead run's, by whose ID alone the lock is
+// recovered (seen on kind: after the manager pod was deleted mid-apply, the lock stayed for good).
+// Once the fence has passed, the lock is recovered and the reclaim goes on.
+func TestNewLeaderFencesItsPredecessorsRunLock(t *testing.T) {
+	ctx := context.Background()
+	c, kube := deletedResourceWithState(t, "db-3", "l-3")
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Name: "db-3"}}
+	res := &v1alpha1.InfraResource{}
+	if err := c.Get(ctx, req.NamespacedName, res); err != nil {
+		t.Fatal(err)
+	}
+	started := metav1.Now()
+	res.Status.LastRun = &v1alpha1.RunStatus{ID: "run-old", Operation: "apply", Result: RunRunning, StartTime: &started,
+		Who: "conductor@conductor-tf", Controller: "pod-old"}
+	if err := c.Status().Update(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	h := statebackend.NewStore(kube, reclaimNamespace).For(statebackend.SuffixFor("db-3"))
+	if _, err := h.Lock(ctx, statebackend.Lock{ID: "lock-old", Who: "conductor@conductor-tf", Info: "conductor-tf run run-old"}); err != nil {
+		t.Fatal(err)
+	}
+	runs := &recordingRuns{}
+	r := &ResourceReconciler{Client: c, APIReader: c, Kube: kube, Recorder: events.NewFakeRecorder(100), Runs: runs,
+		State: statebackend.Config{Namespace: reclaimNamespace}, StateServer: statebackend.NewServer(kube, reclaimNamespace, 0),
+		Identity: RunIdentity{Who: "conductor@conductor-tf", Controller: "pod-new"}, LeaderFence: time.Hour}
+
+	result, err := r.Reconcile(ctx, req)
+	if err != nil || result.RequeueAfter <= 0 {
+		t.Fatalf("reconcile within the fence = %+v, %v; want a requeue", result, err)
+	}
+	if runs.destroys != 0 {
+		t.Error("a run started while the predecessor's run could still write")
+	}
+	got := &v1alpha1.InfraResource{}
+	if err := c.Get(ctx, req.NamespacedName, got); err != nil || got.Status.LastRun == nil || got.Status.LastRun.ID != "run-old" {
+		t.Fatalf("the dead run's record was replaced (%+v, %v): its lock could never be recovered", got.Status.LastRun, err)
+	}
+	if l, _ := h.InspectLock(ctx); l == nil || l.ID != "lock-old" {
+		t.Fatalf("lock within the fence: %+v; want lock-old kept", l)
+	}
+
+	r.LeaderFence = time.Nanosecond // the fence has passed
+	_, _ = r.Reconcile(ctx, req)
+	if l, _ := h.InspectLock(ctx); l != nil {
+		t.Errorf("lock after the fence: %+v; want it recovered", l)
+	}
+	if runs.destroys != 1 {
+		t.Errorf("destroys after the fence = %d, want 1", runs.destroys)
 	}
 }

@@ -64,7 +64,9 @@ func runResult(last *v1alpha1.RunStatus, err error) string {
 // longer alive in this controller's pool, and the lock names this deployment as holder and was
 // taken while that run went on (statebackend.IsOwnStaleLock). The run may have died with its pod
 // (recorded Running) or alone (killed, recorded Failed). Anyone else's lock, and a live run's, is
-// left alone: the run then fails with StateLocked and status shows the holder.
+// left alone: the run then fails with StateLocked and status shows the holder. A lock of a run a
+// predecessor manager started is recovered only once that run can no longer write: until then it
+// returns a *lockFenced, and no run may start.
 func (r stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) error {
 	res := s.res
 	last := res.Status.LastRun
@@ -83,17 +85,20 @@ func (r stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) error
 		if _, pending := r.StateServer.Pending(s.state.Suffix()); pending {
 			return nil // the lock stays while the run's state is not saved (putBackState saves it)
 		}
-		if res.Spec.RunnerPool != "" && r.runnerFenced() {
-			return nil // its runner may still carry it (runnerFenced): it fails StateLocked meanwhile
-		}
-		if res.Spec.RunnerPool == "" && last.Controller != r.Identity.Controller && r.leaderFenced() {
-			return nil // its manager's credentials may not have lapsed yet (leaderFenced)
-		}
 		// Runs through the state server name themselves in their locks: a lock is recovered
 		// only by the id of the dead run recorded in status, never by user@host, which a
 		// person's own terraform in the pod also matches.
 		if !isRecordedRunLock(lock, last, run.Alive, r.Identity.who()) {
 			return nil
+		}
+		// The dead run's lock, once its carrier can no longer write: no run starts meanwhile (it
+		// would only fail StateLocked, and its record would replace the dead run's, by which
+		// alone the lock is recovered).
+		if res.Spec.RunnerPool != "" && r.runnerFenced() {
+			return &lockFenced{lock: lock.ID, wait: r.RunnerFence - time.Since(r.leadingSince())} // its runner may still carry it
+		}
+		if res.Spec.RunnerPool == "" && last.Controller != r.Identity.Controller && r.leaderFenced() {
+			return &lockFenced{lock: lock.ID, wait: r.LeaderFence - time.Since(r.leadingSince())} // its manager's credentials may not have lapsed yet
 		}
 	} else if !statebackend.IsOwnStaleLock(lock, run, r.Identity.who()) {
 		return nil
@@ -113,6 +118,17 @@ func (r stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) error
 		"released lock %s (holder %s, since %s) left by %s run %s started by %s, which is no longer running",
 		lock.ID, lock.Who, lock.Created.Format(time.RFC3339), last.Operation, last.ID, started)
 	return nil
+}
+
+// lockFenced is recoverOwnLock's answer for a dead run's lock that is recovered only once its
+// carrier can no longer write (runnerFenced, leaderFenced): try again after wait; start no run.
+type lockFenced struct {
+	lock string
+	wait time.Duration
+}
+
+func (e *lockFenced) Error() string {
+	return fmt.Sprintf("lock %s of a run this manager's predecessor started is recovered in %s, once that run can no longer write", e.lock, e.wait.Round(time.Second))
 }
 
 // endedOnItsOwn reports a last run that cannot have left a lock: it succeeded, or stopped for

@@ -91,6 +91,10 @@ func (r syncer) beforeRun(ctx context.Context, s *resourceScope) (ctrl.Result, e
 		return r.stateStop(res, "state", err)
 	}
 	if err := r.keeper().recoverOwnLock(ctx, s); err != nil {
+		var fenced *lockFenced
+		if errors.As(err, &fenced) {
+			return ctrl.Result{RequeueAfter: fenced.wait}, nil, true
+		}
 		return ctrl.Result{}, err, true
 	}
 	if err := r.keeper().adoptState(ctx, s); err != nil {
