@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,11 +30,7 @@ func recordImports(res *v1alpha1.InfraResource, imports []tfrunner.ImportResult)
 		switch {
 		case imp.Err != nil:
 			st.Result = ImportFailed
-			st.Message = imp.Err.Error()
-			var re *tfrunner.RunError
-			if errors.As(imp.Err, &re) {
-				st.Message = re.Message
-			}
+			st.Message = terraformMessage(imp.Err)
 		case imp.Imported:
 			st.Result = ImportImported
 			imported++

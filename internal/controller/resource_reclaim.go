@@ -231,25 +231,12 @@ func (r reclaimer) runDestroy(ctx context.Context, s *resourceScope, st statebac
 		r.syncer().setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, err.Error(), time.Now())
 		return st, err
 	}
-	if err := r.keeper().recoverOwnLock(ctx, s); err != nil {
-		return st, err
+	done, err, stopped := r.reclaimRun(ctx, s, "destroy", &spec, func() error { return r.Runs.Destroy(ctx, res.Name, spec) })
+	if stopped != nil {
+		return st, stopped
 	}
-	res.Status.LastRun = r.syncer().newRun(res, "destroy", time.Now())
-	if err := s.checkpoint(ctx); err != nil {
-		return st, err
-	}
-	revoke := r.keeper().backend(s, &spec)
-	err = r.Runs.Destroy(ctx, res.Name, spec)
-	revoke()
-	done := time.Now()
-	metrics.ObserveRun("destroy", runResult(nil, err), done.Sub(res.Status.LastRun.StartTime.Time))
 	if err != nil {
-		msg := err.Error()
-		var re *tfrunner.RunError
-		if errors.As(err, &re) {
-			msg = re.Message
-		}
-		r.syncer().setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, msg, done)
+		r.syncer().setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, terraformMessage(err), done)
 		return st, err
 	}
 	res.Status.LastRun.Result = RunSucceeded
@@ -261,6 +248,37 @@ func (r reclaimer) runDestroy(ctx context.Context, s *resourceScope, st statebac
 	}
 	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "Destroyed", "Reclaim", "reclaim policy Delete: infrastructure destroyed")
 	return st, nil
+}
+
+// reclaimRun is one run of a reclaim (op "destroy", or "plan" for resolveCreatesOnDelete), as
+// every run goes: a dead run's lock recovered first (a *lockFenced waits), the run recorded as
+// Running in status (a checkpoint), fn run with the run's state credentials in spec, and its
+// duration observed. It returns when fn ended and fn's error; stopped is what kept fn from running
+// (the lock recovery's or the checkpoint's error).
+func (r reclaimer) reclaimRun(ctx context.Context, s *resourceScope, op string, spec *tfrunner.Spec, fn func() error) (done time.Time, err, stopped error) {
+	if err := r.keeper().recoverOwnLock(ctx, s); err != nil {
+		return time.Time{}, nil, err
+	}
+	s.res.Status.LastRun = r.syncer().newRun(s.res, op, time.Now())
+	if err := s.checkpoint(ctx); err != nil {
+		return time.Time{}, nil, err
+	}
+	revoke := r.keeper().backend(s, spec)
+	err = fn()
+	revoke()
+	done = time.Now()
+	metrics.ObserveRun(op, runResult(nil, err), done.Sub(s.res.Status.LastRun.StartTime.Time))
+	return done, err, nil
+}
+
+// terraformMessage is what a run's error says to people: Terraform's diagnostics for a
+// *tfrunner.RunError, the error's text otherwise.
+func terraformMessage(err error) string {
+	var re *tfrunner.RunError
+	if errors.As(err, &re) {
+		return re.Message
+	}
+	return err.Error()
 }
 
 // recordDestroyed writes status.state.destroyed (serial, now) as a checkpoint, before the state

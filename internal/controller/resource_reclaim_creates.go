@@ -2,14 +2,11 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"slices"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
@@ -36,27 +33,18 @@ func (r reclaimer) resolveCreatesOnDelete(ctx context.Context, s *resourceScope)
 	if err != nil {
 		return false, nil // createsInDoubtOnDelete asks a person
 	}
-	if err := r.keeper().recoverOwnLock(ctx, s); err != nil {
-		return false, err
-	}
 	pending := slices.Clone(res.Status.CreatesPending)
-	res.Status.LastRun = r.syncer().newRun(res, "plan", time.Now())
-	if err := s.checkpoint(ctx); err != nil {
-		return false, err
-	}
 	gate := &tfrunner.Gate{Manual: true, CreatesInDoubt: pending, ResolveCreates: true, Identities: ids, Owner: res.Name}
-	revoke := r.keeper().backend(s, &spec)
-	out, err := r.Runs.Apply(ctx, res.Name, spec, tfrunner.ApplyOptions{Gate: gate})
-	revoke()
-	done := time.Now()
-	metrics.ObserveRun("plan", runResult(nil, err), done.Sub(res.Status.LastRun.StartTime.Time))
+	var out *tfrunner.ApplyResult
+	done, err, stopped := r.reclaimRun(ctx, s, "plan", &spec, func() (err error) {
+		out, err = r.Runs.Apply(ctx, res.Name, spec, tfrunner.ApplyOptions{Gate: gate})
+		return err
+	})
+	if stopped != nil {
+		return false, stopped
+	}
 	if err != nil {
-		msg := err.Error()
-		var re *tfrunner.RunError
-		if errors.As(err, &re) {
-			msg = re.Message
-		}
-		r.syncer().setRunFailed(res, "plan", v1alpha1.ReasonPlanFailed, "resolving the creates in doubt before destroy: "+msg, done)
+		r.syncer().setRunFailed(res, "plan", v1alpha1.ReasonPlanFailed, "resolving the creates in doubt before destroy: "+terraformMessage(err), done)
 		return true, nil
 	}
 	res.Status.LastRun.Result = RunSucceeded
