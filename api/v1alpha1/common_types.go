@@ -259,6 +259,9 @@ const (
 	// ReasonCreateAdopted (event): an object whose create a run that died had started exists, and
 	// was imported into state with its import identity instead of being created again.
 	ReasonCreateAdopted = "CreateAdopted"
+	// ReasonRunAdopted (event): a run on a runner pool that the previous leader started went on
+	// under this leader, which issued it new state credentials, instead of being killed.
+	ReasonRunAdopted = "RunAdopted"
 	// ReasonCreateRetried (event): the provider found no object with the import identity of a
 	// create a run that died had started: it never happened, and is made now.
 	ReasonCreateRetried = "CreateRetried"

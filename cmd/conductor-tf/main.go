@@ -282,8 +282,9 @@ func run(o options) error {
 		return fmt.Errorf("state server: %w", err)
 	}
 	runs := &runners.Router{Local: pool, KeepErrored: stateServer.KeepErrored}
+	adopter := &adopterRef{}
 	if o.runProtocolAddr != "" {
-		if runs.Remote, err = startRunProtocol(serverCtx, o, kube, mgr, stateServer, drainer); err != nil {
+		if runs.Remote, err = startRunProtocol(serverCtx, o, kube, mgr, stateServer, drainer, adopter); err != nil {
 			return fmt.Errorf("run protocol: %w", err)
 		}
 		log.Info("serving runner pools", "runProtocol", o.runProtocolAddr, "stateServer", o.runnerStateAddr)
@@ -298,15 +299,17 @@ func run(o options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&controller.ResourceReconciler{
+	resources := &controller.ResourceReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: runs, Drain: drainer, State: state, StateServer: stateServer,
 		RunCluster: runCluster,
 		Identity:   controller.RunIdentity{Who: statebackend.Who(), Controller: o.podName}, RunnerFence: runnerFence(o), LeaderFence: leaderFence(o), ControllerServiceAccount: o.serviceAccount,
 		MaxConcurrentDriftChecks: o.driftChecks, StaleLockAfter: o.staleLockAfter,
 		SyncInterval: o.syncInterval, SecretCheckInterval: o.secretCheck, KeepRunLogs: o.keepRunLogs, MaxConcurrentReconciles: o.resourceWorkers,
-	}).SetupWithManager(mgr); err != nil {
+	}
+	if err := resources.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	adopter.r.Store(resources)
 	if err := (&controller.ClassReconciler{
 		Client: mgr.GetClient(), Recorder: rec,
 		Modules: &tfrunner.ModuleCache{Binary: bin, Env: env, Dir: filepath.Join(o.workDir, "modules")},

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -32,13 +34,18 @@ func runnerHosts(o options) []string {
 
 // startRunProtocol serves runner pools (runners.Serve): only runners whose token names their
 // pool's ServiceAccount are served.
-func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface, mgr ctrl.Manager, state *statebackend.Server, drain *tfrunner.Drain) (*runners.Dispatcher, error) {
+//
+// Runs a predecessor started that runners resume here are adopted through adopter (the resource
+// reconciler, registered after this; until then none is).
+func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface, mgr ctrl.Manager, state *statebackend.Server, drain *tfrunner.Drain,
+	adopter *adopterRef) (*runners.Dispatcher, error) {
 	elected := mgr.Elected()
 	d, _, err := runners.Serve(ctx, runners.ServeOptions{
 		Kube: kube, Namespace: o.namespace, Hosts: runnerHosts(o),
 		Address: o.runProtocolAddr, StateAddress: o.runnerStateAddr, State: state,
 		Authorize: runners.PoolAuthorizer(mgr.GetClient(), o.namespace), HeartbeatTimeout: o.heartbeatTimeout, FenceGrace: o.fenceGrace,
 		CheckPool: runners.PoolChecker(mgr.GetClient()), StateURL: ownStateURL(o), Drain: drain, QueueTimeout: o.queueTimeout,
+		Adopt: adopter.adopt, OnAdopted: adopter.adopted,
 		Leading: func() bool {
 			select {
 			case <-elected:
@@ -49,6 +56,25 @@ func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface,
 		},
 	})
 	return d, err
+}
+
+// adopterRef is the resource reconciler, once registered, for the run protocol's adoptions.
+type adopterRef struct {
+	r atomic.Pointer[controller.ResourceReconciler]
+}
+
+func (a *adopterRef) adopt(ctx context.Context, req runners.AdoptRequest) (*runners.Adoption, error) {
+	r := a.r.Load()
+	if r == nil {
+		return nil, errors.New("the manager is starting")
+	}
+	return r.AdoptRun(ctx, req)
+}
+
+func (a *adopterRef) adopted(key string) {
+	if r := a.r.Load(); r != nil {
+		r.RunAdopted(key)
+	}
 }
 
 // setupRunnerPools registers the InfraRunnerPool reconciler: runner pods reach this manager

@@ -30,8 +30,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 )
@@ -104,6 +106,9 @@ type ResourceReconciler struct {
 	// names answers whether a state name is taken without an API request (nil: it asks the API
 	// server); set up with the controller when it has runs.
 	names *stateNames
+	// adoptions wakes the resources whose runs were adopted (RunAdopted); set up with the
+	// controller.
+	adoptions chan event.GenericEvent
 }
 
 // +kubebuilder:rbac:groups=conductor.io,resources=infraresources,verbs=get;list;watch;create;update;patch;delete
@@ -144,6 +149,7 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		r.withoutRunner,   // no runner: nothing to run, Available at once
 		sy.decideRun,      // a run is due, or the resource is idle until it is (resource_sync.go)
 		sy.prepareRun,     // the state phases and the run's inputs
+		sy.attachRun,      // a run the previous leader started, adopted here: its outcome (resource_adopt.go)
 		sy.checkForDrift,  // a drift check instead of an apply, when the spec was applied (resource_drift.go)
 		sy.applyPhase,     // apply, or plan, approval and apply; then the outcome
 	)
@@ -281,6 +287,7 @@ func (r *ResourceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if workers < 1 {
 		workers = 1
 	}
+	r.adoptions = make(chan event.GenericEvent, 64)
 	if r.Runs != nil && r.State.Namespace != "" {
 		var err error
 		if r.names, err = newStateNames(mgr, r.State.Namespace); err != nil {
@@ -311,6 +318,8 @@ func (r *ResourceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			// default's 5 ms, which would re-run a failing apply several times a second at first.
 			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](FailureBackoffBase, FailureBackoffMax),
 		}).
+		// A run a runner resumed here and this manager adopted: its resource attaches to it now.
+		WatchesRawSource(source.Channel(r.adoptions, &handler.EnqueueRequestForObject{})).
 		Named("infraresource").
 		Complete(r)
 }

@@ -143,6 +143,14 @@ func (r syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error) 
 	revoke := r.keeper().backend(s, &s.spec)
 	defer revoke()
 	out, err := r.Runs.Apply(ctx, res.Name, s.spec, r.applyOptions(ctx, s, savedPlan))
+	return r.ranApply(ctx, s, out, err)
+}
+
+// ranApply records the outcome of an apply (or plan) run, out and err as Runs.Apply returned them:
+// a plan held for approval, creates settled, imports and resolutions, the run's log, and then the
+// failure (runFailed) or the success (applied).
+func (r syncer) ranApply(ctx context.Context, s *resourceScope, out *tfrunner.ApplyResult, err error) (bool, error) {
+	res := s.res
 	if err == nil && out.Held != nil {
 		err = r.holdPlan(ctx, res, out.Held)
 	}

@@ -74,6 +74,17 @@ type DispatcherOptions struct {
 	// (DeadlineExceeded; the runner opens another, authenticated again); DefaultStreamIdle when
 	// zero.
 	StreamIdle time.Duration
+	// Adopt, when set, is asked about a run that a runner resumes and this manager does not carry
+	// (its predecessor started it, and died): it vouches for the run with the state credentials it
+	// issued for it, or refuses it with an error (the runner then kills the run). Nil refuses every
+	// such run. See adopt.go.
+	Adopt func(ctx context.Context, r AdoptRequest) (*Adoption, error)
+	// OnAdopted, when set, is told the key of each run adopted, so that its caller attaches to it
+	// (Attach) without waiting for its next reconcile.
+	OnAdopted func(key string)
+	// AdoptWait is how long an adopted run waits for a caller to attach to it before it is
+	// cancelled; HeartbeatTimeout plus FenceGrace when zero.
+	AdoptWait time.Duration
 }
 
 // QueueTimeoutError is a run that no runner of its pool took within the queue timeout: the run
@@ -101,6 +112,7 @@ type Dispatcher struct {
 	errored map[string]tfrunner.ErroredState // errored.tfstate a runner sent back, by key, with its run
 	runners map[string]map[string]int        // pool → runner → runs it holds
 	live    map[string]*job                  // runs a runner took and that are not over, by run ID
+	adopted map[string]*job                  // runs adopted from a predecessor that no caller attached to yet, by run ID
 	grpc    *grpc.Server
 	addr    string
 	// running counts the runs queued or under way, for Wait.
@@ -130,8 +142,11 @@ func NewDispatcher(opts DispatcherOptions) *Dispatcher {
 	if opts.StreamIdle <= 0 {
 		opts.StreamIdle = DefaultStreamIdle
 	}
+	if opts.AdoptWait <= 0 {
+		opts.AdoptWait = opts.HeartbeatTimeout + opts.FenceGrace
+	}
 	return &Dispatcher{opts: opts, queues: map[string]*queue{}, busy: map[string]int{}, errored: map[string]tfrunner.ErroredState{},
-		runners: map[string]map[string]int{}, live: map[string]*job{}}
+		runners: map[string]map[string]int{}, live: map[string]*job{}, adopted: map[string]*job{}}
 }
 
 // Serve listens on addr ("host:port", port 0 picks one) with TLS and serves the run protocol until
@@ -202,6 +217,13 @@ type job struct {
 	hookErr      error // the error the Events sink returned, which stopped the run
 	err          error // the run could not finish on its runner (lost), or was never started
 	withdrawn    bool  // its caller gave up after a runner took it (guarded by the queue's mu)
+	// adopted: the run was started by this manager's predecessor (adoptRun); its caller's events
+	// sink comes on sink once a caller attaches, and its events wait for it. claimed (under the
+	// Dispatcher's mu) once a caller attached or the adoption expired; revoke is its credentials'.
+	adopted bool
+	sink    chan tfrunner.Events
+	claimed bool
+	revoke  func()
 }
 
 func (d *Dispatcher) queue(pool string) *queue {
@@ -235,7 +257,7 @@ func (d *Dispatcher) do(ctx context.Context, pool string, spec *runnerpb.RunSpec
 	}
 	d.running.Add(1)
 	defer d.running.Done()
-	spec.LeaseMs = d.opts.HeartbeatTimeout.Milliseconds()
+	spec.LeaseMs, spec.FenceGraceMs = d.opts.HeartbeatTimeout.Milliseconds(), d.opts.FenceGrace.Milliseconds()
 	j := &job{pool: pool, tenant: spec.GetSpec().GetTenant(), spec: spec, opts: opts, cancel: make(chan struct{}), done: make(chan struct{}),
 		resume: make(chan resumed)}
 	key := spec.GetKey()

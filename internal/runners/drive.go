@@ -79,6 +79,17 @@ func (d *Dispatcher) drive(stream runnerpb.Runs_RunServer, j *job) (*runnerpb.Re
 		}
 		send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Answer{Answer: a}})
 	}
+	// An adopted run's events wait for the caller that attaches (its sink), unanswered: the run is
+	// frozen meanwhile (answerWait). held is the one that waits (a resent one replaces it).
+	events, sink, attached := j.opts.Events, j.sink, !j.adopted
+	var held tfrunner.Event
+	event := func(e tfrunner.Event) {
+		if !attached {
+			held = e
+			return
+		}
+		answer(events.Send(e))
+	}
 	for {
 		select {
 		case r := <-msgs:
@@ -98,9 +109,9 @@ func (d *Dispatcher) drive(stream runnerpb.Runs_RunServer, j *job) (*runnerpb.Re
 			case m.GetResult() != nil:
 				return m.GetResult(), nil
 			case m.GetCreateStart() != nil:
-				answer(j.opts.Events.Send(tfrunner.CreateStarted{Address: m.GetCreateStart().GetAddress()}))
+				event(tfrunner.CreateStarted{Address: m.GetCreateStart().GetAddress()})
 			case m.GetApplying() != nil:
-				answer(j.opts.Events.Send(tfrunner.Applying{Plan: planFromProto(m.GetApplying())}))
+				event(tfrunner.Applying{Plan: planFromProto(m.GetApplying())})
 			default:
 				// Not a message this manager knows (a newer runner's, a forged one): the run is
 				// stopped as a cancel stops it, and stays fenced until its Result or the fence's
@@ -110,6 +121,13 @@ func (d *Dispatcher) drive(stream runnerpb.Runs_RunServer, j *job) (*runnerpb.Re
 					cancel, cancelPending = nil, true
 					send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Cancel{Cancel: &runnerpb.Cancel{}}})
 				}
+			}
+		case events = <-sink:
+			attached, sink = true, nil
+			if held != nil {
+				e := held
+				held = nil
+				answer(events.Send(e))
 			}
 		case rs := <-j.resume:
 			if current != nil {

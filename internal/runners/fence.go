@@ -25,8 +25,9 @@ const answerWait = time.Second
 
 // fence enforces the lease: once it expires the run's processes are frozen (SIGSTOP) and a
 // heartbeat asks for a lease at once; a lease that comes thaws them (SIGCONT, unless another hold
-// remains); none within a quarter of the lease's length kills them (SIGKILL), well before the
-// manager's fence ends (its grace after the lease).
+// remains); none within half the manager's fence grace (a quarter of the lease when the manager
+// sends none) kills them (SIGKILL), well before the manager's fence ends (its grace after the
+// lease). A new leader that adopts the run renews the lease within that time.
 func (s *session) fence(stop <-chan struct{}) {
 	t := time.NewTicker(max(s.leaseLen/40, 50*time.Millisecond))
 	defer t.Stop()
@@ -53,7 +54,7 @@ func (s *session) fence(stop <-chan struct{}) {
 			if s.thaw(holdLease) {
 				s.log.Info("run lease renewed")
 			}
-		case held && now.After(until.Add(s.leaseLen/4)):
+		case held && now.After(until.Add(s.frozenFor)):
 			s.log.Info("run lease not renewed: killing its processes before the manager gives the run up")
 			s.kill()
 		}

@@ -46,6 +46,23 @@ func (r *Router) Apply(ctx context.Context, key string, spec tfrunner.Spec, opts
 	return out, errors.Join(err, r.keepErrored(ctx, key))
 }
 
+// Attach carries on, as its caller, the apply runID of key that a runner resumed here after this
+// manager's predecessor started it, and that Remote adopted (see adopt.go): opts.Events gets the
+// run's events from now on, and the run's outcome comes back as Apply's would, its errored state
+// stored (KeepErrored) before its credentials are revoked. attached is false, and nothing is done,
+// when no such run waits for a caller here.
+func (r *Router) Attach(ctx context.Context, key, runID string, opts tfrunner.ApplyOptions) (out *tfrunner.ApplyResult, attached bool, err error) {
+	if r.Remote == nil {
+		return nil, false, nil
+	}
+	out, revoke, ok, err := r.Remote.AttachApply(ctx, key, runID, opts)
+	if !ok {
+		return nil, false, nil
+	}
+	defer revoke()
+	return out, true, errors.Join(err, r.keepErrored(ctx, key))
+}
+
 // Destroy: see tfrunner.Pool.Destroy and Dispatcher.Destroy.
 func (r *Router) Destroy(ctx context.Context, key string, spec tfrunner.Spec) error {
 	if err := r.keepErrored(ctx, key); err != nil {

@@ -52,8 +52,11 @@ type Runner struct {
 	Log *slog.Logger
 
 	// stateTarget is where the state proxy sends requests: StateURL, or the leader's own state
-	// server named by the last run (RunSpec.StateURL).
+	// server named by the last run (RunSpec.StateURL) or by the manager that adopted a run.
 	stateTarget atomic.Pointer[url.URL]
+	// swaps are the state credentials of adopted runs: the run's own username (as Terraform sends
+	// it) → the *url.Userinfo the adopting manager issued, which the proxy sends instead.
+	swaps sync.Map
 }
 
 // setStateTarget points the state proxy at rawURL (https://host:port).
@@ -208,6 +211,8 @@ func (r *Runner) execute(ctx context.Context, stream runnerpb.Runs_RunClient, cl
 	} else {
 		ts.Env = withStateProxy(ts.Env, proxy)
 		ts.RunID = spec.GetId() // tags what the run leaves (tfrunner's errored state)
+		s.setStateUser(ts.Env["TF_HTTP_USERNAME"])
+		defer r.forgetSwap(ts.Env["TF_HTTP_USERNAME"])
 		res = r.run(runCtx, s, spec, ts)
 	}
 	s.processesEnded()
@@ -276,6 +281,7 @@ func (r *Runner) startStateProxy() (string, func(), error) {
 			t := r.stateTarget.Load()
 			pr.SetURL(t)
 			pr.Out.Host = t.Host
+			r.swapCredentials(pr.Out)
 		},
 		Transport: &http.Transport{TLSClientConfig: r.TLS.Clone(), ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 16},
 	}
@@ -288,6 +294,39 @@ func (r *Runner) startStateProxy() (string, func(), error) {
 	}
 	return "http://" + ln.Addr().String(), stop, nil
 }
+
+// swapCredentials puts the credentials a manager issued when it adopted a run (swapTo) in place of
+// the run's own on out, a state request of that run; others are left as they are.
+func (r *Runner) swapCredentials(out *http.Request) {
+	user, _, ok := out.BasicAuth()
+	if !ok {
+		return
+	}
+	if v, ok := r.swaps.Load(user); ok {
+		u := v.(*url.Userinfo)
+		password, _ := u.Password()
+		out.SetBasicAuth(u.Username(), password)
+	}
+}
+
+// swapTo makes the state proxy send c's credentials (and to c's state server, when it names one)
+// for the requests Terraform sends as runUser: a manager adopted the run and issued them. It is
+// undone by forgetSwap once the run ended.
+func (r *Runner) swapTo(runUser string, c *runnerpb.Credentials) error {
+	if runUser == "" || c.GetUsername() == "" {
+		return errors.New("the run has no state credentials to replace, or the manager sent none")
+	}
+	if c.GetStateUrl() != "" {
+		if err := r.setStateTarget(c.GetStateUrl()); err != nil {
+			return err
+		}
+	}
+	r.swaps.Store(runUser, url.UserPassword(c.GetUsername(), c.GetPassword()))
+	return nil
+}
+
+// forgetSwap drops the credentials swapTo put in place for runUser.
+func (r *Runner) forgetSwap(runUser string) { r.swaps.Delete(runUser) }
 
 // withStateProxy points the run's state addresses (TF_HTTP_*ADDRESS, the manager's loopback
 // server) at the runner's proxy, keeping their paths.

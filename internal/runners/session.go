@@ -39,11 +39,13 @@ type session struct {
 	seq        uint64
 	sent       map[uint64]time.Time // when each recent heartbeat was sent
 	leaseLen   time.Duration        // 0: the manager grants no lease; the run is not fenced
+	frozenFor  time.Duration        // how long past its lease the run stays frozen before it is killed
 	leaseUntil time.Time
 	holds      map[string]bool // why the run's processes are stopped (freeze); none: they run
 	killed     bool
 	processes  bool // the run's processes may be running (fenced only then)
 
+	stateUser  string    // the username of the run's state credentials, which an adoption replaces
 	resumedAt  time.Time // the last resume (read's only)
 	resultSent bool
 	delivered  chan struct{} // closed when the manager ended the stream after the Result
@@ -52,8 +54,15 @@ type session struct {
 func newSession(r *Runner, stream runnerpb.Runs_RunClient, closeStream context.CancelFunc,
 	spec *runnerpb.RunSpec, cancel context.CancelFunc) *session {
 	lease := time.Duration(spec.GetLeaseMs()) * time.Millisecond
+	// Killed well before the manager's fence ends (its grace after the lease): at half the grace,
+	// which leaves a new leader the other half of the wait to adopt the run (adopt.go).
+	frozen := lease / 4
+	if grace := time.Duration(spec.GetFenceGraceMs()) * time.Millisecond; grace > 0 {
+		frozen = grace / 2
+	}
 	return &session{
-		r: r, spec: spec, cancel: cancel, log: r.Log.With("run", spec.GetId(), "key", spec.GetKey()),
+		frozenFor: frozen,
+		r:         r, spec: spec, cancel: cancel, log: r.Log.With("run", spec.GetId(), "key", spec.GetKey()),
 		stream: stream, closeOld: closeStream, up: make(chan struct{}), gone: make(chan struct{}),
 		answers: make(chan *runnerpb.Answer, 4), sent: map[uint64]time.Time{}, holds: map[string]bool{},
 		leaseLen: lease, leaseUntil: time.Now().Add(lease), processes: true, delivered: make(chan struct{}),
@@ -91,6 +100,11 @@ func (s *session) read(stop <-chan struct{}) {
 		st, up := s.current()
 		m, err := st.Recv()
 		if err == nil {
+			if c := m.GetCredentials(); c != nil {
+				// A new leader adopted the run: its credentials are in place before the run's
+				// processes go on (the thaw below), or their next state request is refused.
+				s.adopted(c)
+			}
 			// The manager answers on this stream (a resumed one took the run): a freeze for the
 			// broken stream ends.
 			s.thaw(holdStream)
@@ -151,7 +165,7 @@ func (s *session) resume(stop <-chan struct{}) bool {
 		}
 		if err == nil {
 			err = st.Send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Resume{Resume: &runnerpb.Resume{
-				RunId: s.spec.GetId(), Runner: s.r.Name, Pool: s.r.Pool}}})
+				RunId: s.spec.GetId(), Runner: s.r.Name, Pool: s.r.Pool, Key: s.spec.GetKey(), Op: s.spec.GetOp()}}})
 		}
 		if err == nil {
 			s.mu.Lock()
@@ -164,6 +178,9 @@ func (s *session) resume(stop <-chan struct{}) bool {
 			s.up = make(chan struct{})
 			s.mu.Unlock()
 			s.log.Info("run resumed on a new stream")
+			// A lease at once: a manager that adopts the run renews it with its first answer,
+			// before the fence kills a run whose lease ran out while no manager led.
+			s.heartbeat()
 			return true
 		}
 		cancel()
@@ -183,6 +200,27 @@ func (s *session) resume(stop <-chan struct{}) bool {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// setStateUser records the username of the run's state credentials (TF_HTTP_USERNAME).
+func (s *session) setStateUser(user string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stateUser = user
+}
+
+// adopted puts the credentials of the manager that adopted the run in place of the run's own, in
+// the runner's state proxy. Credentials that cannot be used kill the run: its state requests
+// would be refused, and what it creates would not be recorded.
+func (s *session) adopted(c *runnerpb.Credentials) {
+	s.mu.Lock()
+	user := s.stateUser
+	s.mu.Unlock()
+	if err := s.r.swapTo(user, c); err != nil {
+		s.giveUp(fmt.Errorf("the manager that adopted the run sent credentials the run cannot use: %w", err))
+		return
+	}
+	s.log.Info("run adopted by a new leader: its state requests use the credentials it issued", "stateServer", c.GetStateUrl())
 }
 
 // close ends the session's own connection and stream, if it resumed.

@@ -86,16 +86,20 @@ func (d *Dispatcher) serveRun(stream runnerpb.Runs_RunServer) error {
 }
 
 // resumeRun hands a stream opened with Resume to the run it names, if that run is still carried
-// (its fence has not ended), and returns once the run no longer uses it. A run of another pool,
-// or one given up or never known here (another replica, a restarted manager), is NotFound: the
-// runner then kills what is left of it.
+// (its fence has not ended), and returns once the run no longer uses it. A run never known here (a
+// restarted manager, a new leader) is adopted when it can be (adoptRun); one of another pool, of
+// another runner, or given up, is NotFound: the runner then kills what is left of it.
 func (d *Dispatcher) resumeRun(ctx context.Context, stream runnerpb.Runs_RunServer, r *runnerpb.Resume, user string) error {
 	d.mu.Lock()
 	j := d.live[r.GetRunId()]
 	d.mu.Unlock()
 	// Only the runner that took the run, with the same identity, carries it on: a run id is no
 	// secret (status.lastRun.id), and a result from anyone else would be a forgery.
-	if j == nil || j.pool != r.GetPool() || r.GetRunId() == "" || j.user != user || j.runner != r.GetRunner() {
+	if j == nil {
+		// Started by a predecessor, perhaps: adopted when Adopt vouches for it.
+		return d.adoptRun(ctx, stream, r, user)
+	}
+	if j.pool != r.GetPool() || r.GetRunId() == "" || j.user != user || j.runner != r.GetRunner() {
 		return status.Errorf(codes.NotFound, "run %q is not carried by this manager (given up, or started by another)", r.GetRunId())
 	}
 	rs := resumed{stream: stream, done: make(chan struct{})}

@@ -311,6 +311,7 @@ type ManagerMessage struct {
 	//	*ManagerMessage_Answer
 	//	*ManagerMessage_Cancel
 	//	*ManagerMessage_Lease
+	//	*ManagerMessage_Credentials
 	Message       isManagerMessage_Message `protobuf_oneof:"message"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -389,6 +390,15 @@ func (x *ManagerMessage) GetLease() *Lease {
 	return nil
 }
 
+func (x *ManagerMessage) GetCredentials() *Credentials {
+	if x != nil {
+		if x, ok := x.Message.(*ManagerMessage_Credentials); ok {
+			return x.Credentials
+		}
+	}
+	return nil
+}
+
 type isManagerMessage_Message interface {
 	isManagerMessage_Message()
 }
@@ -413,6 +423,13 @@ type ManagerMessage_Lease struct {
 	Lease *Lease `protobuf:"bytes,5,opt,name=lease,proto3,oneof"`
 }
 
+type ManagerMessage_Credentials struct {
+	// Sent by a manager that adopted the run (it resumed to a new leader, which its predecessor
+	// started): the state credentials and server the run's state requests use from now on. The
+	// runner's state proxy puts them in place of the run's own before the run goes on.
+	Credentials *Credentials `protobuf:"bytes,6,opt,name=credentials,proto3,oneof"`
+}
+
 func (*ManagerMessage_Run) isManagerMessage_Message() {}
 
 func (*ManagerMessage_Answer) isManagerMessage_Message() {}
@@ -420,6 +437,8 @@ func (*ManagerMessage_Answer) isManagerMessage_Message() {}
 func (*ManagerMessage_Cancel) isManagerMessage_Message() {}
 
 func (*ManagerMessage_Lease) isManagerMessage_Message() {}
+
+func (*ManagerMessage_Credentials) isManagerMessage_Message() {}
 
 // Hello names the runner and the pool it serves.
 type Hello struct {
@@ -583,8 +602,12 @@ type Resume struct {
 	// The run (RunSpec.id).
 	RunId string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	// The runner and its pool, as in Hello: the stream is authorized as a Hello's is.
-	Runner        string `protobuf:"bytes,2,opt,name=runner,proto3" json:"runner,omitempty"`
-	Pool          string `protobuf:"bytes,3,opt,name=pool,proto3" json:"pool,omitempty"`
+	Runner string `protobuf:"bytes,2,opt,name=runner,proto3" json:"runner,omitempty"`
+	Pool   string `protobuf:"bytes,3,opt,name=pool,proto3" json:"pool,omitempty"`
+	// The run's key and operation (RunSpec.key, RunSpec.op): a manager that did not start the run
+	// (a new leader) looks the run up by them, to adopt it.
+	Key           string    `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
+	Op            Operation `protobuf:"varint,5,opt,name=op,proto3,enum=conductor.runner.v1.Operation" json:"op,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -640,6 +663,84 @@ func (x *Resume) GetPool() string {
 	return ""
 }
 
+func (x *Resume) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Resume) GetOp() Operation {
+	if x != nil {
+		return x.Op
+	}
+	return Operation_OPERATION_UNSPECIFIED
+}
+
+// Credentials replace a run's state credentials (HTTP basic auth of Terraform's http backend)
+// and the state server its requests go to, once a new leader adopted the run.
+type Credentials struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Username string                 `protobuf:"bytes,1,opt,name=username,proto3" json:"username,omitempty"`
+	Password string                 `protobuf:"bytes,2,opt,name=password,proto3" json:"password,omitempty"`
+	// The adopting manager's state server for runners (https://host:port); empty keeps the
+	// current one.
+	StateUrl      string `protobuf:"bytes,3,opt,name=state_url,json=stateUrl,proto3" json:"state_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Credentials) Reset() {
+	*x = Credentials{}
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Credentials) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Credentials) ProtoMessage() {}
+
+func (x *Credentials) ProtoReflect() protoreflect.Message {
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Credentials.ProtoReflect.Descriptor instead.
+func (*Credentials) Descriptor() ([]byte, []int) {
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Credentials) GetUsername() string {
+	if x != nil {
+		return x.Username
+	}
+	return ""
+}
+
+func (x *Credentials) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+func (x *Credentials) GetStateUrl() string {
+	if x != nil {
+		return x.StateUrl
+	}
+	return ""
+}
+
 // Cancel asks the runner to stop the run.
 type Cancel struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -649,7 +750,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[6]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +762,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[6]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +775,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{6}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{7}
 }
 
 // CreateStart names the object whose create starts.
@@ -688,7 +789,7 @@ type CreateStart struct {
 
 func (x *CreateStart) Reset() {
 	*x = CreateStart{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[7]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +801,7 @@ func (x *CreateStart) String() string {
 func (*CreateStart) ProtoMessage() {}
 
 func (x *CreateStart) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[7]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -713,7 +814,7 @@ func (x *CreateStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateStart.ProtoReflect.Descriptor instead.
 func (*CreateStart) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{7}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateStart) GetAddress() string {
@@ -734,7 +835,7 @@ type Answer struct {
 
 func (x *Answer) Reset() {
 	*x = Answer{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[8]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -746,7 +847,7 @@ func (x *Answer) String() string {
 func (*Answer) ProtoMessage() {}
 
 func (x *Answer) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[8]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -759,7 +860,7 @@ func (x *Answer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Answer.ProtoReflect.Descriptor instead.
 func (*Answer) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{8}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Answer) GetError() string {
@@ -795,14 +896,18 @@ type RunSpec struct {
 	Events bool `protobuf:"varint,13,opt,name=events,proto3" json:"events,omitempty"`
 	// The lease the run starts with, in milliseconds from the runner's receipt of this RunSpec
 	// (see Lease); 0: the run has no lease (a manager before leases).
-	LeaseMs       int64 `protobuf:"varint,14,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
+	LeaseMs int64 `protobuf:"varint,14,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
+	// The manager's fence grace, in milliseconds: it gives a silent run up only this long after its
+	// lease. A runner keeps a run whose lease expired frozen for half of it (a new leader may adopt
+	// the run meanwhile), then kills it; 0: a quarter of the lease.
+	FenceGraceMs  int64 `protobuf:"varint,15,opt,name=fence_grace_ms,json=fenceGraceMs,proto3" json:"fence_grace_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunSpec) Reset() {
 	*x = RunSpec{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[9]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -814,7 +919,7 @@ func (x *RunSpec) String() string {
 func (*RunSpec) ProtoMessage() {}
 
 func (x *RunSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[9]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -827,7 +932,7 @@ func (x *RunSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunSpec.ProtoReflect.Descriptor instead.
 func (*RunSpec) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{9}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RunSpec) GetId() string {
@@ -900,6 +1005,13 @@ func (x *RunSpec) GetLeaseMs() int64 {
 	return 0
 }
 
+func (x *RunSpec) GetFenceGraceMs() int64 {
+	if x != nil {
+		return x.FenceGraceMs
+	}
+	return 0
+}
+
 // Gate is tfrunner.Gate: the decision between a saved plan and its apply, as data.
 type Gate struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -930,7 +1042,7 @@ type Gate struct {
 
 func (x *Gate) Reset() {
 	*x = Gate{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[10]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1054,7 @@ func (x *Gate) String() string {
 func (*Gate) ProtoMessage() {}
 
 func (x *Gate) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[10]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1067,7 @@ func (x *Gate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Gate.ProtoReflect.Descriptor instead.
 func (*Gate) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{10}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Gate) GetApproved() string {
@@ -1045,7 +1157,7 @@ type Resolution struct {
 
 func (x *Resolution) Reset() {
 	*x = Resolution{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[11]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1169,7 @@ func (x *Resolution) String() string {
 func (*Resolution) ProtoMessage() {}
 
 func (x *Resolution) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[11]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1182,7 @@ func (x *Resolution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resolution.ProtoReflect.Descriptor instead.
 func (*Resolution) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{11}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Resolution) GetAddress() string {
@@ -1118,7 +1230,7 @@ type Hold struct {
 
 func (x *Hold) Reset() {
 	*x = Hold{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[12]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1130,7 +1242,7 @@ func (x *Hold) String() string {
 func (*Hold) ProtoMessage() {}
 
 func (x *Hold) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[12]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1143,7 +1255,7 @@ func (x *Hold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hold.ProtoReflect.Descriptor instead.
 func (*Hold) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{12}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Hold) GetReason() string {
@@ -1203,7 +1315,7 @@ type Spec struct {
 
 func (x *Spec) Reset() {
 	*x = Spec{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[13]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1215,7 +1327,7 @@ func (x *Spec) String() string {
 func (*Spec) ProtoMessage() {}
 
 func (x *Spec) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[13]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1228,7 +1340,7 @@ func (x *Spec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Spec.ProtoReflect.Descriptor instead.
 func (*Spec) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{13}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Spec) GetModule() *Module {
@@ -1311,7 +1423,7 @@ type SourceCredentials struct {
 
 func (x *SourceCredentials) Reset() {
 	*x = SourceCredentials{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1323,7 +1435,7 @@ func (x *SourceCredentials) String() string {
 func (*SourceCredentials) ProtoMessage() {}
 
 func (x *SourceCredentials) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1336,7 +1448,7 @@ func (x *SourceCredentials) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceCredentials.ProtoReflect.Descriptor instead.
 func (*SourceCredentials) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{14}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SourceCredentials) GetRegistryTokens() map[string]string {
@@ -1386,7 +1498,7 @@ type Identity struct {
 
 func (x *Identity) Reset() {
 	*x = Identity{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1510,7 @@ func (x *Identity) String() string {
 func (*Identity) ProtoMessage() {}
 
 func (x *Identity) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1523,7 @@ func (x *Identity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Identity.ProtoReflect.Descriptor instead.
 func (*Identity) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{15}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Identity) GetToken() []byte {
@@ -1455,7 +1567,7 @@ type GoogleIdentity struct {
 
 func (x *GoogleIdentity) Reset() {
 	*x = GoogleIdentity{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1579,7 @@ func (x *GoogleIdentity) String() string {
 func (*GoogleIdentity) ProtoMessage() {}
 
 func (x *GoogleIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +1592,7 @@ func (x *GoogleIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GoogleIdentity.ProtoReflect.Descriptor instead.
 func (*GoogleIdentity) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{16}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GoogleIdentity) GetAudience() string {
@@ -1510,7 +1622,7 @@ type Module struct {
 
 func (x *Module) Reset() {
 	*x = Module{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1634,7 @@ func (x *Module) String() string {
 func (*Module) ProtoMessage() {}
 
 func (x *Module) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1647,7 @@ func (x *Module) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Module.ProtoReflect.Descriptor instead.
 func (*Module) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{17}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Module) GetSource() string {
@@ -1565,7 +1677,7 @@ type Backend struct {
 
 func (x *Backend) Reset() {
 	*x = Backend{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1577,7 +1689,7 @@ func (x *Backend) String() string {
 func (*Backend) ProtoMessage() {}
 
 func (x *Backend) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1590,7 +1702,7 @@ func (x *Backend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Backend.ProtoReflect.Descriptor instead.
 func (*Backend) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{18}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Backend) GetType() string {
@@ -1622,7 +1734,7 @@ type BackendValue struct {
 
 func (x *BackendValue) Reset() {
 	*x = BackendValue{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1634,7 +1746,7 @@ func (x *BackendValue) String() string {
 func (*BackendValue) ProtoMessage() {}
 
 func (x *BackendValue) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1647,7 +1759,7 @@ func (x *BackendValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendValue.ProtoReflect.Descriptor instead.
 func (*BackendValue) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{19}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BackendValue) GetValue() isBackendValue_Value {
@@ -1717,7 +1829,7 @@ type StringMap struct {
 
 func (x *StringMap) Reset() {
 	*x = StringMap{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1729,7 +1841,7 @@ func (x *StringMap) String() string {
 func (*StringMap) ProtoMessage() {}
 
 func (x *StringMap) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1742,7 +1854,7 @@ func (x *StringMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StringMap.ProtoReflect.Descriptor instead.
 func (*StringMap) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{20}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StringMap) GetEntries() map[string]string {
@@ -1765,7 +1877,7 @@ type ImportTarget struct {
 
 func (x *ImportTarget) Reset() {
 	*x = ImportTarget{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1777,7 +1889,7 @@ func (x *ImportTarget) String() string {
 func (*ImportTarget) ProtoMessage() {}
 
 func (x *ImportTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1790,7 +1902,7 @@ func (x *ImportTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportTarget.ProtoReflect.Descriptor instead.
 func (*ImportTarget) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{21}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ImportTarget) GetAddress() string {
@@ -1820,7 +1932,7 @@ type ModuleSchema struct {
 
 func (x *ModuleSchema) Reset() {
 	*x = ModuleSchema{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1832,7 +1944,7 @@ func (x *ModuleSchema) String() string {
 func (*ModuleSchema) ProtoMessage() {}
 
 func (x *ModuleSchema) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1845,7 +1957,7 @@ func (x *ModuleSchema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleSchema.ProtoReflect.Descriptor instead.
 func (*ModuleSchema) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{22}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ModuleSchema) GetInputs() []*Input {
@@ -1886,7 +1998,7 @@ type Input struct {
 
 func (x *Input) Reset() {
 	*x = Input{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1898,7 +2010,7 @@ func (x *Input) String() string {
 func (*Input) ProtoMessage() {}
 
 func (x *Input) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1911,7 +2023,7 @@ func (x *Input) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Input.ProtoReflect.Descriptor instead.
 func (*Input) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{23}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Input) GetName() string {
@@ -1961,7 +2073,7 @@ type ModuleOutput struct {
 
 func (x *ModuleOutput) Reset() {
 	*x = ModuleOutput{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1973,7 +2085,7 @@ func (x *ModuleOutput) String() string {
 func (*ModuleOutput) ProtoMessage() {}
 
 func (x *ModuleOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1986,7 +2098,7 @@ func (x *ModuleOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleOutput.ProtoReflect.Descriptor instead.
 func (*ModuleOutput) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{24}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ModuleOutput) GetName() string {
@@ -2028,7 +2140,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2040,7 +2152,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2053,7 +2165,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{25}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Plan) GetHasChanges() bool {
@@ -2105,7 +2217,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2117,7 +2229,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2130,7 +2242,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{26}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Summary) GetAdd() int64 {
@@ -2176,7 +2288,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2188,7 +2300,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2201,7 +2313,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{27}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Change) GetAddress() string {
@@ -2241,7 +2353,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2253,7 +2365,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2266,7 +2378,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{28}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Result) GetApply() *ApplyResult {
@@ -2326,7 +2438,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2338,7 +2450,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2351,7 +2463,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{29}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ApplyResult) GetInitialized() bool {
@@ -2439,7 +2551,7 @@ type ImportResult struct {
 
 func (x *ImportResult) Reset() {
 	*x = ImportResult{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[30]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +2563,7 @@ func (x *ImportResult) String() string {
 func (*ImportResult) ProtoMessage() {}
 
 func (x *ImportResult) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[30]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2464,7 +2576,7 @@ func (x *ImportResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResult.ProtoReflect.Descriptor instead.
 func (*ImportResult) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{30}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ImportResult) GetAddress() string {
@@ -2508,7 +2620,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[31]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2520,7 +2632,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[31]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2533,7 +2645,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{31}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Output) GetValue() []byte {
@@ -2571,7 +2683,7 @@ type StreamResult struct {
 
 func (x *StreamResult) Reset() {
 	*x = StreamResult{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[32]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2583,7 +2695,7 @@ func (x *StreamResult) String() string {
 func (*StreamResult) ProtoMessage() {}
 
 func (x *StreamResult) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[32]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2596,7 +2708,7 @@ func (x *StreamResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamResult.ProtoReflect.Descriptor instead.
 func (*StreamResult) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{32}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *StreamResult) GetPlan() *Plan {
@@ -2661,7 +2773,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[33]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2673,7 +2785,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[33]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2686,7 +2798,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{33}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Error) GetKind() ErrorKind {
@@ -2764,7 +2876,7 @@ type RunError struct {
 
 func (x *RunError) Reset() {
 	*x = RunError{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[34]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2776,7 +2888,7 @@ func (x *RunError) String() string {
 func (*RunError) ProtoMessage() {}
 
 func (x *RunError) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[34]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2789,7 +2901,7 @@ func (x *RunError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunError.ProtoReflect.Descriptor instead.
 func (*RunError) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{34}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RunError) GetOp() string {
@@ -2826,7 +2938,7 @@ type LockError struct {
 
 func (x *LockError) Reset() {
 	*x = LockError{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[35]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2838,7 +2950,7 @@ func (x *LockError) String() string {
 func (*LockError) ProtoMessage() {}
 
 func (x *LockError) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[35]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2851,7 +2963,7 @@ func (x *LockError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockError.ProtoReflect.Descriptor instead.
 func (*LockError) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{35}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *LockError) GetId() string {
@@ -2901,12 +3013,13 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\fcreate_start\x18\x06 \x01(\v2 .conductor.runner.v1.CreateStartH\x00R\vcreateStart\x125\n" +
 	"\x06result\x18\a \x01(\v2\x1b.conductor.runner.v1.ResultH\x00R\x06result\x125\n" +
 	"\x06resume\x18\b \x01(\v2\x1b.conductor.runner.v1.ResumeH\x00R\x06resumeB\t\n" +
-	"\amessageJ\x04\b\x03\x10\x04J\x04\b\x05\x10\x06R\x06schemaR\x04planR\brendered\"\xfd\x01\n" +
+	"\amessageJ\x04\b\x03\x10\x04J\x04\b\x05\x10\x06R\x06schemaR\x04planR\brendered\"\xc3\x02\n" +
 	"\x0eManagerMessage\x120\n" +
 	"\x03run\x18\x01 \x01(\v2\x1c.conductor.runner.v1.RunSpecH\x00R\x03run\x125\n" +
 	"\x06answer\x18\x02 \x01(\v2\x1b.conductor.runner.v1.AnswerH\x00R\x06answer\x125\n" +
 	"\x06cancel\x18\x04 \x01(\v2\x1b.conductor.runner.v1.CancelH\x00R\x06cancel\x122\n" +
-	"\x05lease\x18\x05 \x01(\v2\x1a.conductor.runner.v1.LeaseH\x00R\x05leaseB\t\n" +
+	"\x05lease\x18\x05 \x01(\v2\x1a.conductor.runner.v1.LeaseH\x00R\x05lease\x12D\n" +
+	"\vcredentials\x18\x06 \x01(\v2 .conductor.runner.v1.CredentialsH\x00R\vcredentialsB\t\n" +
 	"\amessageJ\x04\b\x03\x10\x04R\x06render\"3\n" +
 	"\x05Hello\x12\x16\n" +
 	"\x06runner\x18\x01 \x01(\tR\x06runner\x12\x12\n" +
@@ -2916,16 +3029,22 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\x05Lease\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12 \n" +
 	"\fvalid_for_ms\x18\x02 \x01(\x03R\n" +
-	"validForMs\"K\n" +
+	"validForMs\"\x8d\x01\n" +
 	"\x06Resume\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x16\n" +
 	"\x06runner\x18\x02 \x01(\tR\x06runner\x12\x12\n" +
-	"\x04pool\x18\x03 \x01(\tR\x04pool\"\b\n" +
+	"\x04pool\x18\x03 \x01(\tR\x04pool\x12\x10\n" +
+	"\x03key\x18\x04 \x01(\tR\x03key\x12.\n" +
+	"\x02op\x18\x05 \x01(\x0e2\x1e.conductor.runner.v1.OperationR\x02op\"b\n" +
+	"\vCredentials\x12\x1a\n" +
+	"\busername\x18\x01 \x01(\tR\busername\x12\x1a\n" +
+	"\bpassword\x18\x02 \x01(\tR\bpassword\x12\x1b\n" +
+	"\tstate_url\x18\x03 \x01(\tR\bstateUrl\"\b\n" +
 	"\x06Cancel\"'\n" +
 	"\vCreateStart\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\"\x1e\n" +
 	"\x06Answer\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05error\"\xbc\x03\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\"\xe2\x03\n" +
 	"\aRunSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
 	"\x02op\x18\x02 \x01(\x0e2\x1e.conductor.runner.v1.OperationR\x02op\x12\x10\n" +
@@ -2936,7 +3055,8 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\fcheck_inputs\x18\v \x01(\bR\vcheckInputs\x12-\n" +
 	"\x04gate\x18\f \x01(\v2\x19.conductor.runner.v1.GateR\x04gate\x12\x16\n" +
 	"\x06events\x18\r \x01(\bR\x06events\x12\x19\n" +
-	"\blease_ms\x18\x0e \x01(\x03R\aleaseMsJ\x04\b\x06\x10\aJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
+	"\blease_ms\x18\x0e \x01(\x03R\aleaseMs\x12$\n" +
+	"\x0efence_grace_ms\x18\x0f \x01(\x03R\ffenceGraceMsJ\x04\b\x06\x10\aJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
 	"J\x04\b\n" +
 	"\x10\vR\n" +
 	"saved_planR\task_checkR\x10ask_before_applyR\x10ask_create_start\"\xaf\x03\n" +
@@ -3146,7 +3266,7 @@ func file_conductor_runner_v1_runner_proto_rawDescGZIP() []byte {
 }
 
 var file_conductor_runner_v1_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_conductor_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_conductor_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_conductor_runner_v1_runner_proto_goTypes = []any{
 	(Operation)(0),            // 0: conductor.runner.v1.Operation
 	(ErrorKind)(0),            // 1: conductor.runner.v1.ErrorKind
@@ -3156,106 +3276,109 @@ var file_conductor_runner_v1_runner_proto_goTypes = []any{
 	(*Heartbeat)(nil),         // 5: conductor.runner.v1.Heartbeat
 	(*Lease)(nil),             // 6: conductor.runner.v1.Lease
 	(*Resume)(nil),            // 7: conductor.runner.v1.Resume
-	(*Cancel)(nil),            // 8: conductor.runner.v1.Cancel
-	(*CreateStart)(nil),       // 9: conductor.runner.v1.CreateStart
-	(*Answer)(nil),            // 10: conductor.runner.v1.Answer
-	(*RunSpec)(nil),           // 11: conductor.runner.v1.RunSpec
-	(*Gate)(nil),              // 12: conductor.runner.v1.Gate
-	(*Resolution)(nil),        // 13: conductor.runner.v1.Resolution
-	(*Hold)(nil),              // 14: conductor.runner.v1.Hold
-	(*Spec)(nil),              // 15: conductor.runner.v1.Spec
-	(*SourceCredentials)(nil), // 16: conductor.runner.v1.SourceCredentials
-	(*Identity)(nil),          // 17: conductor.runner.v1.Identity
-	(*GoogleIdentity)(nil),    // 18: conductor.runner.v1.GoogleIdentity
-	(*Module)(nil),            // 19: conductor.runner.v1.Module
-	(*Backend)(nil),           // 20: conductor.runner.v1.Backend
-	(*BackendValue)(nil),      // 21: conductor.runner.v1.BackendValue
-	(*StringMap)(nil),         // 22: conductor.runner.v1.StringMap
-	(*ImportTarget)(nil),      // 23: conductor.runner.v1.ImportTarget
-	(*ModuleSchema)(nil),      // 24: conductor.runner.v1.ModuleSchema
-	(*Input)(nil),             // 25: conductor.runner.v1.Input
-	(*ModuleOutput)(nil),      // 26: conductor.runner.v1.ModuleOutput
-	(*Plan)(nil),              // 27: conductor.runner.v1.Plan
-	(*Summary)(nil),           // 28: conductor.runner.v1.Summary
-	(*Change)(nil),            // 29: conductor.runner.v1.Change
-	(*Result)(nil),            // 30: conductor.runner.v1.Result
-	(*ApplyResult)(nil),       // 31: conductor.runner.v1.ApplyResult
-	(*ImportResult)(nil),      // 32: conductor.runner.v1.ImportResult
-	(*Output)(nil),            // 33: conductor.runner.v1.Output
-	(*StreamResult)(nil),      // 34: conductor.runner.v1.StreamResult
-	(*Error)(nil),             // 35: conductor.runner.v1.Error
-	(*RunError)(nil),          // 36: conductor.runner.v1.RunError
-	(*LockError)(nil),         // 37: conductor.runner.v1.LockError
-	nil,                       // 38: conductor.runner.v1.Gate.IdentitiesEntry
-	nil,                       // 39: conductor.runner.v1.Spec.VariablesEntry
-	nil,                       // 40: conductor.runner.v1.Spec.SensitiveVariablesEntry
-	nil,                       // 41: conductor.runner.v1.Spec.EnvEntry
-	nil,                       // 42: conductor.runner.v1.SourceCredentials.RegistryTokensEntry
-	nil,                       // 43: conductor.runner.v1.Identity.EnvEntry
-	nil,                       // 44: conductor.runner.v1.Backend.ConfigEntry
-	nil,                       // 45: conductor.runner.v1.StringMap.EntriesEntry
-	nil,                       // 46: conductor.runner.v1.ApplyResult.OutputsEntry
-	nil,                       // 47: conductor.runner.v1.StreamResult.OutputsEntry
+	(*Credentials)(nil),       // 8: conductor.runner.v1.Credentials
+	(*Cancel)(nil),            // 9: conductor.runner.v1.Cancel
+	(*CreateStart)(nil),       // 10: conductor.runner.v1.CreateStart
+	(*Answer)(nil),            // 11: conductor.runner.v1.Answer
+	(*RunSpec)(nil),           // 12: conductor.runner.v1.RunSpec
+	(*Gate)(nil),              // 13: conductor.runner.v1.Gate
+	(*Resolution)(nil),        // 14: conductor.runner.v1.Resolution
+	(*Hold)(nil),              // 15: conductor.runner.v1.Hold
+	(*Spec)(nil),              // 16: conductor.runner.v1.Spec
+	(*SourceCredentials)(nil), // 17: conductor.runner.v1.SourceCredentials
+	(*Identity)(nil),          // 18: conductor.runner.v1.Identity
+	(*GoogleIdentity)(nil),    // 19: conductor.runner.v1.GoogleIdentity
+	(*Module)(nil),            // 20: conductor.runner.v1.Module
+	(*Backend)(nil),           // 21: conductor.runner.v1.Backend
+	(*BackendValue)(nil),      // 22: conductor.runner.v1.BackendValue
+	(*StringMap)(nil),         // 23: conductor.runner.v1.StringMap
+	(*ImportTarget)(nil),      // 24: conductor.runner.v1.ImportTarget
+	(*ModuleSchema)(nil),      // 25: conductor.runner.v1.ModuleSchema
+	(*Input)(nil),             // 26: conductor.runner.v1.Input
+	(*ModuleOutput)(nil),      // 27: conductor.runner.v1.ModuleOutput
+	(*Plan)(nil),              // 28: conductor.runner.v1.Plan
+	(*Summary)(nil),           // 29: conductor.runner.v1.Summary
+	(*Change)(nil),            // 30: conductor.runner.v1.Change
+	(*Result)(nil),            // 31: conductor.runner.v1.Result
+	(*ApplyResult)(nil),       // 32: conductor.runner.v1.ApplyResult
+	(*ImportResult)(nil),      // 33: conductor.runner.v1.ImportResult
+	(*Output)(nil),            // 34: conductor.runner.v1.Output
+	(*StreamResult)(nil),      // 35: conductor.runner.v1.StreamResult
+	(*Error)(nil),             // 36: conductor.runner.v1.Error
+	(*RunError)(nil),          // 37: conductor.runner.v1.RunError
+	(*LockError)(nil),         // 38: conductor.runner.v1.LockError
+	nil,                       // 39: conductor.runner.v1.Gate.IdentitiesEntry
+	nil,                       // 40: conductor.runner.v1.Spec.VariablesEntry
+	nil,                       // 41: conductor.runner.v1.Spec.SensitiveVariablesEntry
+	nil,                       // 42: conductor.runner.v1.Spec.EnvEntry
+	nil,                       // 43: conductor.runner.v1.SourceCredentials.RegistryTokensEntry
+	nil,                       // 44: conductor.runner.v1.Identity.EnvEntry
+	nil,                       // 45: conductor.runner.v1.Backend.ConfigEntry
+	nil,                       // 46: conductor.runner.v1.StringMap.EntriesEntry
+	nil,                       // 47: conductor.runner.v1.ApplyResult.OutputsEntry
+	nil,                       // 48: conductor.runner.v1.StreamResult.OutputsEntry
 }
 var file_conductor_runner_v1_runner_proto_depIdxs = []int32{
 	4,  // 0: conductor.runner.v1.RunnerMessage.hello:type_name -> conductor.runner.v1.Hello
 	5,  // 1: conductor.runner.v1.RunnerMessage.heartbeat:type_name -> conductor.runner.v1.Heartbeat
-	27, // 2: conductor.runner.v1.RunnerMessage.applying:type_name -> conductor.runner.v1.Plan
-	9,  // 3: conductor.runner.v1.RunnerMessage.create_start:type_name -> conductor.runner.v1.CreateStart
-	30, // 4: conductor.runner.v1.RunnerMessage.result:type_name -> conductor.runner.v1.Result
+	28, // 2: conductor.runner.v1.RunnerMessage.applying:type_name -> conductor.runner.v1.Plan
+	10, // 3: conductor.runner.v1.RunnerMessage.create_start:type_name -> conductor.runner.v1.CreateStart
+	31, // 4: conductor.runner.v1.RunnerMessage.result:type_name -> conductor.runner.v1.Result
 	7,  // 5: conductor.runner.v1.RunnerMessage.resume:type_name -> conductor.runner.v1.Resume
-	11, // 6: conductor.runner.v1.ManagerMessage.run:type_name -> conductor.runner.v1.RunSpec
-	10, // 7: conductor.runner.v1.ManagerMessage.answer:type_name -> conductor.runner.v1.Answer
-	8,  // 8: conductor.runner.v1.ManagerMessage.cancel:type_name -> conductor.runner.v1.Cancel
+	12, // 6: conductor.runner.v1.ManagerMessage.run:type_name -> conductor.runner.v1.RunSpec
+	11, // 7: conductor.runner.v1.ManagerMessage.answer:type_name -> conductor.runner.v1.Answer
+	9,  // 8: conductor.runner.v1.ManagerMessage.cancel:type_name -> conductor.runner.v1.Cancel
 	6,  // 9: conductor.runner.v1.ManagerMessage.lease:type_name -> conductor.runner.v1.Lease
-	0,  // 10: conductor.runner.v1.RunSpec.op:type_name -> conductor.runner.v1.Operation
-	15, // 11: conductor.runner.v1.RunSpec.spec:type_name -> conductor.runner.v1.Spec
-	23, // 12: conductor.runner.v1.RunSpec.imports:type_name -> conductor.runner.v1.ImportTarget
-	12, // 13: conductor.runner.v1.RunSpec.gate:type_name -> conductor.runner.v1.Gate
-	38, // 14: conductor.runner.v1.Gate.identities:type_name -> conductor.runner.v1.Gate.IdentitiesEntry
-	19, // 15: conductor.runner.v1.Spec.module:type_name -> conductor.runner.v1.Module
-	20, // 16: conductor.runner.v1.Spec.backend:type_name -> conductor.runner.v1.Backend
-	39, // 17: conductor.runner.v1.Spec.variables:type_name -> conductor.runner.v1.Spec.VariablesEntry
-	40, // 18: conductor.runner.v1.Spec.sensitive_variables:type_name -> conductor.runner.v1.Spec.SensitiveVariablesEntry
-	41, // 19: conductor.runner.v1.Spec.env:type_name -> conductor.runner.v1.Spec.EnvEntry
-	17, // 20: conductor.runner.v1.Spec.identity:type_name -> conductor.runner.v1.Identity
-	16, // 21: conductor.runner.v1.Spec.source_credentials:type_name -> conductor.runner.v1.SourceCredentials
-	42, // 22: conductor.runner.v1.SourceCredentials.registry_tokens:type_name -> conductor.runner.v1.SourceCredentials.RegistryTokensEntry
-	43, // 23: conductor.runner.v1.Identity.env:type_name -> conductor.runner.v1.Identity.EnvEntry
-	18, // 24: conductor.runner.v1.Identity.google:type_name -> conductor.runner.v1.GoogleIdentity
-	44, // 25: conductor.runner.v1.Backend.config:type_name -> conductor.runner.v1.Backend.ConfigEntry
-	22, // 26: conductor.runner.v1.BackendValue.string_map:type_name -> conductor.runner.v1.StringMap
-	45, // 27: conductor.runner.v1.StringMap.entries:type_name -> conductor.runner.v1.StringMap.EntriesEntry
-	25, // 28: conductor.runner.v1.ModuleSchema.inputs:type_name -> conductor.runner.v1.Input
-	26, // 29: conductor.runner.v1.ModuleSchema.outputs:type_name -> conductor.runner.v1.ModuleOutput
-	28, // 30: conductor.runner.v1.Plan.summary:type_name -> conductor.runner.v1.Summary
-	29, // 31: conductor.runner.v1.Plan.changes:type_name -> conductor.runner.v1.Change
-	31, // 32: conductor.runner.v1.Result.apply:type_name -> conductor.runner.v1.ApplyResult
-	34, // 33: conductor.runner.v1.Result.drift:type_name -> conductor.runner.v1.StreamResult
-	35, // 34: conductor.runner.v1.Result.error:type_name -> conductor.runner.v1.Error
-	24, // 35: conductor.runner.v1.ApplyResult.schema:type_name -> conductor.runner.v1.ModuleSchema
-	32, // 36: conductor.runner.v1.ApplyResult.imports:type_name -> conductor.runner.v1.ImportResult
-	27, // 37: conductor.runner.v1.ApplyResult.plan:type_name -> conductor.runner.v1.Plan
-	46, // 38: conductor.runner.v1.ApplyResult.outputs:type_name -> conductor.runner.v1.ApplyResult.OutputsEntry
-	14, // 39: conductor.runner.v1.ApplyResult.held:type_name -> conductor.runner.v1.Hold
-	13, // 40: conductor.runner.v1.ApplyResult.resolutions:type_name -> conductor.runner.v1.Resolution
-	35, // 41: conductor.runner.v1.ImportResult.error:type_name -> conductor.runner.v1.Error
-	27, // 42: conductor.runner.v1.StreamResult.plan:type_name -> conductor.runner.v1.Plan
-	28, // 43: conductor.runner.v1.StreamResult.applied:type_name -> conductor.runner.v1.Summary
-	47, // 44: conductor.runner.v1.StreamResult.outputs:type_name -> conductor.runner.v1.StreamResult.OutputsEntry
-	1,  // 45: conductor.runner.v1.Error.kind:type_name -> conductor.runner.v1.ErrorKind
-	36, // 46: conductor.runner.v1.Error.run:type_name -> conductor.runner.v1.RunError
-	37, // 47: conductor.runner.v1.Error.lock:type_name -> conductor.runner.v1.LockError
-	21, // 48: conductor.runner.v1.Backend.ConfigEntry.value:type_name -> conductor.runner.v1.BackendValue
-	33, // 49: conductor.runner.v1.ApplyResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
-	33, // 50: conductor.runner.v1.StreamResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
-	2,  // 51: conductor.runner.v1.Runs.Run:input_type -> conductor.runner.v1.RunnerMessage
-	3,  // 52: conductor.runner.v1.Runs.Run:output_type -> conductor.runner.v1.ManagerMessage
-	52, // [52:53] is the sub-list for method output_type
-	51, // [51:52] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	8,  // 10: conductor.runner.v1.ManagerMessage.credentials:type_name -> conductor.runner.v1.Credentials
+	0,  // 11: conductor.runner.v1.Resume.op:type_name -> conductor.runner.v1.Operation
+	0,  // 12: conductor.runner.v1.RunSpec.op:type_name -> conductor.runner.v1.Operation
+	16, // 13: conductor.runner.v1.RunSpec.spec:type_name -> conductor.runner.v1.Spec
+	24, // 14: conductor.runner.v1.RunSpec.imports:type_name -> conductor.runner.v1.ImportTarget
+	13, // 15: conductor.runner.v1.RunSpec.gate:type_name -> conductor.runner.v1.Gate
+	39, // 16: conductor.runner.v1.Gate.identities:type_name -> conductor.runner.v1.Gate.IdentitiesEntry
+	20, // 17: conductor.runner.v1.Spec.module:type_name -> conductor.runner.v1.Module
+	21, // 18: conductor.runner.v1.Spec.backend:type_name -> conductor.runner.v1.Backend
+	40, // 19: conductor.runner.v1.Spec.variables:type_name -> conductor.runner.v1.Spec.VariablesEntry
+	41, // 20: conductor.runner.v1.Spec.sensitive_variables:type_name -> conductor.runner.v1.Spec.SensitiveVariablesEntry
+	42, // 21: conductor.runner.v1.Spec.env:type_name -> conductor.runner.v1.Spec.EnvEntry
+	18, // 22: conductor.runner.v1.Spec.identity:type_name -> conductor.runner.v1.Identity
+	17, // 23: conductor.runner.v1.Spec.source_credentials:type_name -> conductor.runner.v1.SourceCredentials
+	43, // 24: conductor.runner.v1.SourceCredentials.registry_tokens:type_name -> conductor.runner.v1.SourceCredentials.RegistryTokensEntry
+	44, // 25: conductor.runner.v1.Identity.env:type_name -> conductor.runner.v1.Identity.EnvEntry
+	19, // 26: conductor.runner.v1.Identity.google:type_name -> conductor.runner.v1.GoogleIdentity
+	45, // 27: conductor.runner.v1.Backend.config:type_name -> conductor.runner.v1.Backend.ConfigEntry
+	23, // 28: conductor.runner.v1.BackendValue.string_map:type_name -> conductor.runner.v1.StringMap
+	46, // 29: conductor.runner.v1.StringMap.entries:type_name -> conductor.runner.v1.StringMap.EntriesEntry
+	26, // 30: conductor.runner.v1.ModuleSchema.inputs:type_name -> conductor.runner.v1.Input
+	27, // 31: conductor.runner.v1.ModuleSchema.outputs:type_name -> conductor.runner.v1.ModuleOutput
+	29, // 32: conductor.runner.v1.Plan.summary:type_name -> conductor.runner.v1.Summary
+	30, // 33: conductor.runner.v1.Plan.changes:type_name -> conductor.runner.v1.Change
+	32, // 34: conductor.runner.v1.Result.apply:type_name -> conductor.runner.v1.ApplyResult
+	35, // 35: conductor.runner.v1.Result.drift:type_name -> conductor.runner.v1.StreamResult
+	36, // 36: conductor.runner.v1.Result.error:type_name -> conductor.runner.v1.Error
+	25, // 37: conductor.runner.v1.ApplyResult.schema:type_name -> conductor.runner.v1.ModuleSchema
+	33, // 38: conductor.runner.v1.ApplyResult.imports:type_name -> conductor.runner.v1.ImportResult
+	28, // 39: conductor.runner.v1.ApplyResult.plan:type_name -> conductor.runner.v1.Plan
+	47, // 40: conductor.runner.v1.ApplyResult.outputs:type_name -> conductor.runner.v1.ApplyResult.OutputsEntry
+	15, // 41: conductor.runner.v1.ApplyResult.held:type_name -> conductor.runner.v1.Hold
+	14, // 42: conductor.runner.v1.ApplyResult.resolutions:type_name -> conductor.runner.v1.Resolution
+	36, // 43: conductor.runner.v1.ImportResult.error:type_name -> conductor.runner.v1.Error
+	28, // 44: conductor.runner.v1.StreamResult.plan:type_name -> conductor.runner.v1.Plan
+	29, // 45: conductor.runner.v1.StreamResult.applied:type_name -> conductor.runner.v1.Summary
+	48, // 46: conductor.runner.v1.StreamResult.outputs:type_name -> conductor.runner.v1.StreamResult.OutputsEntry
+	1,  // 47: conductor.runner.v1.Error.kind:type_name -> conductor.runner.v1.ErrorKind
+	37, // 48: conductor.runner.v1.Error.run:type_name -> conductor.runner.v1.RunError
+	38, // 49: conductor.runner.v1.Error.lock:type_name -> conductor.runner.v1.LockError
+	22, // 50: conductor.runner.v1.Backend.ConfigEntry.value:type_name -> conductor.runner.v1.BackendValue
+	34, // 51: conductor.runner.v1.ApplyResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
+	34, // 52: conductor.runner.v1.StreamResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
+	2,  // 53: conductor.runner.v1.Runs.Run:input_type -> conductor.runner.v1.RunnerMessage
+	3,  // 54: conductor.runner.v1.Runs.Run:output_type -> conductor.runner.v1.ManagerMessage
+	54, // [54:55] is the sub-list for method output_type
+	53, // [53:54] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_conductor_runner_v1_runner_proto_init() }
@@ -3276,14 +3399,15 @@ func file_conductor_runner_v1_runner_proto_init() {
 		(*ManagerMessage_Answer)(nil),
 		(*ManagerMessage_Cancel)(nil),
 		(*ManagerMessage_Lease)(nil),
+		(*ManagerMessage_Credentials)(nil),
 	}
-	file_conductor_runner_v1_runner_proto_msgTypes[19].OneofWrappers = []any{
+	file_conductor_runner_v1_runner_proto_msgTypes[20].OneofWrappers = []any{
 		(*BackendValue_StringValue)(nil),
 		(*BackendValue_BoolValue)(nil),
 		(*BackendValue_StringMap)(nil),
 	}
-	file_conductor_runner_v1_runner_proto_msgTypes[28].OneofWrappers = []any{}
-	file_conductor_runner_v1_runner_proto_msgTypes[33].OneofWrappers = []any{
+	file_conductor_runner_v1_runner_proto_msgTypes[29].OneofWrappers = []any{}
+	file_conductor_runner_v1_runner_proto_msgTypes[34].OneofWrappers = []any{
 		(*Error_Run)(nil),
 		(*Error_Lock)(nil),
 	}
@@ -3293,7 +3417,7 @@ func file_conductor_runner_v1_runner_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_conductor_runner_v1_runner_proto_rawDesc), len(file_conductor_runner_v1_runner_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,170 @@
+package runners
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// A run on a runner pool outlives the manager that started it: when that manager dies (SIGKILL,
+// OOM, its node lost), the runner freezes the run and resumes it, through the Service, on whichever
+// replica leads next. That leader did not start the run and knows neither its credentials nor its
+// caller; it adopts it (adoptRun) when DispatcherOptions.Adopt vouches for it — the resource's
+// status records it as its last run, still Running, on that pool — with new state credentials,
+// which the runner's state proxy puts in place of the run's own. The run then goes on under a lease
+// from this manager; its events wait (the run is frozen past answerWait) until the resource's
+// reconcile attaches to it (Attach) and records them, and its Result goes to that reconcile as a
+// run's own outcome. A run nobody attaches to within AdoptWait is cancelled.
+
+// AdoptRequest names a run a runner resumed that this manager did not start.
+type AdoptRequest struct {
+	// RunID, Key and Op are the run's (RunSpec); Pool and Runner the runner's, as authorized.
+	RunID, Key, Pool, Runner string
+	Op                       runnerpb.Operation
+}
+
+// Adoption is what the manager grants a run it adopts: the state credentials it issued for the run
+// (HTTP basic auth of the state server) and their revoke, called once the run's processes have
+// exited.
+type Adoption struct {
+	Username, Password string
+	Revoke             func()
+}
+
+// adoptRun adopts the run a runner resumed on stream that this manager does not carry, when
+// DispatcherOptions.Adopt vouches for it, and drives it to its Result as serveRun drives the runs it
+// hands out; otherwise it answers NotFound, and the runner kills the run. It returns once the run
+// no longer uses the stream.
+func (d *Dispatcher) adoptRun(ctx context.Context, stream runnerpb.Runs_RunServer, r *runnerpb.Resume, user string) error {
+	id, key := r.GetRunId(), r.GetKey()
+	if d.opts.Adopt == nil || id == "" || key == "" {
+		return status.Errorf(codes.NotFound, "run %q is not carried by this manager (given up, or started by another)", id)
+	}
+	// One run of a key at a time: a run of the key this manager started or adopted is under way.
+	d.mu.Lock()
+	if d.busy[key] > 0 {
+		d.mu.Unlock()
+		return status.Errorf(codes.NotFound, "run %q is not adopted: a run of %s is under way here", id, key)
+	}
+	d.busy[key]++
+	d.running.Add(1)
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		if d.busy[key]--; d.busy[key] <= 0 {
+			delete(d.busy, key)
+		}
+		d.mu.Unlock()
+		d.running.Done()
+	}()
+	a, err := d.opts.Adopt(ctx, AdoptRequest{RunID: id, Key: key, Pool: r.GetPool(), Runner: r.GetRunner(), Op: r.GetOp()})
+	if err != nil {
+		return status.Errorf(codes.NotFound, "run %q is not adopted by this manager: %v", id, err)
+	}
+	j := &job{pool: r.GetPool(), user: user, runner: r.GetRunner(),
+		spec:   &runnerpb.RunSpec{Id: id, Op: r.GetOp(), Key: key},
+		cancel: make(chan struct{}), done: make(chan struct{}), resume: make(chan resumed),
+		adopted: true, sink: make(chan tfrunner.Events, 1), revoke: a.Revoke}
+	creds := &runnerpb.Credentials{Username: a.Username, Password: a.Password, StateUrl: d.opts.StateURL}
+	if err := stream.Send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Credentials{Credentials: creds}}); err != nil {
+		a.Revoke()
+		return err
+	}
+	d.mu.Lock()
+	d.live[id], d.adopted[id] = j, j
+	d.mu.Unlock()
+	if d.opts.OnAdopted != nil {
+		d.opts.OnAdopted(key)
+	}
+	expire := time.AfterFunc(d.opts.AdoptWait, func() { d.expireAdoption(j) })
+	defer expire.Stop()
+	res, err := d.drive(stream, j)
+	d.mu.Lock()
+	delete(d.live, id)
+	d.mu.Unlock()
+	if err != nil {
+		j.err = &RunnerLostError{Pool: j.pool, Runner: j.runner, Reason: err.Error()}
+		if d.opts.OnRunnerLost != nil {
+			d.opts.OnRunnerLost(j.pool, j.runner, key, j.err)
+		}
+	}
+	j.result = res
+	if res.GetErroredState() != nil {
+		d.mu.Lock()
+		// Kept before done is closed: the caller that attaches stores it (Router.Attach) before
+		// the run's credentials are revoked.
+		d.errored[key] = tfrunner.ErroredState{RunID: id, State: res.GetErroredState()}
+		d.mu.Unlock()
+	}
+	close(j.done)
+	return nil
+}
+
+// expireAdoption cancels an adopted run that no caller attached to within AdoptWait (its resource
+// was deleted meanwhile, or started another run): Terraform gets SIGINT, and once the run ended
+// its credentials are revoked, which releases its lock.
+func (d *Dispatcher) expireAdoption(j *job) {
+	d.mu.Lock()
+	if j.claimed {
+		d.mu.Unlock()
+		return
+	}
+	j.claimed = true
+	delete(d.adopted, j.spec.GetId())
+	d.mu.Unlock()
+	close(j.cancel)
+	<-j.done
+	j.revoke()
+}
+
+// Adopted reports whether the run runID of key was adopted here and waits for its caller (Attach).
+func (d *Dispatcher) Adopted(key, runID string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	j := d.adopted[runID]
+	return j != nil && j.spec.GetKey() == key
+}
+
+// attach makes the caller of an apply the caller of the adopted run runID of key: events go to
+// events from now on (those that waited first), and attach returns once the run has its Result,
+// with the job and the revoke of the run's credentials (the caller's to call, once it stored the
+// run's errored state). A ctx done first cancels the run, as it would a run the caller started.
+// ok is false when no such run waits for a caller here.
+func (d *Dispatcher) attach(ctx context.Context, key, runID string, events tfrunner.Events) (j *job, revoke func(), ok bool) {
+	d.mu.Lock()
+	j = d.adopted[runID]
+	if j == nil || j.claimed || j.spec.GetKey() != key {
+		d.mu.Unlock()
+		return nil, nil, false
+	}
+	j.claimed = true
+	delete(d.adopted, runID)
+	d.mu.Unlock()
+	j.sink <- events
+	select {
+	case <-j.done:
+	case <-ctx.Done():
+		close(j.cancel)
+		<-j.done
+	}
+	return j, j.revoke, true
+}
+
+// AttachApply is attach for an apply: the adopted run's outcome as Apply returns it, and the
+// revoke of its credentials; ok false when no such run waits here.
+func (d *Dispatcher) AttachApply(ctx context.Context, key, runID string, opts tfrunner.ApplyOptions) (out *tfrunner.ApplyResult, revoke func(), ok bool, err error) {
+	j, revoke, ok := d.attach(ctx, key, runID, opts.Events)
+	if !ok {
+		return nil, nil, false, nil
+	}
+	if j.err != nil {
+		return &tfrunner.ApplyResult{}, revoke, true, j.err
+	}
+	out, err = applyOutcome(j, errorFromProto(j.result.GetError(), j.hookErr))
+	return out, revoke, true, err
+}
