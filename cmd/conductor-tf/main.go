@@ -175,6 +175,9 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	if o.leaderElect {
+		log.Info("leader election", "lease", o.namespace+"/"+leaderElectionID, "identity", leader.Identity())
+	}
 	lease, renew, retry := leaseDuration, renewDeadline, retryPeriod
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                              scheme,

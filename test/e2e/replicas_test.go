@@ -5,6 +5,7 @@ package e2e_test
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -69,6 +70,25 @@ done`
 	out, err := runOut("docker", "exec", node, "sh", "-c", script, "sh", pod)
 	Expect(err).NotTo(HaveOccurred())
 	return strings.TrimSpace(out)
+}
+
+// standbyIdentity is the manager pod that is not leader, and its leader election identity (its
+// log's "leader election" line).
+func standbyIdentity(leaderPod string) (string, string) {
+	pods := &corev1.PodList{}
+	Expect(k8s.List(ctx, pods, client.InNamespace(system), client.MatchingLabels{"control-plane": "controller-manager"})).To(Succeed())
+	for _, p := range pods.Items {
+		if p.Name == leaderPod || p.DeletionTimestamp != nil {
+			continue
+		}
+		data, err := kube.CoreV1().Pods(system).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		if m := regexp.MustCompile(`"identity":"([^"]+)"`).FindSubmatch(data); m != nil {
+			return p.Name, string(m[1])
+		}
+	}
+	Fail("no standby manager pod logged its leader election identity")
+	return "", ""
 }
 
 // readyClaim publishes a slowpass class of kind (e2e-NAME) and returns a claim of it in a new
@@ -153,6 +173,56 @@ var _ = Describe("Two replicas", Ordered, func() {
 			time.Since(killed).Round(time.Second), res.Status.LastRun.Controller, recovered, len(approved))
 		Expect(recovered).NotTo(BeEmpty(), "the lock the killed run left was recovered (StateLockRecovered)")
 		Expect(locksHeld()).To(BeEmpty())
+	})
+
+	// Issue 46 item 7: two managers lead at once for a while. The leader Lease is handed, by hand,
+	// to the standby replica mid-create: the standby leads from its next retry, while the old leader
+	// goes on believing it leads until its renew deadline. The old leader's state server refuses its
+	// run past that deadline and its run is stopped; the new leader starts no run until the old
+	// run's lock can no longer be written under (LeaderFence). Nothing is created twice.
+	It("the leader Lease handed by hand to the standby mid-create: never two writers, nothing created twice, no lock left", func() {
+		const kind = "E2EOverlap"
+		ledgerClass("e2e-overlap", kind, "")
+		claim := &v1alpha1.InfraClaim{ObjectMeta: metav1.ObjectMeta{Namespace: newNamespace("e2e-overlap-"), Name: "app"},
+			Spec: v1alpha1.InfraClaimSpec{ResourceKind: kind}}
+		Expect(k8s.Create(ctx, claim)).To(Succeed())
+		var run, old string
+		eventually(func() bool {
+			res := boundResource(claim)
+			if res == nil || len(res.Status.CreatesPending) == 0 || res.Status.LastRun == nil || res.Status.LastRun.Result != "Running" {
+				return false
+			}
+			run, old = res.Status.LastRun.ID, res.Status.LastRun.Controller
+			return true
+		}).Should(BeTrue(), "the slow create is under way")
+		standby, identity := standbyIdentity(old)
+		l, err := kube.CoordinationV1().Leases(system).Get(ctx, "conductor-tf.conductor.io", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec.HolderIdentity, l.Spec.AcquireTime, l.Spec.RenewTime = &identity, &now, &now
+		Expect(k8s.Update(ctx, l)).To(Succeed())
+		handed := time.Now()
+		GinkgoWriter.Printf("handed the leader Lease from %s to %s (%s) while run %s created\n", old, standby, identity, run)
+
+		approved := map[string]bool{}
+		eventually(func() string {
+			if res := boundResource(claim); res != nil {
+				approveHeld(res, approved)
+			}
+			got := &v1alpha1.InfraClaim{}
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(claim), got)).To(Succeed())
+			return readyCondition(got.Status.Conditions)
+		}).Should(HavePrefix("True"))
+		res := boundResource(claim)
+		GinkgoWriter.Printf("converged %s after the hand-over, last run %s by %s; lock recoveries: %v; approvals: %d; ledger %d\n",
+			time.Since(handed).Round(time.Second), res.Status.LastRun.ID, res.Status.LastRun.Controller, lockEvents(res.Name), len(approved), ledgerEntries(claim))
+		if ledgerEntries(claim) != 1 {
+			// The old leader's run is killed once it knows it lost: a create it had finished but
+			// not saved yet is in doubt, and made again only on a person's approval.
+			Expect(approved).NotTo(BeEmpty(), "the ledger ConfigMap was created twice without an approval")
+		}
+		Expect(locksHeld()).To(BeEmpty())
+		Expect(res.Status.LastRun.Controller).To(Equal(standby), "the standby, leader now, ran last")
 	})
 
 	It("kubectl rollout restart during applies: every claim converges and no lock is held", func() {
