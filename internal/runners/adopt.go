@@ -81,8 +81,8 @@ func (d *Dispatcher) adoptRun(ctx context.Context, stream runnerpb.Runs_RunServe
 	if d.opts.OnAdopted != nil {
 		d.opts.OnAdopted(key)
 	}
-	expire := time.AfterFunc(d.opts.AdoptWait, func() { d.expireAdoption(j) })
-	defer expire.Stop()
+	// Not stopped when the run ends: a run that ended with no caller attached is revoked then.
+	time.AfterFunc(d.opts.AdoptWait, func() { d.expireAdoption(j) })
 	res, err := d.drive(stream, j)
 	d.mu.Lock()
 	delete(d.live, id)
@@ -107,7 +107,7 @@ func (d *Dispatcher) adoptRun(ctx context.Context, stream runnerpb.Runs_RunServe
 
 // expireAdoption cancels an adopted run that no caller attached to within AdoptWait (its resource
 // was deleted meanwhile, or started another run): Terraform gets SIGINT, and once the run ended
-// its credentials are revoked, which releases its lock.
+// (at once, for a run that ended already) its credentials are revoked, which releases its lock.
 func (d *Dispatcher) expireAdoption(j *job) {
 	d.mu.Lock()
 	if j.claimed {

@@ -165,3 +165,28 @@ func TestAnAdoptedRunNobodyAttachesToIsCancelled(t *testing.T) {
 		t.Fatal("still waiting for a caller after the adoption expired")
 	}
 }
+
+// An adopted run that ends before any caller attaches is revoked once AdoptWait has passed.
+func TestAnAdoptedRunThatEndedUnattachedIsRevoked(t *testing.T) {
+	var revoked atomic.Int32
+	d, conn := startDispatcher(t, DispatcherOptions{AdoptWait: 500 * time.Millisecond,
+		Adopt: func(context.Context, AdoptRequest) (*Adoption, error) {
+			return &Adoption{Username: "u", Password: "p", Revoke: func() { revoked.Add(1) }}, nil
+		},
+	})
+	r, _ := openStream(t, conn, resumeOf("run-1", "res-e"))
+	if r.recv().GetCredentials() == nil {
+		t.Fatal("no credentials")
+	}
+	r.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{}}, nil, nil)))
+	deadline := time.Now().Add(5 * time.Second)
+	for revoked.Load() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the credentials of a run that ended unattached were never revoked")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if d.Adopted("res-e", "run-1") {
+		t.Fatal("still waiting for a caller")
+	}
+}
