@@ -23,6 +23,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/controller"
 	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
@@ -62,6 +63,11 @@ func filesDir() string {
 // startRunner starts a runner of pool named name with token, as the pool's Deployment would: the
 // CA from the ConfigMap the manager publishes, no Kubernetes credentials in its environment.
 func startRunner(bin, pool, name, token string) *runnerProcess {
+	return startRunnerVia(bin, pool, name, token, runProtocolAddr)
+}
+
+// startRunnerVia is startRunner with the run protocol reached at manager (a proxy of the test's).
+func startRunnerVia(bin, pool, name, token, manager string) *runnerProcess {
 	dir := filepath.Join(suiteDir, "runner-"+name)
 	Expect(os.MkdirAll(dir, 0o700)).To(Succeed())
 	cm, err := kube.CoreV1().ConfigMaps(stateNamespace).Get(ctx(), runners.CAName, metav1.GetOptions{})
@@ -72,7 +78,7 @@ func startRunner(bin, pool, name, token string) *runnerProcess {
 	logPath := filepath.Join(dir, "runner.log")
 	logFile, err := os.Create(logPath)
 	Expect(err).NotTo(HaveOccurred())
-	cmd := exec.Command(bin, "runner", "--name", name, "--pool", pool, "--manager", runProtocolAddr,
+	cmd := exec.Command(bin, "runner", "--name", name, "--pool", pool, "--manager", manager,
 		"--state-url", runnerStateURL, "--ca-file", caFile, "--token-file", tokenFile, "--concurrency", "1",
 		"--heartbeat-interval", "1s", "--work-dir", filepath.Join(dir, "work"), "--terraform-path", realBinary.Path,
 		"--run-sandbox-write", filesDir()) // the file module writes its file there
@@ -189,6 +195,45 @@ var _ = Describe("Runner pools", Ordered, func() {
 		Expect(runner.logText()).To(And(ContainSubstring("run lease expired"), ContainSubstring("run lease renewed")),
 			"the fence froze the run and let it go on once renewed")
 		Expect(eventReasons(s, res.Name)).NotTo(ContainElement(ContainSubstring("was lost mid-run")))
+	})
+
+	// Issue 46 item 7: a live runner cut off from the run protocol (a proxy the test controls)
+	// while its state server stays reachable: the runner freezes its run, and kills it at half the
+	// fence grace after its lease, before the manager gives the run up (lease + grace) and
+	// releases its lock; the next run, on another runner, is then the only writer.
+	It("fences a runner cut off past its fence while its state server stays reachable: the run is dead before it is given up, and the next run is the only writer", func() {
+		s := newScenario()
+		link := startCutter(runProtocolAddr)
+		cutOff := startRunnerVia(bin, pool, "runner-cut", runnerToken(sa, runners.Audience), link.addr())
+		res, ledger := ledgerResource(s, "pooled-cut-"+s.ns, 30)
+		res.Spec.RunnerPool = pool
+		Expect(k8s.Create(s.ctx, res)).To(Succeed())
+		DeferCleanup(deleteInBackground, s, res.Name)
+		Eventually(func() int { return ledgerLines(ledger) }, timeout, 100*time.Millisecond).Should(Equal(1))
+		Eventually(func() []string { return s.resource(res.Name)().Status.CreatesPending }, timeout, 100*time.Millisecond).
+			Should(ConsistOf("module.main.terraform_data.this"))
+		link.cutOff()
+		cutAt := time.Now()
+		startRunner(bin, pool, "runner-d", runnerToken(sa, runners.Audience))
+
+		Eventually(func() []string { return eventReasons(s, res.Name) }, time.Minute, 100*time.Millisecond).Should(
+			ContainElement(ContainSubstring("runner runner-cut of pool " + pool + " was lost mid-run")))
+		givenUp := time.Since(cutAt)
+		Expect(cutOff.logText()).To(ContainSubstring("run lease not renewed: killing its processes"), "the runner killed its run itself")
+		Expect(tfrunner.Reap(filepath.Join(suiteDir, "runner-runner-cut", "work"), true)).To(BeZero(),
+			"no process of the cut-off run was left when the manager gave it up")
+		GinkgoWriter.Printf("run protocol cut; the run given up %s later, its processes gone by then\n", givenUp.Round(100*time.Millisecond))
+
+		By("the next run, on the other runner, holds the create that had started; approved, it is the only writer")
+		Eventually(syncedReason(s, res.Name), timeout, time.Second).Should(Equal(v1alpha1.ReasonInterruptedCreate))
+		annotate(s, res.Name, v1alpha1.AnnotationApprovePlan, s.resource(res.Name)().Status.PendingPlan.ID)
+		readyAt(s, res.Name)
+		Expect(ledgerLines(ledger)).To(Equal(2), "created again once, on approval")
+		state, found, err := statebackend.NewStore(kube, stateNamespace).For(stateSuffix(s, res.Name)).Read(s.ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(found).To(BeTrue())
+		Expect(string(state)).To(ContainSubstring(`"terraform_data"`), "the state has the object the next run made")
+		Expect(statebackend.NewStore(kube, stateNamespace).For(stateSuffix(s, res.Name)).InspectLock(s.ctx)).To(BeNil())
 	})
 
 	It("gives up a run whose runner is killed mid-apply, releases its lock, and holds the interrupted create until approved on another runner", func() {
