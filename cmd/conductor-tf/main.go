@@ -287,7 +287,11 @@ func run(o options) error {
 	runs := &runners.Router{Local: pool, KeepErrored: stateServer.KeepErrored}
 	adopter := &adopterRef{}
 	if o.runProtocolAddr != "" {
-		if runs.Remote, err = startRunProtocol(serverCtx, o, kube, mgr, stateServer, drainer, adopter); err != nil {
+		leading := elected(mgr)
+		if o.leaderElect {
+			leading = leader.Leading
+		}
+		if runs.Remote, err = startRunProtocol(serverCtx, o, kube, mgr, stateServer, drainer, adopter, leading); err != nil {
 			return fmt.Errorf("run protocol: %w", err)
 		}
 		log.Info("serving runner pools", "runProtocol", o.runProtocolAddr, "stateServer", o.runnerStateAddr)
@@ -345,6 +349,20 @@ func run(o options) error {
 	}
 	drain(pool, runs.Remote, stateServer, o.grace)
 	return err
+}
+
+// elected reports whether the manager's Elected channel is closed: without leader election it is
+// at start.
+func elected(mgr ctrl.Manager) func() bool {
+	ch := mgr.Elected()
+	return func() bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 // lostLeadership reports the error controller-runtime's manager returns when its leader election

@@ -37,23 +37,19 @@ func runnerHosts(o options) []string {
 //
 // Runs a predecessor started that runners resume here are adopted through adopter (the resource
 // reconciler, registered after this; until then none is).
+//
+// leading says whether this replica leads (leaderClock.Leading with leader election): runners are
+// served from the moment it holds the Lease, before its controllers' caches are synced, so that a
+// run its predecessor left is adopted before the runner's fence kills it.
 func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface, mgr ctrl.Manager, state *statebackend.Server, drain *tfrunner.Drain,
-	adopter *adopterRef) (*runners.Dispatcher, error) {
-	elected := mgr.Elected()
+	adopter *adopterRef, leading func() bool) (*runners.Dispatcher, error) {
 	d, _, err := runners.Serve(ctx, runners.ServeOptions{
 		Kube: kube, Namespace: o.namespace, Hosts: runnerHosts(o),
 		Address: o.runProtocolAddr, StateAddress: o.runnerStateAddr, State: state,
 		Authorize: runners.PoolAuthorizer(mgr.GetClient(), o.namespace), HeartbeatTimeout: o.heartbeatTimeout, FenceGrace: o.fenceGrace,
 		CheckPool: runners.PoolChecker(mgr.GetClient()), StateURL: ownStateURL(o), Drain: drain, QueueTimeout: o.queueTimeout,
 		Adopt: adopter.adopt, OnAdopted: adopter.adopted,
-		Leading: func() bool {
-			select {
-			case <-elected:
-				return true
-			default:
-				return false
-			}
-		},
+		Leading: leading,
 	})
 	return d, err
 }

@@ -83,7 +83,7 @@ func standbyIdentity(leaderPod string) (string, string) {
 		}
 		data, err := kube.CoreV1().Pods(system).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		if m := regexp.MustCompile(`"identity":"([^"]+)"`).FindSubmatch(data); m != nil {
+		if m := regexp.MustCompile(`"identity":\s*"([^"]+)"`).FindSubmatch(data); m != nil {
 			return p.Name, string(m[1])
 		}
 	}
