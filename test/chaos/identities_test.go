@@ -25,13 +25,15 @@ const identityKills = 6
 // TestSIGKILLMidCreateWithIdentities kills the controller in the middle of creates of a module that
 // declares import identities (issue 35): each create in doubt must be decided without a person,
 // adopted when the object exists or made when it does not, and nothing made twice. The goal: 0 holds
-// per kill, 0 duplicates.
+// per kill, 0 duplicates. The first two claims are the colliding pair of issue 46 — x-y of team-c
+// and y of team-c-x, alike under `${claim.namespace}-${claim.name}` — whose identities name their
+// resources: a kill mid-create of either must not adopt the other's object.
 func TestSIGKILLMidCreateWithIdentities(t *testing.T) {
 	r := newRig(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	const ns = "team-c"
-	for _, n := range []string{stateNamespace, ns} {
+	const ns, nsB = "team-c", "team-c-x"
+	for _, n := range []string{stateNamespace, ns, nsB} {
 		if err := r.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +51,7 @@ func TestSIGKILLMidCreateWithIdentities(t *testing.T) {
 			Variables: v1alpha1.Variables{
 				"namespace": {Raw: []byte(`"${claim.namespace}"`)},
 				"name":      {Raw: []byte(`"${resource.name}-token"`)},
-				"ledger":    {Raw: []byte(`"${claim.namespace}-${claim.name}"`)},
+				"ledger":    {Raw: []byte(`"${resource.name}"`)},
 			},
 			ImportIdentities: map[string]string{"kubernetes_secret_v1.token": "${claim.namespace}/${resource.name}-token"}},
 	}
@@ -58,14 +60,19 @@ func TestSIGKILLMidCreateWithIdentities(t *testing.T) {
 	}
 	// The token arrives about 3 s after its Secret is made, as a token controller would fill it.
 	go fillTokens(ctx, r, ns, 3*time.Second)
+	go fillTokens(ctx, r, nsB, 3*time.Second)
 	// uids records the first UID of each claim's Secret: another UID later is the object made twice.
 	uids, recreated := map[string]types.UID{}, 0
 	observe := func() {
-		var list corev1.SecretList
-		if err := r.k8s.List(ctx, &list, client.InNamespace(ns), client.HasLabels{"conductor.io/ledger"}); err != nil {
-			return
+		var all []corev1.Secret
+		for _, n := range []string{ns, nsB} {
+			var list corev1.SecretList
+			if err := r.k8s.List(ctx, &list, client.InNamespace(n), client.HasLabels{"conductor.io/ledger"}); err != nil {
+				return
+			}
+			all = append(all, list.Items...)
 		}
-		for _, s := range list.Items {
+		for _, s := range all {
 			key := s.Labels["conductor.io/ledger"]
 			if old, ok := uids[key]; ok && old != s.UID {
 				recreated++
@@ -78,8 +85,15 @@ func TestSIGKILLMidCreateWithIdentities(t *testing.T) {
 	var claims []*v1alpha1.InfraClaim
 	midCreate := 0
 	for round := range identityKills {
+		claimNS, name := ns, fmt.Sprintf("t%d", round)
+		switch round { // the colliding pair
+		case 0:
+			name = "x-y"
+		case 1:
+			claimNS, name = nsB, "y"
+		}
 		c := &v1alpha1.InfraClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("t%d", round)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: claimNS, Name: name},
 			Spec: v1alpha1.InfraClaimSpec{ResourceKind: "Token",
 				Resources:                  v1alpha1.ClaimResources{Requests: v1alpha1.Quantities{"storage": resource.MustParse("1Gi")}},
 				WriteConnectionSecretToRef: &v1alpha1.LocalSecretReference{Name: fmt.Sprintf("t%d-conn", round)}},
@@ -142,6 +156,19 @@ func TestSIGKILLMidCreateWithIdentities(t *testing.T) {
 	}
 	if len(uids) != len(claims) {
 		t.Errorf("%d Secrets for %d claims", len(uids), len(claims))
+	}
+	// Each claim's object is its own: the Secret its identity names, in its namespace, made for its
+	// resource (the colliding pair included).
+	for _, c := range claims {
+		got := &v1alpha1.InfraClaim{}
+		if err := r.k8s.Get(ctx, client.ObjectKeyFromObject(c), got); err != nil {
+			t.Fatal(err)
+		}
+		res := got.Status.ResourceName
+		sec := &corev1.Secret{}
+		if err := r.k8s.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: res + "-token"}, sec); err != nil || sec.Labels["conductor.io/ledger"] != res {
+			t.Errorf("claim %s/%s: its Secret %s-token: %v, ledger %q; want its own, made for %s", c.Namespace, c.Name, res, err, sec.Labels["conductor.io/ledger"], res)
+		}
 	}
 	if midCreate < identityKills/2 {
 		t.Errorf("only %d of %d kills landed mid-create: the test did not exercise the crash window", midCreate, identityKills)
