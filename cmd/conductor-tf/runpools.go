@@ -48,7 +48,7 @@ func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface,
 		Address: o.runProtocolAddr, StateAddress: o.runnerStateAddr, State: state,
 		Authorize: runners.PoolAuthorizer(mgr.GetClient(), o.namespace), HeartbeatTimeout: o.heartbeatTimeout, FenceGrace: o.fenceGrace,
 		CheckPool: runners.PoolChecker(mgr.GetClient()), StateURL: ownStateURL(o), Drain: drain, QueueTimeout: o.queueTimeout,
-		Adopt: adopter.adopt, OnAdopted: adopter.adopted,
+		Adopt: adopter.adopt, OnAdopted: adopter.adopted, KeepErrored: state.KeepErrored,
 		Leading: leading,
 	})
 	return d, err

@@ -120,7 +120,16 @@ func (r syncer) attachRun(ctx context.Context, s *resourceScope) (bool, error) {
 		if !everApplied(res) && res.Status.Phase != v1alpha1.ResourceFailed {
 			res.Status.Phase = v1alpha1.ResourceProvisioning
 		}
-		return r.ranApply(ctx, s, out, err)
+		// The outcome is that of the generation the run was started for: a spec changed since
+		// is not marked applied (ObservedGeneration, conditions, the run record), and runs next.
+		gen := res.Generation
+		res.Generation = last.Generation
+		stop, rerr := r.ranApply(ctx, s, out, err)
+		res.Generation = gen
+		if last.Generation != gen && rerr == nil {
+			s.result = ctrl.Result{RequeueAfter: time.Second}
+		}
+		return stop, rerr
 	}
 	s.runStart = time.Time{}
 	if k := r.keeper(); !k.runLive(last.ID) && k.runnerFenced() {

@@ -111,3 +111,37 @@ func TestAfterTheFenceARunNotAdoptedIsNotWaitedFor(t *testing.T) {
 		t.Fatalf("applies %d, attached %v, last run %s; want a new run", runs.applies, runs.attached, got.Status.LastRun.ID)
 	}
 }
+
+// An adopted run's outcome is that of the generation it was started for: a spec changed since is
+// not marked applied, and runs next.
+func TestAnAttachedRunOfAnOlderGenerationLeavesTheNewSpecToRun(t *testing.T) {
+	ctx := context.Background()
+	r, runs, req := runningOnPool(t)
+	runs.adopted = "run-x"
+	res := &v1alpha1.InfraResource{}
+	if err := r.Get(ctx, req.NamespacedName, res); err != nil {
+		t.Fatal(err)
+	}
+	res.Spec.ReclaimPolicy = v1alpha1.ReclaimRetain // a new generation while the run went on
+	res.Generation = 2                              // the fake client does not count generations
+	if err := r.Update(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Get(ctx, req.NamespacedName, res); err != nil || res.Generation == 1 {
+		t.Fatalf("generation %d, %v; want a new one", res.Generation, err)
+	}
+	result, err := r.Reconcile(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &v1alpha1.InfraResource{}
+	if err := r.Get(ctx, req.NamespacedName, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.ObservedGeneration != 1 || got.Status.LastRun.Generation != 1 || got.Status.LastRun.Result != RunSucceeded {
+		t.Fatalf("observed generation %d, last run %+v; want generation 1 applied, not %d", got.Status.ObservedGeneration, got.Status.LastRun, got.Generation)
+	}
+	if run, _ := needsRun(got, time.Now(), time.Hour); !run || result.RequeueAfter > 2*time.Second {
+		t.Fatalf("needs a run %v, requeue %s; want the new generation to run next, soon", run, result.RequeueAfter)
+	}
+}

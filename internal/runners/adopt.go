@@ -2,6 +2,7 @@ package runners
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -47,11 +48,14 @@ func (d *Dispatcher) adoptRun(ctx context.Context, stream runnerpb.Runs_RunServe
 	}
 	// One run of a key at a time: a run of the key this manager started or adopted is under way.
 	d.mu.Lock()
-	if d.busy[key] > 0 {
+	if d.busy[key] > 0 || d.adopted[id] != nil {
+		// A run of the key under way, or this very run adopted already (its Result, sent again
+		// on a stream that broke before the manager ended it, was taken).
 		d.mu.Unlock()
-		return status.Errorf(codes.NotFound, "run %q is not adopted: a run of %s is under way here", id, key)
+		return status.Errorf(codes.NotFound, "run %q is not adopted: a run of %s is under way or was adopted here", id, key)
 	}
 	d.busy[key]++
+	d.adopting[id] = true // until it waits for a caller, or is not adopted after all (attach waits)
 	d.running.Add(1)
 	d.mu.Unlock()
 	defer func() {
@@ -59,6 +63,7 @@ func (d *Dispatcher) adoptRun(ctx context.Context, stream runnerpb.Runs_RunServe
 		if d.busy[key]--; d.busy[key] <= 0 {
 			delete(d.busy, key)
 		}
+		delete(d.adopting, id)
 		d.mu.Unlock()
 		d.running.Done()
 	}()
@@ -69,14 +74,15 @@ func (d *Dispatcher) adoptRun(ctx context.Context, stream runnerpb.Runs_RunServe
 	j := &job{pool: r.GetPool(), user: user, runner: r.GetRunner(),
 		spec:   &runnerpb.RunSpec{Id: id, Op: r.GetOp(), Key: key},
 		cancel: make(chan struct{}), done: make(chan struct{}), resume: make(chan resumed),
-		adopted: true, sink: make(chan tfrunner.Events, 1), revoke: a.Revoke}
-	creds := &runnerpb.Credentials{Username: a.Username, Password: a.Password, StateUrl: d.opts.StateURL}
-	if err := stream.Send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Credentials{Credentials: creds}}); err != nil {
+		adopted: true, sink: make(chan tfrunner.Events, 1), revoke: a.Revoke,
+		creds: &runnerpb.Credentials{Username: a.Username, Password: a.Password, StateUrl: d.opts.StateURL}}
+	if err := stream.Send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Credentials{Credentials: j.creds}}); err != nil {
 		a.Revoke()
 		return err
 	}
 	d.mu.Lock()
 	d.live[id], d.adopted[id] = j, j
+	delete(d.adopting, id)
 	d.mu.Unlock()
 	if d.opts.OnAdopted != nil {
 		d.opts.OnAdopted(key)
@@ -105,20 +111,45 @@ func (d *Dispatcher) adoptRun(ctx context.Context, stream runnerpb.Runs_RunServe
 	return nil
 }
 
+// adoptingWait bounds how long attach waits for an adoption under way (the Adopt call and the
+// credentials' send).
+const adoptingWait = 10 * time.Second
+
+// errNotAttached answers the events of an adopted run whose adoption expired: the run stops there.
+var errNotAttached = errors.New("no reconcile attached to the adopted run in time: it is cancelled")
+
 // expireAdoption cancels an adopted run that no caller attached to within AdoptWait (its resource
-// was deleted meanwhile, or started another run): Terraform gets SIGINT, and once the run ended
-// (at once, for a run that ended already) its credentials are revoked, which releases its lock.
+// was deleted meanwhile, or started another run): its events are refused (one that waits, too,
+// else the run would wait for its answer forever) and Terraform gets SIGINT. Once the run ended
+// (at once, for a run that ended already) its errored state is stored (DispatcherOptions.KeepErrored)
+// and then its credentials are revoked, which releases its lock.
 func (d *Dispatcher) expireAdoption(j *job) {
+	id, key := j.spec.GetId(), j.spec.GetKey()
 	d.mu.Lock()
 	if j.claimed {
 		d.mu.Unlock()
 		return
 	}
 	j.claimed = true
-	delete(d.adopted, j.spec.GetId())
+	if d.adopted[id] == j {
+		delete(d.adopted, id)
+	}
 	d.mu.Unlock()
+	j.sink <- func(tfrunner.Event) error { return errNotAttached }
 	close(j.cancel)
 	<-j.done
+	if d.opts.KeepErrored != nil {
+		d.mu.Lock()
+		e, ok := d.errored[key]
+		d.mu.Unlock()
+		if ok && e.RunID == id {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			if err := d.opts.KeepErrored(ctx, id, e.State); err == nil {
+				d.ClearErroredState(key)
+			}
+			cancel()
+		}
+	}
 	j.revoke()
 }
 
@@ -136,7 +167,15 @@ func (d *Dispatcher) Adopted(key, runID string) bool {
 // run's errored state). A ctx done first cancels the run, as it would a run the caller started.
 // ok is false when no such run waits for a caller here.
 func (d *Dispatcher) attach(ctx context.Context, key, runID string, events tfrunner.Events) (j *job, revoke func(), ok bool) {
+	// A run being adopted this very moment (its credentials issued, the runner not told yet) is
+	// waited for: a caller that went on would start a second run beside it.
+	deadline := time.Now().Add(adoptingWait)
 	d.mu.Lock()
+	for d.adopting[runID] && d.adopted[runID] == nil && time.Now().Before(deadline) {
+		d.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		d.mu.Lock()
+	}
 	j = d.adopted[runID]
 	if j == nil || j.claimed || j.spec.GetKey() != key {
 		d.mu.Unlock()

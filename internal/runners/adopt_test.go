@@ -150,8 +150,20 @@ func TestAnAdoptedRunNobodyAttachesToIsCancelled(t *testing.T) {
 	if _, err := second.stream.Recv(); status.Code(err) != codes.NotFound {
 		t.Fatalf("a second run of a key with one under way: %v; want NotFound", err)
 	}
-	if m := r.recv(); m.GetCancel() == nil {
-		t.Fatalf("after AdoptWait: %v; want Cancel", m)
+	// An event that waits for a caller when the adoption expires is refused (the run stops there),
+	// or the run would wait for its answer for good.
+	r.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_CreateStart{CreateStart: &runnerpb.CreateStart{Address: "a.b"}}})
+	var refused, cancelled bool
+	for !refused || !cancelled {
+		m := r.recv()
+		switch {
+		case m.GetAnswer() != nil:
+			refused = m.GetAnswer().GetError() == errNotAttached.Error()
+		case m.GetCancel() != nil:
+			cancelled = true
+		default:
+			t.Fatalf("after AdoptWait: %v; want the held event refused and Cancel", m)
+		}
 	}
 	r.send(result(newResult(nil, nil, context.Canceled)))
 	deadline := time.Now().Add(5 * time.Second)
@@ -163,6 +175,37 @@ func TestAnAdoptedRunNobodyAttachesToIsCancelled(t *testing.T) {
 	}
 	if d.Adopted("res-c", "run-1") {
 		t.Fatal("still waiting for a caller after the adoption expired")
+	}
+}
+
+// A resumed stream of an adopted run gets the adoption's credentials again (the runner may not
+// have read them on the stream that broke); a run adopted already is not adopted twice.
+func TestAnAdoptedRunGetsItsCredentialsOnEachResumeAndIsAdoptedOnce(t *testing.T) {
+	var adoptions atomic.Int32
+	d, conn := startDispatcher(t, DispatcherOptions{
+		Adopt: func(context.Context, AdoptRequest) (*Adoption, error) {
+			adoptions.Add(1)
+			return &Adoption{Username: "u", Password: "p", Revoke: func() {}}, nil
+		},
+	})
+	first, cut := openStream(t, conn, resumeOf("run-1", "res-f"))
+	if first.recv().GetCredentials() == nil {
+		t.Fatal("no credentials")
+	}
+	cut()
+	second, _ := openStream(t, conn, resumeOf("run-1", "res-f"))
+	if c := second.recv().GetCredentials(); c.GetUsername() != "u" {
+		t.Fatalf("the resumed stream's first message: credentials %v; want the adoption's again", c)
+	}
+	second.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{}}, nil, nil)))
+	for deadline := time.Now().Add(5 * time.Second); d.Busy("res-f"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the adopted run did not end")
+		}
+	}
+	again, _ := openStream(t, conn, resumeOf("run-1", "res-f"))
+	if _, err := again.stream.Recv(); status.Code(err) != codes.NotFound || adoptions.Load() != 1 {
+		t.Fatalf("the same run resumed after its Result: %v, %d adoptions; want NotFound, adopted once", err, adoptions.Load())
 	}
 }
 

@@ -83,8 +83,13 @@ type DispatcherOptions struct {
 	// (Attach) without waiting for its next reconcile.
 	OnAdopted func(key string)
 	// AdoptWait is how long an adopted run waits for a caller to attach to it before it is
-	// cancelled; HeartbeatTimeout plus FenceGrace when zero.
+	// cancelled; twice HeartbeatTimeout plus FenceGrace when zero (a new leader's controllers may
+	// take a while to sync their caches and reconcile).
 	AdoptWait time.Duration
+	// KeepErrored, when set, stores the errored state of an adopted run that no caller attached
+	// to, before its credentials are revoked (statebackend.Server.KeepErrored; Router.Attach does
+	// it for a run a caller attached to).
+	KeepErrored func(ctx context.Context, runID string, state []byte) error
 }
 
 // QueueTimeoutError is a run that no runner of its pool took within the queue timeout: the run
@@ -106,15 +111,16 @@ func (e *QueueTimeoutError) Error() string {
 type Dispatcher struct {
 	opts DispatcherOptions
 
-	mu      sync.Mutex
-	queues  map[string]*queue                // by pool
-	busy    map[string]int                   // runs of a key waiting or running
-	errored map[string]tfrunner.ErroredState // errored.tfstate a runner sent back, by key, with its run
-	runners map[string]map[string]int        // pool → runner → runs it holds
-	live    map[string]*job                  // runs a runner took and that are not over, by run ID
-	adopted map[string]*job                  // runs adopted from a predecessor that no caller attached to yet, by run ID
-	grpc    *grpc.Server
-	addr    string
+	mu       sync.Mutex
+	queues   map[string]*queue                // by pool
+	busy     map[string]int                   // runs of a key waiting or running
+	errored  map[string]tfrunner.ErroredState // errored.tfstate a runner sent back, by key, with its run
+	runners  map[string]map[string]int        // pool → runner → runs it holds
+	live     map[string]*job                  // runs a runner took and that are not over, by run ID
+	adopted  map[string]*job                  // runs adopted from a predecessor that no caller attached to yet, by run ID
+	adopting map[string]bool                  // run IDs whose adoption is under way (Adopt asked, not waiting for a caller yet)
+	grpc     *grpc.Server
+	addr     string
 	// running counts the runs queued or under way, for Wait.
 	running sync.WaitGroup
 }
@@ -143,10 +149,10 @@ func NewDispatcher(opts DispatcherOptions) *Dispatcher {
 		opts.StreamIdle = DefaultStreamIdle
 	}
 	if opts.AdoptWait <= 0 {
-		opts.AdoptWait = opts.HeartbeatTimeout + opts.FenceGrace
+		opts.AdoptWait = 2 * (opts.HeartbeatTimeout + opts.FenceGrace)
 	}
 	return &Dispatcher{opts: opts, queues: map[string]*queue{}, busy: map[string]int{}, errored: map[string]tfrunner.ErroredState{},
-		runners: map[string]map[string]int{}, live: map[string]*job{}, adopted: map[string]*job{}}
+		runners: map[string]map[string]int{}, live: map[string]*job{}, adopted: map[string]*job{}, adopting: map[string]bool{}}
 }
 
 // Serve listens on addr ("host:port", port 0 picks one) with TLS and serves the run protocol until
@@ -224,6 +230,7 @@ type job struct {
 	sink    chan tfrunner.Events
 	claimed bool
 	revoke  func()
+	creds   *runnerpb.Credentials // sent again on each stream that resumes the run
 }
 
 func (d *Dispatcher) queue(pool string) *queue {

@@ -136,6 +136,10 @@ func (d *Dispatcher) drive(stream runnerpb.Runs_RunServer, j *job) (*runnerpb.Re
 			current, stream, broken, lastSeen = &rs, rs.stream, false, time.Now()
 			gen++
 			go read(stream, gen)
+			if j.creds != nil {
+				// An adopted run: the runner may not have read them on the stream that broke.
+				send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Credentials{Credentials: j.creds}})
+			}
 			if cancelPending {
 				send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Cancel{Cancel: &runnerpb.Cancel{}}})
 			}
