@@ -85,6 +85,25 @@ func samples(t *testing.T) ([]v1alpha1.InfraClass, []v1alpha1.InfraClaim) {
 	return s.Classes, s.Claims
 }
 
+// marksOwner reports whether a labels or tags variable of values carries the ownership mark
+// (tfrunner.OwnershipMark or OwnershipMarkLabel) with the value resource.
+func marksOwner(values map[string]cty.Value, resource string) bool {
+	for _, name := range []string{"labels", "tags"} {
+		v, ok := values[name]
+		if !ok || v.IsNull() || !v.CanIterateElements() {
+			continue
+		}
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			key := k.AsString()
+			if (key == tfrunner.OwnershipMark || key == tfrunner.OwnershipMarkLabel) && e.Type() == cty.String && e.AsString() == resource {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func TestSampleClassesRenderToDeclaredTypes(t *testing.T) {
 	classes, claims := samples(t)
 	if len(classes) < 4 || len(claims) < 4 {
@@ -128,6 +147,12 @@ func TestSampleClassesRenderToDeclaredTypes(t *testing.T) {
 				t.Errorf("class %s, claim %s: %v", class.Name, claim.Name, err)
 			}
 			rendered[class.Name+"/"+claim.Name] = values
+			// Issue 46: a class whose creates are resolved by import identities has its module
+			// mark every object with the resource's name, so that an adoption can be checked.
+			if len(class.Spec.ImportIdentities) > 0 && !marksOwner(values, controller.ResourceName(&claim)) {
+				t.Errorf("class %s, claim %s: import identities, but no labels or tags variable carries the ownership mark %s or %s = %s",
+					class.Name, claim.Name, tfrunner.OwnershipMark, tfrunner.OwnershipMarkLabel, controller.ResourceName(&claim))
+			}
 		}
 		if matched == 0 {
 			t.Errorf("class %s has no sample claim of kind %s", class.Name, class.Spec.ResourceKind)
