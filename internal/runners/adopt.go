@@ -89,25 +89,7 @@ func (d *Dispatcher) adoptRun(ctx context.Context, stream runnerpb.Runs_RunServe
 	}
 	// Not stopped when the run ends: a run that ended with no caller attached is revoked then.
 	time.AfterFunc(d.opts.AdoptWait, func() { d.expireAdoption(j) })
-	res, err := d.drive(stream, j)
-	d.mu.Lock()
-	delete(d.live, id)
-	d.mu.Unlock()
-	if err != nil {
-		j.err = &RunnerLostError{Pool: j.pool, Runner: j.runner, Reason: err.Error()}
-		if d.opts.OnRunnerLost != nil {
-			d.opts.OnRunnerLost(j.pool, j.runner, key, j.err)
-		}
-	}
-	j.result = res
-	if res.GetErroredState() != nil {
-		d.mu.Lock()
-		// Kept before done is closed: the caller that attaches stores it (Router.Attach) before
-		// the run's credentials are revoked.
-		d.errored[key] = tfrunner.ErroredState{RunID: id, State: res.GetErroredState()}
-		d.mu.Unlock()
-	}
-	close(j.done)
+	d.carry(stream, j)
 	return nil
 }
 

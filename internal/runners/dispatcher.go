@@ -319,12 +319,6 @@ func (d *Dispatcher) do(ctx context.Context, pool string, spec *runnerpb.RunSpec
 	if j.err != nil {
 		return j, j.err
 	}
-	if j.result.ErroredState != nil {
-		d.mu.Lock()
-		// The runner's workspace starts clean (Runner.execute): the state is this run's.
-		d.errored[key] = tfrunner.ErroredState{RunID: j.spec.GetId(), State: j.result.ErroredState}
-		d.mu.Unlock()
-	}
 	return j, errorFromProto(j.result.GetError(), j.hookErr)
 }
 

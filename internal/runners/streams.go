@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
 // The runner's side of a stream, as the manager serves it: a runner authenticates, says which pool
@@ -70,19 +71,33 @@ func (d *Dispatcher) serveRun(stream runnerpb.Runs_RunServer) error {
 	d.mu.Lock()
 	d.live[id] = j
 	d.mu.Unlock()
+	d.carry(stream, j)
+	return nil
+}
+
+// carry drives a live run (registered in d.live) over stream to its end and records it, for a run
+// handed out (serveRun) and one adopted (adoptRun) alike: it is no longer live; a run given up is a
+// *RunnerLostError (told to OnRunnerLost); an errored state its Result carries is kept under the
+// run's ID before done is closed, so that its caller stores it (Router.keepErrored) before the
+// run's credentials are revoked.
+func (d *Dispatcher) carry(stream runnerpb.Runs_RunServer, j *job) {
 	res, err := d.drive(stream, j)
+	id, key := j.spec.GetId(), j.spec.GetKey()
 	d.mu.Lock()
 	delete(d.live, id)
+	if res.GetErroredState() != nil {
+		// The runner's workspace starts clean (Runner.execute): the state is this run's.
+		d.errored[key] = tfrunner.ErroredState{RunID: id, State: res.GetErroredState()}
+	}
 	d.mu.Unlock()
 	if err != nil {
-		j.err = &RunnerLostError{Pool: hello.Pool, Runner: hello.Runner, Reason: err.Error()}
+		j.err = &RunnerLostError{Pool: j.pool, Runner: j.runner, Reason: err.Error()}
 		if d.opts.OnRunnerLost != nil {
-			d.opts.OnRunnerLost(hello.Pool, hello.Runner, j.spec.GetKey(), j.err)
+			d.opts.OnRunnerLost(j.pool, j.runner, key, j.err)
 		}
 	}
 	j.result = res
 	close(j.done)
-	return nil
 }
 
 // resumeRun hands a stream opened with Resume to the run it names, if that run is still carried
