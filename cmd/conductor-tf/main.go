@@ -31,7 +31,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	conductorv1alpha1 "github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/controller"
+	claimcontroller "github.com/conductor-tf/conductor-tf/internal/controller/claim"
+	classcontroller "github.com/conductor-tf/conductor-tf/internal/controller/class"
+	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/sandbox"
@@ -114,12 +116,12 @@ func main() {
 	flag.StringVar(&o.workDir, "work-dir", filepath.Join(os.TempDir(), "conductor-tf"), "Working directories of runs, the plugin cache and the module cache.")
 	flag.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "conductor-system"), "Namespace of the state Secrets and lock Leases (must exist).")
 	flag.StringVar(&o.kubeconfig, "state-kubeconfig", "", "Deprecated and ignored: state goes through the controller's state server, and runs get Kubernetes credentials only from a class's kubernetesAccess.")
-	flag.DurationVar(&o.syncInterval, "sync-interval", controller.DefaultSyncInterval, "How often an unchanged resource is planned again to detect drift.")
+	flag.DurationVar(&o.syncInterval, "sync-interval", resourcecontroller.DefaultSyncInterval, "How often an unchanged resource is planned again to detect drift.")
 	flag.StringVar(&o.warmProviders, "warm-providers", defaultWarmProviders, "Providers to keep running between runs, comma-separated (namespace/type, e.g. hashicorp/random), or none: applies reattach to them (TF_REATTACH_PROVIDERS) instead of starting them. A process serves one run at a time and only runs of the same class, tenant, module, provider version and environment, over a Unix socket no other run can find (docs/tenancy.md); its package must match the lock file; it is recycled after 100 runs or 2 minutes idle and killed after a failed run; modules that declare provider aliases, and classes with warmProviders: Disabled, never use it. A warm process runs in a directory of its own, not the run's workspace: list only providers that read no files (the default lists those of HashiCorp's that read none).")
 	flag.BoolVar(&o.keepRunLogs, "keep-run-logs", false, "Keep every run's log in its Secret (tflog-…); by default only failed runs, plans waiting for approval and drift found keep one, and a successful run's summary stays in status.")
-	flag.DurationVar(&o.secretCheck, "secret-check-interval", controller.DefaultSecretCheckInterval, "How often an applied resource's Secret inputs (variablesFrom, env) are read to notice a rotation, which applies it once.")
+	flag.DurationVar(&o.secretCheck, "secret-check-interval", resourcecontroller.DefaultSecretCheckInterval, "How often an applied resource's Secret inputs (variablesFrom, env) are read to notice a rotation, which applies it once.")
 	flag.IntVar(&o.driftChecks, "max-concurrent-drift-checks", 1, "Drift checks that run at once: the share of the runner pool drift checks may take.")
-	flag.DurationVar(&o.staleLockAfter, "stale-lock-after", controller.DefaultStaleLockAfter, "How long a state lock held by anyone but a live run of this controller is held before status reports it as stale (kubectl conductor unlock releases only such locks).")
+	flag.DurationVar(&o.staleLockAfter, "stale-lock-after", resourcecontroller.DefaultStaleLockAfter, "How long a state lock held by anyone but a live run of this controller is held before status reports it as stale (kubectl conductor unlock releases only such locks).")
 	flag.IntVar(&o.stateHistory, "state-history", statebackend.DefaultHistoryLimit, "Earlier versions of each state kept beside it, for restore.")
 	flag.StringVar(&o.stateServerAddr, "state-server-address", "127.0.0.1:0", "Loopback address the state server (Terraform's http backend, for the controller's own runs) listens on; port 0 picks one.")
 	flag.StringVar(&o.runProtocolAddr, "run-protocol-address", "", "Address (e.g. :9443) of the run protocol that runner pools (InfraRunnerPool) connect to, over TLS; empty: runner pools are not served and every run stays in the manager's pool.")
@@ -241,7 +243,7 @@ func run(o options) error {
 	if o.kubeconfig != "" {
 		log.Info("--state-kubeconfig is ignored: state goes through the controller's state server, and runs get Kubernetes credentials only from a class's kubernetesAccess")
 	}
-	runCluster, err := controller.RunClusterFor(cfg)
+	runCluster, err := resourcecontroller.RunClusterFor(cfg)
 	if err != nil {
 		return err
 	}
@@ -301,15 +303,15 @@ func run(o options) error {
 	}
 	rec := mgr.GetEventRecorder("conductor-tf")
 	metrics.Register(metrics.Sources{Reader: mgr.GetCache(), Locks: statebackend.LockTimes(kube, o.namespace), Elected: mgr.Elected(), SyncInterval: o.syncInterval})
-	if err := (&controller.ClaimReconciler{
+	if err := (&claimcontroller.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, MaxConcurrentReconciles: o.workers, Ready: &metrics.ClaimReady{},
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	resources := &controller.ResourceReconciler{
+	resources := &resourcecontroller.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: runs, Drain: drainer, State: state, StateServer: stateServer,
 		RunCluster: runCluster,
-		Identity:   controller.RunIdentity{Who: statebackend.Who(), Controller: o.podName}, RunnerFence: runnerFence(o), LeaderFence: leaderFence(o), ControllerServiceAccount: o.serviceAccount,
+		Identity:   resourcecontroller.RunIdentity{Who: statebackend.Who(), Controller: o.podName}, RunnerFence: runnerFence(o), LeaderFence: leaderFence(o), ControllerServiceAccount: o.serviceAccount,
 		MaxConcurrentDriftChecks: o.driftChecks, StaleLockAfter: o.staleLockAfter,
 		SyncInterval: o.syncInterval, SecretCheckInterval: o.secretCheck, KeepRunLogs: o.keepRunLogs, MaxConcurrentReconciles: o.resourceWorkers,
 	}
@@ -317,7 +319,7 @@ func run(o options) error {
 		return err
 	}
 	adopter.r.Store(resources)
-	if err := (&controller.ClassReconciler{
+	if err := (&classcontroller.Reconciler{
 		Client: mgr.GetClient(), Recorder: rec,
 		Modules: &tfrunner.ModuleCache{Binary: bin, Env: env, Dir: filepath.Join(o.workDir, "modules")},
 		Secrets: mgr.GetAPIReader(), Namespace: o.namespace,

@@ -13,7 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/conductor-tf/conductor-tf/internal/controller"
+	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
+	runnerpoolcontroller "github.com/conductor-tf/conductor-tf/internal/controller/runnerpool"
 
 	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
@@ -56,7 +57,7 @@ func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface,
 
 // adopterRef is the resource reconciler, once registered, for the run protocol's adoptions.
 type adopterRef struct {
-	r atomic.Pointer[controller.ResourceReconciler]
+	r atomic.Pointer[resourcecontroller.Reconciler]
 }
 
 func (a *adopterRef) adopt(ctx context.Context, req runners.AdoptRequest) (*runners.Adoption, error) {
@@ -98,9 +99,9 @@ func setupRunnerPools(ctx context.Context, o options, kube kubernetes.Interface,
 		return fmt.Errorf("--runner-state-address: %w", err)
 	}
 	host := runnerHosts(o)[0]
-	return (&controller.RunnerPoolReconciler{
+	return (&runnerpoolcontroller.Reconciler{
 		Client: mgr.GetClient(), Namespace: o.namespace, Image: image,
-		Targets: controller.RunnerPoolTargets{
+		Targets: runnerpoolcontroller.Targets{
 			Manager: net.JoinHostPort(host, protoPort), StateURL: "https://" + net.JoinHostPort(host, statePort),
 			CAConfigMap: runners.CAName, Audience: runners.Audience,
 		},

@@ -265,7 +265,7 @@ func TestMessagesNameCommandsThatExist(t *testing.T) {
 	}
 	mention := regexp.MustCompile(`kubectl conductor ([a-z][a-z-]*)`)
 	var files []string
-	for _, glob := range []string{"../../internal/controller/*.go", "../../docs/*.md", "../../README.md"} {
+	for _, glob := range []string{"../../internal/controller/*/*.go", "../../docs/*.md", "../../README.md"} {
 		m, err := filepath.Glob(glob)
 		if err != nil {
 			t.Fatal(err)

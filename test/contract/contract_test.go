@@ -14,7 +14,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/controller"
+	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
 	"github.com/conductor-tf/conductor-tf/internal/render"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 	"github.com/conductor-tf/conductor-tf/test/harness"
@@ -116,7 +116,7 @@ func TestSampleClassesRenderToDeclaredTypes(t *testing.T) {
 		if !strings.HasPrefix(class.Spec.Module.Source, harness.SamplesRemote+"//modules/") || class.Spec.Module.Version != harness.ModulesVersion {
 			t.Errorf("class %s: module %s@%s is not pinned in the samples' repository", class.Name, class.Spec.Module.Source, class.Spec.Module.Version)
 		}
-		if err := controller.CheckClassTemplate(&class, s); err != nil {
+		if err := provision.CheckClassTemplate(&class, s); err != nil {
 			t.Errorf("class %s: %v", class.Name, err)
 		}
 		matched := 0
@@ -125,7 +125,7 @@ func TestSampleClassesRenderToDeclaredTypes(t *testing.T) {
 				continue
 			}
 			matched++
-			vars, err := controller.RenderVariables(&claim, &class, controller.ResourceName(&claim))
+			vars, err := provision.RenderVariables(&claim, &class, provision.ResourceName(&claim))
 			if err != nil {
 				t.Errorf("class %s, claim %s: %v", class.Name, claim.Name, err)
 				continue
@@ -149,9 +149,9 @@ func TestSampleClassesRenderToDeclaredTypes(t *testing.T) {
 			rendered[class.Name+"/"+claim.Name] = values
 			// Issue 46: a class whose creates are resolved by import identities has its module
 			// mark every object with the resource's name, so that an adoption can be checked.
-			if len(class.Spec.ImportIdentities) > 0 && !marksOwner(values, controller.ResourceName(&claim)) {
+			if len(class.Spec.ImportIdentities) > 0 && !marksOwner(values, provision.ResourceName(&claim)) {
 				t.Errorf("class %s, claim %s: import identities, but no labels or tags variable carries the ownership mark %s or %s = %s",
-					class.Name, claim.Name, tfrunner.OwnershipMark, tfrunner.OwnershipMarkLabel, controller.ResourceName(&claim))
+					class.Name, claim.Name, tfrunner.OwnershipMark, tfrunner.OwnershipMarkLabel, provision.ResourceName(&claim))
 			}
 		}
 		if matched == 0 {
@@ -211,7 +211,7 @@ func TestSampleImportIdentities(t *testing.T) {
 			}
 			src.Write(b)
 		}
-		if err := controller.CheckClassIdentities(&class); err != nil {
+		if err := provision.CheckClassIdentities(&class); err != nil {
 			t.Errorf("class %s: %v", class.Name, err)
 		}
 		for addr := range class.Spec.ImportIdentities {
@@ -224,7 +224,7 @@ func TestSampleImportIdentities(t *testing.T) {
 			if claim.Spec.ResourceKind != class.Spec.ResourceKind {
 				continue
 			}
-			ids, err := controller.RenderIdentities(&claim, &class, controller.ResourceName(&claim))
+			ids, err := provision.RenderIdentities(&claim, &class, provision.ResourceName(&claim))
 			if err != nil {
 				t.Errorf("class %s, claim %s: %v", class.Name, claim.Name, err)
 			}

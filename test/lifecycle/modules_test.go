@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/controller"
+	claimcontroller "github.com/conductor-tf/conductor-tf/internal/controller/claim"
 	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
@@ -131,9 +131,9 @@ var _ = Describe("A class that turns Ready", func() {
 		Expect(k8s.Update(s.ctx, fixed)).To(Succeed())
 		Eventually(classReady(s, class.Name), timeout, 100*time.Millisecond).Should(HavePrefix("True"))
 		readyAt := time.Now()
-		Eventually(func() string { return s.claim(claim)().Spec.ResourceName }, controller.PendingResync/3, 100*time.Millisecond).
-			ShouldNot(BeEmpty(), "bound well before the claim's next resync (%s)", controller.PendingResync)
-		GinkgoWriter.Printf("claim bound %s after its class turned Ready (resync: %s)\n", time.Since(readyAt).Round(10*time.Millisecond), controller.PendingResync)
+		Eventually(func() string { return s.claim(claim)().Spec.ResourceName }, claimcontroller.PendingResync/3, 100*time.Millisecond).
+			ShouldNot(BeEmpty(), "bound well before the claim's next resync (%s)", claimcontroller.PendingResync)
+		GinkgoWriter.Printf("claim bound %s after its class turned Ready (resync: %s)\n", time.Since(readyAt).Round(10*time.Millisecond), claimcontroller.PendingResync)
 		s.ready(claim)
 		Expect(k8s.Delete(s.ctx, s.claim(claim)())).To(Succeed())
 	})

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/controller"
+	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
@@ -45,7 +45,7 @@ var _ = Describe("Day-2 operations", func() {
 		By("the first plan waits, with its summary, changes and Terraform's rendering")
 		Eventually(pendingPlan(s, res.Name), timeout, time.Second).ShouldNot(BeNil())
 		first := pendingPlan(s, res.Name)()
-		Expect(first.Reason).To(Equal(controller.WaitManual))
+		Expect(first.Reason).To(Equal(resourcecontroller.WaitManual))
 		Expect(first.Summary).To(Equal(v1alpha1.PlanSummary{Add: 2}))
 		Expect(first.Changes).To(ContainElement("module.main.local_file.this: create"))
 		Expect(planText(s, first)).To(And(ContainSubstring("module.main.local_file.this"), ContainSubstring("will be created"),
@@ -78,7 +78,7 @@ var _ = Describe("Day-2 operations", func() {
 		Expect(len(got.Status.Runs)).To(BeNumerically(">=", 2))
 		Expect(got.Status.Runs[0]).To(And(HaveField("Operation", "apply"), HaveField("Result", "Succeeded"), HaveField("PlanID", second.ID),
 			HaveField("LogSecret", ""), HaveField("Summary", Not(BeNil()))))
-		Expect(got.Status.Runs[1].Result).To(Equal(controller.RunWaitingForApproval))
+		Expect(got.Status.Runs[1].Result).To(Equal(resourcecontroller.RunWaitingForApproval))
 		Expect(got.Status.Runs[1].LogSecret).NotTo(BeEmpty())
 		logSecret, err := kube.CoreV1().Secrets(stateNamespace).Get(s.ctx, got.Status.Runs[1].LogSecret, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
@@ -100,7 +100,7 @@ var _ = Describe("Day-2 operations", func() {
 		setContent(s, res.Name, "v2")
 		Eventually(pendingPlan(s, res.Name), timeout, time.Second).ShouldNot(BeNil())
 		pp := pendingPlan(s, res.Name)()
-		Expect(pp.Reason).To(Equal(controller.WaitDestructive))
+		Expect(pp.Reason).To(Equal(resourcecontroller.WaitDestructive))
 		Expect(pp.Changes).To(ContainElement("module.main.local_file.this: delete+create"))
 		Expect(syncedCondition(s.resource(res.Name)()).Message).To(ContainSubstring("module.main.local_file.this"))
 		Consistently(func() string { return fileContent(path) }, 3*time.Second, time.Second).Should(Equal("v1"))

@@ -20,7 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/controller"
+	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
+	runnerpoolcontroller "github.com/conductor-tf/conductor-tf/internal/controller/runnerpool"
 	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
@@ -123,7 +124,7 @@ var _ = Describe("Runner pools", Ordered, func() {
 		Eventually(func() map[string]int { return dispatcher.Runners(pool) }, 30*time.Second, 500*time.Millisecond).Should(HaveKey("runner-a"))
 		By("the pool's Deployment mounts no API token, and its status counts the connected runner")
 		dep := &appsv1.Deployment{}
-		Expect(k8s.Get(s.ctx, client.ObjectKey{Namespace: stateNamespace, Name: controller.RunnerDeploymentName(pool)}, dep)).To(Succeed())
+		Expect(k8s.Get(s.ctx, client.ObjectKey{Namespace: stateNamespace, Name: runnerpoolcontroller.DeploymentName(pool)}, dep)).To(Succeed())
 		Expect(*dep.Spec.Template.Spec.AutomountServiceAccountToken).To(BeFalse())
 		Expect(dep.Spec.Template.Spec.ServiceAccountName).To(Equal(sa))
 		Eventually(func() int32 {
@@ -183,7 +184,7 @@ var _ = Describe("Runner pools", Ordered, func() {
 
 		readyAt(s, res.Name)
 		got := s.resource(res.Name)()
-		Expect(got.Status.LastRun.Result).To(Equal(controller.RunSucceeded))
+		Expect(got.Status.LastRun.Result).To(Equal(resourcecontroller.RunSucceeded))
 		Expect(got.Status.CreatesPending).To(BeEmpty())
 		Expect(got.Status.PendingPlan).To(BeNil(), "nothing is held")
 		Consistently(func() int { return ledgerLines(ledger) }, 3*time.Second, 500*time.Millisecond).Should(Equal(1), "created once")

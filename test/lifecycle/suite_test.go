@@ -27,7 +27,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/controller"
+	claimcontroller "github.com/conductor-tf/conductor-tf/internal/controller/claim"
+	classcontroller "github.com/conductor-tf/conductor-tf/internal/controller/class"
+	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
+	runnerpoolcontroller "github.com/conductor-tf/conductor-tf/internal/controller/runnerpool"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/sandbox"
@@ -157,7 +160,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	// The rook-minio module's runs get the sample's ServiceAccount (kubernetesAccess), nothing else.
 	Expect(harness.ApplyFiles(ctx, k8s, "config/samples/rook_minio_rbac.yaml")).To(Succeed())
-	runCluster, err := controller.RunClusterFor(env.Config)
+	runCluster, err := resourcecontroller.RunClusterFor(env.Config)
 	Expect(err).NotTo(HaveOccurred())
 	stateServer = statebackend.NewServer(kube, stateNamespace, statebackend.DefaultHistoryLimit)
 	serverCtx, stopServer := context.WithCancel(context.Background())
@@ -185,24 +188,24 @@ var _ = BeforeSuite(func() {
 	metrics.Register(metrics.Sources{Reader: mgr.GetCache(), Locks: statebackend.LockTimes(kube, stateNamespace), Elected: mgr.Elected(), SyncInterval: syncInterval})
 	metrics.SetRunSandbox("none", sandbox.ABI(), false, false) // runs of this suite are not confined (test/access's are)
 	rec := mgr.GetEventRecorder("conductor-tf")
-	Expect((&controller.ClaimReconciler{
+	Expect((&claimcontroller.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, MaxConcurrentReconciles: 4, Ready: &metrics.ClaimReady{},
 		ConnectionSecretCheck: 5 * time.Second,
 	}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&controller.ResourceReconciler{
+	Expect((&resourcecontroller.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: &runners.Router{Local: pool, Remote: dispatcher, KeepErrored: stateServer.KeepErrored},
 		State:       statebackend.Config{Namespace: stateNamespace, KubeconfigPath: env.Kubeconfig},
 		StateServer: stateServer, RunCluster: runCluster,
 		// As in the manager: many resource reconciles, most of them waiting in the pool's fair queue.
 		SyncInterval: syncInterval, SecretCheckInterval: 2 * time.Second, MaxConcurrentReconciles: 64,
-		Identity: controller.RunIdentity{Who: statebackend.Who(), Controller: podName},
+		Identity: resourcecontroller.RunIdentity{Who: statebackend.Who(), Controller: podName},
 	}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&controller.RunnerPoolReconciler{
+	Expect((&runnerpoolcontroller.Reconciler{
 		Client: mgr.GetClient(), Namespace: stateNamespace, Image: "conductor-tf/controller:dev",
-		Targets:   controller.RunnerPoolTargets{Manager: runProtocolAddr, StateURL: runnerStateURL, CAConfigMap: runners.CAName, Audience: runners.Audience},
+		Targets:   runnerpoolcontroller.Targets{Manager: runProtocolAddr, StateURL: runnerStateURL, CAConfigMap: runners.CAName, Audience: runners.Audience},
 		Connected: func(pool string) int { return len(dispatcher.Runners(pool)) },
 	}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&controller.ClassReconciler{
+	Expect((&classcontroller.Reconciler{
 		Client: mgr.GetClient(), Recorder: rec,
 		Modules: &tfrunner.ModuleCache{Binary: binary, Env: tfEnv, Dir: filepath.Join(dir, "modules")},
 		Secrets: mgr.GetAPIReader(), Namespace: stateNamespace,

@@ -1,0 +1,253 @@
+package resource
+
+// Approval: which plans wait for a person, and how one approves them.
+//
+// A plan waits when (first match):
+//   - it would create again an object whose create a dead run started (InterruptedCreate,
+//     resource_creates.go), unless interruptedCreates is Retry;
+//   - it would destroy or replace an object listed in spec.import (ImportedObjectReplaced);
+//   - the resource's approval is Manual and the plan has changes (Manual);
+//   - it would delete or replace an existing object and the resource does not allow destructive
+//     changes, the default (DestructiveChange).
+// A waiting plan is kept in status.pendingPlan (id, summary, changes) with Terraform's rendering in
+// a Secret of the controller's namespace, and the resource says WaitingForApproval (or
+// ReplaceNeedsApproval). Annotating the resource conductor.io/approve-plan=<id> (the older
+// conductor.io/approve-replace is read too) makes the next run plan again and apply that plan only
+// if its id is the approved one; a plan with other changes — a newer generation, or the world
+// changed — is not applied: it waits in turn, and the resource says PlanDiscarded. Destroy on
+// reclaim never waits (the reclaim policy is the approval).
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// Reasons a plan waits, in status.pendingPlan.reason: the run's gate decides (tfrunner.Gate).
+const (
+	WaitManual            = tfrunner.HoldManual
+	WaitDestructive       = tfrunner.HoldDestructive
+	WaitImportedReplaced  = tfrunner.HoldImportedReplaced
+	maxPendingPlanChanges = 50
+)
+
+// approvalNeeded stops a run whose plan waits for approval.
+type approvalNeeded struct {
+	planID, reason string
+	addresses      []string
+	discarded      string // the approved plan id that no longer matches, if any
+}
+
+func (e *approvalNeeded) Error() string {
+	if e.reason == WaitInterruptedCreate {
+		return fmt.Sprintf("plan %s waits: %s (%s=%s)", e.planID, interruptedMessage(e.addresses), v1alpha1.AnnotationApprovePlan, e.planID)
+	}
+	what := map[string]string{
+		WaitManual:           "approval is Manual",
+		WaitDestructive:      "it would delete or replace existing objects (" + strings.Join(e.addresses, ", ") + ")",
+		WaitImportedReplaced: "it would destroy or replace imported objects (" + strings.Join(e.addresses, ", ") + ")",
+	}[e.reason]
+	msg := fmt.Sprintf("plan %s waits for approval: %s; annotate the resource %s=%s to apply it", e.planID, what, v1alpha1.AnnotationApprovePlan, e.planID)
+	if e.discarded != "" {
+		msg = fmt.Sprintf("the approved plan %s no longer matches (the spec or the infrastructure changed); %s", e.discarded, msg)
+	}
+	return msg
+}
+
+func (e *approvalNeeded) conditionReason() string {
+	if e.reason == WaitInterruptedCreate {
+		return v1alpha1.ReasonInterruptedCreate
+	}
+	if e.reason == WaitImportedReplaced {
+		return v1alpha1.ReasonReplaceNeedsApproval
+	}
+	if e.discarded != "" {
+		return v1alpha1.ReasonPlanDiscarded
+	}
+	return v1alpha1.ReasonWaitingForApproval
+}
+
+// approvedID is the plan id the resource's annotations approve ("" when none).
+func approvedID(res *v1alpha1.InfraResource) string {
+	if id := res.Annotations[v1alpha1.AnnotationApprovePlan]; id != "" {
+		return id
+	}
+	return res.Annotations[v1alpha1.AnnotationApproveReplace]
+}
+
+// approved reports whether the plan that waits has been approved.
+func approved(res *v1alpha1.InfraResource) bool {
+	id := approvedID(res)
+	return id != "" && id == res.Status.PendingPlanID
+}
+
+// staleApproval says so when the approval annotation names another plan than the one that waits
+// (it was approved after a newer plan replaced it): nothing is applied.
+func staleApproval(res *v1alpha1.InfraResource) {
+	id, pp := approvedID(res), res.Status.PendingPlan
+	if id == "" || pp == nil || id == pp.ID {
+		return
+	}
+	shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionFalse, v1alpha1.ReasonPlanDiscarded,
+		fmt.Sprintf("the approved plan %s is not the plan that waits: plan %s replaced it (a newer generation, or the infrastructure changed); "+
+			"nothing is applied until %s=%s", id, pp.ID, v1alpha1.AnnotationApprovePlan, pp.ID))
+}
+
+// needsSavedPlan reports whether the resource's runs must stop between plan and apply: Manual
+// approval, imports, or the destructive-change guard on a resource that has objects to destroy.
+// A first provisioning under the guard is one apply -json: there is nothing to delete yet.
+func needsSavedPlan(res *v1alpha1.InfraResource) bool {
+	hasState := everApplied(res) || res.Spec.AdoptState != "" || (res.Status.State != nil && res.Status.State.Serial > 0)
+	return res.Spec.Approval == v1alpha1.ApprovalManual || len(res.Spec.Import) > 0 || holdsCreates(res) ||
+		(!res.Spec.AllowDestructiveChanges && hasState)
+}
+
+// gateOf is the gate of the resource's next saved plan (see the package comment above): the
+// approval annotation, Manual approval, the destructive-change guard, the imported addresses, the
+// creates a dead run left in doubt (unless the policy is Retry; with Resolve, the run decides them
+// first, with the resource's import identities), and the plan already shown as
+// waiting at this generation. Call it once the new run is recorded (runID is the new run's).
+func gateOf(res *v1alpha1.InfraResource) *tfrunner.Gate {
+	g := &tfrunner.Gate{Approved: approvedID(res), Manual: res.Spec.Approval == v1alpha1.ApprovalManual,
+		AllowDestructive: res.Spec.AllowDestructiveChanges}
+	for _, imp := range res.Spec.Import {
+		g.Imported = append(g.Imported, tfrunner.ModuleAddress(imp.Address))
+	}
+	if holdsCreates(res) && res.Status.CreatesPendingRun != runID(res) {
+		g.CreatesInDoubt = slices.Clone(res.Status.CreatesPending)
+		g.ResolveCreates, g.Identities, g.Owner = resolves(res), identities(res), res.Name
+	}
+	if pp := res.Status.PendingPlan; pp != nil && pp.Generation == res.Generation {
+		g.Shown, g.ShownReason = pp.ID, pp.Reason
+	}
+	return g
+}
+
+// planPassed records that the run's gate let saved plan p through, before it is applied (the
+// tfrunner.Applying event; the caller checkpoints): no plan waits any more, creates a dead run
+// left are settled (the plan does not create them again, or it was approved; this apply records
+// its own), and the run is an apply of p.
+func planPassed(res *v1alpha1.InfraResource, p *tfrunner.Plan) {
+	res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""
+	if res.Status.CreatesPendingRun != runID(res) {
+		res.Status.CreatesPending, res.Status.CreatesPendingRun = nil, ""
+	}
+	res.Status.LastRun.Operation = "apply"
+	res.Status.LastRun.Summary = summaryOf(p)
+	res.Status.LastRun.PlanID = p.ID
+}
+
+// holdPlan records a plan the run's gate held: unless people have seen it already (no rendering
+// came back and it is the plan that waits), it stores Terraform's rendering for admins, shows the
+// plan in status.pendingPlan and says so in an event. It returns the *approvalNeeded that stops
+// the run (runFailed records it), or the error of writing the rendering.
+func (r syncer) holdPlan(ctx context.Context, res *v1alpha1.InfraResource, h *tfrunner.Hold) error {
+	p := h.Plan
+	an := &approvalNeeded{planID: p.ID, reason: h.Reason, addresses: h.Addresses, discarded: h.Discarded}
+	if pp := res.Status.PendingPlan; h.Rendering == "" && pp != nil && pp.ID == p.ID {
+		return an // the same plan already waits: nothing new to show
+	}
+	secret := planSecretName(res)
+	if err := r.secrets().writeTextSecret(ctx, secret, res, "plan.txt", h.Rendering); err != nil {
+		return err
+	}
+	pending := &v1alpha1.PendingPlan{ID: p.ID, Reason: h.Reason, Summary: *summaryOf(p), Generation: res.Generation,
+		CreatedAt: metav1.Now(), Secret: secret}
+	for i, c := range p.Changes {
+		if i == maxPendingPlanChanges {
+			break
+		}
+		pending.Changes = append(pending.Changes, c.Address+": "+strings.Join(c.Actions, "+"))
+	}
+	res.Status.PendingPlan, res.Status.PendingPlanID = pending, p.ID
+	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, an.conditionReason(), "Plan", "%s", an.Error())
+	return an
+}
+
+// writeTextSecret writes text under key in the Secret name of the controller's namespace,
+// labelled with the resource: plans and run logs, for admins (Secrets, because a plan or a log
+// may show values that are not marked sensitive but are still private).
+func (r resourceSecrets) writeTextSecret(ctx context.Context, name string, res *v1alpha1.InfraResource, key, text string) error {
+	s := &corev1.Secret{}
+	s.Namespace, s.Name = r.State.Namespace, name
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, s, func() error {
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		s.Labels[statebackend.LabelResource] = statebackend.LabelValue(res.Name)
+		s.Type = corev1.SecretTypeOpaque
+		s.Data = map[string][]byte{key: []byte(text)}
+		// Owned by the resource: deleted with it (a cluster-scoped owner of a namespaced object).
+		return controllerutil.SetOwnerReference(res, s, r.Scheme())
+	})
+	if err != nil {
+		return fmt.Errorf("writing Secret %s/%s: %w", r.State.Namespace, name, err)
+	}
+	return nil
+}
+
+// recordRun keeps the finished last run in status.runs (newest first, at most maxRuns) and, when
+// keepRunLog says so, its log in a Secret of the controller's namespace.
+func (r resourceSecrets) recordRun(ctx context.Context, res *v1alpha1.InfraResource, log string) {
+	last := res.Status.LastRun
+	if last == nil {
+		return
+	}
+	if log != "" && keepRunLog(res, r.KeepRunLogs) {
+		name := logSecretName(res)
+		if err := r.writeTextSecret(ctx, name, res, "log", log); err == nil {
+			last.LogSecret = name
+		}
+	}
+	runs := []v1alpha1.RunStatus{*last.DeepCopy()}
+	for _, old := range res.Status.Runs {
+		if len(runs) == maxRunHistory {
+			break
+		}
+		if old.ID != "" && old.ID == last.ID {
+			continue
+		}
+		runs = append(runs, old)
+	}
+	res.Status.Runs = runs
+}
+
+// keepRunLog reports whether the last run's log is worth a Secret (two API requests and the log's
+// size in etcd): always with keepAll (--keep-run-logs); otherwise only for a run that did not
+// succeed (failed, invalid, waiting for approval) and for a drift check that found drift. A
+// successful run's summary stays in status.lastRun either way.
+func keepRunLog(res *v1alpha1.InfraResource, keepAll bool) bool {
+	last := res.Status.LastRun
+	switch {
+	case keepAll:
+		return true
+	case last.Result != RunSucceeded:
+		return true
+	case last.Operation == "drift":
+		return res.Status.Drift != nil && res.Status.Drift.Drifted
+	}
+	return false
+}
+
+// planSecretName and logSecretName are the Secrets, in the controller's namespace, of a
+// resource's waiting plan (key plan.txt) and last run's log (key log).
+func planSecretName(res *v1alpha1.InfraResource) string {
+	return "tfplan-" + statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
+}
+
+func logSecretName(res *v1alpha1.InfraResource) string {
+	return "tflog-" + statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
+}
+
+// maxRunHistory is how many runs status.runs keeps.
+const maxRunHistory = 5

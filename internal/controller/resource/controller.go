@@ -1,0 +1,345 @@
+// The resource lifecycle.
+//
+// An InfraResource is one piece of infrastructure. This controller keeps its finalizer, derives its
+// phase from its claimRef the way the PV controller derives a PV's (syncVolume): no claimRef →
+// Available; a claimRef without a UID (a reservation) → Available; a claimRef naming a live claim
+// with that UID → Bound; a claimRef with a UID naming a claim that is gone, being deleted, or has
+// another UID → Released. Reconcile is a list of phases over one scope (resource_scope.go) that
+// writes the status once; the run phases are in resource_sync.go, reclaim in resource_reclaim.go.
+// Without a runner (Runs nil) a resource has nothing to run and is Available as soon as it exists.
+package resource
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
+	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// Backoff of failed runs: the first retry after FailureBackoffBase, doubling up to FailureBackoffMax.
+const (
+	FailureBackoffBase = time.Second
+	FailureBackoffMax  = 5 * time.Minute
+)
+
+// Reconciler keeps InfraResources' finalizers, phases, Terraform runs and reclaim.
+type Reconciler struct {
+	client.Client
+	// APIReader reads Secret inputs directly from the API server (Secrets are not cached).
+	APIReader client.Reader
+	// Kube is the client-go clientset statebackend uses for state Secrets and Leases.
+	Kube     kubernetes.Interface
+	Recorder events.EventRecorder
+	// Runs executes Terraform; nil means nothing runs and resources are Available at once (the
+	// binding suites, which test the controller's decisions only).
+	Runs Runs
+	// Drain, when set, is the manager's shutdown: reconciles outlive the manager's context (a
+	// SIGTERM cancels it at once) until the drain's deadline, so that a run under way finishes
+	// and its outcome is recorded; the carriers start no run once it began (tfrunner.Drain).
+	Drain *tfrunner.Drain
+	// ControllerServiceAccount is the controller's own ServiceAccount (in State.Namespace): a
+	// kubernetesAccess naming it is refused (ServiceAccountForbidden), as one naming a runner
+	// pool's. Empty: only pools' accounts are refused.
+	ControllerServiceAccount string
+	// RunnerFence is how long after this manager begins to lead it leaves alone the locks of runs
+	// on runner pools that an earlier manager started: the runner's lease plus the fence grace
+	// (runners.DispatcherOptions), by when such a run has stopped. Zero: no wait.
+	RunnerFence time.Duration
+	// LeaderFence is how long after this manager begins to lead it leaves alone the locks of
+	// in-process runs an earlier manager started: the leader election's renew deadline, past which
+	// that manager's state server refuses its runs (their credentials have lapsed), so none of
+	// them can write once their lock is recovered. Zero: no wait (no leader election).
+	LeaderFence time.Duration
+	// leading is when the first reconcile ran (this manager leads from then).
+	leading     sync.Once
+	leadingTime time.Time
+	// State says where state Secrets live.
+	State statebackend.Config
+	// StateServer serves state to runs (Terraform's http backend) from State.Namespace; nil makes
+	// runs use Terraform's kubernetes backend on the same Secrets.
+	StateServer *statebackend.Server
+	// RunCluster is the API server runs granted kubernetesAccess talk to.
+	RunCluster RunCluster
+	// Identity names this controller's runs (lock holder and pod).
+	Identity RunIdentity
+	// SyncInterval is how often an unchanged resource is planned again (DefaultSyncInterval when zero).
+	SyncInterval time.Duration
+	// SecretCheckInterval is how often an applied resource's Secret inputs are read to notice a
+	// rotation (DefaultSecretCheckInterval when zero).
+	SecretCheckInterval time.Duration
+	// MaxConcurrentReconciles bounds parallel reconciles (1 when zero).
+	MaxConcurrentReconciles int
+	// MaxConcurrentDriftChecks bounds the drift checks running at once (1 when zero), so that they
+	// take at most that share of the runner pool.
+	MaxConcurrentDriftChecks int
+	// StaleLockAfter is how long a lock held by anyone but a live run of this deployment is held
+	// before status reports it as stale (DefaultStaleLockAfter when zero).
+	StaleLockAfter time.Duration
+	// KeepRunLogs keeps every run's log in its Secret; when false only the logs people need are
+	// written (keepRunLog): failed runs, plans waiting for approval, drift found.
+	KeepRunLogs bool
+
+	driftOnce  sync.Once
+	driftSlots chan struct{}
+	// names answers whether a state name is taken without an API request (nil: it asks the API
+	// server); set up with the controller when it has runs.
+	names *stateNames
+	// adoptions wakes the resources whose runs were adopted (RunAdopted); set up with the
+	// controller.
+	adoptions chan event.GenericEvent
+}
+
+// +kubebuilder:rbac:groups=conductor.io,resources=infraresources,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=conductor.io,resources=infraresources/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=conductor.io,resources=infraresources/finalizers,verbs=update
+// +kubebuilder:rbac:groups=conductor.io,resources=infraclaims,verbs=get;list;watch
+// Secrets anywhere: Secret inputs (variablesFrom, env) are read from the namespace their reference
+// names, and connection Secrets are written in the claims' namespaces. Secrets are never cached,
+// so no list or watch is needed cluster-wide. State (Secrets and lock Leases) is kept only in the
+// controller's namespace, which is the only place it may list and delete them.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update;patch
+// +kubebuilder:rbac:groups="",namespace=conductor-system,resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=conductor-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Tokens for runs (kubernetesAccess), only of ServiceAccounts in the controller's namespace.
+// +kubebuilder:rbac:groups="",namespace=conductor-system,resources=serviceaccounts/token,verbs=create
+
+// Reconcile syncs one resource: the phases below in order, over one scope, then one status write.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ctx, release := r.Drain.Detach(ctx)
+	defer release()
+	r.leadingSince()
+	s, err := r.openScope(ctx, req.NamespacedName)
+	if s == nil || err != nil {
+		return ctrl.Result{}, err
+	}
+	if !s.res.DeletionTimestamp.IsZero() {
+		rc := r.reclaimer()
+		return runPhases(ctx, s, rc.protectInUse, rc.reclaimInfra, rc.dropFinalizer)
+	}
+	sy := r.syncer()
+	return runPhases(ctx, s,
+		r.addFinalizers,   // FinalizerResource and FinalizerInUse, before anything else
+		r.nameState,       // the state name, chosen once (resource_state.go)
+		r.upgradeModule,   // UpgradeAvailable, and upgradePolicy Automatic (resource_upgrade.go)
+		r.observeBinding,  // the claim, and the phase it gives (as syncVolume)
+		r.reclaimReleased, // Released: Retain keeps it, Delete deletes it
+		r.withoutRunner,   // no runner: nothing to run, Available at once
+		sy.decideRun,      // a run is due, or the resource is idle until it is (resource_sync.go)
+		sy.prepareRun,     // the state phases and the run's inputs
+		sy.attachRun,      // a run the previous leader started, adopted here: its outcome (resource_adopt.go)
+		sy.checkForDrift,  // a drift check instead of an apply, when the spec was applied (resource_drift.go)
+		sy.applyPhase,     // apply, or plan, approval and apply; then the outcome
+	)
+}
+
+// leadingSince is when this manager began reconciling resources: reconciles run only on the
+// leader, so it is when it began to lead.
+func (r *Reconciler) leadingSince() time.Time {
+	r.leading.Do(func() { r.leadingTime = time.Now() })
+	return r.leadingTime
+}
+
+// addFinalizers adds the reclaim and in-use finalizers (one update, when either is missing).
+func (r *Reconciler) addFinalizers(ctx context.Context, s *resourceScope) (bool, error) {
+	res := s.res
+	if added := controllerutil.AddFinalizer(res, v1alpha1.FinalizerResource); controllerutil.AddFinalizer(res, v1alpha1.FinalizerInUse) || added {
+		if err := r.Update(ctx, res); err != nil {
+			return true, err
+		}
+		s.base = res.DeepCopy() // the object as stored now, status included
+	}
+	return false, nil
+}
+
+// nameState gives the resource its state name once (chooseStateName), when it has runs.
+func (r *Reconciler) nameState(ctx context.Context, s *resourceScope) (bool, error) {
+	if r.Runs == nil {
+		return false, nil
+	}
+	if _, err := r.keeper().chooseStateName(ctx, s.res); err != nil {
+		return true, err
+	}
+	s.state = r.keeper().stateHandle(s.res)
+	return false, nil
+}
+
+// upgradeModule records whether the class offers a newer module version, and upgrades a resource
+// whose class asks for automatic upgrades: its new generation then plans and applies.
+func (r *Reconciler) upgradeModule(ctx context.Context, s *resourceScope) (bool, error) {
+	s.class = r.observeUpgrade(ctx, s.res)
+	upgraded, err := r.upgradeAutomatically(ctx, s.res, s.class)
+	return upgraded, err
+}
+
+// observeBinding reads the claim the resource names and the phase it gives the resource.
+func (r *Reconciler) observeBinding(ctx context.Context, s *resourceScope) (bool, error) {
+	claim, err := r.observeClaim(ctx, s.res)
+	if err != nil {
+		return true, err
+	}
+	s.claim, s.phase = claim, bindingPhase(s.res, claim)
+	return false, nil
+}
+
+// reclaimReleased handles a Released resource (its claim was deleted): Retain keeps it as it is;
+// Delete deletes the object, whose finalizer then destroys the infrastructure and the state.
+func (r *Reconciler) reclaimReleased(ctx context.Context, s *resourceScope) (bool, error) {
+	if s.phase != v1alpha1.ResourceReleased {
+		return false, nil
+	}
+	res := s.res
+	res.Status.Phase = v1alpha1.ResourceReleased
+	if r.Runs != nil && res.Spec.ReclaimPolicy != v1alpha1.ReclaimRetain {
+		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonReleased, "Reclaim", "reclaim policy Delete: deleting the resource")
+		if err := r.Delete(ctx, res); client.IgnoreNotFound(err) != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// withoutRunner: a reconciler without runs (the binding suites) only keeps the phase.
+func (r *Reconciler) withoutRunner(_ context.Context, s *resourceScope) (bool, error) {
+	if r.Runs != nil {
+		return false, nil
+	}
+	s.res.Status.Phase = s.phase
+	return true, nil
+}
+
+// claimState is what the resource controller observed of the claim a resource names.
+type claimState int
+
+const (
+	claimNone     claimState = iota // no claimRef
+	claimLive                       // bound: the claim exists, with the claimRef's UID
+	claimGone                       // bound, and the claim is not found, being deleted, or of another UID
+	claimReserved                   // pre-bound by name (no UID): a reservation, not a bind
+)
+
+func (r *Reconciler) observeClaim(ctx context.Context, res *v1alpha1.InfraResource) (claimState, error) {
+	ref := res.Spec.ClaimRef
+	if ref == nil {
+		return claimNone, nil
+	}
+	if ref.UID == "" {
+		// pv_controller.go syncVolume: "volume is pre-bound to claim" — it stays Available
+		// whatever becomes of a claim of that name until the bind sets the UID.
+		return claimReserved, nil
+	}
+	claim := &v1alpha1.InfraClaim{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, claim)
+	switch {
+	case apierrors.IsNotFound(err):
+		return claimGone, nil
+	case err != nil:
+		return claimNone, err
+	case claim.UID != ref.UID, !claim.DeletionTimestamp.IsZero():
+		return claimGone, nil
+	}
+	return claimLive, nil
+}
+
+// bindingPhase is the phase a resource's claim gives it (mirrors syncVolume): Released is kept
+// once reached, as a released PV is never bound again without an admin clearing its claimRef.
+func bindingPhase(res *v1alpha1.InfraResource, claim claimState) v1alpha1.ResourcePhase {
+	switch {
+	case res.Status.Phase == v1alpha1.ResourceReleased && res.Spec.ClaimRef != nil:
+		return v1alpha1.ResourceReleased
+	case claim == claimNone, claim == claimReserved:
+		return v1alpha1.ResourceAvailable
+	case claim == claimLive:
+		return v1alpha1.ResourceBound
+	default:
+		return v1alpha1.ResourceReleased
+	}
+}
+
+// SetupWithManager registers the controller: resources, and the claims they name.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := shared.SetupIndexes(context.Background(), mgr); err != nil {
+		return err
+	}
+	workers := r.MaxConcurrentReconciles
+	if workers < 1 {
+		workers = 1
+	}
+	r.adoptions = make(chan event.GenericEvent, 64)
+	if r.Runs != nil && r.State.Namespace != "" {
+		var err error
+		if r.names, err = newStateNames(mgr, r.State.Namespace); err != nil {
+			return err
+		}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		// Status writes do not wake the resource up again: a failed run is retried by the work
+		// queue's backoff, not by its own status patch.
+		For(&v1alpha1.InfraResource{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Watches(&v1alpha1.InfraClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			// The resource the claim names, and the one provisioned for it (pre-bound, in case the
+			// claim's resourceName was never written).
+			claim := o.(*v1alpha1.InfraClaim)
+			reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: provision.ResourceName(claim)}}}
+			if name := provision.BoundName(claim); name != "" && name != provision.ResourceName(claim) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+			}
+			return reqs
+		})).
+		// A class's new module version is told to the resources it provisioned (UpgradeAvailable).
+		Watches(&v1alpha1.InfraClass{}, handler.EnqueueRequestsFromMapFunc(r.resourcesOfClass),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: workers,
+			// A failed Terraform run is retried after 1 s, doubling up to 5 min: not at the
+			// default's 5 ms, which would re-run a failing apply several times a second at first.
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](FailureBackoffBase, FailureBackoffMax),
+		}).
+		// A run a runner resumed here and this manager adopted: its resource attaches to it now.
+		WatchesRawSource(source.Channel(r.adoptions, &handler.EnqueueRequestForObject{})).
+		Named("infraresource").
+		Complete(r)
+}
+
+// The resource reconciler's parts, by concern; each reads the reconciler's configuration.
+type (
+	// stateKeeper names, guards, restores, locks and reads a resource's state (resource_state.go,
+	// resource_runs.go, resource_imports.go).
+	stateKeeper struct{ *Reconciler }
+	// resourceSecrets reads a run's Secret inputs and writes the Secrets a resource shows people:
+	// the connection Secret, plans and run logs (resource_outputs.go, run_access.go).
+	resourceSecrets struct{ *Reconciler }
+	// reclaimer carries out a deleted resource's reclaim policy (resource_reclaim.go).
+	reclaimer struct{ *Reconciler }
+	// syncer decides, runs and records a resource's plan, apply and drift check (resource_sync.go,
+	// resource_failures.go, resource_approval.go, resource_drift.go).
+	syncer struct{ *Reconciler }
+)
+
+func (r *Reconciler) keeper() stateKeeper      { return stateKeeper{r} }
+func (r *Reconciler) secrets() resourceSecrets { return resourceSecrets{r} }
+func (r *Reconciler) reclaimer() reclaimer     { return reclaimer{r} }
+func (r *Reconciler) syncer() syncer           { return syncer{r} }

@@ -1,0 +1,138 @@
+package resource
+
+// Drift: once a resource's spec is applied, every sync interval (spread by ±10 %) brings a
+// read-only check — plan -json -detailed-exitcode -lock=false, no lock taken, nothing written —
+// instead of an apply. A check that finds objects changed outside Terraform, or a plan with
+// changes, sets the Drifted condition (naming the addresses) and emits DriftDetected; then
+// driftPolicy Correct (the default) applies the spec through the usual rules (approval, the
+// destructive-change guard), and Report only tells. At most MaxConcurrentDriftChecks checks run at
+// once, so that checks never take more than that share of the runner pool (as Terranetes
+// throttles its drift checks).
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
+	"github.com/conductor-tf/conductor-tf/internal/metrics"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// driftRetry is how soon a drift check that found every drift slot taken is tried again.
+const driftRetry = 5 * time.Second
+
+// isDriftCheck reports whether the run due now is a drift check: the current generation was
+// applied and the last run (an apply or a check) succeeded; what is due is the sync interval.
+func isDriftCheck(res *v1alpha1.InfraResource) bool {
+	last := res.Status.LastRun
+	return last != nil && last.Result == RunSucceeded && last.Generation == res.Generation &&
+		res.Status.ObservedGeneration == res.Generation
+}
+
+// checkForDrift runs a drift check instead of the apply when the run due is the sync interval's
+// (isDriftCheck) and no Secret input rotated; the reconcile ends there unless the drift must be
+// corrected now. The apply then uses the same inputs (backend() replaces the check's revoked
+// credentials).
+func (r syncer) checkForDrift(ctx context.Context, s *resourceScope) (bool, error) {
+	if !isDriftCheck(s.res) || rotated(s.res, s.spec) {
+		return false, nil
+	}
+	correct, result, err := r.checkDrift(ctx, s)
+	if correct && err == nil {
+		return false, nil
+	}
+	if err == nil {
+		s.res.Status.Phase = s.phase
+	}
+	s.result = result
+	return true, err
+}
+
+// checkDrift runs a drift check and records what it found. correct says the drift must be
+// corrected now (policy Correct; the finding is then a checkpoint); otherwise result is when to
+// check again.
+func (r syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool, result ctrl.Result, err error) {
+	res, spec := s.res, s.spec
+	if !r.takeDriftSlot() {
+		return false, ctrl.Result{RequeueAfter: shared.Jitter(driftRetry)}, nil
+	}
+	defer r.releaseDriftSlot()
+	now := time.Now()
+	prev := res.Status.LastRun.DeepCopy()
+	res.Status.LastRun = r.newRun(res, "drift", now)
+	revoke := r.keeper().backend(s, &spec)
+	check, err := r.Runs.DriftCheck(ctx, res.Name, spec)
+	revoke()
+	done := time.Now()
+	metrics.ObserveRun("drift", runResult(nil, err), done.Sub(now))
+	if err != nil {
+		// A failed check changes nothing: the last apply stands; retry with backoff.
+		res.Status.LastRun = prev
+		return false, ctrl.Result{}, fmt.Errorf("resource %s: drift check: %w", res.Name, err)
+	}
+	addresses := driftAddresses(check)
+	drifted := check.Plan.HasChanges || len(addresses) > 0
+	res.Status.Drift = &v1alpha1.DriftStatus{CheckedAt: metav1.NewTime(done), Drifted: drifted, Addresses: addresses}
+	res.Status.LastRun.Result = RunSucceeded
+	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
+	res.Status.LastRun.Summary = summaryOf(check.Plan)
+	res.Status.LastRun.PlanID = check.Plan.ID
+	r.secrets().recordRun(ctx, res, strings.Join(check.Log, "\n"))
+	if !drifted {
+		shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionDrifted, metav1.ConditionFalse, v1alpha1.ReasonNoDrift,
+			"the infrastructure matches the state and the spec")
+		return false, ctrl.Result{RequeueAfter: shared.Jitter(r.syncInterval())}, nil
+	}
+	policy := res.Spec.DriftPolicy
+	if policy == "" {
+		policy = v1alpha1.DriftCorrect
+	}
+	msg := fmt.Sprintf("the infrastructure drifted (%s); driftPolicy %s", strings.Join(addresses, ", "), policy)
+	shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionDrifted, metav1.ConditionTrue, v1alpha1.ReasonDriftDetected, msg)
+	r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected, "DriftCheck", "%s", msg)
+	metrics.DriftDetected(string(policy))
+	if policy == v1alpha1.DriftReport {
+		return false, ctrl.Result{RequeueAfter: shared.Jitter(r.syncInterval())}, nil
+	}
+	if err := s.checkpoint(ctx); err != nil {
+		return false, ctrl.Result{}, err
+	}
+	return true, ctrl.Result{}, nil
+}
+
+// driftAddresses lists, sorted and once each, the objects changed outside Terraform and the
+// addresses the plan would change.
+func driftAddresses(check *tfrunner.StreamResult) []string {
+	out := slices.Clone(check.Drift)
+	for _, c := range check.Plan.Changes {
+		out = append(out, c.Address)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func (r syncer) takeDriftSlot() bool {
+	r.driftOnce.Do(func() {
+		n := r.MaxConcurrentDriftChecks
+		if n < 1 {
+			n = 1
+		}
+		r.driftSlots = make(chan struct{}, n)
+	})
+	select {
+	case r.driftSlots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r syncer) releaseDriftSlot() { <-r.driftSlots }

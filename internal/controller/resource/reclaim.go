@@ -1,0 +1,371 @@
+package resource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
+	"github.com/conductor-tf/conductor-tf/internal/metrics"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// Reclaim: what deleting a resource does to its infrastructure and state (the reclaim policy).
+
+// The deletion phases of a resource (Reconcile runs them in order once it is being deleted):
+//  1. protectInUse: a Bound resource waits until its claim is gone (FinalizerInUse, as pv-protection);
+//  2. reclaimInfra: Delete destroys the infrastructure and then deletes the state Secret; Retain
+//     orphans the state; a state that is not the resource's own is left as it is;
+//  3. dropFinalizer: the reclaim finalizer goes.
+
+// protectInUse keeps a resource being deleted while it is bound to a live claim (the claimRef's
+// UID matches a claim that is not being deleted), as the pv-protection controller keeps a PV
+// (pkg/controller/volume/pvprotection: isBeingUsed); it says so once in an event and in the Ready
+// condition, and waits for the claim's deletion (the claim watch requeues the resource). When the
+// resource is not in use, FinalizerInUse is removed.
+func (r reclaimer) protectInUse(ctx context.Context, s *resourceScope) (bool, error) {
+	res := s.res
+	if !controllerutil.ContainsFinalizer(res, v1alpha1.FinalizerInUse) {
+		return false, nil
+	}
+	claimState, err := r.observeClaim(ctx, res)
+	if err != nil {
+		return true, err
+	}
+	if claimState == claimLive {
+		ref := res.Spec.ClaimRef
+		msg := fmt.Sprintf("deletion waits: the resource is bound to claim %s/%s; it is deleted once the claim is gone", ref.Namespace, ref.Name)
+		if c := meta.FindStatusCondition(res.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Reason != v1alpha1.ReasonResourceInUse {
+			r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonResourceInUse, "Delete", "%s", msg)
+		}
+		shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonResourceInUse, msg)
+		return true, nil
+	}
+	controllerutil.RemoveFinalizer(res, v1alpha1.FinalizerInUse)
+	return r.updateMeta(ctx, s)
+}
+
+// reclaimInfra carries out the reclaim policy (reclaim) on a resource that has state, then deletes
+// its run records; the phase is Deleting meanwhile.
+func (r reclaimer) reclaimInfra(ctx context.Context, s *resourceScope) (bool, error) {
+	res := s.res
+	if !controllerutil.ContainsFinalizer(res, v1alpha1.FinalizerResource) {
+		return true, nil
+	}
+	if r.Runs == nil || s.state == nil {
+		return false, nil
+	}
+	res.Status.Phase = v1alpha1.ResourceDeleting
+	result, err, wait := r.reclaim(ctx, s)
+	if wait || err != nil {
+		s.result = result
+		return true, err
+	}
+	// The outcome is written before the finalizer goes: after that the object may be gone.
+	if err := s.close(ctx); err != nil {
+		return true, err
+	}
+	return false, r.secrets().deleteRunRecords(ctx, res)
+}
+
+// dropFinalizer removes the reclaim finalizer: the API server then deletes the object.
+func (r reclaimer) dropFinalizer(ctx context.Context, s *resourceScope) (bool, error) {
+	controllerutil.RemoveFinalizer(s.res, v1alpha1.FinalizerResource)
+	if _, err := r.updateMeta(ctx, s); err != nil {
+		return true, err
+	}
+	s.gone = true
+	return true, nil
+}
+
+// updateMeta writes the resource's metadata (its finalizers); a resource already gone ends the
+// reconcile with nothing more to write.
+func (r reclaimer) updateMeta(ctx context.Context, s *resourceScope) (bool, error) {
+	if err := r.Update(ctx, s.res); err != nil {
+		s.gone = apierrors.IsNotFound(err)
+		return true, client.IgnoreNotFound(err)
+	}
+	s.base.ResourceVersion = s.res.ResourceVersion
+	return false, nil
+}
+
+// reclaim carries out the reclaim policy on the resource's own state: Retain orphans it, Delete
+// destroys the infrastructure and deletes it. A state under the resource's name that another
+// resource orphaned (an adoption that was refused or never asked for) is not its own: it is
+// neither destroyed, nor deleted, nor relabelled. wait says the finalizer must stay for now.
+func (r reclaimer) reclaim(ctx context.Context, s *resourceScope) (ctrl.Result, error, bool) {
+	res := s.res
+	orphanedFrom, err := s.state.OrphanedFrom(ctx)
+	if err != nil {
+		return ctrl.Result{}, err, true
+	}
+	if orphanedFrom != "" {
+		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateNotOwned, "Reclaim",
+			"state Secret %s is the orphaned state of the deleted resource %s, never adopted by this one: left as it is, and no destroy",
+			res.Status.State.SecretName, orphanedFrom)
+		return ctrl.Result{}, nil, false
+	}
+	if res.Spec.ReclaimPolicy == v1alpha1.ReclaimRetain {
+		// The orphaned state must be the newest: a state a run could not save goes back first.
+		if err := r.keeper().putBackState(ctx, s); err != nil {
+			return r.syncer().stateStop(res, "orphan", err)
+		}
+		if err := s.state.Orphan(ctx, statebackend.LabelValue(res.Name)); err != nil {
+			return ctrl.Result{}, err, true
+		}
+		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "StateOrphaned", "Reclaim",
+			"reclaim policy Retain: infrastructure kept, state Secret %s labelled %s=%s",
+			res.Status.State.SecretName, statebackend.LabelOrphanedFrom, statebackend.LabelValue(res.Name))
+		return ctrl.Result{}, nil, false
+	}
+	if err := r.destroy(ctx, s); err != nil {
+		var se *stateError
+		if errors.As(err, &se) {
+			return ctrl.Result{RequeueAfter: stateRetry}, nil, true
+		}
+		var fenced *lockFenced
+		if errors.As(err, &fenced) {
+			return ctrl.Result{RequeueAfter: fenced.wait}, nil, true
+		}
+		return ctrl.Result{}, err, true
+	}
+	return ctrl.Result{}, nil, false
+}
+
+// deleteRunRecords deletes the resource's plan and log Secrets (they are also owned by the
+// resource, so the garbage collector removes any a crash left behind).
+func (r resourceSecrets) deleteRunRecords(ctx context.Context, res *v1alpha1.InfraResource) error {
+	for _, name := range []string{planSecretName(res), logSecretName(res)} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.State.Namespace, Name: name}}
+		if err := r.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting Secret %s/%s: %w", r.State.Namespace, name, err)
+		}
+	}
+	return nil
+}
+
+// destroy runs terraform destroy (when there is state), records that it did (status.state.destroyed,
+// a checkpoint), and only then deletes the state Secret and Lease: a write lost after the deletion
+// (a conflict on the finalizer, a restart) finds the record and finishes the reclaim, never a
+// "missing" state. Like every run it first releases its own stale lock and records itself as Running.
+func (r reclaimer) destroy(ctx context.Context, s *resourceScope) error {
+	res := s.res
+	if destroyedEarlier(res) {
+		// An earlier reconcile destroyed and recorded it; the deletion may not have happened.
+		return s.state.Delete(ctx)
+	}
+	// A state a run could not save is saved first: destroy must see every object.
+	if err := r.keeper().putBackState(ctx, s); err != nil {
+		var se *stateError
+		if errors.As(err, &se) {
+			r.syncer().setRunFailed(res, "destroy", se.reason, se.message, time.Now())
+		}
+		return err
+	}
+	// An operator's restore of a missing state (stateMissingOnDelete) is carried out here too.
+	if err := r.keeper().restoreState(ctx, s); err != nil {
+		var se *stateError
+		if errors.As(err, &se) {
+			r.syncer().setRunFailed(res, "destroy", se.reason, se.message, time.Now())
+		}
+		return err
+	}
+	st, found, err := s.state.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if !found {
+		// The cache may lag behind this controller's own record of a destroy whose state it then
+		// deleted (issue 46: a spurious StateMissing): the API server decides.
+		if destroyed, err := r.destroyedPerAPIServer(ctx, res); err != nil {
+			return err
+		} else if destroyed {
+			return s.state.Delete(ctx)
+		}
+		if err := r.stateMissingOnDelete(res); err != nil {
+			return err
+		}
+	}
+	if ran, err := r.resolveCreatesOnDelete(ctx, s); err != nil {
+		return err
+	} else if ran {
+		// Objects adopted are in state now (a state may exist only from them): destroy sees them.
+		if st, found, err = s.state.Status(ctx); err != nil {
+			return err
+		}
+	}
+	if err := r.createsInDoubtOnDelete(res); err != nil {
+		return err
+	}
+	if found && st.Resources > 0 {
+		if st, err = r.runDestroy(ctx, s, st); err != nil {
+			return err
+		}
+	}
+	if found {
+		if err := recordDestroyed(ctx, s, st.Serial); err != nil {
+			return err
+		}
+	}
+	return s.state.Delete(ctx)
+}
+
+// runDestroy runs terraform destroy on the resource's state st and returns the state it left (its
+// serial as the run stored it; st's when unknown). The Running record is a checkpoint, as every
+// run's; the outcome is recorded in status.lastRun.
+func (r reclaimer) runDestroy(ctx context.Context, s *resourceScope, st statebackend.State) (statebackend.State, error) {
+	res := s.res
+	spec, err := r.secrets().runSpec(ctx, res)
+	if err != nil {
+		r.syncer().setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, err.Error(), time.Now())
+		return st, err
+	}
+	done, err, stopped := r.reclaimRun(ctx, s, "destroy", &spec, func() error { return r.Runs.Destroy(ctx, res.Name, spec) })
+	if stopped != nil {
+		return st, stopped
+	}
+	if err != nil {
+		r.syncer().setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, terraformMessage(err), done)
+		return st, err
+	}
+	res.Status.LastRun.Result = RunSucceeded
+	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
+	if r.StateServer != nil {
+		if written, ok := r.StateServer.TakeWritten(s.state.Suffix()); ok {
+			st = written
+		}
+	}
+	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "Destroyed", "Reclaim", "reclaim policy Delete: infrastructure destroyed")
+	return st, nil
+}
+
+// reclaimRun is one run of a reclaim (op "destroy", or "plan" for resolveCreatesOnDelete), as
+// every run goes: a dead run's lock recovered first (a *lockFenced waits), the run recorded as
+// Running in status (a checkpoint), fn run with the run's state credentials in spec, and its
+// duration observed. It returns when fn ended and fn's error; stopped is what kept fn from running
+// (the lock recovery's or the checkpoint's error).
+func (r reclaimer) reclaimRun(ctx context.Context, s *resourceScope, op string, spec *tfrunner.Spec, fn func() error) (done time.Time, err, stopped error) {
+	if err := r.keeper().recoverOwnLock(ctx, s); err != nil {
+		return time.Time{}, nil, err
+	}
+	s.res.Status.LastRun = r.syncer().newRun(s.res, op, time.Now())
+	if err := s.checkpoint(ctx); err != nil {
+		return time.Time{}, nil, err
+	}
+	revoke := r.keeper().backend(s, spec)
+	err = fn()
+	revoke()
+	done = time.Now()
+	metrics.ObserveRun(op, runResult(nil, err), done.Sub(s.res.Status.LastRun.StartTime.Time))
+	return done, err, nil
+}
+
+// terraformMessage is what a run's error says to people: Terraform's diagnostics for a
+// *tfrunner.RunError, the error's text otherwise.
+func terraformMessage(err error) string {
+	var re *tfrunner.RunError
+	if errors.As(err, &re) {
+		return re.Message
+	}
+	return err.Error()
+}
+
+// recordDestroyed writes status.state.destroyed (serial, now) as a checkpoint, before the state
+// Secret is deleted: once the deletion happened, only this record tells a reclaim that finished its
+// destroy from a state that went missing.
+func recordDestroyed(ctx context.Context, s *resourceScope, serial int64) error {
+	if s.res.Status.State == nil {
+		s.res.Status.State = &v1alpha1.StateStatus{}
+	}
+	s.res.Status.State.Destroyed = &v1alpha1.StateDestroyed{Serial: serial, Time: metav1.Now()}
+	return s.checkpoint(ctx)
+}
+
+// destroyedPerAPIServer reads the resource from the API server (not the cache) and reports whether
+// an earlier reconcile recorded its destroy; when it did, res gets that record. It returns the
+// read's error; a resource gone is not destroyed here.
+func (r reclaimer) destroyedPerAPIServer(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
+	if r.APIReader == nil || destroyedEarlier(res) {
+		return destroyedEarlier(res), nil
+	}
+	latest := &v1alpha1.InfraResource{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(res), latest); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if !destroyedEarlier(latest) {
+		return false, nil
+	}
+	if res.Status.State == nil {
+		res.Status.State = &v1alpha1.StateStatus{}
+	}
+	res.Status.State.Destroyed = latest.Status.State.Destroyed.DeepCopy()
+	return true, nil
+}
+
+// destroyedEarlier reports a reclaim that recorded its destroy (recordDestroyed) in an earlier
+// reconcile.
+func destroyedEarlier(res *v1alpha1.InfraResource) bool {
+	return res.Status.State != nil && res.Status.State.Destroyed != nil
+}
+
+// createsInDoubtOnDelete decides a Delete reclaim of a resource whose creates a run that died had
+// started are unresolved (status.createsPending): destroy sees only what the state holds, so objects
+// those creates made would be left behind unseen. Those the identities decide were settled first
+// (resolveCreatesOnDelete); for the rest the finalizer stays, with reason CreatesInDoubt naming
+// them, until they are resolved or an operator annotates conductor.io/abandon=true: an event then says they are left
+// as they are, and the reclaim goes on. It returns a *stateError to wait.
+func (r reclaimer) createsInDoubtOnDelete(res *v1alpha1.InfraResource) error {
+	if len(res.Status.CreatesPending) == 0 {
+		return nil
+	}
+	addresses := strings.Join(res.Status.CreatesPending, ", ")
+	if res.Annotations[v1alpha1.AnnotationAbandon] == "true" {
+		r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonAbandoned, "Reclaim",
+			"%s=true: whatever a run that died may have created of %s is left as it is; destroy removes what the state holds",
+			v1alpha1.AnnotationAbandon, addresses)
+		return nil
+	}
+	msg := fmt.Sprintf("a run that died had started creating %s: if it did, no state holds them and destroy cannot remove them. "+
+		"The resource stays until they are resolved: look for them and delete them, then annotate %s=true "+
+		"(kubectl conductor creates RESOURCE --abandon)", addresses, v1alpha1.AnnotationAbandon)
+	r.syncer().setRunFailed(res, "destroy", v1alpha1.ReasonCreatesInDoubt, msg, time.Now())
+	return &stateError{v1alpha1.ReasonCreatesInDoubt, msg}
+}
+
+// stateMissingOnDelete decides a Delete reclaim whose state is missing. A resource that never
+// applied has nothing to destroy. One that applied (its infrastructure exists, and nothing says
+// where) keeps its finalizer with reason StateMissing, until the state is restored, or an operator
+// annotates conductor.io/abandon=true (the infrastructure is left, an event says so) or
+// conductor.io/start-fresh=true (there is nothing left to destroy). It returns a *stateError to wait.
+func (r reclaimer) stateMissingOnDelete(res *v1alpha1.InfraResource) error {
+	applied := everApplied(res) || serialOf(res) > 0
+	switch {
+	case !applied:
+		return nil
+	case res.Annotations[v1alpha1.AnnotationAbandon] == "true":
+		r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonAbandoned, "Reclaim",
+			"%s=true: the state is missing and the infrastructure was not destroyed; it is left as it is", v1alpha1.AnnotationAbandon)
+		return nil
+	case res.Annotations[v1alpha1.AnnotationStartFresh] == "true":
+		return nil
+	}
+	msg := fmt.Sprintf("reclaim policy Delete, but the state %s of this applied resource (serial %d) is missing: nothing is destroyed "+
+		"and the resource stays until the state is restored (kubectl conductor restore-state, or the %s annotation), "+
+		"or %s=true leaves the infrastructure as it is, or %s=true says nothing is left to destroy",
+		statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res)), serialOf(res), v1alpha1.AnnotationRestoreState,
+		v1alpha1.AnnotationAbandon, v1alpha1.AnnotationStartFresh)
+	r.syncer().setRunFailed(res, "destroy", v1alpha1.ReasonStateMissing, msg, time.Now())
+	return &stateError{v1alpha1.ReasonStateMissing, msg}
+}

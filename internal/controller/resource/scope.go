@@ -1,0 +1,118 @@
+package resource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// resourceScope is one reconcile of one InfraResource, as cluster-api's reconcilers hold a scope
+// (the object, a patch helper, what the phases found): the resource as read, the status as last
+// written (base, from which every status patch is computed), what the phases observed, and the
+// reconcile's result. Phases change the status in memory; close writes it once, at the end.
+//
+// The only status writes before close are checkpoints: the records that must be durable before a
+// side effect, because a crash right after it must find them (the Running record before a run's
+// first command, a create's start before the apply reads on, a drift to correct before the apply).
+type resourceScope struct {
+	c    client.Client
+	res  *v1alpha1.InfraResource
+	base *v1alpha1.InfraResource
+
+	claim claimState             // what observeClaim found
+	phase v1alpha1.ResourcePhase // the phase the claim gives the resource (bindingPhase)
+	class *v1alpha1.InfraClass   // the resource's class, nil when static or gone
+	start time.Time              // when the reconcile began deciding a run
+	// runStart is when the run got its runner slot (the Started event); zero until then.
+	runStart time.Time
+	spec     tfrunner.Spec // the run's inputs, once readInputs read them
+	// state is the resource's one state handle (Secret, Lease, history), labelled with the
+	// resource; nil until its name is chosen (nameState). Every state read and write goes through it.
+	state *statebackend.Handle
+
+	result ctrl.Result
+	gone   bool // the object was deleted in this reconcile: nothing to write
+}
+
+// resourcePhase is one phase of a resource's reconcile. done ends the reconcile after it (the
+// result is in s.result); an error ends it too and goes to the work queue with s.result.
+type resourcePhase func(ctx context.Context, s *resourceScope) (done bool, err error)
+
+// openScope reads the resource; nil, nil when it is gone. A Running record in the cache is either
+// a run that died with the controller or this controller's own record whose outcome the cache
+// has not caught up with, so then the resource is read from the API server.
+func (r *Reconciler) openScope(ctx context.Context, name types.NamespacedName) (*resourceScope, error) {
+	res := &v1alpha1.InfraResource{}
+	if err := r.Get(ctx, name, res); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if last := res.Status.LastRun; last != nil && last.Result == RunRunning && r.APIReader != nil {
+		if err := r.APIReader.Get(ctx, name, res); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+	}
+	s := &resourceScope{c: r.Client, res: res, base: res.DeepCopy(), start: time.Now()}
+	if suffix(res) != "" {
+		s.state = r.keeper().stateHandle(res)
+	}
+	return s, nil
+}
+
+// runPhases runs phases in order until one is done or fails, then writes the status once (close).
+// Conflicts are requeued after retryDelay, as every writer here does.
+func runPhases(ctx context.Context, s *resourceScope, phases ...resourcePhase) (ctrl.Result, error) {
+	var err error
+	for _, phase := range phases {
+		var done bool
+		if done, err = phase(ctx, s); done || err != nil {
+			break
+		}
+	}
+	if cerr := s.close(ctx); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	return shared.RequeueOnConflict(s.result, err)
+}
+
+// checkpoint writes the status as it is in memory now, before a side effect (see resourceScope);
+// later changes still reach close's patch. An error means the record is not durable and the side
+// effect must not happen.
+func (s *resourceScope) checkpoint(ctx context.Context) error {
+	if err := s.patch(ctx); err != nil {
+		return fmt.Errorf("recording the run in status: %w", err)
+	}
+	return nil
+}
+
+// close writes the status once at the end of the reconcile when it differs from what was last
+// written; nothing when it is unchanged or the object is gone. It writes even when the reconcile
+// was cancelled by shutdown (a run's outcome must not be lost), within 10 s.
+func (s *resourceScope) close(ctx context.Context) error {
+	if s.gone {
+		return nil
+	}
+	return client.IgnoreNotFound(s.patch(ctx))
+}
+
+// patch sends the status fields that changed since base as a JSON merge patch, without a
+// resourceVersion: other writers of the object (the claim controller binding it, a person's
+// annotation) must not make a run's record fail. base then moves forward to what was written.
+func (s *resourceScope) patch(ctx context.Context) error {
+	s.base.ResourceVersion = s.res.ResourceVersion
+	if _, err := shared.PatchStatus(ctx, s.c, s.res, s.base); err != nil {
+		return err
+	}
+	s.base.ResourceVersion = s.res.ResourceVersion
+	s.base.Status = *s.res.Status.DeepCopy()
+	return nil
+}

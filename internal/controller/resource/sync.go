@@ -1,0 +1,302 @@
+package resource
+
+// The run phases of a resource's reconcile (see Reconcile): decide whether a run is due, prepare
+// it (the state phases, its inputs), then apply — or plan, wait for approval, and apply — and
+// record the outcome. Each changes the scope's status in memory; only the checkpoints a crash
+// needs are written before the reconcile's one status patch.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
+	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
+	"github.com/conductor-tf/conductor-tf/internal/metrics"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// decideRun ends the reconcile unless a run is due (needsRun, or a Secret input rotated since the
+// last apply); an idle resource keeps its phase and connection Secret until the next sync.
+func (r syncer) decideRun(ctx context.Context, s *resourceScope) (bool, error) {
+	res := s.res
+	run, wait := needsRun(res, s.start, r.syncInterval())
+	if !run && everApplied(res) && hasSecretInputs(res) && res.Status.LastRun.Result == RunSucceeded {
+		changed, err := r.secretInputsRotated(ctx, res)
+		if err != nil {
+			return true, err
+		}
+		if changed {
+			r.noteRotation(res)
+			run = true
+		} else {
+			wait = min(wait, r.secretCheckInterval())
+		}
+	}
+	if run {
+		return false, nil
+	}
+	if everApplied(res) && res.Status.ConnectionSecret != nil {
+		// A connection Secret deleted by hand is written again within this time (keepConnectionSecret).
+		wait = min(wait, r.secretCheckInterval())
+	}
+	s.result = ctrl.Result{RequeueAfter: wait}
+	staleApproval(res)
+	switch {
+	case !everApplied(res) && res.Status.LastRun != nil && res.Status.LastRun.Result == RunWaitingForApproval:
+		res.Status.Phase = v1alpha1.ResourcePending
+	case !everApplied(res):
+		res.Status.Phase = v1alpha1.ResourceFailed
+	default:
+		res.Status.Phase = s.phase
+		return true, r.secrets().keepConnectionSecret(ctx, s)
+	}
+	return true, nil
+}
+
+// prepareRun runs what every run needs first — recover a dead run's lock, adopt orphaned state,
+// the state phases (beforeRun) — and reads the run's inputs into s.spec. A missing Secret input
+// records the run as failed and is retried after secretRetry.
+func (r syncer) prepareRun(ctx context.Context, s *resourceScope) (bool, error) {
+	if result, err, stop := r.beforeRun(ctx, s); stop {
+		s.result = result
+		return true, err
+	}
+	spec, err := r.secrets().runSpec(ctx, s.res)
+	var ie *provision.InputError
+	if errors.As(err, &ie) {
+		r.setRunFailed(s.res, "render", ie.Reason, ie.Message, time.Now())
+		s.result = ctrl.Result{RequeueAfter: secretRetry}
+		return true, nil
+	} else if err != nil {
+		return true, err
+	}
+	s.spec = spec
+	return false, nil
+}
+
+// beforeRun runs the phases every run needs first: recover a dead run's lock, adopt orphaned
+// state, and the state checks. stop says the run must not happen now (result and err say why).
+func (r syncer) beforeRun(ctx context.Context, s *resourceScope) (ctrl.Result, error, bool) {
+	res := s.res
+	// A state a dead run could not save goes back first (it releases that run's lock once
+	// saved); a lock is never recovered while it is pending, even after a restart.
+	if err := r.keeper().putBackState(ctx, s); err != nil {
+		return r.stateStop(res, "state", err)
+	}
+	if err := r.keeper().recoverOwnLock(ctx, s); err != nil {
+		var fenced *lockFenced
+		if errors.As(err, &fenced) {
+			return ctrl.Result{RequeueAfter: fenced.wait}, nil, true
+		}
+		return ctrl.Result{}, err, true
+	}
+	if err := r.keeper().adoptState(ctx, s); err != nil {
+		var ae *statebackend.AdoptError
+		if errors.As(err, &ae) {
+			r.setRunFailed(res, "adopt", v1alpha1.ReasonAdoptionRefused, ae.Message, time.Now())
+			return ctrl.Result{RequeueAfter: secretRetry}, nil, true
+		}
+		return ctrl.Result{}, err, true
+	}
+	if err := r.keeper().stateChecks(ctx, s); err != nil {
+		return r.stateStop(res, "state", err)
+	}
+	return ctrl.Result{}, nil, false
+}
+
+// stateStop turns a state phase's error into beforeRun's answer: a *stateError is recorded as the
+// failed operation op and retried after stateRetry; any other error goes to the work queue.
+func (r syncer) stateStop(res *v1alpha1.InfraResource, op string, err error) (ctrl.Result, error, bool) {
+	var se *stateError
+	if errors.As(err, &se) {
+		r.setRunFailed(res, op, se.reason, se.message, time.Now())
+		return ctrl.Result{RequeueAfter: stateRetry}, nil, true
+	}
+	return ctrl.Result{}, err, true
+}
+
+// applyPhase brings the infrastructure to the spec: one apply -json, or, when the run must stop
+// between plan and apply (needsSavedPlan), plan, the approval gate, and apply of that plan. The
+// Running record is a checkpoint: every command of the run may take the state lock, so it is
+// written before the first of them (the crash window recoverOwnLock closes).
+func (r syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error) {
+	res := s.res
+	if !everApplied(res) && res.Status.Phase != v1alpha1.ResourceFailed {
+		// A first provisioning; a failed one stays Failed while it is retried, until it succeeds.
+		res.Status.Phase = v1alpha1.ResourceProvisioning
+	}
+	savedPlan := needsSavedPlan(res)
+	op := "apply"
+	if savedPlan {
+		op = "plan"
+	}
+	// The Running record is written by the run's first event (Queued or Started, runEvents),
+	// before its first command: a run that waits for a slot writes it once, with its place in line.
+	res.Status.LastRun = r.newRun(res, op, s.start)
+	revoke := r.keeper().backend(s, &s.spec)
+	defer revoke()
+	out, err := r.Runs.Apply(ctx, res.Name, s.spec, r.applyOptions(ctx, s, savedPlan))
+	return r.ranApply(ctx, s, out, err)
+}
+
+// ranApply records the outcome of an apply (or plan) run, out and err as Runs.Apply returned them:
+// a plan held for approval, creates settled, imports and resolutions, the run's log, and then the
+// failure (runFailed) or the success (applied).
+func (r syncer) ranApply(ctx context.Context, s *resourceScope, out *tfrunner.ApplyResult, err error) (bool, error) {
+	res := s.res
+	if err == nil && out.Held != nil {
+		err = r.holdPlan(ctx, res, out.Held)
+	}
+	done := time.Now()
+	var ended []string
+	if out != nil {
+		ended = out.Ended
+	}
+	settleCreates(res, ended, err, r.keeper().stateStored(s))
+	defer func() {
+		// From the Started event, kept on the scope: a checkpoint or the outcome may replace
+		// status.lastRun meanwhile (recordOutcome starts a new record when the generation moved).
+		began := s.runStart
+		if began.IsZero() {
+			began = s.start
+		}
+		metrics.ObserveRun(res.Status.LastRun.Operation, runResult(res.Status.LastRun, err), done.Sub(began))
+	}()
+	if out != nil && out.Plan != nil {
+		if res.Status.LastRun.Summary == nil {
+			res.Status.LastRun.Summary = summaryOf(out.Plan)
+		}
+		res.Status.LastRun.PlanID = out.Plan.ID
+	}
+	if out != nil {
+		recordImports(res, out.Imports)
+		r.recordResolutions(res, out.Resolutions)
+		defer func() { r.secrets().recordRun(ctx, res, out.Log) }()
+	}
+	if err != nil {
+		result, ferr := r.runFailed(ctx, s, err, done)
+		s.result = result
+		return true, ferr
+	}
+	return true, r.applied(ctx, s, out, done)
+}
+
+// applyOptions are the resource's apply as data: the variables checked against the module's
+// inputs by the run, the imports, the gate between plan and apply when the run must stop there
+// (gateOf), and the sink of the run's events (runEvents).
+func (r syncer) applyOptions(ctx context.Context, s *resourceScope, savedPlan bool) tfrunner.ApplyOptions {
+	opts := tfrunner.ApplyOptions{CheckInputs: true, Events: runEvents(ctx, s)}
+	if savedPlan {
+		opts.Gate = gateOf(s.res)
+	}
+	for _, imp := range s.res.Spec.Import {
+		opts.Imports = append(opts.Imports, tfrunner.ImportTarget{Address: imp.Address, ID: imp.ID})
+	}
+	return opts
+}
+
+// runEvents records the run's events in status, each a checkpoint: its place in line
+// (Synced=Unknown, WaitingForRunner; the pools tell it only once a run has waited
+// tfrunner.QueuedAfter, so a short wait writes nothing), its start (the Running record, unless the
+// place in line wrote it), each create's start and the plan the gate let through. The run goes on
+// only once the last three are written; an error (the API server refused the write) stops it.
+func runEvents(ctx context.Context, s *resourceScope) tfrunner.Events {
+	res := s.res
+	recorded := false // the Running record is durable
+	return func(e tfrunner.Event) error {
+		switch e := e.(type) {
+		case tfrunner.Queued:
+			shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionUnknown, v1alpha1.ReasonWaitingForRunner,
+				fmt.Sprintf("waiting for a runner: %d in line of %d waiting (runs are served across namespaces in turn)", e.Position, e.Waiting))
+			if err := s.checkpoint(ctx); err != nil {
+				log.FromContext(ctx).V(1).Info("could not record the place in line", "error", err.Error())
+			} else {
+				recorded = true
+			}
+			return nil
+		case tfrunner.Started:
+			s.runStart = time.Now()
+			started(res.Status.LastRun, s.runStart)
+			if recorded {
+				return nil
+			}
+		case tfrunner.CreateStarted:
+			if !createStarted(res, e.Address) {
+				return nil
+			}
+		case tfrunner.Applying:
+			planPassed(res, e.Plan)
+		}
+		err := s.checkpoint(ctx)
+		recorded = recorded || err == nil
+		return err
+	}
+}
+
+// applied records a successful run: the connection Secret, the one-shot annotations it used, and
+// status (outputs, state, Synced and Ready, drift corrected); the next sync after the interval.
+func (r syncer) applied(ctx context.Context, s *resourceScope, out *tfrunner.ApplyResult, done time.Time) error {
+	res := s.res
+	if err := r.secrets().writeConnectionSecret(ctx, res, out.Outputs); err != nil {
+		r.setRunFailed(res, "output", v1alpha1.ReasonApplyFailed, err.Error(), done)
+		return err
+	}
+	if err := r.consumeAnnotations(ctx, res, out.Applied); err != nil {
+		return err
+	}
+	last := res.Status.LastRun
+	res.Status.ObservedGeneration = res.Generation
+	res.Status.InputsHash = inputsHash(res, s.spec)
+	res.Status.ModuleVersion = res.Spec.Module.Version
+	if out.Schema != nil && out.Schema.Version != "" {
+		res.Status.ModuleVersion = out.Schema.Version // a registry constraint, resolved by init
+	}
+	res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""
+	setOutputs(res, out.Outputs)
+	r.keeper().readState(ctx, s)
+	sum := v1alpha1.PlanSummary{}
+	if last.Summary != nil {
+		sum = *last.Summary
+	}
+	msg := fmt.Sprintf("plan: %d to add, %d to change, %d to destroy%s", sum.Add, sum.Change, sum.Destroy, describeChanges(out.Plan))
+	o := runOutcome{kind: outcomeApplied, reason: v1alpha1.ReasonApplied, message: msg, at: done}
+	if !out.Applied {
+		o.op = "plan"
+	}
+	recordOutcome(&res.Status, res.Generation, s.phase, o)
+	if res.Status.Drift != nil && res.Status.Drift.Drifted && out.Applied {
+		res.Status.Drift.Drifted = false
+		shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionDrifted, metav1.ConditionFalse, v1alpha1.ReasonNoDrift, "the drift was corrected")
+	}
+	if out.Applied {
+		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonApplied, "Apply", "%s", msg)
+	}
+	s.result = ctrl.Result{RequeueAfter: shared.Jitter(r.syncInterval())}
+	return nil
+}
+
+// consumeAnnotations removes the one-shot annotations a successful run used: an approval is for
+// one plan, starting from empty state is allowed once.
+func (r syncer) consumeAnnotations(ctx context.Context, res *v1alpha1.InfraResource, applied bool) error {
+	keys := []string{v1alpha1.AnnotationStartFresh}
+	if applied {
+		keys = append(keys, v1alpha1.AnnotationApprovePlan, v1alpha1.AnnotationApproveReplace)
+	}
+	for _, k := range keys {
+		if _, ok := res.Annotations[k]; ok {
+			if err := r.removeAnnotation(ctx, res, k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
