@@ -325,12 +325,8 @@ func (r *Reconciler) release(ctx context.Context, claim *v1alpha1.InfraClaim) er
 		}
 		if err == nil && provision.IsBoundPair(res, claim) && res.Status.Phase != v1alpha1.ResourceReleased {
 			// Claim deleted, resource bound to it (UID match; a reservation without a UID is not a
-			// bind, as in the PV controller): Released; the resource controller reclaims.
-			before := res.DeepCopy()
-			res.Status.Phase = v1alpha1.ResourceReleased
-			if err := r.Status().Patch(ctx, res, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-				return fmt.Errorf("releasing resource %s: %w", name, err)
-			}
+			// bind, as in the PV controller): the resource controller, which alone writes the
+			// resource's status, finds the claim gone (Released) and reclaims.
 			r.Recorder.Eventf(res, claim, corev1.EventTypeNormal, v1alpha1.ReasonReleased, "Release",
 				"claim %s/%s deleted; reclaim policy %s", claim.Namespace, claim.Name, res.Spec.ReclaimPolicy)
 		}

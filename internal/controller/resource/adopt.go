@@ -117,9 +117,6 @@ func (r syncer) attachRun(ctx context.Context, s *resourceScope) (bool, error) {
 	}
 	out, attached, err := a.Attach(ctx, res.Name, last.ID, tfrunner.ApplyOptions{Events: runEvents(ctx, s)})
 	if attached {
-		if !everApplied(res) && res.Status.Phase != v1alpha1.ResourceFailed {
-			res.Status.Phase = v1alpha1.ResourceProvisioning
-		}
 		// The outcome is that of the generation the run was started for: a spec changed since
 		// is not marked applied (ObservedGeneration, conditions, the run record), and runs next.
 		gen := res.Generation

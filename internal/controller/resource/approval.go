@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
@@ -89,18 +88,6 @@ func approvedID(res *v1alpha1.InfraResource) string {
 func approved(res *v1alpha1.InfraResource) bool {
 	id := approvedID(res)
 	return id != "" && id == res.Status.PendingPlanID
-}
-
-// staleApproval says so when the approval annotation names another plan than the one that waits
-// (it was approved after a newer plan replaced it): nothing is applied.
-func staleApproval(res *v1alpha1.InfraResource) {
-	id, pp := approvedID(res), res.Status.PendingPlan
-	if id == "" || pp == nil || id == pp.ID {
-		return
-	}
-	shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionFalse, v1alpha1.ReasonPlanDiscarded,
-		fmt.Sprintf("the approved plan %s is not the plan that waits: plan %s replaced it (a newer generation, or the infrastructure changed); "+
-			"nothing is applied until %s=%s", id, pp.ID, v1alpha1.AnnotationApprovePlan, pp.ID))
 }
 
 // needsSavedPlan reports whether the resource's runs must stop between plan and apply: Manual

@@ -146,7 +146,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.upgradeModule,   // UpgradeAvailable, and upgradePolicy Automatic (resource_upgrade.go)
 		r.observeBinding,  // the claim, and the phase it gives (as syncVolume)
 		r.reclaimReleased, // Released: Retain keeps it, Delete deletes it
-		r.withoutRunner,   // no runner: nothing to run, Available at once
 		sy.decideRun,      // a run is due, or the resource is idle until it is (resource_sync.go)
 		sy.prepareRun,     // the state phases and the run's inputs
 		sy.attachRun,      // a run the previous leader started, adopted here: its outcome (resource_adopt.go)
@@ -211,22 +210,12 @@ func (r *Reconciler) reclaimReleased(ctx context.Context, s *resourceScope) (boo
 		return false, nil
 	}
 	res := s.res
-	res.Status.Phase = v1alpha1.ResourceReleased
 	if r.Runs != nil && res.Spec.ReclaimPolicy != v1alpha1.ReclaimRetain {
 		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonReleased, "Reclaim", "reclaim policy Delete: deleting the resource")
 		if err := r.Delete(ctx, res); client.IgnoreNotFound(err) != nil {
 			return true, err
 		}
 	}
-	return true, nil
-}
-
-// withoutRunner: a reconciler without runs (the binding suites) only keeps the phase.
-func (r *Reconciler) withoutRunner(_ context.Context, s *resourceScope) (bool, error) {
-	if r.Runs != nil {
-		return false, nil
-	}
-	s.res.Status.Phase = s.phase
 	return true, nil
 }
 

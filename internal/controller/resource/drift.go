@@ -49,9 +49,6 @@ func (r syncer) checkForDrift(ctx context.Context, s *resourceScope) (bool, erro
 	if correct && err == nil {
 		return false, nil
 	}
-	if err == nil {
-		s.res.Status.Phase = s.phase
-	}
 	s.result = result
 	return true, err
 }
@@ -87,8 +84,7 @@ func (r syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool,
 	res.Status.LastRun.PlanID = check.Plan.ID
 	r.secrets().recordRun(ctx, res, strings.Join(check.Log, "\n"))
 	if !drifted {
-		shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionDrifted, metav1.ConditionFalse, v1alpha1.ReasonNoDrift,
-			"the infrastructure matches the state and the spec")
+		markDrift(res, false, "the infrastructure matches the state and the spec")
 		return false, ctrl.Result{RequeueAfter: shared.Jitter(r.syncInterval())}, nil
 	}
 	policy := res.Spec.DriftPolicy
@@ -96,7 +92,7 @@ func (r syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool,
 		policy = v1alpha1.DriftCorrect
 	}
 	msg := fmt.Sprintf("the infrastructure drifted (%s); driftPolicy %s", strings.Join(addresses, ", "), policy)
-	shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionDrifted, metav1.ConditionTrue, v1alpha1.ReasonDriftDetected, msg)
+	markDrift(res, true, msg)
 	r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected, "DriftCheck", "%s", msg)
 	metrics.DriftDetected(string(policy))
 	if policy == v1alpha1.DriftReport {

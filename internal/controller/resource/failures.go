@@ -84,7 +84,7 @@ func (r syncer) setRunFailed(res *v1alpha1.InfraResource, op, reason, message st
 // the one the resource has) and says why in a Warning event; a held plan's event is holdPlan's,
 // once per plan.
 func (r syncer) recordFailure(res *v1alpha1.InfraResource, o runOutcome) {
-	recordOutcome(&res.Status, res.Generation, res.Status.Phase, o)
+	recordOutcome(&res.Status, res.Generation, o)
 	if o.kind != outcomeHeld {
 		r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, o.reason, "Sync", "%s", shared.Truncate(o.message, 1024))
 	}

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
@@ -50,7 +49,7 @@ func (r reclaimer) protectInUse(ctx context.Context, s *resourceScope) (bool, er
 		if c := meta.FindStatusCondition(res.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Reason != v1alpha1.ReasonResourceInUse {
 			r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonResourceInUse, "Delete", "%s", msg)
 		}
-		shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonResourceInUse, msg)
+		markInUse(res, msg)
 		return true, nil
 	}
 	controllerutil.RemoveFinalizer(res, v1alpha1.FinalizerInUse)
@@ -67,7 +66,7 @@ func (r reclaimer) reclaimInfra(ctx context.Context, s *resourceScope) (bool, er
 	if r.Runs == nil || s.state == nil {
 		return false, nil
 	}
-	res.Status.Phase = v1alpha1.ResourceDeleting
+	s.reclaiming = true
 	result, err, wait := r.reclaim(ctx, s)
 	if wait || err != nil {
 		s.result = result

@@ -26,6 +26,7 @@ import (
 // first command, a create's start before the apply reads on, a drift to correct before the apply).
 type resourceScope struct {
 	c    client.Client
+	runs bool // the reconciler has runs (phaseOf)
 	res  *v1alpha1.InfraResource
 	base *v1alpha1.InfraResource
 
@@ -39,6 +40,9 @@ type resourceScope struct {
 	// state is the resource's one state handle (Secret, Lease, history), labelled with the
 	// resource; nil until its name is chosen (nameState). Every state read and write goes through it.
 	state *statebackend.Handle
+
+	// reclaiming: the reclaim policy is being carried out (reclaimInfra): the phase is Deleting.
+	reclaiming bool
 
 	result ctrl.Result
 	gone   bool // the object was deleted in this reconcile: nothing to write
@@ -61,7 +65,7 @@ func (r *Reconciler) openScope(ctx context.Context, name types.NamespacedName) (
 			return nil, client.IgnoreNotFound(err)
 		}
 	}
-	s := &resourceScope{c: r.Client, res: res, base: res.DeepCopy(), start: time.Now()}
+	s := &resourceScope{c: r.Client, runs: r.Runs != nil, res: res, base: res.DeepCopy(), start: time.Now()}
 	if suffix(res) != "" {
 		s.state = r.keeper().stateHandle(res)
 	}
@@ -104,10 +108,14 @@ func (s *resourceScope) close(ctx context.Context) error {
 	return client.IgnoreNotFound(s.patch(ctx))
 }
 
-// patch sends the status fields that changed since base as a JSON merge patch, without a
+// patch computes the phase (phaseOf) and sends the status fields that changed since base as a
+// JSON merge patch, without a
 // resourceVersion: other writers of the object (the claim controller binding it, a person's
 // annotation) must not make a run's record fail. base then moves forward to what was written.
 func (s *resourceScope) patch(ctx context.Context) error {
+	st := &s.res.Status
+	st.Phase = phaseOf(phaseInputs{deleting: s.reclaiming, binding: s.phase, runs: s.runs,
+		applied: everApplied(s.res), last: st.LastRun, previous: s.base.Status.Phase})
 	s.base.ResourceVersion = s.res.ResourceVersion
 	if _, err := shared.PatchStatus(ctx, s.c, s.res, s.base); err != nil {
 		return err

@@ -104,12 +104,10 @@ func (r stateKeeper) restoreState(ctx context.Context, s *resourceScope) error {
 	}
 	serial, err := strconv.ParseInt(want, 10, 64)
 	if err == nil {
-		// Recorded as a run before it locks the state: a crash mid-restore leaves a lock that
-		// recoverOwnLock releases by this run's id.
-		// Written from a copy: the answer must not replace the status this reconcile holds.
-		before := res.DeepCopy()
+		// Recorded as a run before it locks the state (a checkpoint): a crash mid-restore leaves
+		// a lock that recoverOwnLock releases by this run's id.
 		res.Status.LastRun = r.syncer().newRun(res, "restore", time.Now())
-		if err := r.Status().Patch(ctx, res.DeepCopy(), client.MergeFrom(before)); err != nil {
+		if err := s.checkpoint(ctx); err != nil {
 			return fmt.Errorf("recording the restore run: %w", err)
 		}
 		err = s.state.Restore(ctx, serial, res.Status.LastRun.ID)

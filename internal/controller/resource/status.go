@@ -106,16 +106,14 @@ func (o runOutcome) lastRunResult() string {
 	return RunFailed
 }
 
-// recordOutcome computes the resource's status after outcome o, for a resource whose claim gives
-// it phase bound (bindingPhase): status.lastRun (operation, result, completion, message; a record
-// of this generation's run is created when there is none), the phase, and Synced and Ready.
+// recordOutcome computes the resource's status after outcome o: status.lastRun (operation,
+// result, completion, message; a record of this generation's run is created when there is none),
+// and Synced and Ready. The phase follows from them at the status write (phaseOf).
 //
-//   - Applied: the bound phase; Synced and Ready True (Applied), message the plan's summary.
-//   - Held before any apply: Pending (waiting for a person, not failed).
-//   - Anything else before any apply: Failed.
-//   - After an apply, the phase stays; Ready stays True when it was (the infrastructure that was
-//     applied is still there), else it goes False with Synced.
-func recordOutcome(st *v1alpha1.InfraResourceStatus, generation int64, bound v1alpha1.ResourcePhase, o runOutcome) {
+//   - Applied: Synced and Ready True (Applied), message the plan's summary.
+//   - Anything else: Synced False with the outcome's reason; Ready stays True when it was after an
+//     apply (the infrastructure that was applied is still there), else it goes False with Synced.
+func recordOutcome(st *v1alpha1.InfraResourceStatus, generation int64, o runOutcome) {
 	last := st.LastRun
 	if last == nil || last.Generation != generation || last.StartTime == nil {
 		last = &v1alpha1.RunStatus{StartTime: &metav1.Time{Time: o.at}, Generation: generation}
@@ -129,21 +127,67 @@ func recordOutcome(st *v1alpha1.InfraResourceStatus, generation int64, bound v1a
 	applied := st.ObservedGeneration > 0
 	if o.kind == outcomeApplied {
 		last.Message = ""
-		st.Phase = bound
 		shared.SetCondition(&st.Conditions, generation, v1alpha1.ConditionSynced, metav1.ConditionTrue, v1alpha1.ReasonApplied, o.message)
 		shared.SetCondition(&st.Conditions, generation, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonApplied, "infrastructure matches the spec")
 		return
 	}
 	last.Message = o.message
-	switch {
-	case applied:
-	case o.kind == outcomeHeld:
-		st.Phase = v1alpha1.ResourcePending
-	default:
-		st.Phase = v1alpha1.ResourceFailed
-	}
 	shared.SetCondition(&st.Conditions, generation, v1alpha1.ConditionSynced, metav1.ConditionFalse, o.reason, o.message)
 	if !applied || !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) {
 		shared.SetCondition(&st.Conditions, generation, v1alpha1.ConditionReady, metav1.ConditionFalse, o.reason, o.message)
 	}
+}
+
+// phaseInputs is what a resource's phase follows from: what the reconcile observed and the status
+// it computed.
+type phaseInputs struct {
+	// deleting: the object is deleted and its reclaim policy is being carried out (reclaimInfra).
+	deleting bool
+	// binding is the phase the claim gives the resource (bindingPhase); "" when this reconcile
+	// did not observe it (it ended before observeBinding).
+	binding v1alpha1.ResourcePhase
+	// runs: the reconciler has runs (without, nothing is ever provisioned: the binding suites).
+	runs bool
+	// applied: an apply of some generation succeeded (status.observedGeneration > 0).
+	applied bool
+	// last is status.lastRun as computed.
+	last *v1alpha1.RunStatus
+	// previous is the phase as last written.
+	previous v1alpha1.ResourcePhase
+}
+
+// phaseOf computes status.phase, once, at each status write (as cluster-api's setPhase), from
+// the inputs alone:
+//
+//   - Deleting while the reclaim policy of a deleted object is carried out.
+//   - Unobserved binding: the phase as last written.
+//   - Released once the claim is gone (bindingPhase keeps it).
+//   - Without runs, or once applied: the binding's phase, Available or Bound (a failed run of an
+//     applied resource leaves its infrastructure there: Synced and Ready say the rest).
+//   - Before any apply, by the last run: none yet, Pending; Running, Provisioning (Failed while a
+//     failed first provisioning is retried); WaitingForApproval, Pending (a person decides);
+//     Failed or Invalid, Failed.
+func phaseOf(in phaseInputs) v1alpha1.ResourcePhase {
+	switch {
+	case in.deleting:
+		return v1alpha1.ResourceDeleting
+	case in.binding == "":
+		return in.previous
+	case in.binding == v1alpha1.ResourceReleased, !in.runs, in.applied:
+		return in.binding
+	case in.last == nil:
+		return v1alpha1.ResourcePending
+	}
+	switch in.last.Result {
+	case RunRunning:
+		if in.previous == v1alpha1.ResourceFailed {
+			return v1alpha1.ResourceFailed
+		}
+		return v1alpha1.ResourceProvisioning
+	case RunWaitingForApproval:
+		return v1alpha1.ResourcePending
+	case RunSucceeded:
+		return in.binding
+	}
+	return v1alpha1.ResourceFailed
 }

@@ -108,7 +108,8 @@ func TestRecordOutcome(t *testing.T) {
 				st.LastRun = &v1alpha1.RunStatus{Operation: "apply", StartTime: &started, Result: RunRunning, Generation: 2, ID: "r1"}
 			}
 			tc.o.at = at
-			recordOutcome(st, 2, v1alpha1.ResourceBound, tc.o)
+			recordOutcome(st, 2, tc.o)
+			st.Phase = phaseOf(phaseInputs{binding: v1alpha1.ResourceBound, runs: true, applied: st.ObservedGeneration > 0, last: st.LastRun, previous: st.Phase})
 			last := st.LastRun
 			if st.Phase != tc.phase || last == nil || last.Result != tc.result || last.Generation != 2 || !last.CompletionTime.Time.Equal(at) {
 				t.Fatalf("phase %s, lastRun %+v; want %s, %s", st.Phase, last, tc.phase, tc.result)
@@ -128,5 +129,43 @@ func TestRecordOutcome(t *testing.T) {
 				t.Fatalf("Ready %+v, want %s %s", r, tc.readyWant, tc.readyWhy)
 			}
 		})
+	}
+}
+
+// TestPhaseOf: the phase follows from the binding, whether the resource was ever applied, its last
+// run and its reclaim, whatever was written before (except a failed first provisioning retried).
+func TestPhaseOf(t *testing.T) {
+	run := func(result string) *v1alpha1.RunStatus { return &v1alpha1.RunStatus{Result: result} }
+	const (
+		available = v1alpha1.ResourceAvailable
+		bound     = v1alpha1.ResourceBound
+		released  = v1alpha1.ResourceReleased
+	)
+	for _, tc := range []struct {
+		name string
+		in   phaseInputs
+		want v1alpha1.ResourcePhase
+	}{
+		{"reclaiming", phaseInputs{deleting: true, binding: bound, runs: true, applied: true, last: run(RunRunning)}, v1alpha1.ResourceDeleting},
+		{"reclaiming a resource never applied", phaseInputs{deleting: true, runs: true, previous: v1alpha1.ResourceFailed}, v1alpha1.ResourceDeleting},
+		{"binding not observed keeps what was written", phaseInputs{runs: true, last: run(RunFailed), previous: bound}, bound},
+		{"released before any apply", phaseInputs{binding: released, runs: true, last: run(RunFailed)}, released},
+		{"released after an apply", phaseInputs{binding: released, runs: true, applied: true, last: run(RunSucceeded)}, released},
+		{"no runs: the binding alone", phaseInputs{binding: bound}, bound},
+		{"no runs, no claim", phaseInputs{binding: available, previous: v1alpha1.ResourcePending}, available},
+		{"applied and bound", phaseInputs{binding: bound, runs: true, applied: true, last: run(RunSucceeded)}, bound},
+		{"applied, its last run failed", phaseInputs{binding: bound, runs: true, applied: true, last: run(RunFailed), previous: bound}, bound},
+		{"applied, a run under way", phaseInputs{binding: available, runs: true, applied: true, last: run(RunRunning)}, available},
+		{"applied, a plan waits", phaseInputs{binding: bound, runs: true, applied: true, last: run(RunWaitingForApproval)}, bound},
+		{"no run yet", phaseInputs{binding: bound, runs: true}, v1alpha1.ResourcePending},
+		{"first provisioning", phaseInputs{binding: bound, runs: true, last: run(RunRunning), previous: v1alpha1.ResourcePending}, v1alpha1.ResourceProvisioning},
+		{"failed first provisioning retried", phaseInputs{binding: bound, runs: true, last: run(RunRunning), previous: v1alpha1.ResourceFailed}, v1alpha1.ResourceFailed},
+		{"first plan waits for a person", phaseInputs{binding: bound, runs: true, last: run(RunWaitingForApproval)}, v1alpha1.ResourcePending},
+		{"first provisioning failed", phaseInputs{binding: available, runs: true, last: run(RunFailed), previous: v1alpha1.ResourceProvisioning}, v1alpha1.ResourceFailed},
+		{"invalid inputs", phaseInputs{binding: bound, runs: true, last: run(RunInvalid)}, v1alpha1.ResourceFailed},
+	} {
+		if got := phaseOf(tc.in); got != tc.want {
+			t.Errorf("%s: phaseOf(%+v) = %s, want %s", tc.name, tc.in, got, tc.want)
+		}
 	}
 }

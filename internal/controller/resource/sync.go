@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -50,16 +49,10 @@ func (r syncer) decideRun(ctx context.Context, s *resourceScope) (bool, error) {
 	}
 	s.result = ctrl.Result{RequeueAfter: wait}
 	staleApproval(res)
-	switch {
-	case !everApplied(res) && res.Status.LastRun != nil && res.Status.LastRun.Result == RunWaitingForApproval:
-		res.Status.Phase = v1alpha1.ResourcePending
-	case !everApplied(res):
-		res.Status.Phase = v1alpha1.ResourceFailed
-	default:
-		res.Status.Phase = s.phase
-		return true, r.secrets().keepConnectionSecret(ctx, s)
+	if !everApplied(res) {
+		return true, nil
 	}
-	return true, nil
+	return true, r.secrets().keepConnectionSecret(ctx, s)
 }
 
 // prepareRun runs what every run needs first — recover a dead run's lock, adopt orphaned state,
@@ -130,10 +123,6 @@ func (r syncer) stateStop(res *v1alpha1.InfraResource, op string, err error) (ct
 // written before the first of them (the crash window recoverOwnLock closes).
 func (r syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error) {
 	res := s.res
-	if !everApplied(res) && res.Status.Phase != v1alpha1.ResourceFailed {
-		// A first provisioning; a failed one stays Failed while it is retried, until it succeeds.
-		res.Status.Phase = v1alpha1.ResourceProvisioning
-	}
 	savedPlan := needsSavedPlan(res)
 	op := "apply"
 	if savedPlan {
@@ -215,8 +204,7 @@ func runEvents(ctx context.Context, s *resourceScope) tfrunner.Events {
 	return func(e tfrunner.Event) error {
 		switch e := e.(type) {
 		case tfrunner.Queued:
-			shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionUnknown, v1alpha1.ReasonWaitingForRunner,
-				fmt.Sprintf("waiting for a runner: %d in line of %d waiting (runs are served across namespaces in turn)", e.Position, e.Waiting))
+			markQueued(res, e.Position, e.Waiting)
 			if err := s.checkpoint(ctx); err != nil {
 				log.FromContext(ctx).V(1).Info("could not record the place in line", "error", err.Error())
 			} else {
@@ -272,10 +260,9 @@ func (r syncer) applied(ctx context.Context, s *resourceScope, out *tfrunner.App
 	if !out.Applied {
 		o.op = "plan"
 	}
-	recordOutcome(&res.Status, res.Generation, s.phase, o)
+	recordOutcome(&res.Status, res.Generation, o)
 	if res.Status.Drift != nil && res.Status.Drift.Drifted && out.Applied {
-		res.Status.Drift.Drifted = false
-		shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionDrifted, metav1.ConditionFalse, v1alpha1.ReasonNoDrift, "the drift was corrected")
+		markDrift(res, false, "the drift was corrected")
 	}
 	if out.Applied {
 		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonApplied, "Apply", "%s", msg)

@@ -2,12 +2,10 @@ package resource
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/Masterminds/semver/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -84,15 +82,7 @@ func (r *Reconciler) observeUpgrade(ctx context.Context, res *v1alpha1.InfraReso
 	} else if class.Spec.Module.Source == res.Spec.Module.Source && newer(class.Spec.Module.Version, res.Spec.Module.Version) {
 		offered = class.Spec.Module.Version
 	}
-	res.Status.AvailableModuleVersion = offered
-	if offered == "" {
-		shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionUpgradeAvailable, metav1.ConditionFalse,
-			v1alpha1.ReasonUpToDate, fmt.Sprintf("module %s@%s is the newest version its class offers", res.Spec.Module.Source, res.Spec.Module.Version))
-		return class
-	}
-	shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionUpgradeAvailable, metav1.ConditionTrue, v1alpha1.ReasonNewerVersion,
-		fmt.Sprintf("class %s offers %s of module %s; this resource is on %s: set spec.module.version to upgrade (the plan goes through the approval gate and the destructive-change guard)",
-			class.Name, offered, res.Spec.Module.Source, res.Spec.Module.Version))
+	markUpgrade(res, class, offered)
 	return class
 }
 
