@@ -105,10 +105,10 @@ func orUnknown(s string) string {
 // not adopted here (yet), waits until RunnerFence has passed since this manager began to lead: its
 // runner may still resume it, and RunAdopted wakes the resource when it does; after that the run
 // is dead (its runner killed it) and the next reconcile's recoverOwnLock releases its lock.
-func (r syncer) attachRun(ctx context.Context, s *resourceScope) (bool, error) {
+func (r *syncer) attachRun(ctx context.Context, s *resourceScope) (bool, error) {
 	res := s.res
 	last := res.Status.LastRun
-	a, ok := r.Runs.(Attacher)
+	a, ok := r.runs.(Attacher)
 	if !ok || res.Spec.RunnerPool == "" || !adoptable(last) {
 		return false, nil
 	}
@@ -129,8 +129,8 @@ func (r syncer) attachRun(ctx context.Context, s *resourceScope) (bool, error) {
 		return stop, rerr
 	}
 	s.runStart = time.Time{}
-	if k := r.keeper(); !k.runLive(last.ID) && k.runnerFenced() {
-		wait := r.RunnerFence - time.Since(r.leadingSince())
+	if k := r.keeper; !k.runLive(last.ID) && k.runnerFenced() {
+		wait := r.fence.runnerWait()
 		ctrl.LoggerFrom(ctx).Info("the last run, started by the previous leader on a runner pool, may still be resumed here: no run starts until then",
 			"run", last.ID, "wait", wait.Round(time.Second).String())
 		s.result = ctrl.Result{RequeueAfter: wait}

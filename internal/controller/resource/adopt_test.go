@@ -99,7 +99,7 @@ func TestAReconcileWaitsForThenAttachesToAnAdoptedRun(t *testing.T) {
 func TestAfterTheFenceARunNotAdoptedIsNotWaitedFor(t *testing.T) {
 	ctx := context.Background()
 	r, runs, req := runningOnPool(t)
-	r.RunnerFence = 0
+	r.parts().fence.runner = 0
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}

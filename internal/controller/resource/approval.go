@@ -138,14 +138,14 @@ func planPassed(res *v1alpha1.InfraResource, p *tfrunner.Plan) {
 // came back and it is the plan that waits), it stores Terraform's rendering for admins, shows the
 // plan in status.pendingPlan and says so in an event. It returns the *approvalNeeded that stops
 // the run (runFailed records it), or the error of writing the rendering.
-func (r syncer) holdPlan(ctx context.Context, res *v1alpha1.InfraResource, h *tfrunner.Hold) error {
+func (r *syncer) holdPlan(ctx context.Context, res *v1alpha1.InfraResource, h *tfrunner.Hold) error {
 	p := h.Plan
 	an := &approvalNeeded{planID: p.ID, reason: h.Reason, addresses: h.Addresses, discarded: h.Discarded}
 	if pp := res.Status.PendingPlan; h.Rendering == "" && pp != nil && pp.ID == p.ID {
 		return an // the same plan already waits: nothing new to show
 	}
 	secret := planSecretName(res)
-	if err := r.secrets().writeTextSecret(ctx, secret, res, "plan.txt", h.Rendering); err != nil {
+	if err := r.secrets.writeTextSecret(ctx, secret, res, "plan.txt", h.Rendering); err != nil {
 		return err
 	}
 	pending := &v1alpha1.PendingPlan{ID: p.ID, Reason: h.Reason, Summary: *summaryOf(p), Generation: res.Generation,
@@ -157,17 +157,17 @@ func (r syncer) holdPlan(ctx context.Context, res *v1alpha1.InfraResource, h *tf
 		pending.Changes = append(pending.Changes, c.Address+": "+strings.Join(c.Actions, "+"))
 	}
 	res.Status.PendingPlan, res.Status.PendingPlanID = pending, p.ID
-	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, an.conditionReason(), "Plan", "%s", an.Error())
+	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, an.conditionReason(), "Plan", "%s", an.Error())
 	return an
 }
 
 // writeTextSecret writes text under key in the Secret name of the controller's namespace,
 // labelled with the resource: plans and run logs, for admins (Secrets, because a plan or a log
 // may show values that are not marked sensitive but are still private).
-func (r resourceSecrets) writeTextSecret(ctx context.Context, name string, res *v1alpha1.InfraResource, key, text string) error {
+func (r *resourceSecrets) writeTextSecret(ctx context.Context, name string, res *v1alpha1.InfraResource, key, text string) error {
 	s := &corev1.Secret{}
-	s.Namespace, s.Name = r.State.Namespace, name
-	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, s, func() error {
+	s.Namespace, s.Name = r.config.Namespace, name
+	_, err := controllerutil.CreateOrUpdate(ctx, r.api, s, func() error {
 		if s.Labels == nil {
 			s.Labels = map[string]string{}
 		}
@@ -175,22 +175,22 @@ func (r resourceSecrets) writeTextSecret(ctx context.Context, name string, res *
 		s.Type = corev1.SecretTypeOpaque
 		s.Data = map[string][]byte{key: []byte(text)}
 		// Owned by the resource: deleted with it (a cluster-scoped owner of a namespaced object).
-		return controllerutil.SetOwnerReference(res, s, r.Scheme())
+		return controllerutil.SetOwnerReference(res, s, r.api.Scheme())
 	})
 	if err != nil {
-		return fmt.Errorf("writing Secret %s/%s: %w", r.State.Namespace, name, err)
+		return fmt.Errorf("writing Secret %s/%s: %w", r.config.Namespace, name, err)
 	}
 	return nil
 }
 
 // recordRun keeps the finished last run in status.runs (newest first, at most maxRuns) and, when
 // keepRunLog says so, its log in a Secret of the controller's namespace.
-func (r resourceSecrets) recordRun(ctx context.Context, res *v1alpha1.InfraResource, log string) {
+func (r *resourceSecrets) recordRun(ctx context.Context, res *v1alpha1.InfraResource, log string) {
 	last := res.Status.LastRun
 	if last == nil {
 		return
 	}
-	if log != "" && keepRunLog(res, r.KeepRunLogs) {
+	if log != "" && keepRunLog(res, r.keepRunLogs) {
 		name := logSecretName(res)
 		if err := r.writeTextSecret(ctx, name, res, "log", log); err == nil {
 			last.LogSecret = name

@@ -72,9 +72,6 @@ type Reconciler struct {
 	// that manager's state server refuses its runs (their credentials have lapsed), so none of
 	// them can write once their lock is recovered. Zero: no wait (no leader election).
 	LeaderFence time.Duration
-	// leading is when the first reconcile ran (this manager leads from then).
-	leading     sync.Once
-	leadingTime time.Time
 	// State says where state Secrets live.
 	State statebackend.Config
 	// StateServer serves state to runs (Terraform's http backend) from State.Namespace; nil makes
@@ -101,8 +98,9 @@ type Reconciler struct {
 	// written (keepRunLog): failed runs, plans waiting for approval, drift found.
 	KeepRunLogs bool
 
-	driftOnce  sync.Once
-	driftSlots chan struct{}
+	// partsOnce builds the collaborators (parts.go) on first use.
+	partsOnce sync.Once
+	built     *parts
 	// names answers whether a state name is taken without an API request (nil: it asks the API
 	// server); set up with the controller when it has runs.
 	names *stateNames
@@ -130,14 +128,20 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ctx, release := r.Drain.Detach(ctx)
 	defer release()
-	r.leadingSince()
+	r.parts().fence.leadingSince()
 	s, err := r.openScope(ctx, req.NamespacedName)
 	if s == nil || err != nil {
 		return ctrl.Result{}, err
 	}
 	if !s.res.DeletionTimestamp.IsZero() {
 		rc := r.reclaimer()
-		return runPhases(ctx, s, rc.protectInUse, rc.reclaimInfra, rc.dropFinalizer)
+		return runPhases(ctx, s,
+			rc.protectInUse,     // a resource bound to a live claim waits for it (FinalizerInUse)
+			rc.reclaimInfra,     // the reclaim policy: Retain orphans the state, Delete destroys (resource_reclaim.go)
+			rc.recordReclaim,    // its outcome written before the finalizer goes
+			rc.deleteRunRecords, // plan and log Secrets
+			rc.dropFinalizer,    // FinalizerResource: the API server deletes the object
+		)
 	}
 	sy := r.syncer()
 	return runPhases(ctx, s,
@@ -152,13 +156,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		sy.checkForDrift,  // a drift check instead of an apply, when the spec was applied (resource_drift.go)
 		sy.applyPhase,     // apply, or plan, approval and apply; then the outcome
 	)
-}
-
-// leadingSince is when this manager began reconciling resources: reconciles run only on the
-// leader, so it is when it began to lead.
-func (r *Reconciler) leadingSince() time.Time {
-	r.leading.Do(func() { r.leadingTime = time.Now() })
-	return r.leadingTime
 }
 
 // addFinalizers adds the reclaim and in-use finalizers (one update, when either is missing).
@@ -195,7 +192,7 @@ func (r *Reconciler) upgradeModule(ctx context.Context, s *resourceScope) (bool,
 
 // observeBinding reads the claim the resource names and the phase it gives the resource.
 func (r *Reconciler) observeBinding(ctx context.Context, s *resourceScope) (bool, error) {
-	claim, err := r.observeClaim(ctx, s.res)
+	claim, err := observeClaim(ctx, r.Client, s.res)
 	if err != nil {
 		return true, err
 	}
@@ -229,7 +226,8 @@ const (
 	claimReserved                   // pre-bound by name (no UID): a reservation, not a bind
 )
 
-func (r *Reconciler) observeClaim(ctx context.Context, res *v1alpha1.InfraResource) (claimState, error) {
+// observeClaim reads the claim res's claimRef names, with c, and says what it found (claimState).
+func observeClaim(ctx context.Context, c client.Reader, res *v1alpha1.InfraResource) (claimState, error) {
 	ref := res.Spec.ClaimRef
 	if ref == nil {
 		return claimNone, nil
@@ -240,7 +238,7 @@ func (r *Reconciler) observeClaim(ctx context.Context, res *v1alpha1.InfraResour
 		return claimReserved, nil
 	}
 	claim := &v1alpha1.InfraClaim{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, claim)
+	err := c.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, claim)
 	switch {
 	case apierrors.IsNotFound(err):
 		return claimGone, nil
@@ -312,23 +310,3 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("infraresource").
 		Complete(r)
 }
-
-// The resource reconciler's parts, by concern; each reads the reconciler's configuration.
-type (
-	// stateKeeper names, guards, restores, locks and reads a resource's state (resource_state.go,
-	// resource_runs.go, resource_imports.go).
-	stateKeeper struct{ *Reconciler }
-	// resourceSecrets reads a run's Secret inputs and writes the Secrets a resource shows people:
-	// the connection Secret, plans and run logs (resource_outputs.go, run_access.go).
-	resourceSecrets struct{ *Reconciler }
-	// reclaimer carries out a deleted resource's reclaim policy (resource_reclaim.go).
-	reclaimer struct{ *Reconciler }
-	// syncer decides, runs and records a resource's plan, apply and drift check (resource_sync.go,
-	// resource_failures.go, resource_approval.go, resource_drift.go).
-	syncer struct{ *Reconciler }
-)
-
-func (r *Reconciler) keeper() stateKeeper      { return stateKeeper{r} }
-func (r *Reconciler) secrets() resourceSecrets { return resourceSecrets{r} }
-func (r *Reconciler) reclaimer() reclaimer     { return reclaimer{r} }
-func (r *Reconciler) syncer() syncer           { return syncer{r} }

@@ -102,7 +102,7 @@ func identities(res *v1alpha1.InfraResource) map[string]string {
 // recordResolutions puts a run's decisions about creates in doubt into its status (and so the run
 // history) and says each as an event naming its addresses: CreateAdopted, CreateRetried (Normal),
 // CreateHeld (Warning).
-func (r syncer) recordResolutions(res *v1alpha1.InfraResource, decided []tfrunner.Resolution) {
+func (r *syncer) recordResolutions(res *v1alpha1.InfraResource, decided []tfrunner.Resolution) {
 	if len(decided) == 0 || res.Status.LastRun == nil {
 		return
 	}
@@ -123,7 +123,7 @@ func (r syncer) recordResolutions(res *v1alpha1.InfraResource, decided []tfrunne
 	}
 	for _, e := range events {
 		if len(by[e.decision]) > 0 {
-			r.Recorder.Eventf(res, nil, e.kind, e.reason, "ResolveCreates", "%s: %s", e.lead, strings.Join(by[e.decision], "; "))
+			r.recorder.Eventf(res, nil, e.kind, e.reason, "ResolveCreates", "%s: %s", e.lead, strings.Join(by[e.decision], "; "))
 		}
 	}
 }

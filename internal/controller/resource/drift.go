@@ -41,7 +41,7 @@ func isDriftCheck(res *v1alpha1.InfraResource) bool {
 // (isDriftCheck) and no Secret input rotated; the reconcile ends there unless the drift must be
 // corrected now. The apply then uses the same inputs (backend() replaces the check's revoked
 // credentials).
-func (r syncer) checkForDrift(ctx context.Context, s *resourceScope) (bool, error) {
+func (r *syncer) checkForDrift(ctx context.Context, s *resourceScope) (bool, error) {
 	if !isDriftCheck(s.res) || rotated(s.res, s.spec) {
 		return false, nil
 	}
@@ -56,7 +56,7 @@ func (r syncer) checkForDrift(ctx context.Context, s *resourceScope) (bool, erro
 // checkDrift runs a drift check and records what it found. correct says the drift must be
 // corrected now (policy Correct; the finding is then a checkpoint); otherwise result is when to
 // check again.
-func (r syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool, result ctrl.Result, err error) {
+func (r *syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool, result ctrl.Result, err error) {
 	res, spec := s.res, s.spec
 	if !r.takeDriftSlot() {
 		return false, ctrl.Result{RequeueAfter: shared.Jitter(driftRetry)}, nil
@@ -64,9 +64,9 @@ func (r syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool,
 	defer r.releaseDriftSlot()
 	now := time.Now()
 	prev := res.Status.LastRun.DeepCopy()
-	res.Status.LastRun = r.newRun(res, "drift", now)
-	revoke := r.keeper().backend(s, &spec)
-	check, err := r.Runs.DriftCheck(ctx, res.Name, spec)
+	res.Status.LastRun = r.identity.newRun(res, "drift", now)
+	revoke := r.keeper.backend(s, &spec)
+	check, err := r.runs.DriftCheck(ctx, res.Name, spec)
 	revoke()
 	done := time.Now()
 	metrics.ObserveRun("drift", runResult(nil, err), done.Sub(now))
@@ -82,10 +82,10 @@ func (r syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool,
 	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
 	res.Status.LastRun.Summary = summaryOf(check.Plan)
 	res.Status.LastRun.PlanID = check.Plan.ID
-	r.secrets().recordRun(ctx, res, strings.Join(check.Log, "\n"))
+	r.secrets.recordRun(ctx, res, strings.Join(check.Log, "\n"))
 	if !drifted {
 		markDrift(res, false, "the infrastructure matches the state and the spec")
-		return false, ctrl.Result{RequeueAfter: shared.Jitter(r.syncInterval())}, nil
+		return false, ctrl.Result{RequeueAfter: shared.Jitter(r.syncInterval)}, nil
 	}
 	policy := res.Spec.DriftPolicy
 	if policy == "" {
@@ -93,10 +93,10 @@ func (r syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool,
 	}
 	msg := fmt.Sprintf("the infrastructure drifted (%s); driftPolicy %s", strings.Join(addresses, ", "), policy)
 	markDrift(res, true, msg)
-	r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected, "DriftCheck", "%s", msg)
+	r.recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected, "DriftCheck", "%s", msg)
 	metrics.DriftDetected(string(policy))
 	if policy == v1alpha1.DriftReport {
-		return false, ctrl.Result{RequeueAfter: shared.Jitter(r.syncInterval())}, nil
+		return false, ctrl.Result{RequeueAfter: shared.Jitter(r.syncInterval)}, nil
 	}
 	if err := s.checkpoint(ctx); err != nil {
 		return false, ctrl.Result{}, err
@@ -115,14 +115,7 @@ func driftAddresses(check *tfrunner.StreamResult) []string {
 	return slices.Compact(out)
 }
 
-func (r syncer) takeDriftSlot() bool {
-	r.driftOnce.Do(func() {
-		n := r.MaxConcurrentDriftChecks
-		if n < 1 {
-			n = 1
-		}
-		r.driftSlots = make(chan struct{}, n)
-	})
+func (r *syncer) takeDriftSlot() bool {
 	select {
 	case r.driftSlots <- struct{}{}:
 		return true
@@ -131,4 +124,4 @@ func (r syncer) takeDriftSlot() bool {
 	}
 }
 
-func (r syncer) releaseDriftSlot() { <-r.driftSlots }
+func (r *syncer) releaseDriftSlot() { <-r.driftSlots }

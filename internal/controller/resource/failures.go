@@ -41,11 +41,11 @@ const QueueRetryInterval = 30 * time.Second
 // inputs and a shutdown are not retried (a held plan until it is approved, inputs until the spec
 // changes); Terraform errors and lock conflicts are returned so that the work queue retries them
 // with exponential backoff.
-func (r syncer) runFailed(ctx context.Context, s *resourceScope, err error, at time.Time) (ctrl.Result, error) {
+func (r *syncer) runFailed(ctx context.Context, s *resourceScope, err error, at time.Time) (ctrl.Result, error) {
 	o := classifyRun(s.res.Status.LastRun.Operation, err, at)
 	if o.kind == outcomeLocked {
 		metrics.LockConflict()
-		r.keeper().lockHeld(ctx, s)
+		r.keeper.lockHeld(ctx, s)
 	}
 	r.recordFailure(s.res, o)
 	if o.reason == v1alpha1.ReasonWaitingForRunner {
@@ -76,16 +76,16 @@ func failReason(op string) string {
 
 // setRunFailed records a run that failed in operation op, before or after Terraform ran, with the
 // condition reason and message that say why (recordFailure).
-func (r syncer) setRunFailed(res *v1alpha1.InfraResource, op, reason, message string, at time.Time) {
+func (r *syncer) setRunFailed(res *v1alpha1.InfraResource, op, reason, message string, at time.Time) {
 	r.recordFailure(res, runOutcome{kind: outcomeFailed, op: op, reason: reason, message: message, at: at})
 }
 
 // recordFailure computes the status of outcome o (recordOutcome; the phase a failure leaves is
 // the one the resource has) and says why in a Warning event; a held plan's event is holdPlan's,
 // once per plan.
-func (r syncer) recordFailure(res *v1alpha1.InfraResource, o runOutcome) {
+func (r *syncer) recordFailure(res *v1alpha1.InfraResource, o runOutcome) {
 	recordOutcome(&res.Status, res.Generation, o)
 	if o.kind != outcomeHeld {
-		r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, o.reason, "Sync", "%s", shared.Truncate(o.message, 1024))
+		r.recorder.Eventf(res, nil, corev1.EventTypeWarning, o.reason, "Sync", "%s", shared.Truncate(o.message, 1024))
 	}
 }

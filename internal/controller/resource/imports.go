@@ -52,7 +52,7 @@ func recordImports(res *v1alpha1.InfraResource, imports []tfrunner.ImportResult)
 //
 // A resource that does not ask to adopt never silently takes over state that a deleted Retain
 // resource of the same name orphaned: it is refused until spec.adoptState names that Secret.
-func (r stateKeeper) adoptState(ctx context.Context, s *resourceScope) error {
+func (r *stateKeeper) adoptState(ctx context.Context, s *resourceScope) error {
 	res := s.res
 	from := res.Spec.AdoptState
 	if res.Status.State != nil && res.Status.State.AdoptedFrom == from && from != "" {
@@ -83,6 +83,6 @@ func (r stateKeeper) adoptState(ctx context.Context, s *resourceScope) error {
 		res.Status.State = &v1alpha1.StateStatus{}
 	}
 	res.Status.State.AdoptedFrom = from
-	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "StateAdopted", "Adopt", "adopted orphaned state %s", from)
+	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, "StateAdopted", "Adopt", "adopted orphaned state %s", from)
 	return nil
 }

@@ -113,7 +113,7 @@ func className(res *v1alpha1.InfraResource) string {
 // Secret inputs read now (never stored), and the Kubernetes credentials and cloud identity the
 // resource grants its runs (kubernetesAccess, workloadIdentity), requested now. It returns an *provision.InputError when a Secret or key is
 // missing or the ServiceAccount gets no token.
-func (r resourceSecrets) runSpec(ctx context.Context, res *v1alpha1.InfraResource) (tfrunner.Spec, error) {
+func (r *resourceSecrets) runSpec(ctx context.Context, res *v1alpha1.InfraResource) (tfrunner.Spec, error) {
 	spec := tfrunner.Spec{
 		Tenant:             tenant(res),
 		Class:              className(res),
@@ -131,7 +131,7 @@ func (r resourceSecrets) runSpec(ctx context.Context, res *v1alpha1.InfraResourc
 	if err != nil {
 		return spec, err
 	}
-	if spec.SourceCredentials, err = provision.ReadModuleCredentials(ctx, r.APIReader, r.State.Namespace, res.Spec.ModuleCredentials); err != nil {
+	if spec.SourceCredentials, err = provision.ReadModuleCredentials(ctx, r.reader, r.config.Namespace, res.Spec.ModuleCredentials); err != nil {
 		return spec, err
 	}
 	if spec.Kubeconfig, err = r.kubernetesAccess(ctx, res); err != nil {
@@ -143,7 +143,7 @@ func (r resourceSecrets) runSpec(ctx context.Context, res *v1alpha1.InfraResourc
 
 // readSecretInputs reads the resource's variablesFrom into spec.SensitiveVariables and its env into
 // spec.Env, now, from the API server; an *provision.InputError when a Secret or key is missing.
-func (r resourceSecrets) readSecretInputs(ctx context.Context, res *v1alpha1.InfraResource, spec *tfrunner.Spec) error {
+func (r *resourceSecrets) readSecretInputs(ctx context.Context, res *v1alpha1.InfraResource, spec *tfrunner.Spec) error {
 	for _, in := range res.Spec.VariablesFrom {
 		v, err := r.secretValue(ctx, in)
 		if err != nil {
@@ -161,10 +161,10 @@ func (r resourceSecrets) readSecretInputs(ctx context.Context, res *v1alpha1.Inf
 	return nil
 }
 
-func (r resourceSecrets) secretValue(ctx context.Context, in v1alpha1.SecretInput) (string, error) {
+func (r *resourceSecrets) secretValue(ctx context.Context, in v1alpha1.SecretInput) (string, error) {
 	ref := in.SecretKeyRef
 	s := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, s); err != nil {
+	if err := r.reader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, s); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", &provision.InputError{Reason: v1alpha1.ReasonSecretNotFound, Message: fmt.Sprintf("%s: Secret %s/%s not found", in.Name, ref.Namespace, ref.Name)}
 		}
@@ -190,11 +190,11 @@ func summaryOf(p *tfrunner.Plan) *v1alpha1.PlanSummary {
 // lockHeld).
 //
 // A state the run stored through the state server is known without a read (Server.TakeWritten).
-func (r stateKeeper) readState(ctx context.Context, s *resourceScope) {
+func (r *stateKeeper) readState(ctx context.Context, s *resourceScope) {
 	res, sfx := s.res, s.state.Suffix()
 	st, found, err := statebackend.State{}, false, error(nil)
-	if r.StateServer != nil {
-		st, found = r.StateServer.TakeWritten(sfx)
+	if r.server != nil {
+		st, found = r.server.TakeWritten(sfx)
 	}
 	if !found {
 		st, found, err = s.state.Status(ctx)
@@ -213,13 +213,6 @@ func adoptedFrom(res *v1alpha1.InfraResource) string {
 		return ""
 	}
 	return res.Status.State.AdoptedFrom
-}
-
-func (r *Reconciler) syncInterval() time.Duration {
-	if r.SyncInterval > 0 {
-		return r.SyncInterval
-	}
-	return DefaultSyncInterval
 }
 
 func jsonValue(raw []byte) apiextensionsv1.JSON {

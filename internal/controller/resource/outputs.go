@@ -53,10 +53,10 @@ func connectionData(outs map[string]tfrunner.Output) map[string][]byte {
 // nil when there is none. A claim that only reserves the resource (a claimRef without its UID, or a
 // claim that does not name the resource back) gets nothing: outputs reach a namespace only
 // through a bind.
-func (r resourceSecrets) connectionTarget(ctx context.Context, res *v1alpha1.InfraResource) (target types.NamespacedName, owner client.Object, err error) {
+func (r *resourceSecrets) connectionTarget(ctx context.Context, res *v1alpha1.InfraResource) (target types.NamespacedName, owner client.Object, err error) {
 	if ref := res.Spec.ClaimRef; ref != nil {
 		claim := &v1alpha1.InfraClaim{}
-		if err := r.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, claim); err == nil &&
+		if err := r.api.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, claim); err == nil &&
 			provision.IsBoundPair(res, claim) && claim.Spec.WriteConnectionSecretToRef != nil && claim.DeletionTimestamp.IsZero() {
 			return types.NamespacedName{Namespace: claim.Namespace, Name: claim.Spec.WriteConnectionSecretToRef.Name}, claim, nil
 		} else if err != nil && !apierrors.IsNotFound(err) {
@@ -72,7 +72,7 @@ func (r resourceSecrets) connectionTarget(ctx context.Context, res *v1alpha1.Inf
 // writeConnectionSecret writes every output (sensitive ones included) to the connection Secret
 // (connectionTarget), deletes the one written before when the target moved, and records the
 // target in status.connectionSecret.
-func (r resourceSecrets) writeConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, outs map[string]tfrunner.Output) error {
+func (r *resourceSecrets) writeConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, outs map[string]tfrunner.Output) error {
 	target, owner, err := r.connectionTarget(ctx, res)
 	if err != nil || owner == nil {
 		return err
@@ -84,14 +84,14 @@ func (r resourceSecrets) writeConnectionSecret(ctx context.Context, res *v1alpha
 // connection Secret status records is missing, or the target moved (the claim renamed it), it
 // writes the outputs of the resource's state there (stateOutputs) and deletes the old one. A
 // Secret that is present is left as it is: one GET per sync, no state read.
-func (r resourceSecrets) keepConnectionSecret(ctx context.Context, s *resourceScope) error {
+func (r *resourceSecrets) keepConnectionSecret(ctx context.Context, s *resourceScope) error {
 	res := s.res
 	target, owner, err := r.connectionTarget(ctx, res)
 	if err != nil || owner == nil || s.state == nil {
 		return err
 	}
 	if ref := res.Status.ConnectionSecret; ref != nil && ref.Namespace == target.Namespace && ref.Name == target.Name {
-		err := r.Get(ctx, target, &corev1.Secret{})
+		err := r.api.Get(ctx, target, &corev1.Secret{})
 		if !apierrors.IsNotFound(err) {
 			return err
 		}
@@ -107,7 +107,7 @@ func (r resourceSecrets) keepConnectionSecret(ctx context.Context, s *resourceSc
 	if err := r.putConnectionSecret(ctx, res, target, owner, outs); err != nil {
 		return err
 	}
-	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "ConnectionSecretWritten", "KeepConnectionSecret",
+	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, "ConnectionSecretWritten", "KeepConnectionSecret",
 		"connection Secret %s was missing: written from the state's outputs", target)
 	return nil
 }
@@ -118,7 +118,7 @@ func (r resourceSecrets) keepConnectionSecret(ctx context.Context, s *resourceSc
 //
 // The first write for a resource (status records no connection Secret) is a create, one request;
 // an existing Secret of that name is then read and checked as every later write does.
-func (r resourceSecrets) putConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, target types.NamespacedName, owner client.Object, outs map[string]tfrunner.Output) error {
+func (r *resourceSecrets) putConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, target types.NamespacedName, owner client.Object, outs map[string]tfrunner.Output) error {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: target.Namespace, Name: target.Name}}
 	mutate := func() error {
 		if secret.ResourceVersion != "" && !provision.IsConnectionSecretOf(secret, res) {
@@ -130,28 +130,28 @@ func (r resourceSecrets) putConnectionSecret(ctx context.Context, res *v1alpha1.
 			secret.Labels = map[string]string{}
 		}
 		secret.Labels[statebackend.LabelResource] = statebackend.LabelValue(res.Name)
-		return controllerutil.SetControllerReference(owner, secret, r.Scheme())
+		return controllerutil.SetControllerReference(owner, secret, r.api.Scheme())
 	}
 	var err error
 	if res.Status.ConnectionSecret == nil {
 		if err = mutate(); err == nil {
-			err = r.Create(ctx, secret)
+			err = r.api.Create(ctx, secret)
 		}
 		if apierrors.IsAlreadyExists(err) {
 			secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: target.Namespace, Name: target.Name}}
-			_, err = controllerutil.CreateOrUpdate(ctx, r.Client, secret, mutate)
+			_, err = controllerutil.CreateOrUpdate(ctx, r.api, secret, mutate)
 		}
 	} else {
-		_, err = controllerutil.CreateOrUpdate(ctx, r.Client, secret, mutate)
+		_, err = controllerutil.CreateOrUpdate(ctx, r.api, secret, mutate)
 	}
 	if err != nil {
 		return fmt.Errorf("writing connection Secret %s: %w", target, err)
 	}
 	if old := res.Status.ConnectionSecret; old != nil && (old.Namespace != target.Namespace || old.Name != target.Name) {
 		prev := &corev1.Secret{}
-		err := r.Get(ctx, types.NamespacedName{Namespace: old.Namespace, Name: old.Name}, prev)
+		err := r.api.Get(ctx, types.NamespacedName{Namespace: old.Namespace, Name: old.Name}, prev)
 		if err == nil && provision.IsConnectionSecretOf(prev, res) {
-			err = r.Delete(ctx, prev, client.Preconditions{UID: &prev.UID})
+			err = r.api.Delete(ctx, prev, client.Preconditions{UID: &prev.UID})
 		}
 		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting the previous connection Secret %s/%s: %w", old.Namespace, old.Name, err)

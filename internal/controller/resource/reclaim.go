@@ -34,12 +34,12 @@ import (
 // (pkg/controller/volume/pvprotection: isBeingUsed); it says so once in an event and in the Ready
 // condition, and waits for the claim's deletion (the claim watch requeues the resource). When the
 // resource is not in use, FinalizerInUse is removed.
-func (r reclaimer) protectInUse(ctx context.Context, s *resourceScope) (bool, error) {
+func (r *reclaimer) protectInUse(ctx context.Context, s *resourceScope) (bool, error) {
 	res := s.res
 	if !controllerutil.ContainsFinalizer(res, v1alpha1.FinalizerInUse) {
 		return false, nil
 	}
-	claimState, err := r.observeClaim(ctx, res)
+	claimState, err := observeClaim(ctx, r.api, res)
 	if err != nil {
 		return true, err
 	}
@@ -47,7 +47,7 @@ func (r reclaimer) protectInUse(ctx context.Context, s *resourceScope) (bool, er
 		ref := res.Spec.ClaimRef
 		msg := fmt.Sprintf("deletion waits: the resource is bound to claim %s/%s; it is deleted once the claim is gone", ref.Namespace, ref.Name)
 		if c := meta.FindStatusCondition(res.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Reason != v1alpha1.ReasonResourceInUse {
-			r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonResourceInUse, "Delete", "%s", msg)
+			r.recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonResourceInUse, "Delete", "%s", msg)
 		}
 		markInUse(res, msg)
 		return true, nil
@@ -57,30 +57,37 @@ func (r reclaimer) protectInUse(ctx context.Context, s *resourceScope) (bool, er
 }
 
 // reclaimInfra carries out the reclaim policy (reclaim) on a resource that has state, then deletes
-// its run records; the phase is Deleting meanwhile.
-func (r reclaimer) reclaimInfra(ctx context.Context, s *resourceScope) (bool, error) {
-	res := s.res
-	if !controllerutil.ContainsFinalizer(res, v1alpha1.FinalizerResource) {
+// the phase is Deleting meanwhile. Done (with s.result) while the finalizer must stay.
+func (r *reclaimer) reclaimInfra(ctx context.Context, s *resourceScope) (bool, error) {
+	if !controllerutil.ContainsFinalizer(s.res, v1alpha1.FinalizerResource) {
 		return true, nil
 	}
-	if r.Runs == nil || s.state == nil {
+	if r.runs == nil || s.state == nil {
 		return false, nil
 	}
 	s.reclaiming = true
-	result, err, wait := r.reclaim(ctx, s)
-	if wait || err != nil {
-		s.result = result
-		return true, err
+	return r.reclaim(ctx, s)
+}
+
+// recordReclaim writes the reclaim's outcome (a checkpoint) before the finalizer goes: after that
+// the object may be gone.
+func (r *reclaimer) recordReclaim(ctx context.Context, s *resourceScope) (bool, error) {
+	if !s.reclaiming {
+		return false, nil
 	}
-	// The outcome is written before the finalizer goes: after that the object may be gone.
-	if err := s.close(ctx); err != nil {
-		return true, err
+	return false, s.checkpoint(ctx)
+}
+
+// deleteRunRecords deletes the reclaimed resource's plan and log Secrets.
+func (r *reclaimer) deleteRunRecords(ctx context.Context, s *resourceScope) (bool, error) {
+	if !s.reclaiming {
+		return false, nil
 	}
-	return false, r.secrets().deleteRunRecords(ctx, res)
+	return false, r.secrets.deleteRunRecords(ctx, s.res)
 }
 
 // dropFinalizer removes the reclaim finalizer: the API server then deletes the object.
-func (r reclaimer) dropFinalizer(ctx context.Context, s *resourceScope) (bool, error) {
+func (r *reclaimer) dropFinalizer(ctx context.Context, s *resourceScope) (bool, error) {
 	controllerutil.RemoveFinalizer(s.res, v1alpha1.FinalizerResource)
 	if _, err := r.updateMeta(ctx, s); err != nil {
 		return true, err
@@ -91,8 +98,8 @@ func (r reclaimer) dropFinalizer(ctx context.Context, s *resourceScope) (bool, e
 
 // updateMeta writes the resource's metadata (its finalizers); a resource already gone ends the
 // reconcile with nothing more to write.
-func (r reclaimer) updateMeta(ctx context.Context, s *resourceScope) (bool, error) {
-	if err := r.Update(ctx, s.res); err != nil {
+func (r *reclaimer) updateMeta(ctx context.Context, s *resourceScope) (bool, error) {
+	if err := r.api.Update(ctx, s.res); err != nil {
 		s.gone = apierrors.IsNotFound(err)
 		return true, client.IgnoreNotFound(err)
 	}
@@ -103,53 +110,56 @@ func (r reclaimer) updateMeta(ctx context.Context, s *resourceScope) (bool, erro
 // reclaim carries out the reclaim policy on the resource's own state: Retain orphans it, Delete
 // destroys the infrastructure and deletes it. A state under the resource's name that another
 // resource orphaned (an adoption that was refused or never asked for) is not its own: it is
-// neither destroyed, nor deleted, nor relabelled. wait says the finalizer must stay for now.
-func (r reclaimer) reclaim(ctx context.Context, s *resourceScope) (ctrl.Result, error, bool) {
+// neither destroyed, nor deleted, nor relabelled. Done (s.result says when to retry) while the
+// finalizer must stay.
+func (r *reclaimer) reclaim(ctx context.Context, s *resourceScope) (bool, error) {
 	res := s.res
 	orphanedFrom, err := s.state.OrphanedFrom(ctx)
 	if err != nil {
-		return ctrl.Result{}, err, true
+		return true, err
 	}
 	if orphanedFrom != "" {
-		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateNotOwned, "Reclaim",
+		r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateNotOwned, "Reclaim",
 			"state Secret %s is the orphaned state of the deleted resource %s, never adopted by this one: left as it is, and no destroy",
 			res.Status.State.SecretName, orphanedFrom)
-		return ctrl.Result{}, nil, false
+		return false, nil
 	}
 	if res.Spec.ReclaimPolicy == v1alpha1.ReclaimRetain {
 		// The orphaned state must be the newest: a state a run could not save goes back first.
-		if err := r.keeper().putBackState(ctx, s); err != nil {
-			return r.syncer().stateStop(res, "orphan", err)
+		if err := r.keeper.putBackState(ctx, s); err != nil {
+			return r.sync.stateStop(s, "orphan", err)
 		}
 		if err := s.state.Orphan(ctx, statebackend.LabelValue(res.Name)); err != nil {
-			return ctrl.Result{}, err, true
+			return true, err
 		}
-		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "StateOrphaned", "Reclaim",
+		r.recorder.Eventf(res, nil, corev1.EventTypeNormal, "StateOrphaned", "Reclaim",
 			"reclaim policy Retain: infrastructure kept, state Secret %s labelled %s=%s",
 			res.Status.State.SecretName, statebackend.LabelOrphanedFrom, statebackend.LabelValue(res.Name))
-		return ctrl.Result{}, nil, false
+		return false, nil
 	}
 	if err := r.destroy(ctx, s); err != nil {
 		var se *stateError
-		if errors.As(err, &se) {
-			return ctrl.Result{RequeueAfter: stateRetry}, nil, true
-		}
 		var fenced *lockFenced
-		if errors.As(err, &fenced) {
-			return ctrl.Result{RequeueAfter: fenced.wait}, nil, true
+		switch {
+		case errors.As(err, &se):
+			s.result = ctrl.Result{RequeueAfter: stateRetry}
+		case errors.As(err, &fenced):
+			s.result = ctrl.Result{RequeueAfter: fenced.wait}
+		default:
+			return true, err
 		}
-		return ctrl.Result{}, err, true
+		return true, nil
 	}
-	return ctrl.Result{}, nil, false
+	return false, nil
 }
 
 // deleteRunRecords deletes the resource's plan and log Secrets (they are also owned by the
 // resource, so the garbage collector removes any a crash left behind).
-func (r resourceSecrets) deleteRunRecords(ctx context.Context, res *v1alpha1.InfraResource) error {
+func (r *resourceSecrets) deleteRunRecords(ctx context.Context, res *v1alpha1.InfraResource) error {
 	for _, name := range []string{planSecretName(res), logSecretName(res)} {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.State.Namespace, Name: name}}
-		if err := r.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting Secret %s/%s: %w", r.State.Namespace, name, err)
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.config.Namespace, Name: name}}
+		if err := r.api.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting Secret %s/%s: %w", r.config.Namespace, name, err)
 		}
 	}
 	return nil
@@ -159,25 +169,25 @@ func (r resourceSecrets) deleteRunRecords(ctx context.Context, res *v1alpha1.Inf
 // a checkpoint), and only then deletes the state Secret and Lease: a write lost after the deletion
 // (a conflict on the finalizer, a restart) finds the record and finishes the reclaim, never a
 // "missing" state. Like every run it first releases its own stale lock and records itself as Running.
-func (r reclaimer) destroy(ctx context.Context, s *resourceScope) error {
+func (r *reclaimer) destroy(ctx context.Context, s *resourceScope) error {
 	res := s.res
 	if destroyedEarlier(res) {
 		// An earlier reconcile destroyed and recorded it; the deletion may not have happened.
 		return s.state.Delete(ctx)
 	}
 	// A state a run could not save is saved first: destroy must see every object.
-	if err := r.keeper().putBackState(ctx, s); err != nil {
+	if err := r.keeper.putBackState(ctx, s); err != nil {
 		var se *stateError
 		if errors.As(err, &se) {
-			r.syncer().setRunFailed(res, "destroy", se.reason, se.message, time.Now())
+			r.sync.setRunFailed(res, "destroy", se.reason, se.message, time.Now())
 		}
 		return err
 	}
 	// An operator's restore of a missing state (stateMissingOnDelete) is carried out here too.
-	if err := r.keeper().restoreState(ctx, s); err != nil {
+	if err := r.keeper.restoreState(ctx, s); err != nil {
 		var se *stateError
 		if errors.As(err, &se) {
-			r.syncer().setRunFailed(res, "destroy", se.reason, se.message, time.Now())
+			r.sync.setRunFailed(res, "destroy", se.reason, se.message, time.Now())
 		}
 		return err
 	}
@@ -224,29 +234,29 @@ func (r reclaimer) destroy(ctx context.Context, s *resourceScope) error {
 // runDestroy runs terraform destroy on the resource's state st and returns the state it left (its
 // serial as the run stored it; st's when unknown). The Running record is a checkpoint, as every
 // run's; the outcome is recorded in status.lastRun.
-func (r reclaimer) runDestroy(ctx context.Context, s *resourceScope, st statebackend.State) (statebackend.State, error) {
+func (r *reclaimer) runDestroy(ctx context.Context, s *resourceScope, st statebackend.State) (statebackend.State, error) {
 	res := s.res
-	spec, err := r.secrets().runSpec(ctx, res)
+	spec, err := r.secrets.runSpec(ctx, res)
 	if err != nil {
-		r.syncer().setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, err.Error(), time.Now())
+		r.sync.setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, err.Error(), time.Now())
 		return st, err
 	}
-	done, err, stopped := r.reclaimRun(ctx, s, "destroy", &spec, func() error { return r.Runs.Destroy(ctx, res.Name, spec) })
+	done, err, stopped := r.reclaimRun(ctx, s, "destroy", &spec, func() error { return r.runs.Destroy(ctx, res.Name, spec) })
 	if stopped != nil {
 		return st, stopped
 	}
 	if err != nil {
-		r.syncer().setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, terraformMessage(err), done)
+		r.sync.setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, terraformMessage(err), done)
 		return st, err
 	}
 	res.Status.LastRun.Result = RunSucceeded
 	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
-	if r.StateServer != nil {
-		if written, ok := r.StateServer.TakeWritten(s.state.Suffix()); ok {
+	if r.server != nil {
+		if written, ok := r.server.TakeWritten(s.state.Suffix()); ok {
 			st = written
 		}
 	}
-	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "Destroyed", "Reclaim", "reclaim policy Delete: infrastructure destroyed")
+	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, "Destroyed", "Reclaim", "reclaim policy Delete: infrastructure destroyed")
 	return st, nil
 }
 
@@ -255,15 +265,15 @@ func (r reclaimer) runDestroy(ctx context.Context, s *resourceScope, st statebac
 // Running in status (a checkpoint), fn run with the run's state credentials in spec, and its
 // duration observed. It returns when fn ended and fn's error; stopped is what kept fn from running
 // (the lock recovery's or the checkpoint's error).
-func (r reclaimer) reclaimRun(ctx context.Context, s *resourceScope, op string, spec *tfrunner.Spec, fn func() error) (done time.Time, err, stopped error) {
-	if err := r.keeper().recoverOwnLock(ctx, s); err != nil {
+func (r *reclaimer) reclaimRun(ctx context.Context, s *resourceScope, op string, spec *tfrunner.Spec, fn func() error) (done time.Time, err, stopped error) {
+	if err := r.keeper.recoverOwnLock(ctx, s); err != nil {
 		return time.Time{}, nil, err
 	}
-	s.res.Status.LastRun = r.syncer().newRun(s.res, op, time.Now())
+	s.res.Status.LastRun = r.keeper.identity.newRun(s.res, op, time.Now())
 	if err := s.checkpoint(ctx); err != nil {
 		return time.Time{}, nil, err
 	}
-	revoke := r.keeper().backend(s, spec)
+	revoke := r.keeper.backend(s, spec)
 	err = fn()
 	revoke()
 	done = time.Now()
@@ -295,12 +305,12 @@ func recordDestroyed(ctx context.Context, s *resourceScope, serial int64) error 
 // destroyedPerAPIServer reads the resource from the API server (not the cache) and reports whether
 // an earlier reconcile recorded its destroy; when it did, res gets that record. It returns the
 // read's error; a resource gone is not destroyed here.
-func (r reclaimer) destroyedPerAPIServer(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
-	if r.APIReader == nil || destroyedEarlier(res) {
+func (r *reclaimer) destroyedPerAPIServer(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
+	if r.reader == nil || destroyedEarlier(res) {
 		return destroyedEarlier(res), nil
 	}
 	latest := &v1alpha1.InfraResource{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(res), latest); err != nil {
+	if err := r.reader.Get(ctx, client.ObjectKeyFromObject(res), latest); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
 	if !destroyedEarlier(latest) {
@@ -325,13 +335,13 @@ func destroyedEarlier(res *v1alpha1.InfraResource) bool {
 // (resolveCreatesOnDelete); for the rest the finalizer stays, with reason CreatesInDoubt naming
 // them, until they are resolved or an operator annotates conductor.io/abandon=true: an event then says they are left
 // as they are, and the reclaim goes on. It returns a *stateError to wait.
-func (r reclaimer) createsInDoubtOnDelete(res *v1alpha1.InfraResource) error {
+func (r *reclaimer) createsInDoubtOnDelete(res *v1alpha1.InfraResource) error {
 	if len(res.Status.CreatesPending) == 0 {
 		return nil
 	}
 	addresses := strings.Join(res.Status.CreatesPending, ", ")
 	if res.Annotations[v1alpha1.AnnotationAbandon] == "true" {
-		r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonAbandoned, "Reclaim",
+		r.recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonAbandoned, "Reclaim",
 			"%s=true: whatever a run that died may have created of %s is left as it is; destroy removes what the state holds",
 			v1alpha1.AnnotationAbandon, addresses)
 		return nil
@@ -339,7 +349,7 @@ func (r reclaimer) createsInDoubtOnDelete(res *v1alpha1.InfraResource) error {
 	msg := fmt.Sprintf("a run that died had started creating %s: if it did, no state holds them and destroy cannot remove them. "+
 		"The resource stays until they are resolved: look for them and delete them, then annotate %s=true "+
 		"(kubectl conductor creates RESOURCE --abandon)", addresses, v1alpha1.AnnotationAbandon)
-	r.syncer().setRunFailed(res, "destroy", v1alpha1.ReasonCreatesInDoubt, msg, time.Now())
+	r.sync.setRunFailed(res, "destroy", v1alpha1.ReasonCreatesInDoubt, msg, time.Now())
 	return &stateError{v1alpha1.ReasonCreatesInDoubt, msg}
 }
 
@@ -348,13 +358,13 @@ func (r reclaimer) createsInDoubtOnDelete(res *v1alpha1.InfraResource) error {
 // where) keeps its finalizer with reason StateMissing, until the state is restored, or an operator
 // annotates conductor.io/abandon=true (the infrastructure is left, an event says so) or
 // conductor.io/start-fresh=true (there is nothing left to destroy). It returns a *stateError to wait.
-func (r reclaimer) stateMissingOnDelete(res *v1alpha1.InfraResource) error {
+func (r *reclaimer) stateMissingOnDelete(res *v1alpha1.InfraResource) error {
 	applied := everApplied(res) || serialOf(res) > 0
 	switch {
 	case !applied:
 		return nil
 	case res.Annotations[v1alpha1.AnnotationAbandon] == "true":
-		r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonAbandoned, "Reclaim",
+		r.recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonAbandoned, "Reclaim",
 			"%s=true: the state is missing and the infrastructure was not destroyed; it is left as it is", v1alpha1.AnnotationAbandon)
 		return nil
 	case res.Annotations[v1alpha1.AnnotationStartFresh] == "true":
@@ -365,6 +375,6 @@ func (r reclaimer) stateMissingOnDelete(res *v1alpha1.InfraResource) error {
 		"or %s=true leaves the infrastructure as it is, or %s=true says nothing is left to destroy",
 		statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res)), serialOf(res), v1alpha1.AnnotationRestoreState,
 		v1alpha1.AnnotationAbandon, v1alpha1.AnnotationStartFresh)
-	r.syncer().setRunFailed(res, "destroy", v1alpha1.ReasonStateMissing, msg, time.Now())
+	r.sync.setRunFailed(res, "destroy", v1alpha1.ReasonStateMissing, msg, time.Now())
 	return &stateError{v1alpha1.ReasonStateMissing, msg}
 }

@@ -23,13 +23,13 @@ import (
 // and reports whether it ran (the state may then hold objects it did not: read it again). A run
 // that fails decides nothing (the run is recorded as failed; a person is asked as before); the
 // returned error is only a lock recovery's or a status checkpoint's.
-func (r reclaimer) resolveCreatesOnDelete(ctx context.Context, s *resourceScope) (bool, error) {
+func (r *reclaimer) resolveCreatesOnDelete(ctx context.Context, s *resourceScope) (bool, error) {
 	res := s.res
 	ids := identities(res)
 	if len(res.Status.CreatesPending) == 0 || len(ids) == 0 || !resolves(res) || res.Annotations[v1alpha1.AnnotationAbandon] == "true" {
 		return false, nil
 	}
-	spec, err := r.secrets().runSpec(ctx, res)
+	spec, err := r.secrets.runSpec(ctx, res)
 	if err != nil {
 		return false, nil // createsInDoubtOnDelete asks a person
 	}
@@ -37,19 +37,19 @@ func (r reclaimer) resolveCreatesOnDelete(ctx context.Context, s *resourceScope)
 	gate := &tfrunner.Gate{Manual: true, CreatesInDoubt: pending, ResolveCreates: true, Identities: ids, Owner: res.Name}
 	var out *tfrunner.ApplyResult
 	done, err, stopped := r.reclaimRun(ctx, s, "plan", &spec, func() (err error) {
-		out, err = r.Runs.Apply(ctx, res.Name, spec, tfrunner.ApplyOptions{Gate: gate})
+		out, err = r.runs.Apply(ctx, res.Name, spec, tfrunner.ApplyOptions{Gate: gate})
 		return err
 	})
 	if stopped != nil {
 		return false, stopped
 	}
 	if err != nil {
-		r.syncer().setRunFailed(res, "plan", v1alpha1.ReasonPlanFailed, "resolving the creates in doubt before destroy: "+terraformMessage(err), done)
+		r.sync.setRunFailed(res, "plan", v1alpha1.ReasonPlanFailed, "resolving the creates in doubt before destroy: "+terraformMessage(err), done)
 		return true, nil
 	}
 	res.Status.LastRun.Result = RunSucceeded
 	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
-	r.syncer().recordResolutions(res, out.Resolutions)
+	r.sync.recordResolutions(res, out.Resolutions)
 	held := map[string]bool{}
 	for _, d := range out.Resolutions {
 		held[d.Address] = d.Decision == tfrunner.CreateHeld

@@ -72,9 +72,9 @@ func writeLen(h interface{ Write([]byte) (int, error) }, s string) {
 // from the one its last apply recorded. A resource applied before hashes were recorded gets the
 // current hash recorded and is not run for it. A missing Secret or key counts as a change: the run
 // then fails with SecretNotFound, as any run would.
-func (r *Reconciler) secretInputsRotated(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
+func (r *syncer) secretInputsRotated(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
 	spec := tfrunner.Spec{SensitiveVariables: map[string]string{}, Env: map[string]string{}}
-	if err := r.secrets().readSecretInputs(ctx, res, &spec); err != nil {
+	if err := r.secrets.readSecretInputs(ctx, res, &spec); err != nil {
 		var ie *provision.InputError
 		if errors.As(err, &ie) {
 			return true, nil // a missing Secret or key: the run reports it
@@ -96,14 +96,7 @@ func rotated(res *v1alpha1.InfraResource, spec tfrunner.Spec) bool {
 }
 
 // noteRotation records the event of a rotation noticed by a sync.
-func (r *Reconciler) noteRotation(res *v1alpha1.InfraResource) {
-	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "SecretInputsChanged", "Sync",
+func (r *syncer) noteRotation(res *v1alpha1.InfraResource) {
+	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, "SecretInputsChanged", "Sync",
 		"a Secret input (variablesFrom or env) changed since the last apply: planning and applying once")
-}
-
-func (r *Reconciler) secretCheckInterval() time.Duration {
-	if r.SecretCheckInterval > 0 {
-		return r.SecretCheckInterval
-	}
-	return DefaultSecretCheckInterval
 }

@@ -52,12 +52,12 @@ func RunClusterFor(cfg *rest.Config) (RunCluster, error) {
 // one a run must never get a token of: the controller's own (ControllerServiceAccount), or a runner
 // pool's (its spec.serviceAccountName, or conductor-tf-runner-<pool>), which serves the run
 // protocol. It returns "" for any other account, and the error of listing the pools.
-func (r resourceSecrets) reservedAccount(ctx context.Context, name string) (string, error) {
-	if name == r.ControllerServiceAccount {
+func (r *resourceSecrets) reservedAccount(ctx context.Context, name string) (string, error) {
+	if name == r.controllerAccount {
 		return "the controller's own", nil
 	}
 	var pools v1alpha1.InfraRunnerPoolList
-	if err := r.List(ctx, &pools); err != nil {
+	if err := r.api.List(ctx, &pools); err != nil {
 		return "", fmt.Errorf("listing runner pools: %w", err)
 	}
 	for i := range pools.Items {
@@ -72,7 +72,7 @@ func (r resourceSecrets) reservedAccount(ctx context.Context, name string) (stri
 // none (spec.kubernetesAccess absent): a token of the named ServiceAccount for the API server's
 // default audience (requestToken), valid for expirationSeconds (DefaultTokenExpiration when
 // unset), in a kubeconfig for RunCluster. Errors as requestToken's.
-func (r resourceSecrets) kubernetesAccess(ctx context.Context, res *v1alpha1.InfraResource) ([]byte, error) {
+func (r *resourceSecrets) kubernetesAccess(ctx context.Context, res *v1alpha1.InfraResource) ([]byte, error) {
 	access := res.Spec.KubernetesAccess
 	if access == nil {
 		return nil, nil
@@ -81,7 +81,7 @@ func (r resourceSecrets) kubernetesAccess(ctx context.Context, res *v1alpha1.Inf
 	if err != nil {
 		return nil, err
 	}
-	return runKubeconfig(r.RunCluster, token)
+	return runKubeconfig(r.runCluster, token)
 }
 
 // requestToken requests now, from the TokenRequest API, a token of the ServiceAccount name in the
@@ -90,12 +90,12 @@ func (r resourceSecrets) kubernetesAccess(ctx context.Context, res *v1alpha1.Inf
 // names the spec field in messages. It returns an *provision.InputError ServiceAccountNotFound when the
 // account does not exist or the API server refuses the request, ServiceAccountForbidden when it
 // is the controller's or a runner pool's (reservedAccount), and the API error otherwise.
-func (r resourceSecrets) requestToken(ctx context.Context, field, name, audience string, expiration *int64) (string, error) {
+func (r *resourceSecrets) requestToken(ctx context.Context, field, name, audience string, expiration *int64) (string, error) {
 	seconds := DefaultTokenExpiration
 	if expiration != nil {
 		seconds = *expiration
 	}
-	ns := r.State.Namespace
+	ns := r.config.Namespace
 	if whose, err := r.reservedAccount(ctx, name); err != nil {
 		return "", err
 	} else if whose != "" {
@@ -106,7 +106,7 @@ func (r resourceSecrets) requestToken(ctx context.Context, field, name, audience
 	if audience != "" {
 		req.Spec.Audiences = []string{audience}
 	}
-	tr, err := r.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, req, metav1.CreateOptions{})
+	tr, err := r.clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, req, metav1.CreateOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return "", &provision.InputError{Reason: v1alpha1.ReasonServiceAccountNotFound, Message: fmt.Sprintf(

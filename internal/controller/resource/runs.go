@@ -35,11 +35,11 @@ func (id RunIdentity) who() string {
 
 // newRun is the record of a run about to start (written before its first command: the crash
 // window), with a fresh run ID, this deployment's lock holder and this pod's name.
-func (r syncer) newRun(res *v1alpha1.InfraResource, op string, now time.Time) *v1alpha1.RunStatus {
+func (id RunIdentity) newRun(res *v1alpha1.InfraResource, op string, now time.Time) *v1alpha1.RunStatus {
 	start := metav1.NewTime(now)
 	return &v1alpha1.RunStatus{
 		Operation: op, QueuedTime: &start, StartTime: start.DeepCopy(), Result: RunRunning, Generation: res.Generation,
-		ID: string(uuid.NewUUID()), Who: r.Identity.who(), Controller: r.Identity.Controller,
+		ID: string(uuid.NewUUID()), Who: id.who(), Controller: id.Controller,
 	}
 }
 
@@ -67,7 +67,7 @@ func runResult(last *v1alpha1.RunStatus, err error) string {
 // left alone: the run then fails with StateLocked and status shows the holder. A lock of a run a
 // predecessor manager started is recovered only once that run can no longer write: until then it
 // returns a *lockFenced, and no run may start.
-func (r stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) error {
+func (r *stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) error {
 	res := s.res
 	last := res.Status.LastRun
 	if last == nil || last.StartTime == nil || endedOnItsOwn(last) {
@@ -81,26 +81,26 @@ func (r stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) error
 	if last.Result != RunRunning && last.CompletionTime != nil {
 		run.Ended = last.CompletionTime.Time
 	}
-	if r.StateServer != nil {
-		if _, pending := r.StateServer.Pending(s.state.Suffix()); pending {
+	if r.server != nil {
+		if _, pending := r.server.Pending(s.state.Suffix()); pending {
 			return nil // the lock stays while the run's state is not saved (putBackState saves it)
 		}
 		// Runs through the state server name themselves in their locks: a lock is recovered
 		// only by the id of the dead run recorded in status, never by user@host, which a
 		// person's own terraform in the pod also matches.
-		if !isRecordedRunLock(lock, last, run.Alive, r.Identity.who()) {
+		if !isRecordedRunLock(lock, last, run.Alive, r.identity.who()) {
 			return nil
 		}
 		// The dead run's lock, once its carrier can no longer write: no run starts meanwhile (it
 		// would only fail StateLocked, and its record would replace the dead run's, by which
 		// alone the lock is recovered).
 		if res.Spec.RunnerPool != "" && r.runnerFenced() {
-			return &lockFenced{lock: lock.ID, wait: r.RunnerFence - time.Since(r.leadingSince())} // its runner may still carry it
+			return &lockFenced{lock: lock.ID, wait: r.fence.runnerWait()} // its runner may still carry it
 		}
-		if res.Spec.RunnerPool == "" && last.Controller != r.Identity.Controller && r.leaderFenced() {
-			return &lockFenced{lock: lock.ID, wait: r.LeaderFence - time.Since(r.leadingSince())} // its manager's credentials may not have lapsed yet
+		if res.Spec.RunnerPool == "" && last.Controller != r.identity.Controller && r.leaderFenced() {
+			return &lockFenced{lock: lock.ID, wait: r.fence.leaderWait()} // its manager's credentials may not have lapsed yet
 		}
-	} else if !statebackend.IsOwnStaleLock(lock, run, r.Identity.who()) {
+	} else if !statebackend.IsOwnStaleLock(lock, run, r.identity.who()) {
 		return nil
 	}
 	if err := s.state.ReleaseLock(ctx, lock.ID); err != nil {
@@ -114,7 +114,7 @@ func (r stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) error
 	if last.Controller != "" {
 		started = last.Controller
 	}
-	r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, "StateLockRecovered", "RecoverLock",
+	r.recorder.Eventf(res, nil, corev1.EventTypeWarning, "StateLockRecovered", "RecoverLock",
 		"released lock %s (holder %s, since %s) left by %s run %s started by %s, which is no longer running",
 		lock.ID, lock.Who, lock.Created.Format(time.RFC3339), last.Operation, last.ID, started)
 	return nil
@@ -152,7 +152,7 @@ func isRecordedRunLock(lock *statebackend.Lock, last *v1alpha1.RunStatus, alive 
 }
 
 // lockHeld records in status who holds the state lock that refused a run.
-func (r stateKeeper) lockHeld(ctx context.Context, s *resourceScope) {
+func (r *stateKeeper) lockHeld(ctx context.Context, s *resourceScope) {
 	res := s.res
 	if res.Status.State == nil || s.state == nil {
 		return
@@ -170,8 +170,8 @@ const DefaultStaleLockAfter = time.Hour
 // isStale reports a lock to show as stale: held for longer than StaleLockAfter, and not by a run of
 // this controller that is alive. Only a person releases it (kubectl conductor unlock); the
 // controller itself releases only its own dead runs' locks (recoverOwnLock).
-func (r stateKeeper) isStale(lock *statebackend.Lock, now time.Time) bool {
-	after := r.StaleLockAfter
+func (r *stateKeeper) isStale(lock *statebackend.Lock, now time.Time) bool {
+	after := r.staleLockAfter
 	if after <= 0 {
 		after = DefaultStaleLockAfter
 	}
@@ -186,8 +186,8 @@ func (r stateKeeper) isStale(lock *statebackend.Lock, now time.Time) bool {
 // revoked its credentials yet (statebackend.Server.Live), whichever pool carries it. Without a
 // state server (runs use the kubernetes backend directly) runs are synchronous with the reconcile,
 // so no run of a resource is alive while it reconciles.
-func (r stateKeeper) runLive(runID string) bool {
-	return r.StateServer != nil && r.StateServer.Live(runID)
+func (r *stateKeeper) runLive(runID string) bool {
+	return r.server != nil && r.server.Live(runID)
 }
 
 // setLock shows lock (nil: none) in status.state.
@@ -206,11 +206,11 @@ func setLock(res *v1alpha1.InfraResource, lock *statebackend.Lock) {
 // stateStored reports whether the resource's state is stored: the state server holds no state of
 // it that a run sent and that waits to be written (statebackend.Server.Pending). Without a state
 // server runs write their state themselves (the kubernetes backend), so it is.
-func (r stateKeeper) stateStored(s *resourceScope) bool {
-	if r.StateServer == nil || s.state == nil {
+func (r *stateKeeper) stateStored(s *resourceScope) bool {
+	if r.server == nil || s.state == nil {
 		return true
 	}
-	_, pending := r.StateServer.Pending(s.state.Suffix())
+	_, pending := r.server.Pending(s.state.Suffix())
 	return !pending
 }
 
@@ -219,16 +219,16 @@ func (r stateKeeper) stateStored(s *resourceScope) bool {
 // this manager began reconciling (it leads), a runner cut off from the dead manager goes on under
 // its lease, then freezes and kills its run; only then may its lock be released. Runs this manager
 // started are known to the state server (runLive) and not concerned.
-func (r stateKeeper) runnerFenced() bool {
-	return r.RunnerFence > 0 && time.Since(r.leadingSince()) < r.RunnerFence
+func (r *stateKeeper) runnerFenced() bool {
+	return r.fence.runner > 0 && r.fence.runnerWait() > 0
 }
 
 // leaderFenced reports whether an in-process run another manager started may still write through
 // that manager's state server: until LeaderFence has passed since this manager began to lead, by
 // when that server refuses it (statebackend.Server.Leading) even if its process is alive, frozen
 // or partitioned.
-func (r stateKeeper) leaderFenced() bool {
-	return r.LeaderFence > 0 && time.Since(r.leadingSince()) < r.LeaderFence
+func (r *stateKeeper) leaderFenced() bool {
+	return r.fence.leader > 0 && r.fence.leaderWait() > 0
 }
 
 // started records that run got its runner slot at now (the Started event): its StartTime, and

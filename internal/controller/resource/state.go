@@ -30,15 +30,15 @@ type stateError struct{ reason, message string }
 func (e *stateError) Error() string { return e.message }
 
 // stateHandle is the resource's state in the state namespace, labelled with the resource.
-func (r stateKeeper) stateHandle(res *v1alpha1.InfraResource) *statebackend.Handle {
+func (r *stateKeeper) stateHandle(res *v1alpha1.InfraResource) *statebackend.Handle {
 	return r.states().For(suffix(res)).WithLabels(stateLabels(res))
 }
 
-func (r stateKeeper) states() *statebackend.Store {
-	if r.StateServer != nil {
-		return r.StateServer.Store()
+func (r *stateKeeper) states() *statebackend.Store {
+	if r.server != nil {
+		return r.server.Store()
 	}
-	return statebackend.NewStore(r.Kube, r.State.Namespace)
+	return statebackend.NewStore(r.clientset, r.config.Namespace)
 }
 
 func stateLabels(res *v1alpha1.InfraResource) map[string]string {
@@ -48,18 +48,18 @@ func stateLabels(res *v1alpha1.InfraResource) map[string]string {
 // backend configures a run's state: the state server's http backend, with credentials issued
 // for this run and this resource only (revoke when the run ends), or, without a server, Terraform's
 // kubernetes backend on the same Secrets.
-func (r stateKeeper) backend(s *resourceScope, spec *tfrunner.Spec) (revoke func()) {
+func (r *stateKeeper) backend(s *resourceScope, spec *tfrunner.Spec) (revoke func()) {
 	res := s.res
-	if r.StateServer == nil {
-		spec.Backend = tfrunner.Backend{Type: "kubernetes", Config: r.State.Attributes(suffix(res), stateLabels(res))}
+	if r.server == nil {
+		spec.Backend = tfrunner.Backend{Type: "kubernetes", Config: r.config.Attributes(suffix(res), stateLabels(res))}
 		return func() {}
 	}
 	runID := ""
 	if res.Status.LastRun != nil {
 		runID = res.Status.LastRun.ID
 	}
-	r.StateServer.TakeWritten(s.state.Suffix()) // what readState takes afterwards is this run's
-	creds, revoke := r.StateServer.IssueRunAs(runID, s.state.Suffix(), stateLabels(res))
+	r.server.TakeWritten(s.state.Suffix()) // what readState takes afterwards is this run's
+	creds, revoke := r.server.IssueRunAs(runID, s.state.Suffix(), stateLabels(res))
 	spec.RunID = runID
 	spec.Backend = tfrunner.Backend{Type: "http"}
 	for k, v := range creds.Env() {
@@ -74,20 +74,20 @@ func (r stateKeeper) backend(s *resourceScope, spec *tfrunner.Spec) (revoke func
 // and could not write it, or Terraform could not send it (errored.tfstate, which the Runs carrier
 // hands to the server as soon as the run returns: runners.Router.KeepErrored). A state older than
 // the stored one is already saved and is dropped.
-func (r stateKeeper) putBackState(ctx context.Context, s *resourceScope) error {
-	if r.StateServer == nil {
+func (r *stateKeeper) putBackState(ctx context.Context, s *resourceScope) error {
+	if r.server == nil {
 		return nil
 	}
 	res, sfx := s.res, s.state.Suffix()
 	// Kept in memory, or in its Secret by a controller that was killed since.
-	saved, err := r.StateServer.RetryPending(ctx, sfx)
+	saved, err := r.server.RetryPending(ctx, sfx)
 	if err != nil {
 		return &stateError{v1alpha1.ReasonStateNotSaved, fmt.Sprintf(
 			"the state the last run produced could not be saved to %s and is kept by the controller in %s (%v); its lock is kept and nothing runs until it is saved",
 			res.Status.State.SecretName, statebackend.PendingSecretName(statebackend.DefaultWorkspace, sfx), err)}
 	}
 	if saved {
-		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateSaved, "SaveState",
+		r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateSaved, "SaveState",
 			"saved the state the last run produced, which could not be saved when it ended")
 	}
 	return nil
@@ -96,7 +96,7 @@ func (r stateKeeper) putBackState(ctx context.Context, s *resourceScope) error {
 // restoreState carries out the restore annotation: the version of the state with that serial,
 // from the state's history, becomes the current state (with the next serial; the replaced
 // version stays in history, so a restore can be undone). The annotation is removed once done.
-func (r stateKeeper) restoreState(ctx context.Context, s *resourceScope) error {
+func (r *stateKeeper) restoreState(ctx context.Context, s *resourceScope) error {
 	res := s.res
 	want, ok := res.Annotations[v1alpha1.AnnotationRestoreState]
 	if !ok {
@@ -106,7 +106,7 @@ func (r stateKeeper) restoreState(ctx context.Context, s *resourceScope) error {
 	if err == nil {
 		// Recorded as a run before it locks the state (a checkpoint): a crash mid-restore leaves
 		// a lock that recoverOwnLock releases by this run's id.
-		res.Status.LastRun = r.syncer().newRun(res, "restore", time.Now())
+		res.Status.LastRun = r.identity.newRun(res, "restore", time.Now())
 		if err := s.checkpoint(ctx); err != nil {
 			return fmt.Errorf("recording the restore run: %w", err)
 		}
@@ -116,10 +116,10 @@ func (r stateKeeper) restoreState(ctx context.Context, s *resourceScope) error {
 		return &stateError{v1alpha1.ReasonStateRestoreFailed, fmt.Sprintf(
 			"%s=%q: %v (remove the annotation, or name a serial from the state's history)", v1alpha1.AnnotationRestoreState, want, err)}
 	}
-	if err := r.syncer().removeAnnotation(ctx, res, v1alpha1.AnnotationRestoreState); err != nil {
+	if err := removeAnnotation(ctx, r.api, res, v1alpha1.AnnotationRestoreState); err != nil {
 		return err
 	}
-	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateRestored, "RestoreState",
+	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateRestored, "RestoreState",
 		"restored serial %d of the state from its history", serial)
 	return nil
 }
@@ -127,7 +127,7 @@ func (r stateKeeper) restoreState(ctx context.Context, s *resourceScope) error {
 // guardEmptyState refuses to plan a resource that was ever applied from an empty state: its state
 // Secret is gone, and a plan would create every object again beside the existing ones. The
 // start-fresh annotation (removed after the next successful apply) lets it start from empty state.
-func (r stateKeeper) guardEmptyState(ctx context.Context, s *resourceScope) error {
+func (r *stateKeeper) guardEmptyState(ctx context.Context, s *resourceScope) error {
 	res := s.res
 	applied := everApplied(res) || (res.Status.State != nil && res.Status.State.Serial > 0)
 	if !applied || res.Annotations[v1alpha1.AnnotationStartFresh] == "true" {
@@ -152,7 +152,7 @@ func serialOf(res *v1alpha1.InfraResource) int64 {
 
 // stateChecks runs the state phases after putBackState (which beforeRun runs first, before lock
 // recovery), in order, before a run.
-func (r stateKeeper) stateChecks(ctx context.Context, s *resourceScope) error {
+func (r *stateKeeper) stateChecks(ctx context.Context, s *resourceScope) error {
 	for _, phase := range []func(context.Context, *resourceScope) error{r.restoreState, r.guardEmptyState} {
 		if err := phase(ctx, s); err != nil {
 			return err
@@ -165,9 +165,9 @@ func (r stateKeeper) stateChecks(ctx context.Context, s *resourceScope) error {
 // writers) and from the object in memory. The patch is sent on a copy: the server's answer carries
 // the stored status, which must not replace the status this reconcile holds in memory (a run's
 // outcome not written yet).
-func (r syncer) removeAnnotation(ctx context.Context, res *v1alpha1.InfraResource, key string) error {
+func removeAnnotation(ctx context.Context, c client.Client, res *v1alpha1.InfraResource, key string) error {
 	obj := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: res.Name}}
-	if err := r.Patch(ctx, obj, client.RawPatch(types.MergePatchType,
+	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"`+key+`":null}}}`))); err != nil {
 		return err
 	}
@@ -183,12 +183,12 @@ func (r syncer) removeAnnotation(ctx context.Context, res *v1alpha1.InfraResourc
 // Secret or lock Lease of that suffix already exists — an orphaned state of an earlier resource of
 // the same name, say — which is never this new resource's: then the suffix of name/uid. It reports
 // whether the status changed.
-func (r stateKeeper) chooseStateName(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
+func (r *stateKeeper) chooseStateName(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
 	if suffix(res) != "" {
 		return false, nil
 	}
 	sfx := statebackend.SuffixFor(res.Name)
-	taken, err := r.names.taken(ctx, r.states().For(sfx), r.State.Namespace)
+	taken, err := r.names.taken(ctx, r.states().For(sfx), r.config.Namespace)
 	if err != nil {
 		return false, err
 	}

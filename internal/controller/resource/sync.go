@@ -25,9 +25,9 @@ import (
 
 // decideRun ends the reconcile unless a run is due (needsRun, or a Secret input rotated since the
 // last apply); an idle resource keeps its phase and connection Secret until the next sync.
-func (r syncer) decideRun(ctx context.Context, s *resourceScope) (bool, error) {
+func (r *syncer) decideRun(ctx context.Context, s *resourceScope) (bool, error) {
 	res := s.res
-	run, wait := needsRun(res, s.start, r.syncInterval())
+	run, wait := needsRun(res, s.start, r.syncInterval)
 	if !run && everApplied(res) && hasSecretInputs(res) && res.Status.LastRun.Result == RunSucceeded {
 		changed, err := r.secretInputsRotated(ctx, res)
 		if err != nil {
@@ -37,7 +37,7 @@ func (r syncer) decideRun(ctx context.Context, s *resourceScope) (bool, error) {
 			r.noteRotation(res)
 			run = true
 		} else {
-			wait = min(wait, r.secretCheckInterval())
+			wait = min(wait, r.secretCheckInterval)
 		}
 	}
 	if run {
@@ -45,25 +45,24 @@ func (r syncer) decideRun(ctx context.Context, s *resourceScope) (bool, error) {
 	}
 	if everApplied(res) && res.Status.ConnectionSecret != nil {
 		// A connection Secret deleted by hand is written again within this time (keepConnectionSecret).
-		wait = min(wait, r.secretCheckInterval())
+		wait = min(wait, r.secretCheckInterval)
 	}
 	s.result = ctrl.Result{RequeueAfter: wait}
 	staleApproval(res)
 	if !everApplied(res) {
 		return true, nil
 	}
-	return true, r.secrets().keepConnectionSecret(ctx, s)
+	return true, r.secrets.keepConnectionSecret(ctx, s)
 }
 
 // prepareRun runs what every run needs first — recover a dead run's lock, adopt orphaned state,
 // the state phases (beforeRun) — and reads the run's inputs into s.spec. A missing Secret input
 // records the run as failed and is retried after secretRetry.
-func (r syncer) prepareRun(ctx context.Context, s *resourceScope) (bool, error) {
-	if result, err, stop := r.beforeRun(ctx, s); stop {
-		s.result = result
+func (r *syncer) prepareRun(ctx context.Context, s *resourceScope) (bool, error) {
+	if stop, err := r.beforeRun(ctx, s); stop || err != nil {
 		return true, err
 	}
-	spec, err := r.secrets().runSpec(ctx, s.res)
+	spec, err := r.secrets.runSpec(ctx, s.res)
 	var ie *provision.InputError
 	if errors.As(err, &ie) {
 		r.setRunFailed(s.res, "render", ie.Reason, ie.Message, time.Now())
@@ -77,51 +76,55 @@ func (r syncer) prepareRun(ctx context.Context, s *resourceScope) (bool, error) 
 }
 
 // beforeRun runs the phases every run needs first: recover a dead run's lock, adopt orphaned
-// state, and the state checks. stop says the run must not happen now (result and err say why).
-func (r syncer) beforeRun(ctx context.Context, s *resourceScope) (ctrl.Result, error, bool) {
+// state, and the state checks. stop says the run must not happen now (s.result says when to try
+// again; an error goes to the work queue).
+func (r *syncer) beforeRun(ctx context.Context, s *resourceScope) (stop bool, err error) {
 	res := s.res
 	// A state a dead run could not save goes back first (it releases that run's lock once
 	// saved); a lock is never recovered while it is pending, even after a restart.
-	if err := r.keeper().putBackState(ctx, s); err != nil {
-		return r.stateStop(res, "state", err)
+	if err := r.keeper.putBackState(ctx, s); err != nil {
+		return r.stateStop(s, "state", err)
 	}
-	if err := r.keeper().recoverOwnLock(ctx, s); err != nil {
+	if err := r.keeper.recoverOwnLock(ctx, s); err != nil {
 		var fenced *lockFenced
 		if errors.As(err, &fenced) {
-			return ctrl.Result{RequeueAfter: fenced.wait}, nil, true
+			s.result = ctrl.Result{RequeueAfter: fenced.wait}
+			return true, nil
 		}
-		return ctrl.Result{}, err, true
+		return true, err
 	}
-	if err := r.keeper().adoptState(ctx, s); err != nil {
+	if err := r.keeper.adoptState(ctx, s); err != nil {
 		var ae *statebackend.AdoptError
 		if errors.As(err, &ae) {
 			r.setRunFailed(res, "adopt", v1alpha1.ReasonAdoptionRefused, ae.Message, time.Now())
-			return ctrl.Result{RequeueAfter: secretRetry}, nil, true
+			s.result = ctrl.Result{RequeueAfter: secretRetry}
+			return true, nil
 		}
-		return ctrl.Result{}, err, true
+		return true, err
 	}
-	if err := r.keeper().stateChecks(ctx, s); err != nil {
-		return r.stateStop(res, "state", err)
+	if err := r.keeper.stateChecks(ctx, s); err != nil {
+		return r.stateStop(s, "state", err)
 	}
-	return ctrl.Result{}, nil, false
+	return false, nil
 }
 
-// stateStop turns a state phase's error into beforeRun's answer: a *stateError is recorded as the
-// failed operation op and retried after stateRetry; any other error goes to the work queue.
-func (r syncer) stateStop(res *v1alpha1.InfraResource, op string, err error) (ctrl.Result, error, bool) {
+// stateStop turns a state phase's error into a stop: a *stateError is recorded as the failed
+// operation op and retried after stateRetry (s.result); any other error goes to the work queue.
+func (r *syncer) stateStop(s *resourceScope, op string, err error) (bool, error) {
 	var se *stateError
 	if errors.As(err, &se) {
-		r.setRunFailed(res, op, se.reason, se.message, time.Now())
-		return ctrl.Result{RequeueAfter: stateRetry}, nil, true
+		r.setRunFailed(s.res, op, se.reason, se.message, time.Now())
+		s.result = ctrl.Result{RequeueAfter: stateRetry}
+		return true, nil
 	}
-	return ctrl.Result{}, err, true
+	return true, err
 }
 
 // applyPhase brings the infrastructure to the spec: one apply -json, or, when the run must stop
 // between plan and apply (needsSavedPlan), plan, the approval gate, and apply of that plan. The
 // Running record is a checkpoint: every command of the run may take the state lock, so it is
 // written before the first of them (the crash window recoverOwnLock closes).
-func (r syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error) {
+func (r *syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error) {
 	res := s.res
 	savedPlan := needsSavedPlan(res)
 	op := "apply"
@@ -130,17 +133,17 @@ func (r syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error) 
 	}
 	// The Running record is written by the run's first event (Queued or Started, runEvents),
 	// before its first command: a run that waits for a slot writes it once, with its place in line.
-	res.Status.LastRun = r.newRun(res, op, s.start)
-	revoke := r.keeper().backend(s, &s.spec)
+	res.Status.LastRun = r.identity.newRun(res, op, s.start)
+	revoke := r.keeper.backend(s, &s.spec)
 	defer revoke()
-	out, err := r.Runs.Apply(ctx, res.Name, s.spec, r.applyOptions(ctx, s, savedPlan))
+	out, err := r.runs.Apply(ctx, res.Name, s.spec, r.applyOptions(ctx, s, savedPlan))
 	return r.ranApply(ctx, s, out, err)
 }
 
 // ranApply records the outcome of an apply (or plan) run, out and err as Runs.Apply returned them:
 // a plan held for approval, creates settled, imports and resolutions, the run's log, and then the
 // failure (runFailed) or the success (applied).
-func (r syncer) ranApply(ctx context.Context, s *resourceScope, out *tfrunner.ApplyResult, err error) (bool, error) {
+func (r *syncer) ranApply(ctx context.Context, s *resourceScope, out *tfrunner.ApplyResult, err error) (bool, error) {
 	res := s.res
 	if err == nil && out.Held != nil {
 		err = r.holdPlan(ctx, res, out.Held)
@@ -150,7 +153,7 @@ func (r syncer) ranApply(ctx context.Context, s *resourceScope, out *tfrunner.Ap
 	if out != nil {
 		ended = out.Ended
 	}
-	settleCreates(res, ended, err, r.keeper().stateStored(s))
+	settleCreates(res, ended, err, r.keeper.stateStored(s))
 	defer func() {
 		// From the Started event, kept on the scope: a checkpoint or the outcome may replace
 		// status.lastRun meanwhile (recordOutcome starts a new record when the generation moved).
@@ -169,7 +172,7 @@ func (r syncer) ranApply(ctx context.Context, s *resourceScope, out *tfrunner.Ap
 	if out != nil {
 		recordImports(res, out.Imports)
 		r.recordResolutions(res, out.Resolutions)
-		defer func() { r.secrets().recordRun(ctx, res, out.Log) }()
+		defer func() { r.secrets.recordRun(ctx, res, out.Log) }()
 	}
 	if err != nil {
 		result, ferr := r.runFailed(ctx, s, err, done)
@@ -182,7 +185,7 @@ func (r syncer) ranApply(ctx context.Context, s *resourceScope, out *tfrunner.Ap
 // applyOptions are the resource's apply as data: the variables checked against the module's
 // inputs by the run, the imports, the gate between plan and apply when the run must stop there
 // (gateOf), and the sink of the run's events (runEvents).
-func (r syncer) applyOptions(ctx context.Context, s *resourceScope, savedPlan bool) tfrunner.ApplyOptions {
+func (r *syncer) applyOptions(ctx context.Context, s *resourceScope, savedPlan bool) tfrunner.ApplyOptions {
 	opts := tfrunner.ApplyOptions{CheckInputs: true, Events: runEvents(ctx, s)}
 	if savedPlan {
 		opts.Gate = gateOf(s.res)
@@ -232,9 +235,9 @@ func runEvents(ctx context.Context, s *resourceScope) tfrunner.Events {
 
 // applied records a successful run: the connection Secret, the one-shot annotations it used, and
 // status (outputs, state, Synced and Ready, drift corrected); the next sync after the interval.
-func (r syncer) applied(ctx context.Context, s *resourceScope, out *tfrunner.ApplyResult, done time.Time) error {
+func (r *syncer) applied(ctx context.Context, s *resourceScope, out *tfrunner.ApplyResult, done time.Time) error {
 	res := s.res
-	if err := r.secrets().writeConnectionSecret(ctx, res, out.Outputs); err != nil {
+	if err := r.secrets.writeConnectionSecret(ctx, res, out.Outputs); err != nil {
 		r.setRunFailed(res, "output", v1alpha1.ReasonApplyFailed, err.Error(), done)
 		return err
 	}
@@ -250,7 +253,7 @@ func (r syncer) applied(ctx context.Context, s *resourceScope, out *tfrunner.App
 	}
 	res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""
 	setOutputs(res, out.Outputs)
-	r.keeper().readState(ctx, s)
+	r.keeper.readState(ctx, s)
 	sum := v1alpha1.PlanSummary{}
 	if last.Summary != nil {
 		sum = *last.Summary
@@ -265,22 +268,22 @@ func (r syncer) applied(ctx context.Context, s *resourceScope, out *tfrunner.App
 		markDrift(res, false, "the drift was corrected")
 	}
 	if out.Applied {
-		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonApplied, "Apply", "%s", msg)
+		r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonApplied, "Apply", "%s", msg)
 	}
-	s.result = ctrl.Result{RequeueAfter: shared.Jitter(r.syncInterval())}
+	s.result = ctrl.Result{RequeueAfter: shared.Jitter(r.syncInterval)}
 	return nil
 }
 
 // consumeAnnotations removes the one-shot annotations a successful run used: an approval is for
 // one plan, starting from empty state is allowed once.
-func (r syncer) consumeAnnotations(ctx context.Context, res *v1alpha1.InfraResource, applied bool) error {
+func (r *syncer) consumeAnnotations(ctx context.Context, res *v1alpha1.InfraResource, applied bool) error {
 	keys := []string{v1alpha1.AnnotationStartFresh}
 	if applied {
 		keys = append(keys, v1alpha1.AnnotationApprovePlan, v1alpha1.AnnotationApproveReplace)
 	}
 	for _, k := range keys {
 		if _, ok := res.Annotations[k]; ok {
-			if err := r.removeAnnotation(ctx, res, k); err != nil {
+			if err := removeAnnotation(ctx, r.api, res, k); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,139 @@
+package resource
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+)
+
+// The resource reconciler's collaborators, each built once from the reconciler's configuration
+// (newParts) with only what it uses; none holds the reconciler. The phases in Reconcile call them.
+type (
+	// stateKeeper names, guards, restores, locks and reads a resource's state (state.go, runs.go,
+	// imports.go).
+	stateKeeper struct {
+		api            client.Client
+		recorder       events.EventRecorder
+		config         statebackend.Config
+		clientset      kubernetes.Interface
+		server         *statebackend.Server // nil: runs use Terraform's kubernetes backend
+		names          *stateNames          // nil: a name is checked with the API server
+		fence          *fence
+		identity       RunIdentity
+		staleLockAfter time.Duration
+	}
+
+	// resourceSecrets reads a run's Secret inputs and credentials and writes the Secrets a
+	// resource shows people: the connection Secret, plans and run logs (outputs.go, approval.go,
+	// run_access.go, run_identity.go).
+	resourceSecrets struct {
+		api               client.Client
+		reader            client.Reader // Secrets are not cached: read from the API server
+		clientset         kubernetes.Interface
+		recorder          events.EventRecorder
+		config            statebackend.Config
+		runCluster        RunCluster
+		controllerAccount string
+		keepRunLogs       bool
+	}
+
+	// syncer decides, runs and records a resource's plan, apply and drift check (sync.go,
+	// failures.go, approval.go, drift.go, adopt.go).
+	syncer struct {
+		api                 client.Client
+		recorder            events.EventRecorder
+		runs                Runs
+		keeper              *stateKeeper
+		secrets             *resourceSecrets
+		fence               *fence
+		identity            RunIdentity
+		syncInterval        time.Duration
+		secretCheckInterval time.Duration
+		driftSlots          chan struct{} // one per drift check that may run at once
+	}
+
+	// reclaimer carries out a deleted resource's reclaim policy (reclaim.go, reclaim_creates.go).
+	reclaimer struct {
+		api      client.Client
+		reader   client.Reader
+		recorder events.EventRecorder
+		runs     Runs
+		server   *statebackend.Server
+		keeper   *stateKeeper
+		secrets  *resourceSecrets
+		sync     *syncer
+	}
+)
+
+// fence says since when this manager leads and how long it then leaves alone the locks of runs
+// an earlier manager started (Reconciler.RunnerFence, LeaderFence).
+type fence struct {
+	once   sync.Once
+	since  time.Time
+	runner time.Duration
+	leader time.Duration
+}
+
+// leadingSince is when this manager began reconciling resources (the first call): reconciles run
+// only on the leader, so it is when it began to lead.
+func (f *fence) leadingSince() time.Time {
+	f.once.Do(func() { f.since = time.Now() })
+	return f.since
+}
+
+// runnerWait is how long the runner fence still holds (≤ 0: passed).
+func (f *fence) runnerWait() time.Duration { return f.runner - time.Since(f.leadingSince()) }
+
+// leaderWait is how long the leader fence still holds (≤ 0: passed).
+func (f *fence) leaderWait() time.Duration { return f.leader - time.Since(f.leadingSince()) }
+
+// parts are the reconciler's collaborators.
+type parts struct {
+	keeper  *stateKeeper
+	secrets *resourceSecrets
+	sync    *syncer
+	reclaim *reclaimer
+	fence   *fence
+}
+
+// newParts builds the collaborators from r's configuration, once (parts): defaults applied
+// (DefaultSyncInterval, DefaultSecretCheckInterval, DefaultStaleLockAfter, one drift check).
+func (r *Reconciler) newParts() *parts {
+	f := &fence{runner: r.RunnerFence, leader: r.LeaderFence}
+	k := &stateKeeper{api: r.Client, recorder: r.Recorder, config: r.State, clientset: r.Kube, server: r.StateServer,
+		names: r.names, fence: f, identity: r.Identity, staleLockAfter: r.StaleLockAfter}
+	if k.staleLockAfter <= 0 {
+		k.staleLockAfter = DefaultStaleLockAfter
+	}
+	sec := &resourceSecrets{api: r.Client, reader: r.APIReader, clientset: r.Kube, recorder: r.Recorder, config: r.State,
+		runCluster: r.RunCluster, controllerAccount: r.ControllerServiceAccount, keepRunLogs: r.KeepRunLogs}
+	sy := &syncer{api: r.Client, recorder: r.Recorder, runs: r.Runs, keeper: k, secrets: sec, fence: f, identity: r.Identity,
+		syncInterval: orDefault(r.SyncInterval, DefaultSyncInterval), secretCheckInterval: orDefault(r.SecretCheckInterval, DefaultSecretCheckInterval),
+		driftSlots: make(chan struct{}, max(1, r.MaxConcurrentDriftChecks))}
+	rc := &reclaimer{api: r.Client, reader: r.APIReader, recorder: r.Recorder, runs: r.Runs, server: r.StateServer,
+		keeper: k, secrets: sec, sync: sy}
+	return &parts{keeper: k, secrets: sec, sync: sy, reclaim: rc, fence: f}
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// parts are built on first use, from the configuration as it is then.
+func (r *Reconciler) parts() *parts {
+	r.partsOnce.Do(func() { r.built = r.newParts() })
+	return r.built
+}
+
+func (r *Reconciler) keeper() *stateKeeper      { return r.parts().keeper }
+func (r *Reconciler) secrets() *resourceSecrets { return r.parts().secrets }
+func (r *Reconciler) reclaimer() *reclaimer     { return r.parts().reclaim }
+func (r *Reconciler) syncer() *syncer           { return r.parts().sync }
