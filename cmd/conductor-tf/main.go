@@ -87,7 +87,7 @@ const defaultWarmProviders = "hashicorp/random,hashicorp/null,hashicorp/time,has
 // DefaultDrainTimeout is how long, on SIGTERM, the manager and runners let runs under way finish
 // before they interrupt them: long enough for most creates (a database instance takes minutes),
 // short enough for a rollout. The manifests' terminationGracePeriodSeconds is it plus the grace
-// period plus a margin (config/manager/manager.yaml, runnerpool_deployment.go).
+// period plus a margin (config/manager/manager.yaml, internal/controller/runnerpool/deployment.go).
 const DefaultDrainTimeout = 10 * time.Minute
 
 func main() {

@@ -18,7 +18,7 @@
 //   - A bound claim whose resource is gone is Lost, as a PVC whose PV was deleted.
 //
 // Every branch below says what it observed. Tests: internal/scheduler (matching, table tests) and
-// internal/controller/claim_test.go (envtest: static, pre-bound, dynamic, release, lost, race).
+// claim_test.go (envtest: static, pre-bound, dynamic, release, lost, race).
 package claim
 
 import (

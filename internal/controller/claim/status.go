@@ -8,7 +8,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
 )
 
-// The claim's status, as pure functions of what was observed; claim_status_test.go covers them.
+// The claim's status, as pure functions of what was observed; status_test.go covers them.
 
 // setPending records that the claim is not bound, and why.
 func setPending(claim *v1alpha1.InfraClaim, reason, message string) {

@@ -4,8 +4,8 @@
 // phase from its claimRef the way the PV controller derives a PV's (syncVolume): no claimRef →
 // Available; a claimRef without a UID (a reservation) → Available; a claimRef naming a live claim
 // with that UID → Bound; a claimRef with a UID naming a claim that is gone, being deleted, or has
-// another UID → Released. Reconcile is a list of phases over one scope (resource_scope.go) that
-// writes the status once; the run phases are in resource_sync.go, reclaim in resource_reclaim.go.
+// another UID → Released. Reconcile is a list of phases over one scope (scope.go) that
+// writes the status once; the run phases are in sync.go, reclaim in reclaim.go.
 // Without a runner (Runs nil) a resource has nothing to run and is Available as soon as it exists.
 package resource
 
@@ -137,7 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		rc := r.reclaimer()
 		return runPhases(ctx, s,
 			rc.protectInUse,     // a resource bound to a live claim waits for it (FinalizerInUse)
-			rc.reclaimInfra,     // the reclaim policy: Retain orphans the state, Delete destroys (resource_reclaim.go)
+			rc.reclaimInfra,     // the reclaim policy: Retain orphans the state, Delete destroys (reclaim.go)
 			rc.recordReclaim,    // its outcome written before the finalizer goes
 			rc.deleteRunRecords, // plan and log Secrets
 			rc.dropFinalizer,    // FinalizerResource: the API server deletes the object
@@ -146,14 +146,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	sy := r.syncer()
 	return runPhases(ctx, s,
 		r.addFinalizers,   // FinalizerResource and FinalizerInUse, before anything else
-		r.nameState,       // the state name, chosen once (resource_state.go)
-		r.upgradeModule,   // UpgradeAvailable, and upgradePolicy Automatic (resource_upgrade.go)
+		r.nameState,       // the state name, chosen once (state.go)
+		r.upgradeModule,   // UpgradeAvailable, and upgradePolicy Automatic (upgrade.go)
 		r.observeBinding,  // the claim, and the phase it gives (as syncVolume)
 		r.reclaimReleased, // Released: Retain keeps it, Delete deletes it
-		sy.decideRun,      // a run is due, or the resource is idle until it is (resource_sync.go)
+		sy.decideRun,      // a run is due, or the resource is idle until it is (sync.go)
 		sy.prepareRun,     // the state phases and the run's inputs
-		sy.attachRun,      // a run the previous leader started, adopted here: its outcome (resource_adopt.go)
-		sy.checkForDrift,  // a drift check instead of an apply, when the spec was applied (resource_drift.go)
+		sy.attachRun,      // a run the previous leader started, adopted here: its outcome (adopt.go)
+		sy.checkForDrift,  // a drift check instead of an apply, when the spec was applied (drift.go)
 		sy.applyPhase,     // apply, or plan, approval and apply; then the outcome
 	)
 }

@@ -11,6 +11,13 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
+// Import results recorded in status.imports.
+const (
+	ImportImported       = "Imported"
+	ImportAlreadyInState = "AlreadyInState"
+	ImportFailed         = "Failed"
+)
+
 // Imports and adoption: existing infrastructure and orphaned state brought under a resource.
 
 // recordImports keeps each import's outcome in status, and counts this run's imports in the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -183,4 +184,8 @@ func stateOutputs(state []byte) (map[string]tfrunner.Output, error) {
 		outs[name] = tfrunner.Output{Value: o.Value, Sensitive: o.Sensitive}
 	}
 	return outs, nil
+}
+
+func jsonValue(raw []byte) apiextensionsv1.JSON {
+	return apiextensionsv1.JSON{Raw: append([]byte(nil), raw...)}
 }

@@ -201,3 +201,42 @@ func (r *stateKeeper) chooseStateName(ctx context.Context, res *v1alpha1.InfraRe
 	res.Status.State.SecretName = statebackend.SecretName(statebackend.DefaultWorkspace, sfx)
 	return true, nil
 }
+
+// readState records the state Secret's serial and lineage in status, after a run that ended on its
+// own: it released its lock, so status shows none (a lock taken since is seen when a run meets it,
+// lockHeld).
+//
+// A state the run stored through the state server is known without a read (Server.TakeWritten).
+func (r *stateKeeper) readState(ctx context.Context, s *resourceScope) {
+	res, sfx := s.res, s.state.Suffix()
+	st, found, err := statebackend.State{}, false, error(nil)
+	if r.server != nil {
+		st, found = r.server.TakeWritten(sfx)
+	}
+	if !found {
+		st, found, err = s.state.Status(ctx)
+	}
+	// The name is the one chosen once, whatever the read says: a failed read must not erase it.
+	res.Status.State = &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, sfx), AdoptedFrom: adoptedFrom(res)}
+	if err != nil || !found {
+		return
+	}
+	res.Status.State.Serial = st.Serial
+	res.Status.State.Lineage = st.Lineage
+}
+
+func adoptedFrom(res *v1alpha1.InfraResource) string {
+	if res.Status.State == nil {
+		return ""
+	}
+	return res.Status.State.AdoptedFrom
+}
+
+// suffix is the state Secret suffix of a resource: the one recorded in status.state.secretName when
+// its state name was chosen (chooseStateName), or "" for a resource that never had one.
+func suffix(res *v1alpha1.InfraResource) string {
+	if res.Status.State == nil {
+		return ""
+	}
+	return statebackend.SuffixOf(res.Status.State.SecretName)
+}

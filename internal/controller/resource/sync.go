@@ -290,3 +290,13 @@ func (r *syncer) consumeAnnotations(ctx context.Context, res *v1alpha1.InfraReso
 	}
 	return nil
 }
+
+// DefaultSyncInterval is how often an unchanged resource is planned again to detect drift.
+const DefaultSyncInterval = 10 * time.Minute
+
+// stateRetry is how soon a resource whose state stops its runs (not saved, missing, a failed
+// restore) is tried again.
+const stateRetry = 10 * time.Second
+
+// secretRetry is how soon a resource whose Secret input is missing is tried again.
+const secretRetry = 30 * time.Second

@@ -1,0 +1,189 @@
+package resource
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/metrics"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+)
+
+// State locks: a dead run's own lock recovered, a lock that stops a run shown, the fences that
+// leave an earlier manager's runs alone.
+
+// recoverOwnLock releases a state lock that a dead run of this deployment left behind, before the
+// next run: the resource's last run was recorded (before it started) by this deployment, it is no
+// longer alive in this controller's pool, and the lock names this deployment as holder and was
+// taken while that run went on (statebackend.IsOwnStaleLock). The run may have died with its pod
+// (recorded Running) or alone (killed, recorded Failed). Anyone else's lock, and a live run's, is
+// left alone: the run then fails with StateLocked and status shows the holder. A lock of a run a
+// predecessor manager started is recovered only once that run can no longer write: until then it
+// returns a *lockFenced, and no run may start.
+func (r *stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) error {
+	res := s.res
+	last := res.Status.LastRun
+	if last == nil || last.StartTime == nil || endedOnItsOwn(last) {
+		return nil
+	}
+	lock, err := s.state.InspectLock(ctx)
+	if err != nil || lock == nil {
+		return err
+	}
+	run := &statebackend.RunRecord{Who: last.Who, Started: last.StartTime.Time, Alive: r.runLive(last.ID)}
+	if last.Result != RunRunning && last.CompletionTime != nil {
+		run.Ended = last.CompletionTime.Time
+	}
+	if r.server != nil {
+		if _, pending := r.server.Pending(s.state.Suffix()); pending {
+			return nil // the lock stays while the run's state is not saved (putBackState saves it)
+		}
+		// Runs through the state server name themselves in their locks: a lock is recovered
+		// only by the id of the dead run recorded in status, never by user@host, which a
+		// person's own terraform in the pod also matches.
+		if !isRecordedRunLock(lock, last, run.Alive, r.identity.who()) {
+			return nil
+		}
+		// The dead run's lock, once its carrier can no longer write: no run starts meanwhile (it
+		// would only fail StateLocked, and its record would replace the dead run's, by which
+		// alone the lock is recovered).
+		if res.Spec.RunnerPool != "" && r.runnerFenced() {
+			return &lockFenced{lock: lock.ID, wait: r.fence.runnerWait()} // its runner may still carry it
+		}
+		if res.Spec.RunnerPool == "" && last.Controller != r.identity.Controller && r.leaderFenced() {
+			return &lockFenced{lock: lock.ID, wait: r.fence.leaderWait()} // its manager's credentials may not have lapsed yet
+		}
+	} else if !statebackend.IsOwnStaleLock(lock, run, r.identity.who()) {
+		return nil
+	}
+	if err := s.state.ReleaseLock(ctx, lock.ID); err != nil {
+		return fmt.Errorf("recovering own stale lock %s: %w", lock.ID, err)
+	}
+	metrics.LockRecovered()
+	if res.Status.State != nil {
+		setLock(res, nil)
+	}
+	started := "an earlier controller"
+	if last.Controller != "" {
+		started = last.Controller
+	}
+	r.recorder.Eventf(res, nil, corev1.EventTypeWarning, "StateLockRecovered", "RecoverLock",
+		"released lock %s (holder %s, since %s) left by %s run %s started by %s, which is no longer running",
+		lock.ID, lock.Who, lock.Created.Format(time.RFC3339), last.Operation, last.ID, started)
+	return nil
+}
+
+// lockFenced is recoverOwnLock's answer for a dead run's lock that is recovered only once its
+// carrier can no longer write (runnerFenced, leaderFenced): try again after wait; start no run.
+type lockFenced struct {
+	lock string
+	wait time.Duration
+}
+
+func (e *lockFenced) Error() string {
+	return fmt.Sprintf("lock %s of a run this manager's predecessor started is recovered in %s, once that run can no longer write", e.lock, e.wait.Round(time.Second))
+}
+
+// endedOnItsOwn reports a last run that cannot have left a lock: it succeeded, or stopped for
+// approval or invalid input, so Terraform ended on its own and released what it took. Only a run
+// recorded Running (it died with its controller) or Failed (it may have been killed) is looked
+// for a lock, which saves a Lease read before most runs.
+func endedOnItsOwn(last *v1alpha1.RunStatus) bool {
+	switch last.Result {
+	case RunSucceeded, RunWaitingForApproval, RunInvalid:
+		return true
+	}
+	return false
+}
+
+// isRecordedRunLock reports a lock taken through the state server by the very run recorded in
+// status (the server names the run in the lock's Info), when that run was this deployment's and is
+// not alive: the lock is that dead run's whatever the clocks say.
+func isRecordedRunLock(lock *statebackend.Lock, last *v1alpha1.RunStatus, alive bool, self string) bool {
+	runID, ok := statebackend.RunOfLock(lock)
+	return ok && !alive && last.ID != "" && runID == last.ID && last.Who == self
+}
+
+// lockHeld records in status who holds the state lock that refused a run.
+func (r *stateKeeper) lockHeld(ctx context.Context, s *resourceScope) {
+	res := s.res
+	if res.Status.State == nil || s.state == nil {
+		return
+	}
+	if lock, err := s.state.InspectLock(ctx); err == nil {
+		setLock(res, lock)
+		res.Status.State.LockStale = r.isStale(lock, time.Now())
+	}
+}
+
+// DefaultStaleLockAfter is how long a lock that is not a live run's of this deployment is held
+// before status reports it as stale.
+const DefaultStaleLockAfter = time.Hour
+
+// isStale reports a lock to show as stale: held for longer than StaleLockAfter, and not by a run of
+// this controller that is alive. Only a person releases it (kubectl conductor unlock); the
+// controller itself releases only its own dead runs' locks (recoverOwnLock).
+func (r *stateKeeper) isStale(lock *statebackend.Lock, now time.Time) bool {
+	after := r.staleLockAfter
+	if after <= 0 {
+		after = DefaultStaleLockAfter
+	}
+	if lock == nil || lock.Created.IsZero() || now.Sub(lock.Created) <= after {
+		return false
+	}
+	runID, ok := statebackend.RunOfLock(lock)
+	return !ok || !r.runLive(runID)
+}
+
+// runLive reports whether the run runID is alive in this controller: the state server has not
+// revoked its credentials yet (statebackend.Server.Live), whichever pool carries it. Without a
+// state server (runs use the kubernetes backend directly) runs are synchronous with the reconcile,
+// so no run of a resource is alive while it reconciles.
+func (r *stateKeeper) runLive(runID string) bool {
+	return r.server != nil && r.server.Live(runID)
+}
+
+// setLock shows lock (nil: none) in status.state.
+func setLock(res *v1alpha1.InfraResource, lock *statebackend.Lock) {
+	st := res.Status.State
+	st.LockID, st.LockHolder, st.LockedSince, st.LockStale = "", "", nil, false
+	if lock == nil {
+		return
+	}
+	st.LockID, st.LockHolder = lock.ID, lock.Who
+	if !lock.Created.IsZero() {
+		st.LockedSince = &metav1.Time{Time: lock.Created}
+	}
+}
+
+// stateStored reports whether the resource's state is stored: the state server holds no state of
+// it that a run sent and that waits to be written (statebackend.Server.Pending). Without a state
+// server runs write their state themselves (the kubernetes backend), so it is.
+func (r *stateKeeper) stateStored(s *resourceScope) bool {
+	if r.server == nil || s.state == nil {
+		return true
+	}
+	_, pending := r.server.Pending(s.state.Suffix())
+	return !pending
+}
+
+// runnerFenced reports whether a run on a runner pool that this manager did not start (its
+// predecessor did, and died) may still be carried by its runner: until RunnerFence has passed since
+// this manager began reconciling (it leads), a runner cut off from the dead manager goes on under
+// its lease, then freezes and kills its run; only then may its lock be released. Runs this manager
+// started are known to the state server (runLive) and not concerned.
+func (r *stateKeeper) runnerFenced() bool {
+	return r.fence.runner > 0 && r.fence.runnerWait() > 0
+}
+
+// leaderFenced reports whether an in-process run another manager started may still write through
+// that manager's state server: until LeaderFence has passed since this manager began to lead, by
+// when that server refuses it (statebackend.Server.Leading) even if its process is alive, frozen
+// or partitioned.
+func (r *stateKeeper) leaderFenced() bool {
+	return r.fence.leader > 0 && r.fence.leaderWait() > 0
+}
