@@ -265,6 +265,20 @@ const (
 	// ReasonCreateRetried (event): the provider found no object with the import identity of a
 	// create a run that died had started: it never happened, and is made now.
 	ReasonCreateRetried = "CreateRetried"
+	// Events of a resource's life (Normal unless said): ReasonStateAdopted, orphaned state taken
+	// over; ReasonUpgrading, the class's newer module version written into the spec
+	// (upgradePolicy Automatic); ReasonStateOrphaned, reclaim policy Retain kept the
+	// infrastructure and labelled its state; ReasonDestroyed, reclaim policy Delete destroyed it;
+	// ReasonStateLockRecovered (Warning), a lock a dead run of this controller left was released;
+	// ReasonConnectionSecretWritten, the connection Secret was written again after it was deleted;
+	// ReasonSecretInputsChanged, a Secret input changed since the last apply, which runs once.
+	ReasonStateAdopted            = "StateAdopted"
+	ReasonUpgrading               = "Upgrading"
+	ReasonStateOrphaned           = "StateOrphaned"
+	ReasonDestroyed               = "Destroyed"
+	ReasonStateLockRecovered      = "StateLockRecovered"
+	ReasonConnectionSecretWritten = "ConnectionSecretWritten"
+	ReasonSecretInputsChanged     = "SecretInputsChanged"
 	// ReasonCreateHeld (event): the controller cannot know whether a create a run that died had
 	// started happened; the plan waits for a person (InterruptedCreate).
 	ReasonCreateHeld = "CreateHeld"

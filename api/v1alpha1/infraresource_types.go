@@ -164,7 +164,12 @@ type PlanSummary struct {
 
 // RunStatus describes the last Terraform run of a resource.
 type RunStatus struct {
-	// Operation: init, plan, apply, destroy or import.
+	// Operation is the Terraform command the run ended in — init, get, plan, show, import, apply
+	// or destroy — or what the run was or what stopped it before Terraform ran: drift (a drift
+	// check), restore (the restore-state annotation), render (a Secret input or credential could
+	// not be read), adopt (orphaned state refused), state (the state could not be saved, read or
+	// is missing), orphan (reclaim policy Retain could not orphan the state), output (the
+	// connection Secret could not be written).
 	Operation string `json:"operation"`
 	// QueuedTime is when the run was recorded and asked for a runner slot.
 	// +optional
@@ -177,7 +182,9 @@ type RunStatus struct {
 	// CompletionTime of the run; empty while it runs.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
-	// Result: Running, Succeeded or Failed.
+	// Result: Running, Succeeded, Failed, Invalid (refused before planning: the variables do not
+	// fit the module; not retried until the spec changes) or WaitingForApproval (a plan waits for
+	// the approve-plan annotation).
 	// +optional
 	Result string `json:"result,omitempty"`
 	// Summary of the plan the run applied.

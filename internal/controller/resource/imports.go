@@ -90,6 +90,6 @@ func (r *stateKeeper) adoptState(ctx context.Context, s *resourceScope) error {
 		res.Status.State = &v1alpha1.StateStatus{}
 	}
 	res.Status.State.AdoptedFrom = from
-	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, "StateAdopted", "Adopt", "adopted orphaned state %s", from)
+	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateAdopted, "Adopt", "adopted orphaned state %s", from)
 	return nil
 }

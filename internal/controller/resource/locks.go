@@ -71,7 +71,7 @@ func (r *stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) erro
 	if last.Controller != "" {
 		started = last.Controller
 	}
-	r.recorder.Eventf(res, nil, corev1.EventTypeWarning, "StateLockRecovered", "RecoverLock",
+	r.recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonStateLockRecovered, "RecoverLock",
 		"released lock %s (holder %s, since %s) left by %s run %s started by %s, which is no longer running",
 		lock.ID, lock.Who, lock.Created.Format(time.RFC3339), last.Operation, last.ID, started)
 	return nil

@@ -108,7 +108,7 @@ func (r *resourceSecrets) keepConnectionSecret(ctx context.Context, s *resourceS
 	if err := r.putConnectionSecret(ctx, res, target, owner, outs); err != nil {
 		return err
 	}
-	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, "ConnectionSecretWritten", "KeepConnectionSecret",
+	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonConnectionSecretWritten, "KeepConnectionSecret",
 		"connection Secret %s was missing: written from the state's outputs", target)
 	return nil
 }

@@ -132,7 +132,7 @@ func (r *reclaimer) reclaim(ctx context.Context, s *resourceScope) (bool, error)
 		if err := s.state.Orphan(ctx, statebackend.LabelValue(res.Name)); err != nil {
 			return true, err
 		}
-		r.recorder.Eventf(res, nil, corev1.EventTypeNormal, "StateOrphaned", "Reclaim",
+		r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateOrphaned, "Reclaim",
 			"reclaim policy Retain: infrastructure kept, state Secret %s labelled %s=%s",
 			res.Status.State.SecretName, statebackend.LabelOrphanedFrom, statebackend.LabelValue(res.Name))
 		return false, nil
@@ -256,7 +256,7 @@ func (r *reclaimer) runDestroy(ctx context.Context, s *resourceScope, st stateba
 			st = written
 		}
 	}
-	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, "Destroyed", "Reclaim", "reclaim policy Delete: infrastructure destroyed")
+	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonDestroyed, "Reclaim", "reclaim policy Delete: infrastructure destroyed")
 	return st, nil
 }
 

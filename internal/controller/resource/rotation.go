@@ -97,6 +97,6 @@ func rotated(res *v1alpha1.InfraResource, spec tfrunner.Spec) bool {
 
 // noteRotation records the event of a rotation noticed by a sync.
 func (r *syncer) noteRotation(res *v1alpha1.InfraResource) {
-	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, "SecretInputsChanged", "Sync",
+	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonSecretInputsChanged, "Sync",
 		"a Secret input (variablesFrom or env) changed since the last apply: planning and applying once")
 }

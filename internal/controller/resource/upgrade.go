@@ -60,7 +60,7 @@ func (r *Reconciler) upgradeAutomatically(ctx context.Context, res *v1alpha1.Inf
 	if err := r.Update(ctx, res); err != nil {
 		return false, err
 	}
-	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, "Upgrading", "Upgrade",
+	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonUpgrading, "Upgrade",
 		"upgradePolicy Automatic: module %s from %s to %s (class %s)", res.Spec.Module.Source, from, res.Spec.Module.Version, class.Name)
 	return true, nil
 }
