@@ -1,4 +1,4 @@
-// Class validation.
+// Package class validates classes.
 //
 // A platform team must see a broken class before any claim uses it. This controller resolves the
 // class's module at its version (fetched once into a cache), records the module's declared inputs

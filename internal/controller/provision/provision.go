@@ -1,3 +1,7 @@
+// Package provision is how a class becomes a resource, as pure functions of the API objects and
+// shared by the claim, class and resource reconcilers: the names that tie a claim and its
+// resource (naming.go), a class's templates rendered for a claim (provision.go) and checked before
+// any claim exists (check.go), and a class's module credentials (credentials.go).
 package provision
 
 import (

@@ -1,12 +1,13 @@
-// The resource lifecycle.
+// Package resource is the resource lifecycle.
 //
-// An InfraResource is one piece of infrastructure. This controller keeps its finalizer, derives its
-// phase from its claimRef the way the PV controller derives a PV's (syncVolume): no claimRef →
-// Available; a claimRef without a UID (a reservation) → Available; a claimRef naming a live claim
-// with that UID → Bound; a claimRef with a UID naming a claim that is gone, being deleted, or has
-// another UID → Released. Reconcile is a list of phases over one scope (scope.go) that
-// writes the status once; the run phases are in sync.go, reclaim in reclaim.go.
-// Without a runner (Runs nil) a resource has nothing to run and is Available as soon as it exists.
+// An InfraResource is one piece of infrastructure. This controller keeps its finalizer, observes
+// its claim the way the PV controller does a PV's (syncVolume): no claimRef → Available; a
+// claimRef without a UID (a reservation) → Available; a claimRef naming a live claim with that UID
+// → Bound; a claimRef with a UID naming a claim that is gone, being deleted, or has another UID →
+// Released. Reconcile is a list of phases over one scope (scope.go) that writes the status once,
+// its phase computed then (phaseOf, status.go); the run phases are in sync.go, reclaim in
+// reclaim.go; the collaborators the phases call are in parts.go. Without a runner (Runs nil) a
+// resource has nothing to run and takes its binding's phase as soon as it exists.
 package resource
 
 import (

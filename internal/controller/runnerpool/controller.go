@@ -1,3 +1,6 @@
+// Package runnerpool keeps each InfraRunnerPool's runner Deployment and ServiceAccount in the
+// controller's namespace (deployment.go renders the Deployment: the runner's flags, the grants its
+// runs get, the pool's volumes), and reports in status whether its runners are connected.
 package runnerpool
 
 import (

@@ -1,0 +1,78 @@
+package claim
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
+)
+
+// What wakes a claim: its resource, its class, and the Pending claims of a kind when a resource
+// or class of that kind becomes usable.
+
+// classReadinessChanged passes the updates of a class whose Ready condition changed status: a
+// class turning Ready (its module checked, which happens after the spec change that the generation
+// predicate sees) wakes its Pending claims at once rather than at their next PendingResync.
+func classReadinessChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		before, ok1 := e.ObjectOld.(*v1alpha1.InfraClass)
+		after, ok2 := e.ObjectNew.(*v1alpha1.InfraClass)
+		if !ok1 || !ok2 {
+			return false
+		}
+		return readyStatus(before.Status.Conditions) != readyStatus(after.Status.Conditions)
+	}}
+}
+
+// readyStatus is the status of the Ready condition, "" when there is none.
+func readyStatus(conds []metav1.Condition) metav1.ConditionStatus {
+	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionReady); c != nil {
+		return c.Status
+	}
+	return ""
+}
+
+func (r *Reconciler) claimsForResource(ctx context.Context, obj client.Object) []reconcile.Request {
+	res, ok := obj.(*v1alpha1.InfraResource)
+	if !ok {
+		return nil
+	}
+	if ref := res.Spec.ClaimRef; ref != nil {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}}
+	}
+	if res.Status.Phase != v1alpha1.ResourceAvailable {
+		return nil
+	}
+	return r.pendingClaims(ctx, res.Spec.ResourceKind)
+}
+
+func (r *Reconciler) claimsForClass(ctx context.Context, obj client.Object) []reconcile.Request {
+	class, ok := obj.(*v1alpha1.InfraClass)
+	if !ok {
+		return nil
+	}
+	return r.pendingClaims(ctx, class.Spec.ResourceKind)
+}
+
+// pendingClaims lists the unbound claims of a kind, from the cache.
+func (r *Reconciler) pendingClaims(ctx context.Context, kind string) []reconcile.Request {
+	claims := &v1alpha1.InfraClaimList{}
+	if err := r.List(ctx, claims, client.MatchingFields{shared.IndexClaimKind: kind}); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range claims.Items {
+		if c := &claims.Items[i]; c.Spec.ResourceName == "" {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+		}
+	}
+	return out
+}
