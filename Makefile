@@ -51,8 +51,9 @@ verify-proto: ## Fail when internal/runners/runnerpb is not what generate-proto 
 	diff -r internal/runners/runnerpb "$$tmp/internal/runners/runnerpb" || \
 		{ echo "internal/runners/runnerpb is out of date with proto/: run make generate-proto" >&2; exit 1; }
 
-docs: ## Regenerate docs/reference/conditions.md, the table of condition and event reasons, from the code and hack/reasondoc/reasons.yaml.
+docs: ## Regenerate docs/reference/: conditions.md (condition and event reasons, from the code and hack/reasondoc/reasons.yaml) and flags.md (the manager's and runner's flags, from cmd/conductor-tf).
 	go run ./hack/reasondoc
+	go run ./hack/flagdoc
 
 fmt: ## gofmt the code.
 	gofmt -l -w $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
