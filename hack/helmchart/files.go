@@ -18,8 +18,8 @@ controllerManager:
   imagePullSecrets: []
   leaderElection:
     enabled: %t
-  # The manager's arguments (see conductor-tf --help). Terraform and its providers run in the
-  # manager's container: --max-concurrent-runs and resources.limits size them together.
+  # The manager's arguments (docs/reference/flags.md lists them all). Terraform and its providers run
+  # in the manager's container: --max-concurrent-runs and resources.limits size them together.
   args:
 %s
   # Appended to args, e.g. ["--sync-interval=30m"].
@@ -42,8 +42,8 @@ controllerManager:
 rbac:
   enable: true
 
-# The InfraClass, InfraClaim and InfraResource CRDs. keep: ` + "`helm uninstall`" + ` leaves them (deleting a CRD
-# deletes every claim, class and resource, and with them the record of what exists).
+# The InfraClass, InfraClaim, InfraResource and InfraRunnerPool CRDs. keep: ` + "`helm uninstall`" + ` leaves them
+# (deleting a CRD deletes every object of its kind, and with them the record of what exists).
 crd:
   enable: true
   keep: true

@@ -43,13 +43,13 @@ variable "bucket" {
 variable "image" {
   type        = string
   default     = "conductor-tf/minio:2026-02-12"
-  description = "MinIO server image (server = \"minio\"); its PATH must hold `minio`. The default is the image `make minio-image` builds from the Go module proxy; any MinIO release image works."
+  description = "MinIO server image (server = \"minio\"); its PATH must hold `minio`. The default is the image `make workload-images` builds from the Go module proxy; any MinIO release image works."
 }
 
 variable "client_image" {
   type        = string
   default     = "conductor-tf/s3client:v0.1.0"
-  description = "Image of the S3 client that creates the bucket (cmd/s3client, built by `make minio-image`)."
+  description = "Image of the S3 client that creates the bucket (cmd/s3client, built by `make workload-images`)."
 }
 
 variable "storage_class_name" {
