@@ -37,119 +37,169 @@ type received struct {
 func (d *Dispatcher) drive(stream runnerpb.Runs_RunServer, j *job) (*runnerpb.Result, error) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	msgs := make(chan received, 64)
-	gen := 0
-	read := func(s runnerpb.Runs_RunServer, gen int) {
-		for {
-			m, err := s.Recv()
-			select {
-			case msgs <- received{m, err, gen}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}
-	go read(stream, gen)
-	var current *resumed // the resumed stream in use, if any
+	v := &driver{ctx: ctx, j: j, msgs: make(chan received, 64), stream: stream, lastSeen: time.Now(),
+		lease: d.opts.HeartbeatTimeout, cancel: j.cancel,
+		events: j.opts.Events, sink: j.sink, attached: !j.adopted}
+	go v.read(stream, v.gen)
 	defer func() {
-		if current != nil {
-			close(current.done)
+		if v.current != nil {
+			close(v.current.done)
 		}
 	}()
-	lease, fence := d.opts.HeartbeatTimeout, d.opts.HeartbeatTimeout+d.opts.FenceGrace
-	lastSeen, broken := time.Now(), false
-	ticker := time.NewTicker(lease / 8)
+	fence := d.opts.HeartbeatTimeout + d.opts.FenceGrace
+	ticker := time.NewTicker(v.lease / 8)
 	defer ticker.Stop()
-	cancel, cancelPending := j.cancel, false
-	send := func(m *runnerpb.ManagerMessage) {
-		if broken {
-			return // the runner resumes, or the fence ends the run
-		}
-		if err := stream.Send(m); err != nil {
-			broken = true
-		}
-	}
-	answer := func(err error) {
-		a := &runnerpb.Answer{}
-		if err != nil {
-			j.hookErr, a.Error = err, err.Error()
-		}
-		send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Answer{Answer: a}})
-	}
-	// An adopted run's events wait for the caller that attaches (its sink), unanswered: the run is
-	// frozen meanwhile (answerWait). held is the one that waits (a resent one replaces it).
-	events, sink, attached := j.opts.Events, j.sink, !j.adopted
-	var held tfrunner.Event
-	event := func(e tfrunner.Event) {
-		if !attached {
-			held = e
-			return
-		}
-		answer(events.Send(e))
-	}
 	for {
 		select {
-		case r := <-msgs:
-			if r.stream != gen {
-				continue // the end of a stream the run has left
+		case r := <-v.msgs:
+			if res, done := v.receive(r); done {
+				return res, nil
 			}
-			if r.err != nil {
-				broken = true
-				continue
-			}
-			lastSeen = time.Now()
-			m := r.m
-			switch {
-			case m.GetHeartbeat() != nil:
-				send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Lease{Lease: &runnerpb.Lease{
-					Seq: m.GetHeartbeat().GetSeq(), ValidForMs: lease.Milliseconds()}}})
-			case m.GetResult() != nil:
-				return m.GetResult(), nil
-			case m.GetCreateStart() != nil:
-				event(tfrunner.CreateStarted{Address: m.GetCreateStart().GetAddress()})
-			case m.GetApplying() != nil:
-				event(tfrunner.Applying{Plan: planFromProto(m.GetApplying())})
-			default:
-				// Not a message this manager knows (a newer runner's, a forged one): the run is
-				// stopped as a cancel stops it, and stays fenced until its Result or the fence's
-				// end. Given up at once, its lock and credentials would go while its processes
-				// may still run (issue 46).
-				if !cancelPending {
-					cancel, cancelPending = nil, true
-					send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Cancel{Cancel: &runnerpb.Cancel{}}})
-				}
-			}
-		case events = <-sink:
-			attached, sink = true, nil
-			if held != nil {
-				e := held
-				held = nil
-				answer(events.Send(e))
-			}
+		case events := <-v.sink:
+			v.attach(events)
 		case rs := <-j.resume:
-			if current != nil {
-				close(current.done)
-			}
-			current, stream, broken, lastSeen = &rs, rs.stream, false, time.Now()
-			gen++
-			go read(stream, gen)
-			if j.creds != nil {
-				// An adopted run: the runner may not have read them on the stream that broke.
-				send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Credentials{Credentials: j.creds}})
-			}
-			if cancelPending {
-				send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Cancel{Cancel: &runnerpb.Cancel{}}})
-			}
+			v.resume(rs)
 		case <-ticker.C:
-			if silent := time.Since(lastSeen); silent > fence {
-				return nil, fmt.Errorf("nothing from it for %s (lease %s, fence grace %s)", silent.Round(time.Second), lease, d.opts.FenceGrace)
+			if silent := time.Since(v.lastSeen); silent > fence {
+				return nil, fmt.Errorf("nothing from it for %s (lease %s, fence grace %s)", silent.Round(time.Second), v.lease, d.opts.FenceGrace)
 			}
-		case <-cancel:
-			cancel, cancelPending = nil, true
-			send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Cancel{Cancel: &runnerpb.Cancel{}}})
+		case <-v.cancel:
+			v.stopRun()
 		}
 	}
+}
+
+// driver is drive's state for one run: the stream in use (a resumed one replaces a broken one),
+// when the runner was last heard from, the cancel passed on, and the caller's Events sink, which
+// an adopted run waits for (its events held, unanswered, until a caller attaches).
+type driver struct {
+	ctx      context.Context // ends the stream readers when drive returns
+	j        *job
+	msgs     chan received
+	gen      int // the stream in use: received messages of another are a left stream's
+	stream   runnerpb.Runs_RunServer
+	current  *resumed // the resumed stream in use, if any
+	lastSeen time.Time
+	broken   bool // the stream in use failed: nothing is sent until the runner resumes
+	lease    time.Duration
+
+	cancel        <-chan struct{} // the caller's cancel, nil once passed on
+	cancelPending bool            // a Cancel was sent (again on each resumed stream)
+
+	events   tfrunner.Events
+	sink     <-chan tfrunner.Events // the sink of the caller that attaches, for an adopted run
+	attached bool
+	held     tfrunner.Event // the event an unattached run waits on (a resent one replaces it)
+}
+
+// read passes stream s's messages, tagged gen, to msgs until it ends or drive returns.
+func (v *driver) read(s runnerpb.Runs_RunServer, gen int) {
+	for {
+		m, err := s.Recv()
+		select {
+		case v.msgs <- received{m, err, gen}:
+		case <-v.ctx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// send sends m on the stream in use; a failed send marks it broken (the runner resumes, or the
+// fence ends the run).
+func (v *driver) send(m *runnerpb.ManagerMessage) {
+	if v.broken {
+		return
+	}
+	if err := v.stream.Send(m); err != nil {
+		v.broken = true
+	}
+}
+
+// answer answers the event that waits with the sink's verdict err (nil: go on).
+func (v *driver) answer(err error) {
+	a := &runnerpb.Answer{}
+	if err != nil {
+		v.j.hookErr, a.Error = err, err.Error()
+	}
+	v.send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Answer{Answer: a}})
+}
+
+// event hands e to the caller's sink and answers the runner, or holds it until a caller attaches.
+func (v *driver) event(e tfrunner.Event) {
+	if !v.attached {
+		v.held = e
+		return
+	}
+	v.answer(v.events.Send(e))
+}
+
+// attach takes the sink of the caller that attached to an adopted run and answers the event held.
+func (v *driver) attach(events tfrunner.Events) {
+	v.events, v.attached, v.sink = events, true, nil
+	if v.held != nil {
+		e := v.held
+		v.held = nil
+		v.answer(v.events.Send(e))
+	}
+}
+
+// receive handles one message of a stream: a heartbeat is answered with a Lease valid for the
+// heartbeat timeout, events go to the sink, and a Result ends the run (done). A message this
+// manager does not know stops the run as a cancel does.
+func (v *driver) receive(r received) (res *runnerpb.Result, done bool) {
+	if r.stream != v.gen {
+		return nil, false // the end of a stream the run has left
+	}
+	if r.err != nil {
+		v.broken = true
+		return nil, false
+	}
+	v.lastSeen = time.Now()
+	m := r.m
+	switch {
+	case m.GetHeartbeat() != nil:
+		v.send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Lease{Lease: &runnerpb.Lease{
+			Seq: m.GetHeartbeat().GetSeq(), ValidForMs: v.lease.Milliseconds()}}})
+	case m.GetResult() != nil:
+		return m.GetResult(), true
+	case m.GetCreateStart() != nil:
+		v.event(tfrunner.CreateStarted{Address: m.GetCreateStart().GetAddress()})
+	case m.GetApplying() != nil:
+		v.event(tfrunner.Applying{Plan: planFromProto(m.GetApplying())})
+	default:
+		// Not a message this manager knows (a newer runner's, a forged one): the run is stopped
+		// as a cancel stops it, and stays fenced until its Result or the fence's end. Given up at
+		// once, its lock and credentials would go while its processes may still run (issue 46).
+		if !v.cancelPending {
+			v.stopRun()
+		}
+	}
+	return nil, false
+}
+
+// resume carries the run on over a stream the runner opened with Resume: credentials again for
+// an adopted run (the runner may not have read them on the stream that broke), and the cancel
+// again when one was sent.
+func (v *driver) resume(rs resumed) {
+	if v.current != nil {
+		close(v.current.done)
+	}
+	v.current, v.stream, v.broken, v.lastSeen = &rs, rs.stream, false, time.Now()
+	v.gen++
+	go v.read(v.stream, v.gen)
+	if v.j.creds != nil {
+		v.send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Credentials{Credentials: v.j.creds}})
+	}
+	if v.cancelPending {
+		v.send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Cancel{Cancel: &runnerpb.Cancel{}}})
+	}
+}
+
+// stopRun passes a cancel on to the runner, once.
+func (v *driver) stopRun() {
+	v.cancel, v.cancelPending = nil, true
+	v.send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Cancel{Cancel: &runnerpb.Cancel{}}})
 }
