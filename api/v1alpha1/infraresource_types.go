@@ -336,9 +336,6 @@ type InfraResourceStatus struct {
 	// Imports records each import's outcome.
 	// +optional
 	Imports []ImportStatus `json:"imports,omitempty"`
-	// PendingPlanID identifies a plan that waits for approval (pendingPlan.id).
-	// +optional
-	PendingPlanID string `json:"pendingPlanID,omitempty"`
 	// PendingPlan is the plan that waits for approval, if any.
 	// +optional
 	PendingPlan *PendingPlan `json:"pendingPlan,omitempty"`

@@ -215,7 +215,6 @@ func makeFixtures(ctx context.Context) error {
 	res.Spec.ClaimRef = &v1alpha1.ClaimReference{Namespace: claimNS, Name: "bucket", UID: claimUIDs["bucket"]}
 	if err := createWithStatus(ctx, res, func() {
 		res.Status.Phase = v1alpha1.ResourceBound
-		res.Status.PendingPlanID = planID
 		res.Status.PendingPlan = &v1alpha1.PendingPlan{ID: planID, Reason: "DestructiveChange",
 			Summary: v1alpha1.PlanSummary{Add: 1, Change: 1, Destroy: 1}, Generation: res.Generation,
 			CreatedAt: *before(10*time.Minute - 41*time.Second), Secret: "plan-team-a-bucket-" + planID,
@@ -253,7 +252,6 @@ func makeFixtures(ctx context.Context) error {
 		doubt.Status.CreatesPendingRun = "0badc0de-1111-4c9d-8e7f-6a5b4c3d2e1f"
 		doubt.Status.PendingPlan = &v1alpha1.PendingPlan{ID: "aa11bb22cc33", Reason: v1alpha1.ReasonInterruptedCreate,
 			Summary: v1alpha1.PlanSummary{Add: 1}, Generation: 1, CreatedAt: *before(time.Minute)}
-		doubt.Status.PendingPlanID = "aa11bb22cc33"
 	}); err != nil {
 		return err
 	}

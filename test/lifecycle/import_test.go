@@ -161,7 +161,8 @@ var _ = Describe("Importing existing infrastructure", func() {
 
 		Eventually(synced(s, res.Name), timeout, time.Second).Should(reason(v1alpha1.ReasonReplaceNeedsApproval))
 		got := s.resource(res.Name)()
-		planID := got.Status.PendingPlanID
+		Expect(got.Status.PendingPlan).NotTo(BeNil())
+		planID := got.Status.PendingPlan.ID
 		Expect(planID).To(HaveLen(12))
 		Expect(condition(got.Status.Conditions, v1alpha1.ConditionSynced).Message).To(
 			And(ContainSubstring("module.main.kubernetes_secret_v1.credentials"), ContainSubstring(planID)))
@@ -179,7 +180,7 @@ var _ = Describe("Importing existing infrastructure", func() {
 		Eventually(gone(func() error {
 			return k8s.Get(s.ctx, client.ObjectKey{Namespace: storeNS, Name: "legacy-creds"}, &corev1.Secret{})
 		}), timeout).Should(BeTrue())
-		Expect(s.resource(res.Name)().Status.PendingPlanID).To(BeEmpty())
+		Expect(s.resource(res.Name)().Status.PendingPlan).To(BeNil())
 		Expect(s.resource(res.Name)().Annotations).NotTo(HaveKey(v1alpha1.AnnotationApproveReplace), "an approval is consumed by its apply")
 	})
 })

@@ -85,7 +85,7 @@ func approvedID(res *v1alpha1.InfraResource) string {
 // approved reports whether the plan that waits has been approved.
 func approved(res *v1alpha1.InfraResource) bool {
 	id := approvedID(res)
-	return id != "" && id == res.Status.PendingPlanID
+	return id != "" && res.Status.PendingPlan != nil && id == res.Status.PendingPlan.ID
 }
 
 // needsSavedPlan reports whether the resource's runs must stop between plan and apply: Manual
@@ -123,7 +123,7 @@ func gateOf(res *v1alpha1.InfraResource) *tfrunner.Gate {
 // left are settled (the plan does not create them again, or it was approved; this apply records
 // its own), and the run is an apply of p.
 func planPassed(res *v1alpha1.InfraResource, p *tfrunner.Plan) {
-	res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""
+	res.Status.PendingPlan = nil
 	if res.Status.CreatesPendingRun != runID(res) {
 		res.Status.CreatesPending, res.Status.CreatesPendingRun = nil, ""
 	}
@@ -154,7 +154,7 @@ func (r *syncer) holdPlan(ctx context.Context, res *v1alpha1.InfraResource, h *t
 		}
 		pending.Changes = append(pending.Changes, c.Address+": "+strings.Join(c.Actions, "+"))
 	}
-	res.Status.PendingPlan, res.Status.PendingPlanID = pending, p.ID
+	res.Status.PendingPlan = pending
 	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, an.conditionReason(), "Plan", "%s", an.Error())
 	return an
 }

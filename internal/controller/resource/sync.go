@@ -251,7 +251,7 @@ func (r *syncer) applied(ctx context.Context, s *resourceScope, out *tfrunner.Ap
 	if out.Schema != nil && out.Schema.Version != "" {
 		res.Status.ModuleVersion = out.Schema.Version // a registry constraint, resolved by init
 	}
-	res.Status.PendingPlan, res.Status.PendingPlanID = nil, ""
+	res.Status.PendingPlan = nil
 	setOutputs(res, out.Outputs)
 	r.keeper.readState(ctx, s)
 	sum := v1alpha1.PlanSummary{}
