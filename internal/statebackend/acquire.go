@@ -17,6 +17,8 @@ import (
 // ID. Holder is that lock as recorded on the Lease (its info may be empty when the Lease has none).
 type LockedError struct{ Holder *Lock }
 
+// Error names the holder as the Lease records it: who, lock ID, operation, since (RFC 3339) and
+// its info; or says only "locked by another client" when the holder is unknown.
 func (e *LockedError) Error() string {
 	h := e.Holder
 	if h == nil {
@@ -41,9 +43,10 @@ const lockAttempts = 5
 // (leaseRetry), and after lockAttempts attempts reported as "changed N times".
 var errLeaseChanged = errors.New("the lock Lease changed since it was read")
 
+// leaseChanged reports whether err is (or wraps) errLeaseChanged: the retry condition of leaseRetry.
 func leaseChanged(err error) bool { return errors.Is(err, errLeaseChanged) }
 
-// acquireLock locks a handle's's state with info, as Terraform's kubernetes backend does
+// acquireLock locks a handle's state with info, as Terraform's kubernetes backend does
 // (client.go, Lock): the Lease lock-tfstate-<workspace>-<suffix> is created with holderIdentity =
 // info.ID, annotation app.terraform.io/lock-info = info as JSON and the backend's labels (plus
 // extra), or, when it exists unheld, updated so. Unlike Terraform's, the update carries the
@@ -61,7 +64,6 @@ func leaseChanged(err error) bool { return errors.Is(err, errLeaseChanged) }
 // request instead of a read and a write. A stale guess fails (Conflict, AlreadyExists) and is
 // retried from a fresh read; a lock is never reported held from a guess, only from a read.
 func acquireLock(ctx context.Context, h *Handle, info Lock, known *coordinationv1.Lease, createFirst bool) (*Lock, *coordinationv1.Lease, error) {
-	kube, namespace, workspace, suffix, extra := h.store.kube, h.store.namespace, h.workspace, h.suffix, h.labels
 	if info.ID == "" {
 		return nil, nil, errors.New("lock info has no ID")
 	}
@@ -69,8 +71,7 @@ func acquireLock(ctx context.Context, h *Handle, info Lock, known *coordinationv
 	if err != nil {
 		return nil, nil, err
 	}
-	leases := kube.CoordinationV1().Leases(namespace)
-	name := LeaseName(workspace, suffix)
+	name := LeaseName(h.workspace, h.suffix)
 	lease, fresh := known.DeepCopy(), false
 	guessAbsent := known == nil && createFirst
 	var (
@@ -80,31 +81,16 @@ func acquireLock(ctx context.Context, h *Handle, info Lock, known *coordinationv
 	err = retry.OnError(leaseRetry, leaseChanged, func() error {
 		if lease == nil && !guessAbsent {
 			var err error
-			lease, err = leases.Get(ctx, name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				lease, err = nil, nil
-			}
-			if err != nil {
+			if lease, err = getLease(ctx, h); err != nil {
 				return err
 			}
 			fresh = true
 		}
 		guessAbsent = false
 		if lease == nil {
-			id := info.ID
-			created, err := leases.Create(ctx, &coordinationv1.Lease{
-				ObjectMeta: metav1.ObjectMeta{
-					Name: name, Namespace: namespace,
-					Labels:      backendLabels(workspace, suffix, extra),
-					Annotations: map[string]string{lockInfoAnnotation: string(raw)},
-				},
-				Spec: coordinationv1.LeaseSpec{HolderIdentity: &id},
-			}, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				return errLeaseChanged
-			}
+			created, err := createLockLease(ctx, h, info.ID, raw)
 			if err != nil {
-				return fmt.Errorf("creating lock Lease %s: %w", name, err)
+				return err
 			}
 			held, written = &info, created
 			return nil
@@ -125,13 +111,7 @@ func acquireLock(ctx context.Context, h *Handle, info Lock, known *coordinationv
 			}
 			return &LockedError{Holder: current}
 		}
-		id := info.ID
-		lease.Spec.HolderIdentity = &id
-		if lease.Annotations == nil {
-			lease.Annotations = map[string]string{}
-		}
-		lease.Annotations[lockInfoAnnotation] = string(raw)
-		updated, err := leases.Update(ctx, lease, metav1.UpdateOptions{})
+		updated, err := holdLease(ctx, h, lease, info.ID, raw)
 		if apierrors.IsConflict(err) || (apierrors.IsNotFound(err) && !fresh) {
 			lease, fresh = nil, false
 			return errLeaseChanged
@@ -154,7 +134,50 @@ func acquireLock(ctx context.Context, h *Handle, info Lock, known *coordinationv
 	return held, written, nil
 }
 
-// unlock releases the lock with this ID on a handle's's state, as Terraform's kubernetes backend
+// getLease reads the lock Lease of h's state: nil, and no error, when it does not exist.
+func getLease(ctx context.Context, h *Handle) (*coordinationv1.Lease, error) {
+	lease, err := h.store.kube.CoordinationV1().Leases(h.store.namespace).Get(ctx, LeaseName(h.workspace, h.suffix), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return lease, err
+}
+
+// createLockLease creates the lock Lease of h's state held under id, with the lock info raw (JSON)
+// in its lockInfoAnnotation and the backend's labels plus h's (Terraform's kubernetes backend,
+// client.go, Lock). It returns errLeaseChanged when another created the Lease first.
+func createLockLease(ctx context.Context, h *Handle, id string, raw []byte) (*coordinationv1.Lease, error) {
+	name := LeaseName(h.workspace, h.suffix)
+	created, err := h.store.kube.CoordinationV1().Leases(h.store.namespace).Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: h.store.namespace,
+			Labels:      backendLabels(h.workspace, h.suffix, h.labels),
+			Annotations: map[string]string{lockInfoAnnotation: string(raw)},
+		},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &id},
+	}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil, errLeaseChanged
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating lock Lease %s: %w", name, err)
+	}
+	return created, nil
+}
+
+// holdLease sets lease (h's lock Lease, as read or guessed, not held) held under id with the lock
+// info raw (JSON), and updates it with the resourceVersion it carries: the API server's error as
+// is (a Conflict when it changed since, a NotFound when it was deleted).
+func holdLease(ctx context.Context, h *Handle, lease *coordinationv1.Lease, id string, raw []byte) (*coordinationv1.Lease, error) {
+	lease.Spec.HolderIdentity = &id
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	lease.Annotations[lockInfoAnnotation] = string(raw)
+	return h.store.kube.CoordinationV1().Leases(h.store.namespace).Update(ctx, lease, metav1.UpdateOptions{})
+}
+
+// unlock releases the lock with this ID on a handle's state, as Terraform's kubernetes backend
 // does (client.go, Unlock: holderIdentity and the lock-info annotation removed, the Lease kept).
 // Unlike Terraform's, a state that is not locked (no Lease, or no holder) is not an error, so that
 // a retried unlock succeeds. It returns a *LockedError when the Lease is held under another ID.
@@ -218,6 +241,9 @@ func unlock(ctx context.Context, h *Handle, id string, known *coordinationv1.Lea
 	return written, nil
 }
 
+// leaseLock is the lock a Lease records: nil when it has no holder; else its lockInfoAnnotation
+// (JSON, as Terraform's kubernetes backend writes it) with ID the holderIdentity. An annotation
+// that is not LockInfo JSON is an error.
 func leaseLock(lease *coordinationv1.Lease) (*Lock, error) {
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 		return nil, nil

@@ -18,6 +18,7 @@ const AnnotationAdoptedFrom = "conductor.io/adopted-from"
 // resource, or the resource already has state of its own.
 type AdoptError struct{ Message string }
 
+// Error is the refusal's message, naming the Secret and why.
 func (e *AdoptError) Error() string { return e.Message }
 
 // adopt makes the orphaned state Secret `from` the state of resource, whose state lives in the
@@ -58,15 +59,7 @@ func adopt(ctx context.Context, kube kubernetes.Interface, namespace, from, work
 		return err
 	}
 	if from == target {
-		// The resource's own name: only the labels change (of every chunk, chunk 0 last).
-		for _, p := range slices.Backward(append([]*corev1.Secret{src}, srcParts...)) {
-			delete(p.Labels, LabelOrphanedFrom)
-			p.Labels[LabelResource] = resource
-			if _, err := secrets.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
-				return err
-			}
-		}
-		return nil
+		return relabelAdopted(ctx, kube, namespace, resource, src, srcParts)
 	}
 	if existing != nil && existing.Annotations[AnnotationAdoptedFrom] != from {
 		if st, found, err := readStatus(ctx, kube, namespace, workspace, suffix); err == nil && found && st.Resources > 0 {
@@ -78,31 +71,8 @@ func adopt(ctx context.Context, kube kubernetes.Interface, namespace, from, work
 		existing = nil
 	}
 	if existing == nil {
-		// The labels the kubernetes backend itself puts on a workspace's Secret, and LabelResource.
-		labels := backendLabels(workspace, suffix, map[string]string{LabelResource: resource})
-		// The -part-N chunks of a large state first, so that chunk 0, the mark of a finished copy
-		// that a resumed adoption trusts, is written last.
-		for i, p := range srcParts {
-			if err := putChunk(ctx, kube, namespace, chunkName(workspace, suffix, i+1), labels, p); err != nil {
-				return fmt.Errorf("writing adopted state %s: %w", target, err)
-			}
-		}
-		if cs, err := listChunks(ctx, kube, namespace, workspace, suffix); err != nil {
+		if err := copyAdopted(ctx, kube, namespace, workspace, suffix, resource, src, srcParts); err != nil {
 			return err
-		} else if err := deleteChunks(ctx, kube, namespace, cs, len(srcParts)+1); err != nil {
-			return err
-		}
-		annotations := map[string]string{AnnotationAdoptedFrom: from}
-		for k, v := range src.Annotations {
-			annotations[k] = v
-		}
-		adopted := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: target, Namespace: namespace, Annotations: annotations, Labels: labels},
-			Type:       src.Type,
-			Data:       src.Data,
-		}
-		if _, err := secrets.Create(ctx, adopted, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("writing adopted state %s: %w", target, err)
 		}
 	}
 	for _, p := range slices.Backward(srcParts) {
@@ -112,6 +82,56 @@ func adopt(ctx context.Context, kube kubernetes.Interface, namespace, from, work
 	}
 	if err := secrets.Delete(ctx, from, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing adopted state %s: %w", from, err)
+	}
+	return nil
+}
+
+// relabelAdopted adopts the orphaned state whose chunk 0 is src and whose -part-N chunks are
+// srcParts under its own name (the resource's own state Secret): only the labels change, on every
+// chunk, chunk 0 last (LabelOrphanedFrom removed, LabelResource set to resource).
+func relabelAdopted(ctx context.Context, kube kubernetes.Interface, namespace, resource string, src *corev1.Secret, srcParts []*corev1.Secret) error {
+	secrets := kube.CoreV1().Secrets(namespace)
+	for _, p := range slices.Backward(append([]*corev1.Secret{src}, srcParts...)) {
+		delete(p.Labels, LabelOrphanedFrom)
+		p.Labels[LabelResource] = resource
+		if _, err := secrets.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyAdopted copies the orphaned state whose chunk 0 is src and whose -part-N chunks are srcParts
+// to the workspace's state Secrets for suffix (none of which exists with chunk 0), labelled as the
+// kubernetes backend labels a workspace's Secrets, plus LabelResource = resource; chunk 0 is
+// annotated AnnotationAdoptedFrom = src's name besides src's own annotations. The -part-N chunks
+// go first and any further chunks left there are deleted, so that chunk 0, the mark of a finished
+// copy that a resumed adoption trusts, is written last. It returns the API server's errors.
+func copyAdopted(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix, resource string, src *corev1.Secret, srcParts []*corev1.Secret) error {
+	target := SecretName(workspace, suffix)
+	// The labels the kubernetes backend itself puts on a workspace's Secret, and LabelResource.
+	labels := backendLabels(workspace, suffix, map[string]string{LabelResource: resource})
+	for i, p := range srcParts {
+		if err := putChunk(ctx, kube, namespace, chunkName(workspace, suffix, i+1), labels, p); err != nil {
+			return fmt.Errorf("writing adopted state %s: %w", target, err)
+		}
+	}
+	if cs, err := listChunks(ctx, kube, namespace, workspace, suffix); err != nil {
+		return err
+	} else if err := deleteChunks(ctx, kube, namespace, cs, len(srcParts)+1); err != nil {
+		return err
+	}
+	annotations := map[string]string{AnnotationAdoptedFrom: src.Name}
+	for k, v := range src.Annotations {
+		annotations[k] = v
+	}
+	adopted := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: target, Namespace: namespace, Annotations: annotations, Labels: labels},
+		Type:       src.Type,
+		Data:       src.Data,
+	}
+	if _, err := kube.CoreV1().Secrets(namespace).Create(ctx, adopted, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("writing adopted state %s: %w", target, err)
 	}
 	return nil
 }

@@ -52,6 +52,9 @@ const maxVerbatim = 63
 // characters is 59 characters, within a label value.
 const hashedPrefix = 40
 
+// The patterns of SuffixFor: a name kept verbatim (a DNS-1123 label: lower-case alphanumerics and
+// '-', alphanumeric at both ends), the runs of characters a changed name replaces, and a trailing
+// "-<digits>" a changed name must not end in.
 var (
 	verbatimName  = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 	invalidChars  = regexp.MustCompile(`[^a-z0-9]+`)

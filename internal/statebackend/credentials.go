@@ -3,10 +3,7 @@ package statebackend
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,22 +76,6 @@ func (c RunCredentials) EnvList() []string {
 	return out
 }
 
-// run is one run's credentials as the server keeps them.
-type run struct {
-	id      string
-	suffix  string
-	pwHash  [sha256.Size]byte
-	labels  map[string]string
-	lockIDs map[string]bool // locks taken with these credentials, by lock ID
-	user    string          // the credentials' username
-	// erroredUnkept: KeepErrored could not keep the run's errored state; revoke then leaves the
-	// run's locks held and the run in Server.unkept (under Server.mu).
-	erroredUnkept bool
-	// seen is the state as this run last read or wrote it, so that its next write needs no read
-	// (Handle.writeFrom); only used under the state's serialize mutex.
-	seen *storedState
-}
-
 // randomToken returns n random bytes, base64url without padding.
 func randomToken(n int) string {
 	b := make([]byte, n)
@@ -118,25 +99,20 @@ func (s *Server) IssueRun(suffix string, labels map[string]string) (RunCredentia
 // it also releases every lock those credentials took that is still held under its ID (a run
 // killed, or cancelled, before its UNLOCK), unless the state the run sent is pending (not saved
 // yet: the lock stays until it is, see pending.go); it waits at most revokeTimeout for the API
-// server, and a lock it could not release is left for recovery by run id. labels are put on the state's Secrets and Lease
-// when the server writes them (besides the backend's own), like the backend's `labels` setting.
-// The server must have been started (Start), since the addresses name its port.
+// server, and a lock it could not release is left for recovery by run id. labels are put on the
+// state's Secrets and Lease when the server writes them (besides the backend's own), like the
+// backend's `labels` setting. The server must have been started (Start), since the addresses name
+// its port.
 func (s *Server) IssueRunAs(runID, suffix string, labels map[string]string) (creds RunCredentials, revoke func()) {
-	user := "run-" + randomToken(12)
-	password := randomToken(32)
-	r := &run{id: runID, user: user, suffix: suffix, pwHash: sha256.Sum256([]byte(password)), labels: maps.Clone(labels), lockIDs: map[string]bool{}}
-	s.mu.Lock()
-	s.runs[user] = r
-	addr := s.addr
-	s.mu.Unlock()
-	u := stateURL(addr, suffix)
+	r, password := s.creds.issue(runID, suffix, labels)
+	u := stateURL(s.Addr(), suffix)
 	creds = RunCredentials{
 		RunID: runID, Suffix: suffix,
 		Address: u, LockAddress: u, UnlockAddress: u,
-		Username: user, Password: password,
+		Username: r.user, Password: password,
 	}
 	var once sync.Once
-	return creds, func() { once.Do(func() { s.revoke(user, r) }) }
+	return creds, func() { once.Do(func() { s.revoke(r) }) }
 }
 
 // Live reports whether the run runID holds credentials that are not revoked yet: it was issued
@@ -145,33 +121,17 @@ func (s *Server) IssueRunAs(runID, suffix string, labels map[string]string) (cre
 // knows of live runs, whichever pool carries them; "" is never live. A run revoked while its
 // errored state could not be kept (KeepErrored) stays live, with its locks, until that state is
 // kept or refused: its lock is not a dead run's to recover.
-func (s *Server) Live(runID string) bool {
-	if runID == "" {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range s.runs {
-		if r.id == runID {
-			return true
-		}
-	}
-	_, unkept := s.unkept[runID]
-	return unkept
-}
+func (s *Server) Live(runID string) bool { return s.creds.live(runID) }
 
 // RevokeAll revokes the credentials of every run at once (as each run's revoke does: the locks
 // they took are released unless their state is pending or their errored state is not kept yet).
 // Call it once the runs' processes are gone — on lost leadership, after they were killed — so that
 // nothing this process issued can reach a state again.
 func (s *Server) RevokeAll() {
-	s.mu.Lock()
-	all := maps.Clone(s.runs)
-	s.mu.Unlock()
 	// At once for all: each revoke may wait revokeTimeout for an API server that is not there.
 	var wg sync.WaitGroup
-	for user, r := range all {
-		wg.Go(func() { s.revoke(user, r) })
+	for _, r := range s.creds.all() {
+		wg.Go(func() { s.revoke(r) })
 	}
 	wg.Wait()
 }
@@ -180,59 +140,23 @@ func (s *Server) RevokeAll() {
 const revokeTimeout = 30 * time.Second
 
 // revoke forgets a run's credentials and releases the locks it took and still holds.
-func (s *Server) revoke(user string, r *run) {
-	s.mu.Lock()
-	delete(s.runs, user)
-	if r.erroredUnkept {
+func (s *Server) revoke(r *run) {
+	if s.creds.forget(r) {
 		// Its errored state is still to be kept (KeepErrored): its locks stay, so that nothing runs
 		// on the older stored state meanwhile, and the run is remembered to take that state.
-		s.unkept[r.id] = r
-		s.mu.Unlock()
 		return
 	}
-	s.mu.Unlock()
-	// Under the state's mutex: a request of the run still in flight (a LOCK of a killed Terraform)
+	// In the state's turn: a request of the run still in flight (a LOCK of a killed Terraform)
 	// has finished, and its lock is in lockIDs.
-	unlock := s.serialize(r.suffix)
-	defer unlock()
-	s.mu.Lock()
-	ids := slices.Collect(maps.Keys(r.lockIDs))
-	_, pending := s.pending[r.suffix]
-	s.mu.Unlock()
-	if len(ids) == 0 || pending {
+	done := s.turns.take(r.suffix)
+	defer done()
+	ids := s.creds.lockIDs(r)
+	if len(ids) == 0 || s.pending.has(r.suffix) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), revokeTimeout)
 	defer cancel()
-	s.releaseLocks(ctx, s.store.For(r.suffix), r, ids)
-}
-
-// releaseLocks releases the locks ids run r took and still holds (Unlock releases only a lock held
-// under its id: another's lock is a *LockedError, left). Call it under the state's mutex.
-func (s *Server) releaseLocks(ctx context.Context, h *Handle, r *run, ids []string) {
-	for _, id := range ids {
-		if err := h.Unlock(ctx, id); err == nil {
-			s.mu.Lock()
-			delete(r.lockIDs, id)
-			s.mu.Unlock()
-		}
-	}
-}
-
-// authenticate returns the run whose credentials these are, or nil. The password is compared in
-// constant time.
-func (s *Server) authenticate(user, password string) *run {
-	s.mu.Lock()
-	r := s.runs[user]
-	s.mu.Unlock()
-	if r == nil {
-		return nil
-	}
-	h := sha256.Sum256([]byte(password))
-	if subtle.ConstantTimeCompare(h[:], r.pwHash[:]) != 1 {
-		return nil
-	}
-	return r
+	s.creds.release(ctx, s.store.For(r.suffix), r, ids)
 }
 
 // runInfoPrefix starts the Info of every lock taken through the server.

@@ -27,11 +27,7 @@ func (s *Server) IssueAdoptedRun(ctx context.Context, runID, suffix string, labe
 	lockID := ""
 	if id, ok := RunOfLock(lock); ok && id == runID {
 		lockID = lock.ID
-		s.mu.Lock()
-		if r := s.runs[creds.Username]; r != nil {
-			r.lockIDs[lockID] = true
-		}
-		s.mu.Unlock()
+		s.creds.takeOver(creds.Username, lockID)
 	}
 	return creds, revoke, lockID, nil
 }

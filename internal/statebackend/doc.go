@@ -8,8 +8,9 @@
 // a state's serial and lineage for status, inspects, takes and releases locks, recovers locks this
 // controller left behind, orphans and adopts state, and keeps the last versions of each state
 // beside it (history.go: History, Restore). Server serves the states to the controller's own runs
-// through Terraform's "http" backend protocol on a loopback address, with credentials issued per
-// run and valid for that run's state only (server.go, protocol.go, credentials.go); Store and
-// Handle are the handle-style API over one namespace and one state. It uses client-go only; it
-// knows nothing of the conductor API.
+// through Terraform's "http" backend protocol on a loopback address (server.go, protocol.go,
+// protocol_requests.go), with credentials issued per run and valid for that run's state only
+// (credentials.go, runs.go), keeping the states it could not write yet (pending.go,
+// pending_states.go, errored.go); Store and Handle are the handle-style API over one namespace and
+// one state. It uses client-go only; it knows nothing of the conductor API.
 package statebackend

@@ -25,9 +25,7 @@ func TestKeepErroredState(t *testing.T) {
 	if _, err := s.Store().For("db").Lock(ctx, Lock{ID: "lock-1", Info: runLockInfo("run-1", "")}); err != nil {
 		t.Fatal(err)
 	}
-	s.mu.Lock()
-	s.runs[firstUser(s)].lockIDs["lock-1"] = true // as its LOCK through the server would
-	s.mu.Unlock()
+	s.creds.takeOver(firstUser(s), "lock-1") // as its LOCK through the server would
 
 	var refused *ErroredStateRefusedError
 	if err := s.KeepErrored(ctx, "run-1", stateJSON(t, "l", 2, nil)); !errors.As(err, &refused) {
@@ -69,8 +67,8 @@ func TestKeepErroredState(t *testing.T) {
 
 // firstUser is the username of the server's only run.
 func firstUser(s *Server) string {
-	for user := range s.runs {
-		return user
+	for _, r := range s.creds.all() {
+		return r.user
 	}
 	return ""
 }

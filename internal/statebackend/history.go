@@ -167,6 +167,7 @@ func deleteHistory(ctx context.Context, kube kubernetes.Interface, namespace, wo
 	return nil
 }
 
+// deleteIgnoringMissing deletes the Secret name in namespace; one gone already is not an error.
 func deleteIgnoringMissing(ctx context.Context, kube kubernetes.Interface, namespace, name string) error {
 	err := kube.CoreV1().Secrets(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {

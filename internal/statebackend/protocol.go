@@ -1,7 +1,6 @@
 package statebackend
 
 import (
-	"bytes"
 	"context"
 	"crypto/md5"
 	"encoding/base64"
@@ -11,38 +10,131 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
+	"time"
 )
 
-// The handlers of the http backend protocol's requests (see Server for the protocol and its
-// sources). Each returns nil after writing a success response, or the error response to write.
+// protocol is the HTTP handler of a Server: Terraform's http backend protocol (see Server for the
+// requests and their sources) over the server's parts. It authenticates each request against the
+// run credentials, runs it in its state's turn, and answers from the store, the pending states and
+// the locks each run took (protocol_requests.go).
+type protocol struct {
+	store   *Store
+	creds   *credentials
+	pending *pendingStates
+	written *writtenStates
+	turns   *stateTurns
+	// leads says whether this process may serve its runs now (Server.Leading).
+	leads func() bool
+	// onError is told of every request refused or failed once its run was authenticated
+	// (Server.OnError).
+	onError func(runID, suffix string, status int, err error)
+}
+
+// statePath is the path prefix of state addresses.
+const statePath = "/state/"
+
+// maxStateBytes bounds a request body (state JSON): 256 MiB.
+const maxStateBytes = 256 << 20
+
+// requestTimeout bounds the work of one request on the API server.
+const requestTimeout = 2 * time.Minute
+
+// stateURL is the address of a state on a server listening at addr: http://<addr>/state/<suffix>.
+func stateURL(addr, suffix string) string {
+	u := url.URL{Scheme: "http", Host: addr, Path: statePath + url.PathEscape(suffix)}
+	return u.String()
+}
+
+// httpError is a response other than success: status and the reason (the body, as text, unless
+// holder is set, when the body is the holder's LockInfo JSON).
+type httpError struct {
+	status int
+	err    error
+	holder *Lock
+}
 
 // unavailable is a 503 for an error of the API server (the clients retry 5xx).
 func unavailable(err error) *httpError {
 	return &httpError{status: http.StatusServiceUnavailable, err: err}
 }
 
-func (s *Server) get(w http.ResponseWriter, r *http.Request, h *Handle, rn *run) *httpError {
-	if _, err := s.flushPending(r.Context(), h); err != nil {
-		return unavailable(err)
+// ServeHTTP serves the http backend protocol (see Server): 404 for a path that is not
+// /state/<suffix>, 401 without valid credentials, 403 for another suffix's, 503 while this process
+// does not lead, 405 for another method; otherwise the request's handler answers.
+func (p *protocol) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	suffix, ok := strings.CutPrefix(r.URL.Path, statePath)
+	if !ok || suffix == "" || strings.Contains(suffix, "/") {
+		http.NotFound(w, r)
+		return
 	}
-	stored, err := h.readStored(r.Context())
-	if err != nil {
-		return unavailable(err)
+	user, password, ok := r.BasicAuth()
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Basic realm="conductor-tf state"`)
+		http.Error(w, "credentials required", http.StatusUnauthorized)
+		return
 	}
-	rn.seen = stored
-	if !stored.found {
-		w.WriteHeader(http.StatusNotFound)
-		return nil
+	rn := p.creds.authenticate(user, password)
+	if rn == nil {
+		w.Header().Set("WWW-Authenticate", `Basic realm="conductor-tf state"`)
+		http.Error(w, "invalid credentials", http.StatusUnauthorized)
+		return
 	}
-	state := stored.plain
-	sum := md5.Sum(state)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
-	_, _ = w.Write(state)
-	return nil
+	if rn.suffix != suffix {
+		p.fail(w, rn, suffix, &httpError{status: http.StatusForbidden,
+			err: fmt.Errorf("the credentials of run %s are not valid for state %s", rn.id, suffix)})
+		return
+	}
+	// One request at a time per state, finished even when the client goes away: a write of
+	// several chunks cut off half-way would leave the state unreadable.
+	done := p.turns.take(suffix)
+	defer done()
+	// Checked once the request's turn came (it may have waited behind another's).
+	if p.leads != nil && !p.leads() {
+		p.fail(w, rn, suffix, &httpError{status: http.StatusServiceUnavailable, err: errNotLeading})
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), requestTimeout)
+	defer cancel()
+	r = r.WithContext(ctx)
+	h := p.store.For(suffix).WithLabels(rn.labels)
+	var e *httpError
+	switch r.Method {
+	case http.MethodGet:
+		e = p.get(w, r, h, rn)
+	case http.MethodPost:
+		e = p.post(w, r, h, rn)
+	case http.MethodDelete:
+		e = p.delete(w, r, h, rn)
+	case LockMethod:
+		e = p.lock(w, r, h, rn)
+	case UnlockMethod:
+		e = p.unlock(w, r, h, rn)
+	default:
+		e = &httpError{status: http.StatusMethodNotAllowed, err: fmt.Errorf("method %s not allowed", r.Method)}
+	}
+	if e != nil {
+		p.fail(w, rn, suffix, e)
+	}
 }
 
-// readBody reads a request body, checking its Content-MD5 header when present.
+// fail writes e as the response and tells onError.
+func (p *protocol) fail(w http.ResponseWriter, rn *run, suffix string, e *httpError) {
+	if p.onError != nil {
+		p.onError(rn.id, suffix, e.status, e.err)
+	}
+	if e.holder != nil {
+		raw, _ := json.Marshal(e.holder)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(e.status)
+		_, _ = w.Write(raw)
+		return
+	}
+	http.Error(w, e.err.Error(), e.status)
+}
+
+// readBody reads a request body (at most maxStateBytes, else 400), checking its Content-MD5 header
+// (base64 MD5 of the body) when present: a mismatch is a 400.
 func readBody(r *http.Request, w http.ResponseWriter) ([]byte, *httpError) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxStateBytes))
 	if err != nil {
@@ -55,221 +147,4 @@ func readBody(r *http.Request, w http.ResponseWriter) ([]byte, *httpError) {
 		}
 	}
 	return body, nil
-}
-
-// checkOwnLock returns nil when run rn holds the state's lock id as the Lease stores it now: the
-// Lease is read for every write (a copy this process cached could be stale — a person's
-// force-unlock, a new leader recovering the lock — and a write under a lost lock would race the
-// run that holds it now). Otherwise it returns a 423 with the holder when another lock holds the
-// state, and a 409 when the state is not locked, id is empty (the client holds no lock) or id is
-// a lock this run did not take through the server. The http backend client sends its lock ID
-// with every write once it holds one (?ID=), and runs always lock (-lock=false only for the
-// read-only drift plan, which writes nothing).
-func (s *Server) checkOwnLock(ctx context.Context, h *Handle, rn *run, id string) *httpError {
-	lock, err := h.InspectLock(ctx)
-	if err != nil {
-		return unavailable(err)
-	}
-	if lock != nil && lock.ID != id {
-		return &httpError{status: http.StatusLocked, holder: lock, err: &LockedError{Holder: lock}}
-	}
-	s.mu.Lock()
-	took := id != "" && rn.lockIDs[id]
-	s.mu.Unlock()
-	switch {
-	case id == "":
-		return &httpError{status: http.StatusConflict, err: fmt.Errorf(
-			"state write refused: run %s holds no lock on state %s (a run writes only under the lock it took)", rn.id, h.suffix)}
-	case lock == nil:
-		return &httpError{status: http.StatusConflict, err: fmt.Errorf(
-			"state write refused: the lock %s of run %s on state %s is no longer held (released since it was taken)", id, rn.id, h.suffix)}
-	case !took:
-		return &httpError{status: http.StatusConflict, err: fmt.Errorf(
-			"state write refused: the lock %s on state %s was not taken by run %s", id, h.suffix, rn.id)}
-	}
-	return nil
-}
-
-func (s *Server) post(w http.ResponseWriter, r *http.Request, h *Handle, rn *run) *httpError {
-	body, e := readBody(r, w)
-	if e != nil {
-		return e
-	}
-	ctx := r.Context()
-	lockID := r.URL.Query().Get("ID")
-	if e := s.checkOwnLock(ctx, h, rn, lockID); e != nil {
-		return e
-	}
-	sent, err := decodeJSON(body)
-	if err != nil {
-		return &httpError{status: http.StatusBadRequest, err: &InvalidStateError{Err: err}}
-	}
-	if err := s.loadPending(ctx, h); err != nil {
-		return unavailable(err)
-	}
-	s.mu.Lock()
-	p, hasPending := s.pending[h.suffix]
-	s.mu.Unlock()
-	if hasPending {
-		// The pending state is the newest accepted: the new one must follow it, and is then
-		// written in its place, checked against what is stored (flush).
-		if prev, err := decodeJSON(p.state); err == nil {
-			if err := checkFollows(prev, sent, p.state, body, SecretName(h.workspace, h.suffix)+" (pending)"); err != nil {
-				return &httpError{status: http.StatusConflict, err: err}
-			}
-		}
-		err = h.flush(ctx, body)
-		rn.seen = nil
-	} else {
-		// From what this run last read or wrote: one request for a one-chunk state.
-		var written *storedState
-		written, err = writeFrom(ctx, h, body, true, rn.seen)
-		rn.seen = written
-	}
-	var conflict *ConflictError
-	var invalid *InvalidStateError
-	switch {
-	case errors.As(err, &conflict):
-		return &httpError{status: http.StatusConflict, err: err}
-	case errors.As(err, &invalid):
-		return &httpError{status: http.StatusBadRequest, err: err}
-	case err != nil:
-		s.keepPending(ctx, h, body, lockID, err)
-		return unavailable(err)
-	}
-	if hasPending {
-		if err := s.dropPending(ctx, h); err != nil {
-			return unavailable(err)
-		}
-	}
-	sent.SecretName = SecretName(h.workspace, h.suffix)
-	s.mu.Lock()
-	s.written[h.suffix] = sent
-	s.mu.Unlock()
-	w.WriteHeader(http.StatusOK)
-	return nil
-}
-
-// delete removes the state's Secrets (its last version kept in history), when the state is locked
-// by a lock this run took (read from the Lease now); the Lease and history stay.
-func (s *Server) delete(w http.ResponseWriter, r *http.Request, h *Handle, rn *run) *httpError {
-	ctx := r.Context()
-	lock, err := h.InspectLock(ctx)
-	if err != nil {
-		return unavailable(err)
-	}
-	s.mu.Lock()
-	ours := lock != nil && rn.lockIDs[lock.ID]
-	s.mu.Unlock()
-	if lock != nil && !ours {
-		return &httpError{status: http.StatusLocked, holder: lock, err: &LockedError{Holder: lock}}
-	}
-	if lock == nil {
-		return &httpError{status: http.StatusConflict, err: fmt.Errorf(
-			"state delete refused: run %s holds no lock on state %s (a run deletes only under the lock it took)", rn.id, h.suffix)}
-	}
-	if stored, found, err := h.Read(ctx); err != nil {
-		return unavailable(err)
-	} else if found && h.store.HistoryLimit > 0 {
-		if cur, err := decodeJSON(stored); err == nil {
-			if _, err := keepVersion(ctx, h, cur, stored); err != nil {
-				return unavailable(err)
-			}
-		}
-	}
-	if err := deleteState(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix); err != nil {
-		return unavailable(err)
-	}
-	rn.seen = nil
-	s.mu.Lock()
-	delete(s.written, h.suffix)
-	s.mu.Unlock()
-	if err := s.dropPending(ctx, h); err != nil {
-		return unavailable(err)
-	}
-	w.WriteHeader(http.StatusOK)
-	return nil
-}
-
-func (s *Server) lock(w http.ResponseWriter, r *http.Request, h *Handle, rn *run) *httpError {
-	body, e := readBody(r, w)
-	if e != nil {
-		return e
-	}
-	var info Lock
-	if err := json.Unmarshal(body, &info); err != nil || info.ID == "" {
-		return &httpError{status: http.StatusBadRequest, err: fmt.Errorf("the body is not a LockInfo with an ID: %v", err)}
-	}
-	info.Info = runLockInfo(rn.id, info.Info)
-	held, err := h.Lock(r.Context(), info)
-	var locked *LockedError
-	if errors.As(err, &locked) {
-		return &httpError{status: http.StatusLocked, holder: locked.Holder, err: err}
-	}
-	if err != nil {
-		return unavailable(err)
-	}
-	s.mu.Lock()
-	rn.lockIDs[held.ID] = true
-	s.mu.Unlock()
-	raw, _ := json.Marshal(held)
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(raw)
-	return nil
-}
-
-func (s *Server) unlock(w http.ResponseWriter, r *http.Request, h *Handle, rn *run) *httpError {
-	body, e := readBody(r, w)
-	if e != nil {
-		return e
-	}
-	ctx := r.Context()
-	if s.hasPending(h.suffix) {
-		// The lock stays while the state this run sent is not stored: nothing may run on the
-		// older stored state. It is released once the pending state is written (flushPending).
-		return unavailable(fmt.Errorf("the state is not saved yet (kept as pending); the lock is kept until it is"))
-	}
-	var info Lock
-	if len(bytes.TrimSpace(body)) > 0 {
-		if err := json.Unmarshal(body, &info); err != nil {
-			return &httpError{status: http.StatusBadRequest, err: fmt.Errorf("the body is not a LockInfo: %w", err)}
-		}
-	}
-	id := info.ID
-	if id == "" {
-		// terraform's force-unlock sends no body: only a lock this run took is released so.
-		lock, err := h.InspectLock(ctx)
-		if err != nil {
-			return unavailable(err)
-		}
-		if lock == nil {
-			return nil
-		}
-		s.mu.Lock()
-		ours := rn.lockIDs[lock.ID]
-		s.mu.Unlock()
-		if !ours {
-			return &httpError{status: http.StatusConflict, err: errors.New("unlock without a lock ID: the state is locked by a lock this run did not take")}
-		}
-		id = lock.ID
-	}
-	err := h.Unlock(ctx, id)
-	var locked *LockedError
-	if errors.As(err, &locked) {
-		return &httpError{status: http.StatusLocked, holder: locked.Holder, err: err}
-	}
-	if err != nil {
-		return unavailable(err)
-	}
-	s.mu.Lock()
-	delete(rn.lockIDs, id)
-	s.mu.Unlock()
-	w.WriteHeader(http.StatusOK)
-	return nil
-}
-
-// stateURL is the address of a state on a server listening at addr.
-func stateURL(addr, suffix string) string {
-	u := url.URL{Scheme: "http", Host: addr, Path: statePath + url.PathEscape(suffix)}
-	return u.String()
 }

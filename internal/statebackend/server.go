@@ -3,12 +3,10 @@ package statebackend
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -41,9 +39,14 @@ import (
 // write to the Secrets fails gets 503 (the clients retry it) and the server keeps the state it
 // received (Pending, OnPending) until a write succeeds: a later request for that state, or
 // RetryPending, writes it first.
+//
+// A Server is composed of parts, each owning its own maps and mutex: credentials (runs.go: the
+// runs' credentials and the locks they took), pendingStates (pending_states.go: states received
+// and not written yet), writtenStates (written.go: what the controller reads a run's outcome
+// from), stateTurns (turns.go: one piece of work at a time per state) and protocol (protocol.go:
+// the HTTP handler over those parts). The Server itself issues and revokes credentials
+// (credentials.go), keeps errored states (errored.go) and listens.
 type Server struct {
-	store *Store
-
 	// OnPending, when set, is called (from the request's goroutine) each time a received state could
 	// not be written and is kept as pending, with the state and the write's error. Set it before
 	// Start.
@@ -58,65 +61,44 @@ type Server struct {
 	// Start.
 	Leading func() bool
 
-	mu      sync.Mutex
-	addr    string
-	srv     *http.Server
-	runs    map[string]*run         // by username
-	pending map[string]pendingState // by suffix
-	listed  bool                    // the pending Secrets were listed into pending (loadPending)
-	// badPending holds, by suffix, the pending Secrets that did not decode when listed.
-	badPending map[string]error
-	states     map[string]*sync.Mutex // by suffix, held while a request or RetryPending runs
-	written    map[string]State       // by suffix: the state last stored through the server, until TakeWritten
-	// unkept holds, by run ID, the runs revoked while their errored state could not be kept
-	// (KeepErrored); their locks stay held until it is kept or refused.
-	unkept map[string]*run
+	store   *Store
+	creds   *credentials
+	pending *pendingStates
+	written *writtenStates
+	turns   *stateTurns
+	proto   *protocol
+
+	mu   sync.Mutex // guards addr and srv
+	addr string
+	srv  *http.Server
 }
-
-// TakeWritten returns the serial, lineage and resource count of the state last stored for suffix
-// through this server (a run's POST), and forgets it; false when none was since the last call.
-// The controller reads a run's outcome from it instead of reading the state Secret again.
-func (s *Server) TakeWritten(suffix string) (State, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, ok := s.written[suffix]
-	delete(s.written, suffix)
-	return st, ok
-}
-
-// errNotLeading refuses the requests of runs while this process's leadership has lapsed.
-var errNotLeading = errors.New("this controller no longer leads (its leader election lease was not renewed in time): its runs may not read or write state")
-
-// requestTimeout bounds the work of one request on the API server.
-const requestTimeout = 2 * time.Minute
-
-// serialize waits for and holds the mutex of a state; the returned func releases it.
-func (s *Server) serialize(suffix string) func() {
-	s.mu.Lock()
-	m := s.states[suffix]
-	if m == nil {
-		m = &sync.Mutex{}
-		s.states[suffix] = m
-	}
-	s.mu.Unlock()
-	m.Lock()
-	return m.Unlock
-}
-
-// statePath is the path prefix of state addresses.
-const statePath = "/state/"
-
-// maxStateBytes bounds a request body (state JSON): 256 MiB.
-const maxStateBytes = 256 << 20
 
 // NewServer returns a server for the states in namespace that keeps historyLimit earlier versions
 // of each (0: none; DefaultHistoryLimit is the usual setting).
 func NewServer(kube kubernetes.Interface, namespace string, historyLimit int) *Server {
 	st := NewStore(kube, namespace)
 	st.HistoryLimit = historyLimit
-	return &Server{store: st, runs: map[string]*run{}, pending: map[string]pendingState{}, written: map[string]State{},
-		states: map[string]*sync.Mutex{}, unkept: map[string]*run{}}
+	s := &Server{store: st, creds: newCredentials(), written: newWrittenStates(), turns: newStateTurns()}
+	// The hooks are read when called, so that they may be set after NewServer.
+	s.pending = newPendingStates(st, func(suffix string, state []byte, err error) {
+		if s.OnPending != nil {
+			s.OnPending(suffix, state, err)
+		}
+	})
+	s.proto = &protocol{store: st, creds: s.creds, pending: s.pending, written: s.written, turns: s.turns, leads: s.leads,
+		onError: func(runID, suffix string, status int, err error) {
+			if s.OnError != nil {
+				s.OnError(runID, suffix, status, err)
+			}
+		}}
+	return s
 }
+
+// leads reports whether this process may serve its runs (Leading; always without it).
+func (s *Server) leads() bool { return s.Leading == nil || s.Leading() }
+
+// errNotLeading refuses the requests of runs while this process's leadership has lapsed.
+var errNotLeading = errors.New("this controller no longer leads (its leader election lease was not renewed in time): its runs may not read or write state")
 
 // Store is the store the server serves.
 func (s *Server) Store() *Store { return s.store }
@@ -161,130 +143,6 @@ func (s *Server) Addr() string {
 	return s.addr
 }
 
-// Pending returns the state received for suffix that could not be written yet, if any.
-func (s *Server) Pending(suffix string) ([]byte, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, ok := s.pending[suffix]
-	return bytes.Clone(p.state), ok
-}
-
-// RetryPending writes the pending state of suffix, if any — the one this server keeps, or, after a
-// restart, the one a killed controller left in its Secret (pending.go) — and forgets it once
-// written, releasing the lock of the run that sent it. The write is refused with a *ConflictError
-// when the stored state is readable and the pending one does not follow it (never overwritten);
-// an unreadable stored state is overwritten. It reports whether a pending state was written. Call
-// it before any other run of that state; any request of a run for that state does it first too.
-func (s *Server) RetryPending(ctx context.Context, suffix string) (bool, error) {
-	unlock := s.serialize(suffix)
-	defer unlock()
-	return s.flushPending(ctx, s.store.For(suffix))
-}
-
-// pendingState is a state received but not written, with the labels of the run that sent it and
-// the lock ID that run held.
-type pendingState struct {
-	state  []byte
-	labels map[string]string
-	lockID string
-}
-
-// loadPending puts the pending states a previous process of the controller left in their Secrets
-// into memory: the first call lists them all (one request, labelled LabelPendingState), instead of
-// reading one Secret per state. It is first called by the leader's first reconcile that runs
-// anything, after any earlier leader stopped serving.
-//
-// A pending Secret that does not decode stops only its own state, with that error.
-func (s *Server) loadPending(ctx context.Context, h *Handle) error {
-	s.mu.Lock()
-	listed, bad := s.listed, s.badPending[h.suffix]
-	s.mu.Unlock()
-	if listed {
-		return bad
-	}
-	found, undecoded, err := s.store.listPending(ctx)
-	if err != nil {
-		return fmt.Errorf("listing pending states: %w", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.listed {
-		return s.badPending[h.suffix]
-	}
-	s.badPending = undecoded
-	for suffix, p := range found {
-		if _, inMemory := s.pending[suffix]; !inMemory {
-			s.pending[suffix] = p
-		}
-	}
-	s.listed = true
-	return s.badPending[h.suffix]
-}
-
-// flushPending writes h's pending state, if any (see RetryPending).
-func (s *Server) flushPending(ctx context.Context, h *Handle) (bool, error) {
-	if err := s.loadPending(ctx, h); err != nil {
-		return false, err
-	}
-	s.mu.Lock()
-	p, ok := s.pending[h.suffix]
-	s.mu.Unlock()
-	if !ok {
-		return false, nil
-	}
-	if len(p.labels) > 0 {
-		h = h.WithLabels(p.labels)
-	}
-	if err := h.flush(ctx, p.state); err != nil {
-		return false, fmt.Errorf("writing the state received earlier, which could not be written then: %w", err)
-	}
-	if err := s.dropPending(ctx, h); err != nil {
-		return true, err
-	}
-	if p.lockID != "" {
-		// The lock stayed held while the state was pending; the run that took it has ended.
-		var locked *LockedError
-		if err := h.Unlock(ctx, p.lockID); err != nil && !errors.As(err, &locked) {
-			return true, fmt.Errorf("releasing lock %s after saving the pending state: %w", p.lockID, err)
-		}
-	}
-	return true, nil
-}
-
-// dropPending forgets h's pending state, in memory and in its Secret.
-func (s *Server) dropPending(ctx context.Context, h *Handle) error {
-	if err := h.deletePending(ctx); err != nil {
-		return fmt.Errorf("deleting the saved pending state: %w", err)
-	}
-	s.mu.Lock()
-	delete(s.pending, h.suffix)
-	s.mu.Unlock()
-	return nil
-}
-
-// hasPending reports whether suffix has a pending state in memory.
-func (s *Server) hasPending(suffix string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.pending[suffix]
-	return ok
-}
-
-// keepPending records state, sent by a run holding lockID, as h's pending state: in memory, then
-// in its Secret (before the run is answered), and tells OnPending.
-func (s *Server) keepPending(ctx context.Context, h *Handle, state []byte, lockID string, err error) {
-	s.mu.Lock()
-	s.pending[h.suffix] = pendingState{state: bytes.Clone(state), labels: h.labels, lockID: lockID}
-	s.mu.Unlock()
-	if serr := h.savePending(ctx, state, lockID); serr != nil {
-		err = fmt.Errorf("%w; and it could not be saved to %s either, so only this process keeps it: %v", err,
-			PendingSecretName(h.workspace, h.suffix), serr)
-	}
-	if s.OnPending != nil {
-		s.OnPending(h.suffix, bytes.Clone(state), err)
-	}
-}
-
 // Shutdown stops serving: it waits, until ctx is done, for the requests under way to finish (an
 // UNLOCK or a write of several chunks is never cut off half-way while it waits).
 func (s *Server) Shutdown(ctx context.Context) error {
@@ -297,82 +155,29 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return srv.Shutdown(ctx)
 }
 
-// httpError is a response other than success: status and the reason (the body, as text, unless
-// holder is set, when the body is the holder's LockInfo JSON).
-type httpError struct {
-	status int
-	err    error
-	holder *Lock
+// ServeHTTP serves the http backend protocol (see Server; protocol.go).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.proto.ServeHTTP(w, r) }
+
+// TakeWritten returns the serial, lineage and resource count of the state last stored for suffix
+// through this server (a run's POST), and forgets it; false when none was since the last call.
+// The controller reads a run's outcome from it instead of reading the state Secret again.
+func (s *Server) TakeWritten(suffix string) (State, bool) { return s.written.take(suffix) }
+
+// Pending returns (a copy of) the state received for suffix that could not be written yet, if
+// any; nil and false when none is pending in memory.
+func (s *Server) Pending(suffix string) ([]byte, bool) {
+	p, ok := s.pending.get(suffix)
+	return bytes.Clone(p.state), ok
 }
 
-// ServeHTTP serves the http backend protocol (see Server).
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	suffix, ok := strings.CutPrefix(r.URL.Path, statePath)
-	if !ok || suffix == "" || strings.Contains(suffix, "/") {
-		http.NotFound(w, r)
-		return
-	}
-	user, password, ok := r.BasicAuth()
-	if !ok {
-		w.Header().Set("WWW-Authenticate", `Basic realm="conductor-tf state"`)
-		http.Error(w, "credentials required", http.StatusUnauthorized)
-		return
-	}
-	rn := s.authenticate(user, password)
-	if rn == nil {
-		w.Header().Set("WWW-Authenticate", `Basic realm="conductor-tf state"`)
-		http.Error(w, "invalid credentials", http.StatusUnauthorized)
-		return
-	}
-	if rn.suffix != suffix {
-		s.fail(w, rn, suffix, &httpError{status: http.StatusForbidden,
-			err: fmt.Errorf("the credentials of run %s are not valid for state %s", rn.id, suffix)})
-		return
-	}
-	// One request at a time per state, finished even when the client goes away: a write of
-	// several chunks cut off half-way would leave the state unreadable.
-	unlock := s.serialize(suffix)
-	defer unlock()
-	// Checked once the request's turn came (it may have waited behind another's).
-	if s.Leading != nil && !s.Leading() {
-		s.fail(w, rn, suffix, &httpError{status: http.StatusServiceUnavailable, err: errNotLeading})
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), requestTimeout)
-	defer cancel()
-	r = r.WithContext(ctx)
-	h := s.store.For(suffix).WithLabels(rn.labels)
-	var e *httpError
-	switch r.Method {
-	case http.MethodGet:
-		e = s.get(w, r, h, rn)
-	case http.MethodPost:
-		e = s.post(w, r, h, rn)
-	case http.MethodDelete:
-		e = s.delete(w, r, h, rn)
-	case LockMethod:
-		e = s.lock(w, r, h, rn)
-	case UnlockMethod:
-		e = s.unlock(w, r, h, rn)
-	default:
-		e = &httpError{status: http.StatusMethodNotAllowed, err: fmt.Errorf("method %s not allowed", r.Method)}
-	}
-	if e != nil {
-		s.fail(w, rn, suffix, e)
-	}
-}
-
-// fail writes e as the response and tells OnError.
-func (s *Server) fail(w http.ResponseWriter, rn *run, suffix string, e *httpError) {
-	if s.OnError != nil {
-		s.OnError(rn.id, suffix, e.status, e.err)
-	}
-	if e.holder != nil {
-		raw, _ := json.Marshal(e.holder)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(e.status)
-		_, _ = w.Write(raw)
-		return
-	}
-	http.Error(w, e.err.Error(), e.status)
+// RetryPending writes the pending state of suffix, if any — the one this server keeps, or, after a
+// restart, the one a killed controller left in its Secret (pending.go) — and forgets it once
+// written, releasing the lock of the run that sent it. The write is refused with a *ConflictError
+// when the stored state is readable and the pending one does not follow it (never overwritten);
+// an unreadable stored state is overwritten. It reports whether a pending state was written. Call
+// it before any other run of that state; any request of a run for that state does it first too.
+func (s *Server) RetryPending(ctx context.Context, suffix string) (bool, error) {
+	done := s.turns.take(suffix)
+	defer done()
+	return s.pending.flush(ctx, s.store.For(suffix))
 }

@@ -366,7 +366,7 @@ func TestPendingStateOutlivesTheServer(t *testing.T) {
 	if err := h.Write(ctx, stateJSON(t, "lin-d", 5, map[string]int{"x": 5})); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.savePending(ctx, stateJSON(t, "lin-d", 2, nil), ""); err != nil {
+	if err := savePending(ctx, h, stateJSON(t, "lin-d", 2, nil), ""); err != nil {
 		t.Fatal(err)
 	}
 	third := startServer(t, fk, "ns", 5)

@@ -103,8 +103,8 @@ func (h *Handle) InspectLock(ctx context.Context) (*Lock, error) {
 // from the Lease as the Store last wrote it, or, when it knows none, creates the Lease at once
 // (the common case of a new state); either guess costs one failed write when wrong.
 func (h *Handle) Lock(ctx context.Context, info Lock) (*Lock, error) {
-	held, lease, err := acquireLock(ctx, h, info, h.knownLease(), true)
-	h.rememberLease(lease)
+	held, lease, err := acquireLock(ctx, h, info, h.store.knownLease(LeaseName(h.workspace, h.suffix)), true)
+	h.store.rememberLease(lease)
 	return held, err
 }
 
@@ -112,8 +112,8 @@ func (h *Handle) Lock(ctx context.Context, info Lock) (*Lock, error) {
 // starting from the Lease as the Store last wrote it; a state not locked is not an error, a lock
 // held under another ID is a *LockedError.
 func (h *Handle) Unlock(ctx context.Context, id string) error {
-	lease, err := unlock(ctx, h, id, h.knownLease())
-	h.rememberLease(lease)
+	lease, err := unlock(ctx, h, id, h.store.knownLease(LeaseName(h.workspace, h.suffix)))
+	h.store.rememberLease(lease)
 	return err
 }
 
@@ -150,17 +150,19 @@ func (h *Handle) Adopt(ctx context.Context, from, resource string) error {
 	return adopt(ctx, h.store.kube, h.store.namespace, from, h.workspace, h.suffix, resource)
 }
 
-func (h *Handle) knownLease() *coordinationv1.Lease {
-	if v, ok := h.store.leases.Load(LeaseName(h.workspace, h.suffix)); ok {
+// knownLease is the lock Lease name as this process last wrote or read it (rememberLease), or nil
+// when unknown: a guess, never reported as held without a read (acquireLock, unlock).
+func (s *Store) knownLease(name string) *coordinationv1.Lease {
+	if v, ok := s.leases.Load(name); ok {
 		return v.(*coordinationv1.Lease)
 	}
 	return nil
 }
 
-// rememberLease keeps lease as the last known state of h's Lease (nothing when nil).
-func (h *Handle) rememberLease(lease *coordinationv1.Lease) {
+// rememberLease keeps lease as the last known state of its lock Lease (nothing when nil).
+func (s *Store) rememberLease(lease *coordinationv1.Lease) {
 	if lease != nil {
-		h.store.leases.Store(lease.Name, lease)
+		s.leases.Store(lease.Name, lease)
 	}
 }
 
@@ -174,12 +176,18 @@ type ConflictError struct {
 	Message      string
 }
 
+// Error is Message: the stored state's Secret, serial and lineage, and why the sent one does not
+// follow it (checkFollows).
 func (e *ConflictError) Error() string { return e.Message }
 
 // InvalidStateError is a state that is not a JSON object with a serial and lineage.
 type InvalidStateError struct{ Err error }
 
+// Error is "invalid state: " and why the data is not a state.
 func (e *InvalidStateError) Error() string { return "invalid state: " + e.Err.Error() }
+
+// Unwrap returns why the data is not a state (wrapping encoding/json's error when it is not JSON),
+// for errors.Is and errors.As.
 func (e *InvalidStateError) Unwrap() error { return e.Err }
 
 // Write stores state (Terraform state JSON) as the new version of h's state. It refuses, with a
@@ -225,6 +233,7 @@ var errStale = errors.New("the state changed since it was read")
 // succeed). A second errStale (another writer between that read and the write) is returned.
 var staleRetry = wait.Backoff{Steps: 2}
 
+// isStale reports whether err is (or wraps) errStale: the retry condition of staleRetry.
 func isStale(err error) bool { return errors.Is(err, errStale) }
 
 // writeFrom is write starting from known, what this process last read or wrote of the state (nil:
