@@ -18,6 +18,8 @@ import (
 	"github.com/conductor-tf/conductor-tf/hack/reasondoc/reasontable"
 )
 
+// main parses the flags (-root, the repository's root, "." by default; -check) and runs; on an
+// error it prints it and exits with status 1.
 func main() {
 	root := flag.String("root", ".", "The repository's root.")
 	check := flag.Bool("check", false, "Only check that the page is current.")
@@ -28,6 +30,7 @@ func main() {
 	}
 }
 
+// run checks the page under root (check), or writes it there (mode 0644, its directory 0755).
 func run(root string, check bool) error {
 	if check {
 		return reasontable.Check(root)
