@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -182,14 +183,33 @@ func docFor(name, doc string) string {
 	return ""
 }
 
-// literalReasons finds string literals used as reasons in the package in dir: the reason argument
-// of Eventf(regarding, related, type, reason, action, note, …) and of setCondition(conds, gen,
-// type, status, reason, message), and a Reason field's value in a composite literal. It returns
-// the files (relative to root) that use each.
+// literalReasons finds string literals used as reasons in the packages under dir (dir's and its
+// sub-packages', as internal/controller/resource): the reason argument of Eventf(regarding,
+// related, type, reason, action, note, …) and of setCondition or SetCondition(conds, gen, type,
+// status, reason, message), and a Reason field's value in a composite literal. It returns the
+// files (relative to root) that use each.
 func literalReasons(root, dir string) (map[string][]string, error) {
-	files, paths, err := parseDir(filepath.Join(root, dir))
+	var files []*ast.File
+	var paths []string
+	err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if names, _ := filepath.Glob(filepath.Join(p, "*.go")); len(names) == 0 {
+			return nil
+		}
+		pf, pp, err := parseDir(p)
+		if err != nil && !strings.HasPrefix(err.Error(), "no Go files") {
+			return err
+		}
+		files, paths = append(files, pf...), append(paths, pp...)
+		return nil
+	})
 	if err != nil {
 		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no Go files under %s", dir)
 	}
 	out := map[string][]string{}
 	add := func(e ast.Expr, path string) {
@@ -201,7 +221,11 @@ func literalReasons(root, dir string) (map[string][]string, error) {
 		if err != nil || v == "" {
 			return
 		}
-		rel := filepath.ToSlash(filepath.Join(dir, filepath.Base(path)))
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return
+		}
+		rel = filepath.ToSlash(rel)
 		for _, p := range out[v] {
 			if p == rel {
 				return
@@ -223,7 +247,7 @@ func literalReasons(root, dir string) (map[string][]string, error) {
 				switch {
 				case name == "Eventf" && len(n.Args) >= 4:
 					add(n.Args[3], paths[i])
-				case name == "setCondition" && len(n.Args) >= 5:
+				case (name == "setCondition" || name == "SetCondition") && len(n.Args) >= 5:
 					add(n.Args[4], paths[i])
 				}
 			case *ast.KeyValueExpr:
