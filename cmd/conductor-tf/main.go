@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"flag"
 	"fmt"
 	"os"
@@ -15,26 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-version"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	conductorv1alpha1 "github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	claimcontroller "github.com/conductor-tf/conductor-tf/internal/controller/claim"
-	classcontroller "github.com/conductor-tf/conductor-tf/internal/controller/class"
 	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
-	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/sandbox"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
@@ -148,209 +131,6 @@ func main() {
 		ctrl.Log.WithName("setup").Error(err, "conductor-tf stopped")
 		os.Exit(1)
 	}
-}
-
-func run(o options) error {
-	log := ctrl.Log.WithName("setup")
-	scheme := kruntime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(conductorv1alpha1.AddToScheme(scheme))
-
-	cfg := ctrl.GetConfigOrDie()
-	// On SIGTERM runs under way go on for the drain timeout, then get SIGINT and up to the grace
-	// period to stop; the manager waits a little longer for its reconciles, so that each run's
-	// outcome is recorded before the pod goes (and it stays leader meanwhile: ReleaseOnCancel).
-	grace := o.drainTimeout + o.grace + 10*time.Second
-	drainer := tfrunner.NewDrain()
-	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure}
-	if o.metricsSecure {
-		// kubebuilder v4: TokenReview authenticates the caller, SubjectAccessReview authorizes
-		// get on /metrics; the certificate is self-signed unless one is mounted.
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
-	if !o.http2 {
-		metricsOpts.TLSOpts = append(metricsOpts.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
-	}
-	// The leader Lease through a lock that also tells when it was last renewed: the state server
-	// refuses runs once that is past the renew deadline (leaderClock).
-	leader, err := newLeaderClock(cfg, o.namespace, o.podName)
-	if err != nil {
-		return err
-	}
-	if o.leaderElect {
-		log.Info("leader election", "lease", o.namespace+"/"+leaderElectionID, "identity", leader.Identity())
-	}
-	lease, renew, retry := leaseDuration, renewDeadline, retryPeriod
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                              scheme,
-		Metrics:                             metricsOpts,
-		HealthProbeBindAddress:              o.probeAddr,
-		PprofBindAddress:                    o.pprofAddr,
-		LeaderElection:                      o.leaderElect,
-		LeaderElectionResourceLockInterface: leader,
-		LeaseDuration:                       &lease,
-		RenewDeadline:                       &renew,
-		RetryPeriod:                         &retry,
-		LeaderElectionReleaseOnCancel:       true,
-		GracefulShutdownTimeout:             &grace,
-		// Secrets are read and written one at a time (inputs, connection Secrets, state): never
-		// cached, so the controller neither holds every Secret of the cluster in memory nor needs
-		// to list and watch them cluster-wide.
-		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
-		// Runner pools' Deployments live in the manager's namespace only (a namespaced Role).
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&appsv1.Deployment{}:     {Namespaces: map[string]cache.Config{o.namespace: {}}},
-			&corev1.ServiceAccount{}: {Namespaces: map[string]cache.Config{o.namespace: {}}},
-		}},
-	})
-	if err != nil {
-		return err
-	}
-
-	ctx := context.Background()
-	find := tfrunner.FindOptions{ExplicitPath: o.terraformPath}
-	if o.installVersion != "" {
-		v, err := version.NewVersion(o.installVersion)
-		if err != nil {
-			return fmt.Errorf("--install-terraform-version: %w", err)
-		}
-		find.InstallVersion, find.InstallDir = v, filepath.Join(o.workDir, "bin")
-		if err := os.MkdirAll(find.InstallDir, 0o755); err != nil {
-			return err
-		}
-	}
-	bin, err := tfrunner.FindBinary(ctx, find)
-	if err != nil {
-		return err
-	}
-	log.Info("terraform binary", "binary", bin.String())
-	runsDir := filepath.Join(o.workDir, "runs")
-	env := runEnv(o.workDir, splitList(o.runEnv))
-	if _, err := ensureCLIConfig(env, o.workDir); err != nil {
-		return err
-	}
-	if bin.Sandbox, err = newSandbox(o.runSandbox, sandboxSetup{
-		workDir: o.workDir, binary: bin.Path, env: env,
-		hide: splitList(o.sandboxHide), read: splitList(o.sandboxRead), write: splitList(o.sandboxWrite),
-	}, func(f string, a ...any) { log.Info(fmt.Sprintf(f, a...)) }); err != nil {
-		return err
-	}
-	state := statebackend.Config{Namespace: o.namespace}
-	// Nothing of the controller's own Kubernetes credentials reaches a run: no KUBECONFIG, no
-	// KUBE_CONFIG_PATH, no KUBERNETES_SERVICE_* (the kubernetes provider's in-cluster config), and
-	// with the sandbox no file of them either (the token under /var/run/secrets, the kubeconfig). A
-	// class grants a run credentials of its own with kubernetesAccess.
-	if o.kubeconfig != "" {
-		log.Info("--state-kubeconfig is ignored: state goes through the controller's state server, and runs get Kubernetes credentials only from a class's kubernetesAccess")
-	}
-	runCluster, err := resourcecontroller.RunClusterFor(cfg)
-	if err != nil {
-		return err
-	}
-	if err := makeRunDirs(env); err != nil {
-		return err
-	}
-	var warm *tfrunner.WarmProviders
-	if providers := splitList(o.warmProviders); len(providers) > 0 && o.warmProviders != "none" {
-		warm = tfrunner.NewWarmProviders(filepath.Join(runsDir, ".warm"))
-		warm.Sandbox = bin.Sandbox
-		warm.Providers = providers
-		defer warm.Close()
-	}
-	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{
-		Binary: bin, Dir: runsDir, Env: env, MaxConcurrent: o.maxRuns, GracePeriod: o.grace,
-		Observer: metrics.Pool{}, WarmProviders: warm, Drain: drainer,
-	})
-	if err != nil {
-		return err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	// The state server outlives the manager: runs cancelled at shutdown still save their state
-	// and release their lock through it while the manager waits for them.
-	stateServer := statebackend.NewServer(kube, state.Namespace, o.stateHistory)
-	stateLog := ctrl.Log.WithName("state-server")
-	stateServer.OnError = func(runID, suffix string, status int, err error) {
-		stateLog.Info("request refused", "run", runID, "state", suffix, "status", status, "reason", err.Error())
-	}
-	stateServer.OnPending = func(suffix string, _ []byte, err error) {
-		stateLog.Error(err, "a run's state could not be saved; it is kept until it is", "state", suffix)
-	}
-	if o.leaderElect {
-		stateServer.Leading = leader.Leading
-	}
-	serverCtx, stopServer := context.WithCancel(context.Background())
-	defer stopServer()
-	if err := stateServer.Start(serverCtx, o.stateServerAddr); err != nil {
-		return fmt.Errorf("state server: %w", err)
-	}
-	runs := &runners.Router{Local: pool, KeepErrored: stateServer.KeepErrored}
-	adopter := &adopterRef{}
-	if o.runProtocolAddr != "" {
-		leading := elected(mgr)
-		if o.leaderElect {
-			leading = leader.Leading
-		}
-		if runs.Remote, err = startRunProtocol(serverCtx, o, kube, mgr, stateServer, drainer, adopter, leading); err != nil {
-			return fmt.Errorf("run protocol: %w", err)
-		}
-		log.Info("serving runner pools", "runProtocol", o.runProtocolAddr, "stateServer", o.runnerStateAddr)
-		if err := setupRunnerPools(serverCtx, o, kube, mgr, runs.Remote); err != nil {
-			return err
-		}
-	}
-	rec := mgr.GetEventRecorder("conductor-tf")
-	metrics.Register(metrics.Sources{Reader: mgr.GetCache(), Locks: statebackend.LockTimes(kube, o.namespace), Elected: mgr.Elected(), SyncInterval: o.syncInterval})
-	if err := (&claimcontroller.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, MaxConcurrentReconciles: o.workers, Ready: &metrics.ClaimReady{},
-	}).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	resources := &resourcecontroller.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: runs, Drain: drainer, State: state, StateServer: stateServer,
-		RunCluster: runCluster,
-		Identity:   resourcecontroller.RunIdentity{Who: statebackend.Who(), Controller: o.podName}, RunnerFence: runnerFence(o), LeaderFence: leaderFence(o), ControllerServiceAccount: o.serviceAccount,
-		MaxConcurrentDriftChecks: o.driftChecks, StaleLockAfter: o.staleLockAfter,
-		SyncInterval: o.syncInterval, SecretCheckInterval: o.secretCheck, KeepRunLogs: o.keepRunLogs, MaxConcurrentReconciles: o.resourceWorkers,
-	}
-	if err := resources.SetupWithManager(mgr); err != nil {
-		return err
-	}
-	adopter.r.Store(resources)
-	if err := (&classcontroller.Reconciler{
-		Client: mgr.GetClient(), Recorder: rec,
-		Modules: &tfrunner.ModuleCache{Binary: bin, Env: env, Dir: filepath.Join(o.workDir, "modules")},
-		Secrets: mgr.GetAPIReader(), Namespace: o.namespace,
-	}).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return err
-	}
-	log.Info("starting the manager", "maxConcurrentRuns", pool.MaxConcurrent(), "stateNamespace", state.Namespace,
-		"lockHolder", statebackend.Who(), "pod", o.podName, "stateServer", stateServer.Addr())
-	signals := ctrl.SetupSignalHandler()
-	// SIGTERM drains: no run starts, runs under way finish or are interrupted at the deadline.
-	context.AfterFunc(signals, func() { drainer.Begin(o.drainTimeout) })
-	err = mgr.Start(signals)
-	// Whatever stopped the manager, what is still running is interrupted now: after SIGTERM the
-	// reconciles had until GracefulShutdownTimeout.
-	drainer.Interrupt()
-	if lostLeadership(err) {
-		// Another replica may lead already: this one's runs stop at once (SIGKILL, no grace; what
-		// they had started creating is in doubt, and the next leader resolves it), and with them
-		// every credential this process issued (the state server refuses them already).
-		killed := tfrunner.Reap(runsDir, true)
-		log.Info("leadership lost: runs killed and their state credentials revoked", "processes", killed)
-		stateServer.RevokeAll()
-	}
-	drain(pool, runs.Remote, stateServer, o.grace)
-	return err
 }
 
 // elected reports whether the manager's Elected channel is closed: without leader election it is

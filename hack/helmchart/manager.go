@@ -86,7 +86,27 @@ checksum/cli-config: {{ .Values.providerMirror.cliConfig | sha256sum }}
 		pod[t.block(withBlock(k))] = ""
 	}
 
-	c := pod["containers"].([]any)[0].(map[string]any)
+	containerTemplate(t, pod["containers"].([]any)[0].(map[string]any))
+	volumes, _ := pod["volumes"].([]any)
+	pod["volumes"] = append(volumes, t.block(`{{- if .Values.providerMirror.cliConfig }}
+- name: cli-config
+  configMap:
+    name: `+fullname+`-cli-config
+{{- end }}
+{{- with .Values.providerMirror.volume }}
+- name: provider-mirror
+  {{- toYaml . | nindent IND2 }}
+{{- end }}`))
+	return `{{- if and (gt (int .Values.controllerManager.replicas) 1) (not .Values.controllerManager.leaderElection.enabled) }}
+{{- fail "controllerManager.replicas > 1 needs controllerManager.leaderElection.enabled: replicas without an elected leader would run the same plans and applies twice" }}
+{{- end }}
+` + t.render(d)
+}
+
+// containerTemplate templates the manager's container c in place: the image, the args (metrics,
+// leader election, the runner Service, the values' args, runEnv and extraArgs), the ports, the
+// env and mounts of the provider mirror's CLI configuration, and the resources.
+func containerTemplate(t *templater, c map[string]any) {
 	c["image"] = t.expr("{{ .Values.controllerManager.image.repository }}:{{ .Values.controllerManager.image.tag | default .Chart.AppVersion }}")
 	c["imagePullPolicy"] = t.expr("{{ .Values.controllerManager.image.pullPolicy }}")
 	c["args"] = []any{t.block(`{{- if .Values.metrics.enable }}
@@ -138,20 +158,6 @@ checksum/cli-config: {{ .Values.providerMirror.cliConfig | sha256sum }}
   mountPath: {{ .Values.providerMirror.mountPath }}
   readOnly: true
 {{- end }}`))
-	volumes, _ := pod["volumes"].([]any)
-	pod["volumes"] = append(volumes, t.block(`{{- if .Values.providerMirror.cliConfig }}
-- name: cli-config
-  configMap:
-    name: `+fullname+`-cli-config
-{{- end }}
-{{- with .Values.providerMirror.volume }}
-- name: provider-mirror
-  {{- toYaml . | nindent IND2 }}
-{{- end }}`))
-	return `{{- if and (gt (int .Values.controllerManager.replicas) 1) (not .Values.controllerManager.leaderElection.enabled) }}
-{{- fail "controllerManager.replicas > 1 needs controllerManager.leaderElection.enabled: replicas without an elected leader would run the same plans and applies twice" }}
-{{- end }}
-` + t.render(d)
 }
 
 // deepCopy copies o through YAML, so that templating it leaves the defaults values() reads.
