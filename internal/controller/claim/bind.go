@@ -224,7 +224,9 @@ func (r *Reconciler) provision(ctx context.Context, claim *v1alpha1.InfraClaim, 
 	return ctrl.Result{RequeueAfter: PendingResync}, nil
 }
 
-// release marks the claim's resource Released and removes the claim's finalizer.
+// release tells that the claim's bound resource is released (an event; the resource controller
+// finds the claim gone, marks the resource Released and reclaims it) and removes the claim's
+// finalizer.
 func (r *Reconciler) release(ctx context.Context, claim *v1alpha1.InfraClaim) error {
 	if !controllerutil.ContainsFinalizer(claim, v1alpha1.FinalizerClaim) {
 		return nil

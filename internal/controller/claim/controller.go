@@ -15,8 +15,9 @@
 //     finalizer makes sure the release is not skipped.
 //   - A bound claim whose resource is gone is Lost, as a PVC whose PV was deleted.
 //
-// Every branch of the binding steps (bind.go) says what it observed. Tests: internal/scheduler (matching, table tests) and
-// claim_test.go (envtest: static, pre-bound, dynamic, release, lost, race).
+// Every branch of the binding steps (bind.go) says what it observed. Tests: internal/scheduler
+// (matching, table tests) and claim_test.go (envtest: static, pre-bound, dynamic, release, lost,
+// race).
 package claim
 
 import (
@@ -68,7 +69,6 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=conductor.io,resources=infraclaims/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=conductor.io,resources=infraclaims/finalizers,verbs=update
 // +kubebuilder:rbac:groups=conductor.io,resources=infraresources,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=conductor.io,resources=infraresources/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=conductor.io,resources=infraclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch

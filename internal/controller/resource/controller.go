@@ -144,19 +144,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			rc.dropFinalizer,    // FinalizerResource: the API server deletes the object
 		)
 	}
-	sy := r.syncer()
-	return runPhases(ctx, s,
+	phases := []resourcePhase{
 		r.addFinalizers,   // FinalizerResource and FinalizerInUse, before anything else
 		r.nameState,       // the state name, chosen once (state.go)
 		r.upgradeModule,   // UpgradeAvailable, and upgradePolicy Automatic (upgrade.go)
 		r.observeBinding,  // the claim, and the phase it gives (as syncVolume)
 		r.reclaimReleased, // Released: Retain keeps it, Delete deletes it
-		sy.decideRun,      // a run is due, or the resource is idle until it is (sync.go)
-		sy.prepareRun,     // the state phases and the run's inputs
-		sy.attachRun,      // a run the previous leader started, adopted here: its outcome (adopt.go)
-		sy.checkForDrift,  // a drift check instead of an apply, when the spec was applied (drift.go)
-		sy.applyPhase,     // apply, or plan, approval and apply; then the outcome
-	)
+	}
+	if r.Runs != nil { // without runs nothing is provisioned: the binding alone gives the phase
+		sy := r.syncer()
+		phases = append(phases,
+			sy.decideRun,     // a run is due, or the resource is idle until it is (sync.go)
+			sy.prepareRun,    // the state phases and the run's inputs
+			sy.attachRun,     // a run the previous leader started, adopted here: its outcome (adopt.go)
+			sy.checkForDrift, // a drift check instead of an apply, when the spec was applied (drift.go)
+			sy.applyPhase,    // apply, or plan, approval and apply; then the outcome
+		)
+	}
+	return runPhases(ctx, s, phases...)
 }
 
 // addFinalizers adds the reclaim and in-use finalizers (one update, when either is missing).
@@ -282,6 +287,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return err
 		}
 	}
+	r.parts() // the collaborators, built from the configuration as set up (state names included)
 	return ctrl.NewControllerManagedBy(mgr).
 		// Status writes do not wake the resource up again: a failed run is retried by the work
 		// queue's backoff, not by its own status patch.

@@ -56,8 +56,8 @@ func (r *reclaimer) protectInUse(ctx context.Context, s *resourceScope) (bool, e
 	return r.updateMeta(ctx, s)
 }
 
-// reclaimInfra carries out the reclaim policy (reclaim) on a resource that has state, then deletes
-// the phase is Deleting meanwhile. Done (with s.result) while the finalizer must stay.
+// reclaimInfra carries out the reclaim policy (reclaim) on a resource that has state; the phase is
+// Deleting meanwhile. Done (with s.result) while the finalizer must stay.
 func (r *reclaimer) reclaimInfra(ctx context.Context, s *resourceScope) (bool, error) {
 	if !controllerutil.ContainsFinalizer(s.res, v1alpha1.FinalizerResource) {
 		return true, nil
@@ -75,7 +75,13 @@ func (r *reclaimer) recordReclaim(ctx context.Context, s *resourceScope) (bool, 
 	if !s.reclaiming {
 		return false, nil
 	}
-	return false, s.checkpoint(ctx)
+	if err := s.checkpoint(ctx); apierrors.IsNotFound(err) {
+		s.gone = true // its finalizer was removed by hand meanwhile: nothing is left to do
+		return true, nil
+	} else if err != nil {
+		return true, err
+	}
+	return false, nil
 }
 
 // deleteRunRecords deletes the reclaimed resource's plan and log Secrets.

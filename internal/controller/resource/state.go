@@ -108,7 +108,7 @@ func (r *stateKeeper) restoreState(ctx context.Context, s *resourceScope) error 
 		// a lock that recoverOwnLock releases by this run's id.
 		res.Status.LastRun = r.identity.newRun(res, "restore", time.Now())
 		if err := s.checkpoint(ctx); err != nil {
-			return fmt.Errorf("recording the restore run: %w", err)
+			return err
 		}
 		err = s.state.Restore(ctx, serial, res.Status.LastRun.ID)
 	}
