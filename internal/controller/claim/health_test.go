@@ -31,7 +31,7 @@ type verdict struct {
 // argoHealth is config/monitoring/argocd-health.lua, the check docs/monitoring.md shows.
 func argoHealth() string {
 	_, file, _, _ := runtime.Caller(0)
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "config", "monitoring", "argocd-health.lua"))
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", "config", "monitoring", "argocd-health.lua"))
 	Expect(err).NotTo(HaveOccurred())
 	return string(b)
 }
@@ -180,7 +180,7 @@ var _ = Describe("Health as GitOps tools read it", func() {
 		Expect(verdictOf(got)).To(Equal(verdict{status.InProgressStatus, "Progressing"}), "by the generation alone")
 
 		_, file, _, _ := runtime.Caller(0)
-		docs, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "docs", "monitoring.md"))
+		docs, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", "docs", "monitoring.md"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(docs)).To(ContainSubstring(argoHealth()), "docs/monitoring.md shows the check as it is tested")
 	})
