@@ -115,7 +115,7 @@ run: tools manifests generate ## Run the controller against the cluster of $KUBE
 		--metrics-bind-address 127.0.0.1:8080 --metrics-secure=false $(RUN_ARGS)
 
 ##@ Deployment
-.PHONY: base-image docker-build build-installer helm-chart deploy undeploy test-image kind-node-image workload-images test-e2e
+.PHONY: base-image docker-build build-installer helm-chart deploy undeploy test-image kind-node-image workload-images test-e2e prepare-images
 base-image: ## Make the runtime base image offline (debootstrap bookworm minbase + git, ca-certificates, openssh-client).
 	@hack/base-image.sh
 
@@ -148,6 +148,9 @@ workload-images: ## Build the rook-minio module's images offline: the MinIO serv
 
 test-e2e: ## kind cluster from the offline node image, controller image loaded, test/e2e (Ginkgo, tag e2e), cluster deleted.
 	@hack/test-e2e.sh
+
+prepare-images: ## Build every image make test-image and make test-e2e use (base, kind node, workloads, controller), cached; .ci/run runs it beside make test.
+	@hack/prepare-images.sh
 
 test-image: ## Build the image offline and drive the sample class and claim to Ready and back with it (docker run against a local control plane).
 	@hack/test-image.sh

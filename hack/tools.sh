@@ -373,18 +373,32 @@ CONDUCTOR_TF_CLOUD_PROVIDERS="$(for e in "${CLOUD_PROVIDERS[@]}"; do printf '%s 
 ENV
 }
 
+# locked PART BUILD...: runs the builds holding $CACHE/locks/PART.lock (flock), so that two runs of
+# this script at once (CI builds the images with hack/prepare-images.sh beside make test) wait for
+# each other on a part they share, and the second finds it built (each build checks its stamp
+# inside the lock), instead of both writing one build directory.
+locked() {
+  local part=$1; shift
+  mkdir -p "$CACHE/locks"
+  (
+    flock 9
+    for build in "$@"; do "$build"; done
+  ) 9>"$CACHE/locks/$part.lock"
+}
+
 case "${1:-all}" in
-  all) build_controller_gen; build_k8s; build_tofu; build_providers; build_helm ;;
-  k8s) build_k8s ;;
-  tofu) build_tofu ;;
-  providers) build_providers ;;
-  cloud-providers) build_providers; build_cloud_providers; build_fake_gcs ;;
+  all) locked controller-gen build_controller_gen; locked k8s build_k8s; locked tofu build_tofu
+       locked providers build_providers; locked helm build_helm ;;
+  k8s) locked k8s build_k8s ;;
+  tofu) locked tofu build_tofu ;;
+  providers) locked providers build_providers ;;
+  cloud-providers) locked providers build_providers build_cloud_providers; locked fake-gcs build_fake_gcs ;;
   cloud-providers-built) cloud_providers_built ;;
-  controller-gen) build_controller_gen ;;
-  proto) build_proto ;;
-  helm) build_helm ;;
-  kind) build_k8s; build_k8s_node; build_kind; build_local_path ;;
-  minio) build_minio ;;
+  controller-gen) locked controller-gen build_controller_gen ;;
+  proto) locked proto build_proto ;;
+  helm) locked helm build_helm ;;
+  kind) locked k8s build_k8s; locked k8s-node build_k8s_node; locked kind build_kind; locked local-path build_local_path ;;
+  minio) locked minio build_minio ;;
   env) print_env ;;
   *) echo "usage: $0 [all|k8s|tofu|providers|cloud-providers|controller-gen|proto|helm|kind|minio|cloud-providers-built|env]" >&2; exit 2 ;;
 esac
