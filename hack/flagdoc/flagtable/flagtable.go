@@ -17,14 +17,13 @@
 package flagtable
 
 import (
-	"bytes"
-	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/conductor-tf/conductor-tf/hack/docpage"
 )
 
 // Paths, relative to the repository's root.
@@ -184,21 +183,8 @@ func Generate(root string) ([]byte, error) {
 	return render(sets), nil
 }
 
-// ErrStale is returned by Check when the page differs from what Generate makes.
-var ErrStale = errors.New(OutputPath + " is stale: run `" + Command + "`")
+// ErrStale is wrapped by Check's error when the page differs from what Generate makes.
+var ErrStale = docpage.ErrStale
 
-// Check compares the page under root with what Generate makes.
-func Check(root string) error {
-	want, err := Generate(root)
-	if err != nil {
-		return err
-	}
-	have, err := os.ReadFile(filepath.Join(root, OutputPath))
-	if err != nil {
-		return fmt.Errorf("%w (%v)", ErrStale, err)
-	}
-	if !bytes.Equal(have, want) {
-		return ErrStale
-	}
-	return nil
-}
+// Check compares the page under root with what Generate makes (docpage.Check).
+func Check(root string) error { return docpage.Check(root, OutputPath, Command, Generate) }

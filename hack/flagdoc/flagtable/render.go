@@ -3,7 +3,8 @@ package flagtable
 import (
 	"bytes"
 	"fmt"
-	"strings"
+
+	"github.com/conductor-tf/conductor-tf/hack/docpage"
 )
 
 // intros say what each command is and where its flags are set, by flag set.
@@ -43,7 +44,7 @@ func render(sets []Set) []byte {
 				b.WriteString("\n| Flag | Value | Default | What it does |\n|---|---|---|---|\n")
 				from = fl.From
 			}
-			fmt.Fprintf(&b, "| <a id=\"%s\"></a>`--%s` | %s | %s | %s |\n", Anchor(s.Name, fl.Name), fl.Name, fl.Type, cell(fl.Default), cell(fl.Usage))
+			fmt.Fprintf(&b, "| <a id=\"%s\"></a>`--%s` | %s | %s | %s |\n", Anchor(s.Name, fl.Name), fl.Name, fl.Type, docpage.Cell(fl.Default), docpage.Cell(fl.Usage))
 		}
 	}
 	return bytes.ReplaceAll(b.Bytes(), []byte("\n\n\n"), []byte("\n\n"))
@@ -71,10 +72,4 @@ func anchorsUnique(sets []Set) error {
 		}
 	}
 	return nil
-}
-
-// cell puts text on one line and escapes what would end a table cell or open an HTML tag.
-func cell(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	return strings.NewReplacer("|", `\|`, "<", "&lt;").Replace(s)
 }

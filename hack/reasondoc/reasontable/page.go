@@ -2,13 +2,13 @@ package reasontable
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/conductor-tf/conductor-tf/hack/docpage"
 	"sigs.k8s.io/yaml"
 )
 
@@ -143,33 +143,15 @@ func row(b *bytes.Buffer, prefix string, r Reason, e Entry) {
 	if means == "" {
 		means = r.Doc
 	}
-	where := cell(e.Where)
+	where := docpage.Cell(e.Where)
 	if r.Stalls {
 		where += "; **stalls**"
 	}
-	fmt.Fprintf(b, "| <a id=\"%s\"></a>`%s` | %s | %s | %s |\n", prefix+Anchor(r.Value), r.Value, where, cell(means), cell(e.Do))
+	fmt.Fprintf(b, "| <a id=\"%s\"></a>`%s` | %s | %s | %s |\n", prefix+Anchor(r.Value), r.Value, where, docpage.Cell(means), docpage.Cell(e.Do))
 }
 
-// cell puts text on one line and escapes what would end a table cell.
-func cell(s string) string {
-	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", `\|`)
-}
+// ErrStale is wrapped by Check's error when the page differs from what Generate makes.
+var ErrStale = docpage.ErrStale
 
-// ErrStale is returned by Check when the page differs from what Generate makes.
-var ErrStale = errors.New(OutputPath + " is stale: run `" + Command + "`")
-
-// Check compares the page under root with what Generate makes.
-func Check(root string) error {
-	want, err := Generate(root)
-	if err != nil {
-		return err
-	}
-	have, err := os.ReadFile(filepath.Join(root, OutputPath))
-	if err != nil {
-		return fmt.Errorf("%w (%v)", ErrStale, err)
-	}
-	if !bytes.Equal(have, want) {
-		return ErrStale
-	}
-	return nil
-}
+// Check compares the page under root with what Generate makes (docpage.Check).
+func Check(root string) error { return docpage.Check(root, OutputPath, Command, Generate) }
