@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ModuleSource pins a Terraform/OpenTofu module at a version.
@@ -225,6 +226,9 @@ const (
 	// ReasonDriftDetected and ReasonNoDrift are the reasons of the Drifted condition.
 	ReasonDriftDetected = "DriftDetected"
 	ReasonNoDrift       = "NoDrift"
+	// ReasonReconcilePaused: the resource carries conductor.io/paused=true; no plan, apply or
+	// drift check runs until it is removed (Synced=False, as crossplane-runtime's ReconcilePaused).
+	ReasonReconcilePaused = "ReconcilePaused"
 	// ReasonRunnersConnected and ReasonNoRunners are the reasons of a runner pool's Ready
 	// condition: runners are connected to the manager, or none is (its runs wait).
 	ReasonRunnersConnected = "RunnersConnected"
@@ -325,6 +329,15 @@ const (
 	// AnnotationAbandon ("true") lets a Delete resource whose state is missing be deleted without a
 	// destroy: its infrastructure is left as it is (an event says so).
 	AnnotationAbandon = "conductor.io/abandon"
+	// AnnotationPaused ("true") pauses a resource: no plan, apply or drift check runs, and Synced
+	// is False with reason ReconcilePaused, until it is removed or set to anything else; deleting
+	// the resource still reclaims it. Crossplane's crossplane.io/paused, Flux's suspend.
+	AnnotationPaused = "conductor.io/paused"
+	// AnnotationReconcileRequestedAt asks for a sync now: any value other than
+	// status.lastHandledReconcileAt (by convention the time of the request) makes a run due — a
+	// drift check when the spec was applied, else a plan and apply — and is echoed in
+	// status.lastHandledReconcileAt when that run starts (Flux's reconcile.fluxcd.io/requestedAt).
+	AnnotationReconcileRequestedAt = "conductor.io/reconcile-requested-at"
 )
 
 // ApprovalMode says when a plan with changes is applied.
@@ -388,6 +401,13 @@ type Operations struct {
 	// +optional
 	// +kubebuilder:default=Allowed
 	WarmProviders WarmProvidersPolicy `json:"warmProviders,omitempty"`
+	// SyncInterval is how long an applied resource waits between drift checks (spread by ±10 %),
+	// e.g. "1h" or "30m"; at least 10s. Unset: the manager's --sync-interval (10 minutes by default).
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="syncInterval must be at least 10s"
+	SyncInterval *metav1.Duration `json:"syncInterval,omitempty"`
 }
 
 // WarmProvidersPolicy says whether a resource's applies may use warm provider processes.

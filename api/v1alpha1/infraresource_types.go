@@ -355,6 +355,10 @@ type InfraResourceStatus struct {
 	// CreatesPendingRun is the id of the run that started the creates in createsPending.
 	// +optional
 	CreatesPendingRun string `json:"createsPendingRun,omitempty"`
+	// LastHandledReconcileAt is the value of the conductor.io/reconcile-requested-at annotation
+	// that the last run started for answered (Flux's lastHandledReconcileAt).
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 }
 
 // PendingPlan is a saved plan waiting for approval.
@@ -406,6 +410,7 @@ type DriftStatus struct {
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.moduleVersion`,priority=1
 // +kubebuilder:printcolumn:name="Upgrade",type=string,JSONPath=`.status.availableModuleVersion`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type InfraResource struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -86,7 +87,7 @@ func annotation(t *testing.T, name, key string) (string, bool) {
 
 func TestHelpNamesEveryCommandWithAnExample(t *testing.T) {
 	root := NewRootCommand(genericiooptions.NewTestIOStreamsDiscard())
-	want := []string{"approve", "creates", "inputs", "logs", "plan", "restore-state", "runs", "unlock", "upgrade"}
+	want := []string{"approve", "creates", "inputs", "logs", "pause", "plan", "restore-state", "resume", "runs", "sync", "unlock", "upgrade"}
 	var got []string
 	for _, c := range root.Commands() {
 		got = append(got, c.Name())
@@ -180,6 +181,25 @@ func TestApproveAnnotatesOnlyThePendingPlan(t *testing.T) {
 		t.Errorf("%s=%q, want %q", key, v, planID)
 	}
 	ok(t, []string{"Plan " + planID + " of InfraResource team-a-bucket is already approved"}, "approve", "team-a-bucket")
+}
+
+// Issue 48 item 3: pause and resume set and remove conductor.io/paused (each says when there is
+// nothing to do); sync writes the request's time, which the controller echoes when it runs.
+func TestPauseResumeAndSyncAnnotateTheResource(t *testing.T) {
+	ok(t, []string{"Paused InfraResource bucket-live: no plan, apply or drift check starts"}, "pause", "bucket-live")
+	if v, _ := annotation(t, "bucket-live", v1alpha1.AnnotationPaused); v != "true" {
+		t.Fatalf("%s=%q after pause, want true", v1alpha1.AnnotationPaused, v)
+	}
+	ok(t, []string{"InfraResource bucket-live is already paused."}, "pause", "resource/bucket-live")
+	ok(t, []string{"Requested a sync of InfraResource bucket-live at ", "It is paused: the request waits"}, "sync", "bucket-live")
+	if v, _ := annotation(t, "bucket-live", v1alpha1.AnnotationReconcileRequestedAt); v != clock().UTC().Format(time.RFC3339Nano) {
+		t.Errorf("%s=%q, want the command's clock", v1alpha1.AnnotationReconcileRequestedAt, v)
+	}
+	ok(t, []string{"Resumed InfraResource bucket-live: the controller syncs it now."}, "resume", "bucket-live")
+	if _, found := annotation(t, "bucket-live", v1alpha1.AnnotationPaused); found {
+		t.Errorf("%s still set after resume", v1alpha1.AnnotationPaused)
+	}
+	ok(t, []string{"InfraResource bucket-live is not paused."}, "resume", "bucket-live")
 }
 
 func TestCreatesShowsWhatIsInDoubtAndResolvesIt(t *testing.T) {

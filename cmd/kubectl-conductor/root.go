@@ -109,7 +109,7 @@ func newRootCommand(streams genericiooptions.IOStreams, now func() time.Time) *c
 	}
 	root := &cobra.Command{
 		Use:   "kubectl-conductor",
-		Short: "Day-2 operations on conductor-tf resources: plans, approvals, runs, logs, locks, state history",
+		Short: "Day-2 operations on conductor-tf resources: plans, approvals, runs, logs, locks, state history, pause and sync",
 		Long: `kubectl conductor shows and acts on what the conductor-tf controller reports about
 InfraResources: the plan that waits for approval, the last runs and their logs, the state's lock
 and history, and the inputs and outputs of a class's module.
@@ -133,6 +133,7 @@ Example:
 	root.PersistentFlags().StringVar(&o.controllerNamespace, "controller-namespace", DefaultControllerNamespace,
 		"namespace of the controller's state, plan and log Secrets and lock Leases")
 	root.AddCommand(newPlanCommand(o), newApproveCommand(o), newCreatesCommand(o), newRunsCommand(o), newLogsCommand(o),
-		newUnlockCommand(o), newRestoreStateCommand(o), newInputsCommand(o), newUpgradeCommand(o))
+		newUnlockCommand(o), newRestoreStateCommand(o), newInputsCommand(o), newUpgradeCommand(o),
+		newPauseCommand(o), newResumeCommand(o), newSyncCommand(o))
 	return root
 }

@@ -154,11 +154,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if r.Runs != nil { // without runs nothing is provisioned: the binding alone gives the phase
 		sy := r.syncer()
 		phases = append(phases,
-			sy.decideRun,     // a run is due, or the resource is idle until it is (sync.go)
-			sy.prepareRun,    // the state phases and the run's inputs
-			sy.attachRun,     // a run the previous leader started, adopted here: its outcome (adopt.go)
-			sy.checkForDrift, // a drift check instead of an apply, when the spec was applied (drift.go)
-			sy.applyPhase,    // apply, or plan, approval and apply; then the outcome
+			sy.holdWhilePaused, // conductor.io/paused: nothing runs (pause.go)
+			sy.decideRun,       // a run is due, or the resource is idle until it is (sync.go)
+			sy.prepareRun,      // the state phases and the run's inputs
+			sy.attachRun,       // a run the previous leader started, adopted here: its outcome (adopt.go)
+			sy.checkForDrift,   // a drift check instead of an apply, when the spec was applied (drift.go)
+			sy.applyPhase,      // apply, or plan, approval and apply; then the outcome
 		)
 	}
 	return runPhases(ctx, s, phases...)

@@ -65,6 +65,7 @@ func (r *syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool
 	now := time.Now()
 	prev := res.Status.LastRun.DeepCopy()
 	res.Status.LastRun = r.identity.newRun(res, "drift", now)
+	prevRequest := handleReconcileRequest(res)
 	revoke := r.keeper.backend(s, &spec)
 	check, err := r.runs.DriftCheck(ctx, res.Name, spec)
 	revoke()
@@ -73,6 +74,7 @@ func (r *syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool
 	if err != nil {
 		// A failed check changes nothing: the last apply stands; retry with backoff.
 		res.Status.LastRun = prev
+		restoreReconcileRequest(res, prevRequest)
 		return false, ctrl.Result{}, fmt.Errorf("resource %s: drift check: %w", res.Name, err)
 	}
 	addresses := driftAddresses(check)
@@ -85,7 +87,7 @@ func (r *syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool
 	r.secrets.recordRun(ctx, res, strings.Join(check.Log, "\n"))
 	if !drifted {
 		markDrift(res, false, "the infrastructure matches the state and the spec")
-		return false, ctrl.Result{RequeueAfter: shared.Jitter(r.syncInterval)}, nil
+		return false, ctrl.Result{RequeueAfter: shared.Jitter(r.interval(res))}, nil
 	}
 	policy := res.Spec.DriftPolicy
 	if policy == "" {
@@ -96,7 +98,7 @@ func (r *syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool
 	r.recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected, "DriftCheck", "%s", msg)
 	metrics.DriftDetected(string(policy))
 	if policy == v1alpha1.DriftReport {
-		return false, ctrl.Result{RequeueAfter: shared.Jitter(r.syncInterval)}, nil
+		return false, ctrl.Result{RequeueAfter: shared.Jitter(r.interval(res))}, nil
 	}
 	if err := s.checkpoint(ctx); err != nil {
 		return false, ctrl.Result{}, err

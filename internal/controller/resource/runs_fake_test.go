@@ -13,6 +13,7 @@ type recordingRuns struct {
 	mu       sync.Mutex
 	applies  int
 	destroys int
+	drifts   int
 }
 
 func (f *recordingRuns) Apply(context.Context, string, tfrunner.Spec, tfrunner.ApplyOptions) (*tfrunner.ApplyResult, error) {
@@ -30,5 +31,8 @@ func (f *recordingRuns) Destroy(context.Context, string, tfrunner.Spec) error {
 }
 
 func (f *recordingRuns) DriftCheck(context.Context, string, tfrunner.Spec) (*tfrunner.StreamResult, error) {
-	return &tfrunner.StreamResult{}, nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drifts++
+	return &tfrunner.StreamResult{Plan: &tfrunner.Plan{ID: "check"}}, nil
 }

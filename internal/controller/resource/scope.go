@@ -43,6 +43,8 @@ type resourceScope struct {
 
 	// reclaiming: the reclaim policy is being carried out (reclaimInfra): the phase is Deleting.
 	reclaiming bool
+	// resumed: the resource was paused until this reconcile (holdWhilePaused): a run is due.
+	resumed bool
 
 	result ctrl.Result
 	gone   bool // the object was deleted in this reconcile: nothing to write

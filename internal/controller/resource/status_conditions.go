@@ -3,6 +3,7 @@ package resource
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
@@ -42,6 +43,30 @@ func markDrift(res *v1alpha1.InfraResource, drifted bool, message string) {
 		return
 	}
 	shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionDrifted, metav1.ConditionTrue, v1alpha1.ReasonDriftDetected, message)
+}
+
+// markPaused says the resource is paused (Synced False, ReconcilePaused): nothing runs until the
+// annotation goes.
+func markPaused(res *v1alpha1.InfraResource) {
+	shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionFalse, v1alpha1.ReasonReconcilePaused,
+		fmt.Sprintf("paused by %s=true: no plan, apply or drift check runs until it is removed; deleting the resource still reclaims it",
+			v1alpha1.AnnotationPaused))
+}
+
+// markResumed ends a pause that Synced still shows and reports whether there was one. A resource
+// whose last run applied its spec is Synced again (the drift check that follows says whether the
+// infrastructure still matches); any other keeps ReconcilePaused until the run that follows at once
+// records its outcome.
+func markResumed(res *v1alpha1.InfraResource) bool {
+	c := meta.FindStatusCondition(res.Status.Conditions, v1alpha1.ConditionSynced)
+	if c == nil || c.Reason != v1alpha1.ReasonReconcilePaused {
+		return false
+	}
+	if isDriftCheck(res) {
+		shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionSynced, metav1.ConditionTrue, v1alpha1.ReasonApplied,
+			"resumed: the last run applied this generation")
+	}
+	return true
 }
 
 // markInUse says a deleted resource waits for its claim (Ready False, ResourceInUse).

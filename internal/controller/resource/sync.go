@@ -23,11 +23,13 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
-// decideRun ends the reconcile unless a run is due (needsRun, or a Secret input rotated since the
-// last apply); an idle resource keeps its phase and connection Secret until the next sync.
+// decideRun ends the reconcile unless a run is due (needsRun at the resource's sync interval, a
+// run asked for by a sync request or a resume, or a Secret input rotated since the last apply);
+// an idle resource keeps its phase and connection Secret until the next sync.
 func (r *syncer) decideRun(ctx context.Context, s *resourceScope) (bool, error) {
 	res := s.res
-	run, wait := needsRun(res, s.start, r.syncInterval)
+	run, wait := needsRun(res, s.start, r.interval(res))
+	run = run || runAsked(s)
 	if !run && everApplied(res) && hasSecretInputs(res) && res.Status.LastRun.Result == RunSucceeded {
 		changed, err := r.secretInputsRotated(ctx, res)
 		if err != nil {
@@ -134,6 +136,7 @@ func (r *syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error)
 	// The Running record is written by the run's first event (Queued or Started, runEvents),
 	// before its first command: a run that waits for a slot writes it once, with its place in line.
 	res.Status.LastRun = r.identity.newRun(res, op, s.start)
+	handleReconcileRequest(res)
 	revoke := r.keeper.backend(s, &s.spec)
 	defer revoke()
 	out, err := r.runs.Apply(ctx, res.Name, s.spec, r.applyOptions(ctx, s, savedPlan))
@@ -270,7 +273,7 @@ func (r *syncer) applied(ctx context.Context, s *resourceScope, out *tfrunner.Ap
 	if out.Applied {
 		r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonApplied, "Apply", "%s", msg)
 	}
-	s.result = ctrl.Result{RequeueAfter: shared.Jitter(r.syncInterval)}
+	s.result = ctrl.Result{RequeueAfter: shared.Jitter(r.interval(res))}
 	return nil
 }
 
