@@ -145,6 +145,8 @@ const (
 	ConditionDrifted = "Drifted"
 	// ConditionSynced is True when a resource's infrastructure matches its spec (last plan/apply succeeded).
 	ConditionSynced = "Synced"
+	// ConditionLifetimeEnding is True on a claim whose lifetime ends within its class's notice.
+	ConditionLifetimeEnding = "LifetimeEnding"
 	// ConditionResized is False while a bound claim's change of requests is refused
 	// (ExpansionNotAllowed, ShrinkNotSupported); an allowed growth is an Expanded event.
 	ConditionResized = "Resized"
@@ -226,6 +228,11 @@ const (
 	// ReasonDriftDetected and ReasonNoDrift are the reasons of the Drifted condition.
 	ReasonDriftDetected = "DriftDetected"
 	ReasonNoDrift       = "NoDrift"
+	// ReasonLifetimeEnding (the LifetimeEnding condition, a Warning event) and ReasonExpired (a
+	// Warning event as the claim is deleted): a claim's lifetime ends within the class's notice,
+	// or has ended.
+	ReasonLifetimeEnding = "LifetimeEnding"
+	ReasonExpired        = "Expired"
 	// ReasonReconcilePaused: the resource carries conductor.io/paused=true; no plan, apply or
 	// drift check runs until it is removed (Synced=False, as crossplane-runtime's ReconcilePaused).
 	ReasonReconcilePaused = "ReconcilePaused"

@@ -62,6 +62,15 @@ type InfraClaimSpec struct {
 	// outputs (sensitive ones included).
 	// +optional
 	WriteConnectionSecretToRef *LocalSecretReference `json:"writeConnectionSecretToRef,omitempty"`
+
+	// Lifetime is how long the claim lives from its creation (a Go duration, e.g. "72h"): at its
+	// end the claim is deleted and its resource reclaimed by its reclaim policy, with a Warning
+	// event and the LifetimeEnding condition ahead of time (the class's lifetimeNotice). Bounded by
+	// the class's maxLifetime; unset, the class's maxLifetime applies, or none. Extending is an edit.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	Lifetime *metav1.Duration `json:"lifetime,omitempty"`
 }
 
 // ClaimPhase is where a claim is in its life, as PersistentVolumeClaimPhase.
@@ -96,6 +105,10 @@ type InfraClaimStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// ExpiresAt is when the claim is deleted: its creation plus its lifetime (spec.lifetime bounded
+	// by the class's maxLifetime); unset when it has none.
+	// +optional
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
 }
 
 // InfraClaim asks for a piece of infrastructure by kind and requirements. It is to an InfraResource
@@ -111,6 +124,7 @@ type InfraClaimStatus struct {
 // +kubebuilder:printcolumn:name="Capacity",type=string,JSONPath=`.status.capacity.storage`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Waiting",type=string,JSONPath=`.status.conditions[?(@.type=="ChangePending")].reason`
+// +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.expiresAt`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type InfraClaim struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -113,6 +113,20 @@ type InfraClassSpec struct {
 	// +optional
 	Limits *ClassLimits `json:"limits,omitempty"`
 
+	// MaxLifetime bounds the lifetime of this class's claims (a Go duration, e.g. "168h"): a claim
+	// asking for more, or for none, lives this long from its creation. Unset: claims live as long
+	// as they ask, or for ever.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	MaxLifetime *metav1.Duration `json:"maxLifetime,omitempty"`
+	// LifetimeNotice is how long before a claim's end its LifetimeEnding condition and Warning
+	// event come (default 1h).
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	LifetimeNotice *metav1.Duration `json:"lifetimeNotice,omitempty"`
+
 	// Operations: approval, the destructive-change guard and the drift policy.
 	Operations `json:",inline"`
 }

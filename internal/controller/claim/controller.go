@@ -87,7 +87,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return shared.RequeueOnConflict(ctrl.Result{}, r.release(ctx, claim))
 	}
 	before := claim.DeepCopy()
+	gone, wait, err := r.expire(ctx, claim, time.Now())
+	if gone || err != nil {
+		return shared.RequeueOnConflict(ctrl.Result{}, err)
+	}
 	result, err := r.sync(ctx, claim)
+	result.RequeueAfter = sooner(result.RequeueAfter, wait)
 	claim.Status.ObservedGeneration = claim.Generation
 	// Most reconciles (a bound resource's status changed) change nothing here: no write.
 	_, perr := shared.PatchStatus(ctx, r.Client, claim, before)

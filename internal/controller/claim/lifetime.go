@@ -1,0 +1,124 @@
+package claim
+
+// Lifetimes: a claim may say how long it lives (spec.lifetime), bounded by its class's maxLifetime;
+// the class's lifetimeNotice before the end it says so (LifetimeEnding, a Warning event), and at
+// the end the claim is deleted, so its resource is reclaimed by its reclaim policy as for any
+// deleted claim. What HCP Terraform calls ephemeral workspaces' auto-destroy, for claims.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
+)
+
+// DefaultLifetimeNotice is how long before a claim's end LifetimeEnding comes, when its class sets
+// no lifetimeNotice.
+const DefaultLifetimeNotice = time.Hour
+
+// lifetimeOf is a claim's lifetime: spec.lifetime bounded by the class's maxLifetime (class nil:
+// no bound); 0 when it has none. bounded says the class's maximum cut it.
+func lifetimeOf(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (lifetime time.Duration, bounded bool) {
+	if claim.Spec.Lifetime != nil {
+		lifetime = claim.Spec.Lifetime.Duration
+	}
+	if class != nil && class.Spec.MaxLifetime != nil && class.Spec.MaxLifetime.Duration > 0 {
+		if max := class.Spec.MaxLifetime.Duration; lifetime <= 0 || lifetime > max {
+			return max, claim.Spec.Lifetime != nil
+		}
+	}
+	return max(lifetime, 0), false
+}
+
+// noticeOf is how long before the end a claim of class is told: its lifetimeNotice, else
+// DefaultLifetimeNotice.
+func noticeOf(class *v1alpha1.InfraClass) time.Duration {
+	if class != nil && class.Spec.LifetimeNotice != nil && class.Spec.LifetimeNotice.Duration > 0 {
+		return class.Spec.LifetimeNotice.Duration
+	}
+	return DefaultLifetimeNotice
+}
+
+// expire applies the claim's lifetime at now: status.expiresAt, LifetimeEnding within the notice
+// (a Warning event when it turns True), and at the end a Warning event and the claim's deletion
+// (UID precondition: never another claim of the name). It returns gone when the claim was deleted,
+// and when to look again (0: no lifetime). Errors: reading the class, or the deletion's.
+func (r *Reconciler) expire(ctx context.Context, claim *v1alpha1.InfraClaim, now time.Time) (gone bool, wait time.Duration, err error) {
+	class, err := r.classOf(ctx, claim)
+	if err != nil {
+		return false, 0, err
+	}
+	lifetime, bounded := lifetimeOf(claim, class)
+	if lifetime == 0 {
+		claim.Status.ExpiresAt = nil
+		meta.RemoveStatusCondition(&claim.Status.Conditions, v1alpha1.ConditionLifetimeEnding)
+		return false, 0, nil
+	}
+	end := claim.CreationTimestamp.Add(lifetime)
+	claim.Status.ExpiresAt = &metav1.Time{Time: end}
+	if !now.Before(end) {
+		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, v1alpha1.ReasonExpired, "Expire",
+			"the claim's lifetime (%s) ended at %s: deleting it; its resource is reclaimed by its reclaim policy", lifetime, end.UTC().Format(time.RFC3339))
+		err := r.Delete(ctx, claim, client.Preconditions{UID: &claim.UID})
+		return true, 0, client.IgnoreNotFound(err)
+	}
+	notice := noticeOf(class)
+	if left := end.Sub(now); left > notice {
+		meta.RemoveStatusCondition(&claim.Status.Conditions, v1alpha1.ConditionLifetimeEnding)
+		return false, left - notice, nil
+	}
+	msg := fmt.Sprintf("the claim's lifetime (%s) ends at %s: it is then deleted and its resource reclaimed by its reclaim policy; "+
+		"raise spec.lifetime to extend it", lifetime, end.UTC().Format(time.RFC3339))
+	if bounded {
+		msg += fmt.Sprintf(" (up to class %s's maxLifetime %s)", class.Name, class.Spec.MaxLifetime.Duration)
+	}
+	if !meta.IsStatusConditionTrue(claim.Status.Conditions, v1alpha1.ConditionLifetimeEnding) {
+		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, v1alpha1.ReasonLifetimeEnding, "Expire", "%s", msg)
+	}
+	shared.SetCondition(&claim.Status.Conditions, claim.Generation, v1alpha1.ConditionLifetimeEnding, metav1.ConditionTrue,
+		v1alpha1.ReasonLifetimeEnding, msg)
+	return false, end.Sub(now), nil
+}
+
+// classOf is the class whose maxLifetime and notice apply to the claim: spec.className, else the
+// bound resource's class; nil when there is none (a static resource, a class gone).
+func (r *Reconciler) classOf(ctx context.Context, claim *v1alpha1.InfraClaim) (*v1alpha1.InfraClass, error) {
+	name := claim.Spec.ClassName
+	if name == "" && claim.Spec.ResourceName != "" {
+		res := &v1alpha1.InfraResource{}
+		if err := r.Get(ctx, types.NamespacedName{Name: claim.Spec.ResourceName}, res); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		if res.Spec.ClassRef != nil {
+			name = res.Spec.ClassRef.Name
+		}
+	}
+	if name == "" {
+		return nil, nil
+	}
+	class := &v1alpha1.InfraClass{}
+	if err := r.Get(ctx, types.NamespacedName{Name: name}, class); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return class, nil
+}
+
+// sooner is result with its requeue brought forward to wait, when wait is sooner (0: none).
+func sooner(after, wait time.Duration) time.Duration {
+	if wait > 0 && (after == 0 || wait < after) {
+		return wait
+	}
+	return after
+}
