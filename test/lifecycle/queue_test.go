@@ -39,7 +39,10 @@ var _ = Describe("A runner pool with no runners", func() {
 			Expect(k8s.Create(s.ctx, fileClaim(s.ns, fmt.Sprintf("stuck-%d", i), stuckKind, s.dir, "never"))).To(Succeed())
 		}
 		// Every worker is taken by a run waiting for the empty pool before the in-process claims
-		// come: the stall the spec is about is there (the old code never freed them).
+		// come: the stall the spec is about is there (the old code never freed them). Waited for up
+		// to the suite's timeout, not the queue timeout: on a loaded machine provisioning 70 claims
+		// takes longer than one queue timeout, and the first runs are withdrawn (and queued again)
+		// before the last come (seen in a cold CI run: 41 of 64 within 20 s).
 		Eventually(func() int {
 			list := &v1alpha1.InfraResourceList{}
 			Expect(k8s.List(s.ctx, list, client.MatchingLabels{v1alpha1.LabelClaimNamespace: s.ns})).To(Succeed())
@@ -50,7 +53,7 @@ var _ = Describe("A runner pool with no runners", func() {
 				}
 			}
 			return waiting
-		}, suiteQueueTimeout, 200*time.Millisecond).Should(BeNumerically(">=", 64), "runs waiting for the empty pool")
+		}, timeout, 200*time.Millisecond).Should(BeNumerically(">=", 64), "runs waiting for the empty pool")
 		var mine []*v1alpha1.InfraClaim
 		for i := range 5 {
 			c := fileClaim(s.ns, fmt.Sprintf("local-%d", i), s.kind, s.dir, "converged")
