@@ -65,7 +65,8 @@ type Reconciler struct {
 	limitLocks keymutex.KeyMutex // set by SetupWithManager; see lockLimits
 }
 
-// +kubebuilder:rbac:groups=conductor.io,resources=infraclaims,verbs=get;list;watch;update;patch
+// Delete: a claim whose lifetime ended is deleted (lifetime.go).
+// +kubebuilder:rbac:groups=conductor.io,resources=infraclaims,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=conductor.io,resources=infraclaims/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=conductor.io,resources=infraclaims/finalizers,verbs=update
 // +kubebuilder:rbac:groups=conductor.io,resources=infraresources,verbs=get;list;watch;create;update;patch
