@@ -32,8 +32,8 @@ func lifetimeOf(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (lifetim
 		lifetime = claim.Spec.Lifetime.Duration
 	}
 	if class != nil && class.Spec.MaxLifetime != nil && class.Spec.MaxLifetime.Duration > 0 {
-		if max := class.Spec.MaxLifetime.Duration; lifetime <= 0 || lifetime > max {
-			return max, claim.Spec.Lifetime != nil
+		if bound := class.Spec.MaxLifetime.Duration; lifetime <= 0 || lifetime > bound {
+			return bound, claim.Spec.Lifetime != nil
 		}
 	}
 	return max(lifetime, 0), false
