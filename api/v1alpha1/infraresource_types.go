@@ -306,7 +306,7 @@ type InfraResourceStatus struct {
 	// Outputs are the module's non-sensitive outputs.
 	// +optional
 	Outputs Variables `json:"outputs,omitempty"`
-	// LastRun is the last Terraform run.
+	// LastRun is the last Terraform run (running or ended); the ones before it are in runs.
 	// +optional
 	LastRun *RunStatus `json:"lastRun,omitempty"`
 	// State is the resource's Terraform state.
@@ -342,7 +342,8 @@ type InfraResourceStatus struct {
 	// Drift is what the last drift check found.
 	// +optional
 	Drift *DriftStatus `json:"drift,omitempty"`
-	// Runs are the last runs, newest first (at most 5).
+	// Runs are the runs before lastRun, newest first (at most 4): a run moves here when the next
+	// one starts. RunHistory returns lastRun and these as one list.
 	// +optional
 	Runs []RunStatus `json:"runs,omitempty"`
 	// CreatesPending lists the module addresses whose create started (Terraform's apply_start) in a

@@ -39,13 +39,10 @@ Example:
 	}
 }
 
-// runs returns a resource's runs newest first: status.runs, or status.lastRun alone when runs is
-// empty (a resource last run by an older controller).
+// runs returns a resource's runs newest first by start time: status.lastRun and status.runs
+// (v1alpha1's RunHistory, each run once).
 func runs(res *v1alpha1.InfraResource) []v1alpha1.RunStatus {
-	out := append([]v1alpha1.RunStatus(nil), res.Status.Runs...)
-	if len(out) == 0 && res.Status.LastRun != nil {
-		out = append(out, *res.Status.LastRun)
-	}
+	out := res.Status.RunHistory()
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i].StartTime, out[j].StartTime
 		return a != nil && b != nil && b.Before(a)

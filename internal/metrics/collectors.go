@@ -140,14 +140,10 @@ func (c *objectCollector) collectResources(ch chan<- prometheus.Metric, items []
 // result Succeeded), or its creation when it had none.
 func lastSynced(res *v1alpha1.InfraResource) time.Time {
 	t := res.CreationTimestamp.Time
-	consider := func(run *v1alpha1.RunStatus) {
-		if run != nil && run.Result == "Succeeded" && run.CompletionTime != nil && run.CompletionTime.After(t) {
+	for _, run := range res.Status.RunHistory() {
+		if run.Result == "Succeeded" && run.CompletionTime != nil && run.CompletionTime.After(t) {
 			t = run.CompletionTime.Time
 		}
-	}
-	consider(res.Status.LastRun)
-	for i := range res.Status.Runs {
-		consider(&res.Status.Runs[i])
 	}
 	return t
 }

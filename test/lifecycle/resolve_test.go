@@ -132,7 +132,7 @@ var _ = Describe("Interrupted creates resolved by the controller", func() {
 		Expect(approve(first.ID).Summary.Add).To(And(BeNumerically(">", 0), BeNumerically("<", 2000)))
 		readyAt(s, name)
 		Expect(heldForCreates(s, name)()).To(BeFalse())
-		Expect(s.resource(name)().Status.Runs).To(ContainElement(HaveField("Result", "Failed")), "the killed apply is in the run history")
+		Expect(s.resource(name)().Status.RunHistory()).To(ContainElement(HaveField("Result", "Failed")), "the killed apply is in the run history")
 	})
 
 	It("adopts an object that exists (import identity): created once, no hold", func() {

@@ -24,11 +24,7 @@ func runTimes(t *testing.T, ctx context.Context, k8s client.Client, kind string)
 		if r.Spec.ResourceKind != kind {
 			continue
 		}
-		runs := append([]v1alpha1.RunStatus{}, r.Status.Runs...)
-		if r.Status.LastRun != nil {
-			runs = append(runs, *r.Status.LastRun)
-		}
-		for _, x := range runs {
+		for _, x := range r.Status.RunHistory() {
 			if x.Operation != "apply" || x.Result != "Succeeded" || x.QueuedTime == nil || x.StartTime == nil || x.CompletionTime == nil {
 				continue
 			}

@@ -63,8 +63,7 @@ func (r *syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool
 	}
 	defer r.releaseDriftSlot()
 	now := time.Now()
-	prev := res.Status.LastRun.DeepCopy()
-	res.Status.LastRun = r.identity.newRun(res, "drift", now)
+	undoRun := beginRun(&res.Status, r.identity.newRun(res, "drift", now))
 	prevRequest := handleReconcileRequest(res)
 	revoke := r.keeper.backend(s, &spec)
 	check, err := r.runs.DriftCheck(ctx, res.Name, spec)
@@ -73,7 +72,7 @@ func (r *syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool
 	metrics.ObserveRun("drift", runResult(nil, err), done.Sub(now))
 	if err != nil {
 		// A failed check changes nothing: the last apply stands; retry with backoff.
-		res.Status.LastRun = prev
+		undoRun()
 		restoreReconcileRequest(res, prevRequest)
 		return false, ctrl.Result{}, fmt.Errorf("resource %s: drift check: %w", res.Name, err)
 	}

@@ -275,7 +275,7 @@ func (r *reclaimer) reclaimRun(ctx context.Context, s *resourceScope, op string,
 	if err := r.keeper.recoverOwnLock(ctx, s); err != nil {
 		return time.Time{}, nil, err
 	}
-	s.res.Status.LastRun = r.keeper.identity.newRun(s.res, op, time.Now())
+	beginRun(&s.res.Status, r.keeper.identity.newRun(s.res, op, time.Now()))
 	if err := s.checkpoint(ctx); err != nil {
 		return time.Time{}, nil, err
 	}

@@ -35,30 +35,43 @@ func (r *resourceSecrets) writeTextSecret(ctx context.Context, name string, res 
 	return nil
 }
 
-// recordRun keeps the finished last run in status.runs (newest first, at most maxRuns) and, when
-// keepRunLog says so, its log in a Secret of the controller's namespace.
+// recordRun keeps the ended last run's log, when keepRunLog says so, in a Secret of the
+// controller's namespace (status.lastRun.logSecret).
 func (r *resourceSecrets) recordRun(ctx context.Context, res *v1alpha1.InfraResource, log string) {
 	last := res.Status.LastRun
-	if last == nil {
+	if last == nil || log == "" || !keepRunLog(res, r.keepRunLogs) {
 		return
 	}
-	if log != "" && keepRunLog(res, r.keepRunLogs) {
-		name := logSecretName(res)
-		if err := r.writeTextSecret(ctx, name, res, "log", log); err == nil {
-			last.LogSecret = name
-		}
+	name := logSecretName(res)
+	if err := r.writeTextSecret(ctx, name, res, "log", log); err == nil {
+		last.LogSecret = name
 	}
-	runs := []v1alpha1.RunStatus{*last.DeepCopy()}
-	for _, old := range res.Status.Runs {
-		if len(runs) == maxRunHistory {
+}
+
+// beginRun makes run status.lastRun and moves the run it replaces to the head of status.runs
+// (newest first, at most maxRunHistory-1 there, so lastRun and runs hold maxRunHistory runs; a
+// run is kept once by its id, which also drops the copy of lastRun an earlier controller kept in
+// runs[0]). undo puts both fields back as they were: a drift check that failed records nothing.
+func beginRun(st *v1alpha1.InfraResourceStatus, run *v1alpha1.RunStatus) (undo func()) {
+	prevLast, prevRuns := st.LastRun, st.Runs
+	undo = func() { st.LastRun, st.Runs = prevLast, prevRuns }
+	st.LastRun = run
+	if prevLast == nil {
+		return undo
+	}
+	runs := make([]v1alpha1.RunStatus, 0, maxRunHistory-1)
+	runs = append(runs, *prevLast.DeepCopy())
+	for _, old := range prevRuns {
+		if len(runs) == maxRunHistory-1 {
 			break
 		}
-		if old.ID != "" && old.ID == last.ID {
+		if old.ID != "" && (old.ID == prevLast.ID || old.ID == run.ID) {
 			continue
 		}
 		runs = append(runs, old)
 	}
-	res.Status.Runs = runs
+	st.Runs = runs
+	return undo
 }
 
 // keepRunLog reports whether the last run's log is worth a Secret (two API requests and the log's
@@ -88,5 +101,5 @@ func logSecretName(res *v1alpha1.InfraResource) string {
 	return "tflog-" + statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
 }
 
-// maxRunHistory is how many runs status.runs keeps.
+// maxRunHistory is how many runs status.lastRun and status.runs keep together.
 const maxRunHistory = 5

@@ -106,7 +106,7 @@ func (r *stateKeeper) restoreState(ctx context.Context, s *resourceScope) error 
 	if err == nil {
 		// Recorded as a run before it locks the state (a checkpoint): a crash mid-restore leaves
 		// a lock that recoverOwnLock releases by this run's id.
-		res.Status.LastRun = r.identity.newRun(res, "restore", time.Now())
+		beginRun(&res.Status, r.identity.newRun(res, "restore", time.Now()))
 		if err := s.checkpoint(ctx); err != nil {
 			return err
 		}

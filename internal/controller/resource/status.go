@@ -117,7 +117,7 @@ func recordOutcome(st *v1alpha1.InfraResourceStatus, generation int64, o runOutc
 	last := st.LastRun
 	if last == nil || last.Generation != generation || last.StartTime == nil {
 		last = &v1alpha1.RunStatus{StartTime: &metav1.Time{Time: o.at}, Generation: generation}
-		st.LastRun = last
+		beginRun(st, last)
 	}
 	if o.op != "" {
 		last.Operation = o.op

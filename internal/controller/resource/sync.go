@@ -135,7 +135,7 @@ func (r *syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error)
 	}
 	// The Running record is written by the run's first event (Queued or Started, runEvents),
 	// before its first command: a run that waits for a slot writes it once, with its place in line.
-	res.Status.LastRun = r.identity.newRun(res, op, s.start)
+	beginRun(&res.Status, r.identity.newRun(res, op, s.start))
 	handleReconcileRequest(res)
 	revoke := r.keeper.backend(s, &s.spec)
 	defer revoke()
