@@ -184,6 +184,10 @@ const (
 	ReasonResourceNotAllowed = "ResourceNotAllowed"
 	// ReasonClassLimitReached: provisioning would take the namespace over the class's limits.
 	ReasonClassLimitReached = "ClassLimitReached"
+	// ReasonBoundFromPool: the claim took a ready resource of its class's ready pool (an event).
+	ReasonBoundFromPool = "BoundFromPool"
+	// ReasonReadyPoolFailed: the class's ready pool could not provision a member (an event).
+	ReasonReadyPoolFailed = "ReadyPoolFailed"
 	// ReasonServiceAccountNotFound: spec.kubernetesAccess or spec.workloadIdentity names a ServiceAccount that does not
 	// exist, or whose token the API server refused; nothing runs.
 	ReasonServiceAccountNotFound = "ServiceAccountNotFound"
@@ -313,6 +317,9 @@ const (
 	LabelClaimName      = "conductor.io/claim-name"
 	// LabelClass labels a dynamically provisioned resource with its class.
 	LabelClass = "conductor.io/class"
+	// LabelReadyPool labels a resource of a class's ready pool that no claim has taken yet, with
+	// the class (its name as statebackend.LabelValue writes it); binding removes it.
+	LabelReadyPool = "conductor.io/ready-pool"
 	// LabelResource labels a state Secret with the resource that uses it.
 	LabelResource = "conductor.io/resource"
 	// LabelOrphanedFrom labels a state Secret that a deleted Retain resource left behind.

@@ -127,8 +127,44 @@ type InfraClassSpec struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	LifetimeNotice *metav1.Duration `json:"lifetimeNotice,omitempty"`
 
+	// ReadyPool keeps resources of this class provisioned before claims ask for them, so that a
+	// claim binds at once (docs/claims.md#ready-pools).
+	// +optional
+	ReadyPool *ReadyPool `json:"readyPool,omitempty"`
+
 	// Operations: approval, the destructive-change guard and the drift policy.
 	Operations `json:",inline"`
+}
+
+// ReadyPool keeps resources of a class provisioned before claims ask for them (spec.readyPool): a
+// claim of the class whose requests equal the pool's binds to a ready one at once, its own
+// parameters rendered and applied after binding (an update; a change that would replace is held
+// by the destructive-change guard as any), and the pool is refilled in the background.
+type ReadyPool struct {
+	// Size is how many unbound resources of the class the controller keeps provisioned (0 to 50).
+	// Resources that are still provisioning count: a pool whose module fails does not grow.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=50
+	Size int32 `json:"size"`
+	// Resources are the requests pooled resources are rendered for and the capacity they have; a
+	// claim binds from the pool only when its requests are these (else it is provisioned as
+	// without a pool).
+	// +optional
+	Resources ClaimResources `json:"resources,omitempty"`
+	// Parameters pooled resources are rendered with (claim.spec.parameters in the class's
+	// templates; claim.name and claim.namespace are empty, resource.name is the pooled resource's
+	// name and stays its name once bound: templates that name objects after resource.name keep
+	// their names when a claim takes the resource).
+	// +optional
+	Parameters Variables `json:"parameters,omitempty"`
+}
+
+// ReadyPoolStatus counts a class's ready pool.
+type ReadyPoolStatus struct {
+	// Ready is how many pooled resources are Available to a claim now.
+	Ready int32 `json:"ready"`
+	// Provisioning is how many are being provisioned (or failed and are retried).
+	Provisioning int32 `json:"provisioning"`
 }
 
 // ClassLimits bound, per namespace, the resources a class provisions. They count the resources of
@@ -188,6 +224,9 @@ type InfraClassStatus struct {
 	// Outputs the module declares.
 	// +optional
 	Outputs []ModuleOutput `json:"outputs,omitempty"`
+	// ReadyPool counts the class's ready pool; absent when it keeps none.
+	// +optional
+	ReadyPool *ReadyPoolStatus `json:"readyPool,omitempty"`
 }
 
 // InfraClass is a platform team's recipe for one kind of infrastructure: a versioned module plus a
@@ -203,6 +242,9 @@ type InfraClassStatus struct {
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.module.version`
 // +kubebuilder:printcolumn:name="Reclaim",type=string,JSONPath=`.spec.reclaimPolicy`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Pool",type=integer,JSONPath=`.status.readyPool.ready`,description="Pooled resources ready for a claim"
+// +kubebuilder:printcolumn:name="Pool-Size",type=integer,JSONPath=`.spec.readyPool.size`,priority=1
+// +kubebuilder:printcolumn:name="Pool-Provisioning",type=integer,JSONPath=`.status.readyPool.provisioning`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type InfraClass struct {
 	metav1.TypeMeta   `json:",inline"`

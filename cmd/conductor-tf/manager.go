@@ -27,6 +27,7 @@ import (
 	conductorv1alpha1 "github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	claimcontroller "github.com/conductor-tf/conductor-tf/internal/controller/claim"
 	classcontroller "github.com/conductor-tf/conductor-tf/internal/controller/class"
+	readypoolcontroller "github.com/conductor-tf/conductor-tf/internal/controller/readypool"
 	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/runners"
@@ -281,6 +282,9 @@ func (m *manager) setupReconcilers() error {
 		Modules: &tfrunner.ModuleCache{Binary: m.bin, Env: m.env, Dir: filepath.Join(o.workDir, "modules")},
 		Secrets: mgr.GetAPIReader(), Namespace: o.namespace,
 	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&readypoolcontroller.Reconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

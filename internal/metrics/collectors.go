@@ -45,6 +45,8 @@ var (
 		"When the resource's last successful plan or apply ended (Unix seconds); its creation when it never had one.", []string{"resource"}, nil)
 	poolRunnersDesc = prometheus.NewDesc("conductor_tf_runner_pool_connected_runners",
 		"Runners of the InfraRunnerPool connected to the manager's run protocol (status.connectedRunners).", []string{"pool"}, nil)
+	readyPoolDesc = prometheus.NewDesc("conductor_tf_ready_pool_resources",
+		"Resources of an InfraClass's ready pool, by state: ready (Available to a claim) or provisioning (status.readyPool).", []string{"class", "state"}, nil)
 	locksHeldDesc = prometheus.NewDesc("conductor_tf_state_locks_held",
 		"State locks held now (state Leases with a holder in the controller's namespace).", nil, nil)
 	lockAgeDesc = prometheus.NewDesc("conductor_tf_state_lock_oldest_age_seconds",
@@ -58,7 +60,7 @@ type objectCollector struct {
 }
 
 func (c *objectCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{resourcesDesc, approvalsDesc, approvalAgeDesc, lastSyncedDesc, claimsDesc, poolRunnersDesc} {
+	for _, d := range []*prometheus.Desc{resourcesDesc, approvalsDesc, approvalAgeDesc, lastSyncedDesc, claimsDesc, poolRunnersDesc, readyPoolDesc} {
 		ch <- d
 	}
 }
@@ -92,10 +94,32 @@ func (c *objectCollector) Collect(ch chan<- prometheus.Metric) {
 	var pools v1alpha1.InfraRunnerPoolList
 	if err := c.reader.List(ctx, &pools); err != nil {
 		ch <- prometheus.NewInvalidMetric(poolRunnersDesc, err)
+	} else {
+		for i := range pools.Items {
+			ch <- prometheus.MustNewConstMetric(poolRunnersDesc, prometheus.GaugeValue, float64(pools.Items[i].Status.ConnectedRunners), pools.Items[i].Name)
+		}
+	}
+	c.collectReadyPools(ctx, ch)
+}
+
+// collectReadyPools: conductor_tf_ready_pool_resources of every class that keeps a ready pool.
+func (c *objectCollector) collectReadyPools(ctx context.Context, ch chan<- prometheus.Metric) {
+	var classes v1alpha1.InfraClassList
+	if err := c.reader.List(ctx, &classes); err != nil {
+		ch <- prometheus.NewInvalidMetric(readyPoolDesc, err)
 		return
 	}
-	for i := range pools.Items {
-		ch <- prometheus.MustNewConstMetric(poolRunnersDesc, prometheus.GaugeValue, float64(pools.Items[i].Status.ConnectedRunners), pools.Items[i].Name)
+	for i := range classes.Items {
+		class := &classes.Items[i]
+		st := class.Status.ReadyPool
+		if st == nil && class.Spec.ReadyPool == nil {
+			continue
+		}
+		if st == nil {
+			st = &v1alpha1.ReadyPoolStatus{}
+		}
+		ch <- prometheus.MustNewConstMetric(readyPoolDesc, prometheus.GaugeValue, float64(st.Ready), class.Name, "ready")
+		ch <- prometheus.MustNewConstMetric(readyPoolDesc, prometheus.GaugeValue, float64(st.Provisioning), class.Name, "provisioning")
 	}
 }
 

@@ -19,6 +19,8 @@
 //	conductor_tf_claims{namespace,phase}                 gauge      InfraClaims by namespace and status.phase
 //	conductor_tf_resource_last_synced_timestamp_seconds{resource}  gauge  last successful run (Unix s)
 //	conductor_tf_runner_pool_connected_runners{pool}     gauge      runners connected per InfraRunnerPool
+//	conductor_tf_ready_pool_resources{class,state}       gauge      a class's ready pool: ready, provisioning
+//	conductor_tf_ready_pool_binds_total{class}           counter    claims bound to a ready pool's resource
 //	conductor_tf_state_locks_held                        gauge      state locks held now
 //	conductor_tf_state_lock_oldest_age_seconds           gauge      age of the oldest held state lock
 //	conductor_tf_leader                                  gauge      1 while this manager is the leader
@@ -84,6 +86,10 @@ var (
 		Name: "conductor_tf_run_sandbox_info",
 		Help: "1, labelled with how runs are confined: mode (landlock or none), the kernel's Landlock abi, whether signals to processes outside a run are refused (signals_scoped, ABI 6+) and whether connects to Unix sockets are mediated (sockets_mediated, ABI 9+).",
 	}, []string{"mode", "abi", "signals_scoped", "sockets_mediated"})
+	readyPoolBinds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "conductor_tf_ready_pool_binds_total",
+		Help: "Claims bound to a ready resource of their class's ready pool (spec.readyPool), by class.",
+	}, []string{"class"})
 	syncInterval = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "conductor_tf_sync_interval_seconds",
 		Help: "How often an unchanged resource is planned again (the manager's --sync-interval), in seconds.",
@@ -97,7 +103,7 @@ var registerOnce sync.Once
 // src.Elected is set, conductor_tf_leader turns 1 once it is closed.
 func Register(src Sources) {
 	registerOnce.Do(func() {
-		ctrlmetrics.Registry.MustRegister(runDuration, runsInFlight, runWait, claimReady, lockConflicts, locksRecovered, driftDetected, leader, runSandbox)
+		ctrlmetrics.Registry.MustRegister(runDuration, runsInFlight, runWait, claimReady, lockConflicts, locksRecovered, driftDetected, leader, runSandbox, readyPoolBinds)
 		// Every policy has a series from the start: a dashboard sees zero, not "no data".
 		for _, p := range []v1alpha1.DriftPolicy{v1alpha1.DriftCorrect, v1alpha1.DriftReport} {
 			driftDetected.WithLabelValues(string(p))
@@ -136,6 +142,9 @@ func ObserveRun(operation, result string, d time.Duration) {
 
 // DriftDetected counts a drift check that found drift, under the resource's driftPolicy.
 func DriftDetected(policy string) { driftDetected.WithLabelValues(policy).Inc() }
+
+// ReadyPoolBind counts a claim bound to a ready resource of class's ready pool.
+func ReadyPoolBind(class string) { readyPoolBinds.WithLabelValues(class).Inc() }
 
 // LockConflict counts a run refused because its state was locked by someone else or a live run.
 func LockConflict() { lockConflicts.Inc() }

@@ -220,8 +220,8 @@ func (m *Matcher) smaller(a, b *v1alpha1.InfraResource) bool {
 
 // Best returns the resource the claim should bind to, or nil when none fits. It mirrors
 // findMatchingVolume: resources being deleted are skipped; a resource pre-bound to this claim is
-// returned if it fits, whatever its phase; otherwise only Available resources with no claimRef are
-// candidates, and the smallest that fits wins.
+// returned if it fits, whatever its phase; otherwise only Available resources with no claimRef
+// (and not in a class's ready pool) are candidates, and the smallest that fits wins.
 func (m *Matcher) Best(resources []v1alpha1.InfraResource) *v1alpha1.InfraResource {
 	var best *v1alpha1.InfraResource
 	for i := range resources {
@@ -235,7 +235,9 @@ func (m *Matcher) Best(resources []v1alpha1.InfraResource) *v1alpha1.InfraResour
 			}
 			continue
 		}
-		if res.Status.Phase != v1alpha1.ResourceAvailable || res.Spec.ClaimRef != nil {
+		if res.Status.Phase != v1alpha1.ResourceAvailable || res.Spec.ClaimRef != nil || res.Labels[v1alpha1.LabelReadyPool] != "" {
+			// A member of a class's ready pool goes only to a claim of that class, rendered for it
+			// (the claim reconciler's takeFromPool).
 			continue
 		}
 		if ok, _ := m.check(res, false); !ok {
@@ -266,6 +268,9 @@ func CheckStaticBinding(claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource)
 		// As the PV controller words it ("volume already bound to a different claim"): the other
 		// claim, perhaps of another namespace, is not named to this one.
 		return errorf(v1alpha1.ReasonResourceBoundToOtherClaim, "resource %s is bound or reserved to a different claim", res.Name)
+	}
+	if res.Labels[v1alpha1.LabelReadyPool] != "" && res.Spec.ClaimRef == nil {
+		return errorf(v1alpha1.ReasonResourceMismatch, "resource %s is in a class's ready pool: claim the class (spec.className) and a ready one is bound", res.Name)
 	}
 	m, err := NewMatcher(claim)
 	if err != nil {

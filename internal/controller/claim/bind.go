@@ -86,6 +86,14 @@ func (r *Reconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) (ctrl
 		}
 		return ctrl.Result{RequeueAfter: PendingResync}, err
 	}
+	if res, err := r.takeFromPool(ctx, claim, class); err != nil || res != nil {
+		// Claim Pending, a ready resource of the class's pool is now bound to it: bind the claim.
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		unlock()
+		return r.bind(ctx, claim, res)
+	}
 	// Claim Pending, a class applies: provision a resource pre-bound to the claim.
 	return r.provision(ctx, claim, class, unlock)
 }

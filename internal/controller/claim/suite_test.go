@@ -17,11 +17,12 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	claimctrl "github.com/conductor-tf/conductor-tf/internal/controller/claim"
+	"github.com/conductor-tf/conductor-tf/internal/controller/readypool"
 	"github.com/conductor-tf/conductor-tf/internal/controller/resource"
 	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
-// The binding suite runs the claim and resource controllers against a real API server (envtest)
+// The binding suite runs the claim, resource and ready-pool controllers against a real API server (envtest)
 // with the CRDs installed and no Terraform: what is tested here is the controller's decisions.
 var (
 	k8s    client.Client
@@ -54,6 +55,7 @@ var _ = BeforeSuite(func() {
 	Expect((&claimctrl.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, MaxConcurrentReconciles: 4,
 		ConnectionSecretCheck: time.Second}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&resource.Reconciler{Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: 4}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&readypool.Reconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr)).To(Succeed())
 
 	var ctx context.Context
 	ctx, cancel = context.WithCancel(context.Background())

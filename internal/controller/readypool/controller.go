@@ -1,0 +1,193 @@
+// Package readypool keeps each class's ready pool (spec.readyPool) filled: resources provisioned
+// from the class before any claim asks, so that a claim of the class binds at once (the claim
+// reconciler's bindFromPool) instead of waiting for an apply. The pool's members are the unbound
+// resources labelled conductor.io/ready-pool=<class>; a bind removes the label, and this
+// reconciler provisions the next. It mirrors a ReplicaSet's reconcile: count the members from the
+// cache, create or delete the difference, write the counts to status.
+package readypool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
+	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+)
+
+// Reconciler keeps InfraClasses' ready pools filled.
+type Reconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=conductor.io,resources=infraclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=conductor.io,resources=infraclasses/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=conductor.io,resources=infraresources,verbs=get;list;watch;create;delete
+
+// Reconcile fills, shrinks or empties one class's pool and records its counts in
+// status.readyPool. A class that is gone, or whose pool size is 0, keeps no unbound member; a
+// class that is not Ready gets no new member (its module or template is broken).
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	class := &v1alpha1.InfraClass{}
+	err := r.Get(ctx, req.NamespacedName, class)
+	if apierrors.IsNotFound(err) {
+		return ctrl.Result{}, r.empty(ctx, req.Name)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	members, err := r.members(ctx, class.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	want := 0
+	if p := class.Spec.ReadyPool; p != nil && class.DeletionTimestamp.IsZero() {
+		want = int(p.Size)
+	}
+	keep, surplus := split(class, members, want)
+	for i := range surplus {
+		if err := r.Delete(ctx, &surplus[i], client.Preconditions{UID: &surplus[i].UID}); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting pooled resource %s: %w", surplus[i].Name, err)
+		}
+	}
+	var errs []error
+	if missing := want - len(keep); missing > 0 && classReady(class) {
+		for range missing {
+			res, err := r.provision(ctx, class)
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			keep = append(keep, *res)
+		}
+	}
+	before := class.DeepCopy()
+	class.Status.ReadyPool = countOf(keep, want)
+	if _, err := shared.PatchStatus(ctx, r.Client, class, before); client.IgnoreNotFound(err) != nil {
+		errs = append(errs, err)
+	}
+	return shared.RequeueOnConflict(ctrl.Result{}, errors.Join(errs...))
+}
+
+// members lists the class's pooled resources (label conductor.io/ready-pool=class) that no claim
+// holds and that are not being deleted, from the cache.
+func (r *Reconciler) members(ctx context.Context, class string) ([]v1alpha1.InfraResource, error) {
+	list := &v1alpha1.InfraResourceList{}
+	if err := r.List(ctx, list, client.MatchingLabels{v1alpha1.LabelReadyPool: statebackend.LabelValue(class)}); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(list.Items, func(res v1alpha1.InfraResource) bool {
+		return res.Spec.ClaimRef != nil || !res.DeletionTimestamp.IsZero() || res.Spec.ClassRef == nil || res.Spec.ClassRef.Name != class
+	}), nil
+}
+
+// split divides the members into those the pool keeps (at most want, of the class's current
+// module: a member pinned to an older version could never be bound) and the surplus to delete,
+// which takes the ones still provisioning first, then the newest.
+func split(class *v1alpha1.InfraClass, members []v1alpha1.InfraResource, want int) (keep, surplus []v1alpha1.InfraResource) {
+	for _, m := range members {
+		if m.Spec.Module != class.Spec.Module {
+			surplus = append(surplus, m)
+			continue
+		}
+		keep = append(keep, m)
+	}
+	slices.SortStableFunc(keep, func(a, b v1alpha1.InfraResource) int {
+		if ra, rb := isReady(&a), isReady(&b); ra != rb {
+			if ra {
+				return -1
+			}
+			return 1
+		}
+		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+	})
+	if len(keep) > want {
+		surplus = append(surplus, keep[want:]...)
+		keep = keep[:want]
+	}
+	return keep, surplus
+}
+
+// provision creates one pooled resource of the class (provision.PooledResourceFromClass) under a
+// generated name.
+func (r *Reconciler) provision(ctx context.Context, class *v1alpha1.InfraClass) (*v1alpha1.InfraResource, error) {
+	res, err := provision.PooledResourceFromClass(class)
+	if err != nil {
+		r.Recorder.Eventf(class, nil, corev1.EventTypeWarning, v1alpha1.ReasonReadyPoolFailed, "Provision",
+			"pooled resource not provisioned: %v", err)
+		return nil, err
+	}
+	if err := r.Create(ctx, res); err != nil {
+		return nil, fmt.Errorf("creating a pooled resource of class %s: %w", class.Name, err)
+	}
+	return res, nil
+}
+
+// empty deletes the unbound members of a class that is gone.
+func (r *Reconciler) empty(ctx context.Context, class string) error {
+	members, err := r.members(ctx, class)
+	if err != nil {
+		return err
+	}
+	for i := range members {
+		if err := r.Delete(ctx, &members[i], client.Preconditions{UID: &members[i].UID}); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isReady(res *v1alpha1.InfraResource) bool { return res.Status.Phase == v1alpha1.ResourceAvailable }
+
+func classReady(class *v1alpha1.InfraClass) bool {
+	return meta.IsStatusConditionTrue(class.Status.Conditions, v1alpha1.ConditionReady)
+}
+
+// countOf is status.readyPool for the kept members; nil when the class keeps no pool.
+func countOf(keep []v1alpha1.InfraResource, want int) *v1alpha1.ReadyPoolStatus {
+	if want == 0 && len(keep) == 0 {
+		return nil
+	}
+	st := &v1alpha1.ReadyPoolStatus{}
+	for i := range keep {
+		if isReady(&keep[i]) {
+			st.Ready++
+		} else {
+			st.Provisioning++
+		}
+	}
+	return st
+}
+
+// SetupWithManager registers the reconciler: classes, and pooled resources (by their label) so
+// that a bind, a deletion or a member becoming Available is counted at once.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.InfraClass{}).
+		Watches(&v1alpha1.InfraResource{}, handler.EnqueueRequestsFromMapFunc(classOfMember)).
+		Named("readypool").
+		Complete(r)
+}
+
+// classOfMember maps a resource labelled conductor.io/ready-pool to its class (spec.classRef).
+// An update maps the old object too: the bind that removes the label wakes the pool to refill.
+func classOfMember(_ context.Context, o client.Object) []reconcile.Request {
+	res, ok := o.(*v1alpha1.InfraResource)
+	if !ok || res.Labels[v1alpha1.LabelReadyPool] == "" || res.Spec.ClassRef == nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: res.Spec.ClassRef.Name}}}
+}
