@@ -29,6 +29,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	claimcontroller "github.com/conductor-tf/conductor-tf/internal/controller/claim"
 	classcontroller "github.com/conductor-tf/conductor-tf/internal/controller/class"
+	readypoolcontroller "github.com/conductor-tf/conductor-tf/internal/controller/readypool"
 	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
 	runnerpoolcontroller "github.com/conductor-tf/conductor-tf/internal/controller/runnerpool"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
@@ -210,6 +211,7 @@ var _ = BeforeSuite(func() {
 		Modules: &tfrunner.ModuleCache{Binary: binary, Env: tfEnv, Dir: filepath.Join(dir, "modules")},
 		Secrets: mgr.GetAPIReader(), Namespace: stateNamespace,
 	}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&readypoolcontroller.Reconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr)).To(Succeed())
 
 	var mctx context.Context
 	mctx, cancel = context.WithCancel(context.Background())

@@ -27,7 +27,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,7 +34,6 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
-	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
 var (
@@ -49,39 +47,10 @@ var (
 const stateNamespace = "conductor-system"
 
 func TestBenchScale(t *testing.T) {
-	dir := t.TempDir()
-	env, err := harness.Start(dir, harness.CRDDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	k8s, err := env.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for _, ns := range []string{stateNamespace, "bench", "baseline"} {
-		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	module, _ := filepath.Abs(filepath.Join("..", "..", "internal", "tfrunner", "testdata", "modules", "one"))
-	tofu := os.Getenv("CONDUCTOR_TF_TOFU")
-	tfEnv, err := harness.TerraformEnv(filepath.Join(dir, "home"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tfEnv["TF_PLUGIN_CACHE_DIR"] = filepath.Join(dir, "plugin-cache")
-	_ = os.MkdirAll(tfEnv["TF_PLUGIN_CACHE_DIR"], 0o700)
-
-	// The controller.
-	bin, err := harness.BuildController(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"--namespace", stateNamespace, "--work-dir", filepath.Join(dir, "work"), "--terraform-path", tofu,
-		"--max-concurrent-runs", fmt.Sprint(*concurrency), "--max-concurrent-reconciles", "16", "--sync-interval", "10h",
-		"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--zap-devel=false", "--zap-log-level=error"}
+	b := startBench(t)
+	defer b.stop()
+	dir, env, k8s, ctx, module, tofu, tfEnv, bin := b.dir, b.env, b.k8s, b.ctx, b.module, b.tofu, b.tfEnv, b.bin
+	args := b.managerArgs()
 	profArgs, profAddr := pprofArgs(t)
 	args = append(args, profArgs...)
 	if !*warm {
