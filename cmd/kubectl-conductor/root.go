@@ -132,7 +132,7 @@ Example:
 	o.config.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVar(&o.controllerNamespace, "controller-namespace", DefaultControllerNamespace,
 		"namespace of the controller's state, plan and log Secrets and lock Leases")
-	root.AddCommand(newPlanCommand(o), newApproveCommand(o), newCreatesCommand(o), newRunsCommand(o), newLogsCommand(o),
+	root.AddCommand(newAdoptCommand(o), newPlanCommand(o), newApproveCommand(o), newCreatesCommand(o), newRunsCommand(o), newLogsCommand(o),
 		newUnlockCommand(o), newRestoreStateCommand(o), newInputsCommand(o), newUpgradeCommand(o),
 		newPauseCommand(o), newResumeCommand(o), newSyncCommand(o))
 	return root
