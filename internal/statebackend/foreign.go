@@ -110,6 +110,7 @@ func NestState(state []byte, name string) ([]byte, error) {
 	delete(doc, "check_results")
 	return json.MarshalIndent(doc, "", "  ")
 }
+
 // labelAdoptedBy labels the original state Secret with the resource that adopted a copy of it.
 func labelAdoptedBy(ctx context.Context, kube kubernetes.Interface, src *corev1.Secret, resource string) error {
 	if src.Labels[LabelAdoptedBy] == LabelValue(resource) {
