@@ -77,7 +77,9 @@ var _ = Describe("Adopting another controller's state", func() {
 		res := s.resource(name)()
 		Expect(res.Spec.ReclaimPolicy).To(Equal(v1alpha1.ReclaimRetain))
 		Expect(string(res.Spec.Variables["prefix"].Raw)).To(Equal(`"legacy"`))
-		Expect(res.Status.LastRun).To(And(HaveField("Operation", "apply"), HaveField("Result", "Succeeded")))
+		// With state from the start the run plans first (the destructive-change guard's saved plan);
+		// a plan of no change is the whole run.
+		Expect(res.Status.LastRun).To(And(HaveField("Operation", BeElementOf("plan", "apply")), HaveField("Result", "Succeeded")))
 		if sum := res.Status.LastRun.Summary; sum != nil {
 			Expect(*sum).To(Equal(v1alpha1.PlanSummary{}), "no change: the random_pet adopted, not created again")
 		}
