@@ -8,13 +8,16 @@ package readypool
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,12 +77,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			keep = append(keep, *res)
 		}
 	}
-	before := class.DeepCopy()
-	class.Status.ReadyPool = countOf(keep, want)
-	if _, err := shared.PatchStatus(ctx, r.Client, class, before); client.IgnoreNotFound(err) != nil {
+	if err := r.writeCounts(ctx, class, countOf(keep, want)); client.IgnoreNotFound(err) != nil {
 		errs = append(errs, err)
 	}
 	return shared.RequeueOnConflict(ctrl.Result{}, errors.Join(errs...))
+}
+
+// writeCounts sets status.readyPool to st with a JSON merge patch of that field alone (no
+// resourceVersion), nothing when it holds st already. The class reconciler writes the rest of the
+// class's status: a patch of the whole status from this reconciler's read (shared.PatchStatus,
+// which also refreshes the health conditions) would put back the conditions of that read over a
+// Ready the class reconciler wrote since.
+func (r *Reconciler) writeCounts(ctx context.Context, class *v1alpha1.InfraClass, st *v1alpha1.ReadyPoolStatus) error {
+	if equality.Semantic.DeepEqual(class.Status.ReadyPool, st) {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"readyPool": st}})
+	if err != nil {
+		return err
+	}
+	return r.Status().Patch(ctx, class, client.RawPatch(types.MergePatchType, patch))
 }
 
 // members lists the class's pooled resources (label conductor.io/ready-pool=class) that no claim
