@@ -144,9 +144,11 @@ var _ = Describe("Claim binding", func() {
 
 	It("binds a claim to a resource pre-bound to it over a smaller free one", func() {
 		createAvailable(ctx, staticResource("free-"+ns, kind, "6Gi"))
-		Expect(k8s.Create(ctx, staticResource("pre-"+ns, kind, "100Gi", func(r *v1alpha1.InfraResource) {
+		// Available once the manager's cache holds it (a reservation stays Available, as a pre-bound
+		// PV): a claim created before then could bind the free one, which is all it sees.
+		createAvailable(ctx, staticResource("pre-"+ns, kind, "100Gi", func(r *v1alpha1.InfraResource) {
 			r.Spec.ClaimRef = &v1alpha1.ClaimReference{Namespace: ns, Name: "db"}
-		}))).To(Succeed())
+		}))
 		claim := newClaim(ns, "db", kind, "5Gi")
 		Expect(k8s.Create(ctx, claim)).To(Succeed())
 
