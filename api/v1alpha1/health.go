@@ -33,6 +33,12 @@ const (
 	// hand, or another object of that name); the resource writes it again from its state at its
 	// next check (every minute). The claim is not Ready meanwhile.
 	ReasonConnectionSecretMissing = "ConnectionSecretMissing"
+	// ReasonPolicyDenied: a Deny rule of the class's policy refused the resource's plan (the
+	// InfraResource's Synced, the claim's ChangePending); a change of the spec, the claim or the
+	// policy makes a new one. ReasonPolicyInvalid: a rule of the class's policy does not compile
+	// (the class's Ready).
+	ReasonPolicyDenied  = "PolicyDenied"
+	ReasonPolicyInvalid = "PolicyInvalid"
 )
 
 // TerminalReasons are the Ready reasons that no retry clears: only a change of the spec, of a
@@ -60,6 +66,8 @@ var TerminalReasons = map[string]bool{
 	ReasonStateMissing:              true,
 	ReasonServiceAccountShared:      true,
 	ReasonVolumeRefused:             true,
+	ReasonPolicyDenied:              true,
+	ReasonPolicyInvalid:             true,
 }
 
 // StatusConditions are the claim's status.conditions, for code that handles every kind alike.

@@ -132,6 +132,12 @@ type InfraClassSpec struct {
 	// +optional
 	ReadyPool *ReadyPool `json:"readyPool,omitempty"`
 
+	// Policy lists rules, in CEL, that every saved plan of the class's resources must pass before
+	// it is applied (docs/policy.md). A rule that does not compile makes the class not Ready
+	// (PolicyInvalid) and its resources' runs fail; no run ignores it.
+	// +optional
+	Policy *PlanPolicy `json:"policy,omitempty"`
+
 	// Operations: approval, the destructive-change guard and the drift policy.
 	Operations `json:",inline"`
 }

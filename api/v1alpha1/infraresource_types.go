@@ -367,8 +367,21 @@ type PendingPlan struct {
 	// ID of the plan (12 hex characters of a hash of its changes); approve it with the annotation
 	// conductor.io/approve-plan=<id>.
 	ID string `json:"id"`
-	// Reason it waits: InterruptedCreate, Manual, DestructiveChange or ImportedObjectReplaced.
+	// Reason it waits: InterruptedCreate, Manual, DestructiveChange, ImportedObjectReplaced,
+	// PolicyRequiresApproval (a rule of the class's policy; approval applies it) or PolicyDenied
+	// (a Deny rule: no approval applies it; a change of the spec or of the policy makes a new plan).
 	Reason string `json:"reason"`
+	// Rule is the policy rule that stopped the plan (destructive-change for the guard); "" for the
+	// other reasons.
+	// +optional
+	Rule string `json:"rule,omitempty"`
+	// Message is the rule's message with the addresses that broke it.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// PolicyDigest identifies the class's plan rules the plan was decided under (12 hex
+	// characters; "" without rules): when the class's rules change, the plan is made again.
+	// +optional
+	PolicyDigest string `json:"policyDigest,omitempty"`
 	// Summary of the plan.
 	Summary PlanSummary `json:"summary"`
 	// Changes lists "address: actions" of the plan's changes (at most 50).

@@ -54,9 +54,20 @@ func runPlan(ctx context.Context, out io.Writer, cl *Clients, name string) error
 		}
 		return nil
 	}
-	fmt.Fprintf(out, "%s: a plan waits for approval.\n", t)
+	denied := p.Reason == v1alpha1.ReasonPolicyDenied
+	if denied {
+		fmt.Fprintf(out, "%s: the class's policy refused the plan; no approval applies it.\n", t)
+	} else {
+		fmt.Fprintf(out, "%s: a plan waits for approval.\n", t)
+	}
 	fmt.Fprintf(out, "Plan:        %s\n", p.ID)
 	fmt.Fprintf(out, "Reason:      %s\n", p.Reason)
+	if p.Rule != "" {
+		fmt.Fprintf(out, "Rule:        %s\n", p.Rule)
+	}
+	if p.Message != "" {
+		fmt.Fprintf(out, "Message:     %s\n", p.Message)
+	}
 	gen := fmt.Sprintf("%d", p.Generation)
 	if p.Generation != res.Generation {
 		gen += fmt.Sprintf(" (the spec is now at generation %d: a newer plan will replace this one)", res.Generation)
@@ -87,6 +98,10 @@ func runPlan(ctx context.Context, out io.Writer, cl *Clients, name string) error
 				fmt.Fprintln(out)
 			}
 		}
+	}
+	if denied {
+		fmt.Fprintln(out, "\nChange the claim (or the resource's spec) so that its plan passes the rule; a change of the class's policy plans again too.")
+		return nil
 	}
 	fmt.Fprintf(out, "\nApprove it with: kubectl conductor approve %s --plan %s\n", res.Name, p.ID)
 	return nil
@@ -130,6 +145,9 @@ func runApprove(ctx context.Context, out io.Writer, cl *Clients, name, planID st
 	p := res.Status.PendingPlan
 	if p == nil {
 		return fmt.Errorf("%s: no plan waits for approval; nothing to approve", t)
+	}
+	if p.Reason == v1alpha1.ReasonPolicyDenied {
+		return fmt.Errorf("%s: plan %s was refused by the class's policy (%s): no approval applies it; nothing approved", t, p.ID, p.Message)
 	}
 	if planID != "" && planID != p.ID {
 		return fmt.Errorf("%s: the plan that waits for approval is %s, not %s: the plan changed since it was "+

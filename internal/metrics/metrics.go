@@ -90,6 +90,10 @@ var (
 		Name: "conductor_tf_ready_pool_binds_total",
 		Help: "Claims bound to a ready resource of their class's ready pool (spec.readyPool), by class.",
 	}, []string{"class"})
+	policyViolations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "conductor_tf_policy_violations_total",
+		Help: "Saved plans a rule of their class's plan policy stopped, counted once per plan, by class, rule and outcome (PolicyDenied, PolicyRequiresApproval, or DestructiveChange for the guard).",
+	}, []string{"class", "rule", "outcome"})
 	syncInterval = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "conductor_tf_sync_interval_seconds",
 		Help: "How often an unchanged resource is planned again (the manager's --sync-interval), in seconds.",
@@ -103,7 +107,7 @@ var registerOnce sync.Once
 // src.Elected is set, conductor_tf_leader turns 1 once it is closed.
 func Register(src Sources) {
 	registerOnce.Do(func() {
-		ctrlmetrics.Registry.MustRegister(runDuration, runsInFlight, runWait, claimReady, lockConflicts, locksRecovered, driftDetected, leader, runSandbox, readyPoolBinds)
+		ctrlmetrics.Registry.MustRegister(runDuration, runsInFlight, runWait, claimReady, lockConflicts, locksRecovered, driftDetected, leader, runSandbox, readyPoolBinds, policyViolations)
 		// Every policy has a series from the start: a dashboard sees zero, not "no data".
 		for _, p := range []v1alpha1.DriftPolicy{v1alpha1.DriftCorrect, v1alpha1.DriftReport} {
 			driftDetected.WithLabelValues(string(p))
@@ -145,6 +149,12 @@ func DriftDetected(policy string) { driftDetected.WithLabelValues(policy).Inc() 
 
 // ReadyPoolBind counts a claim bound to a ready resource of class's ready pool.
 func ReadyPoolBind(class string) { readyPoolBinds.WithLabelValues(class).Inc() }
+
+// PolicyViolation counts a saved plan that rule of class's plan policy stopped, with the hold's
+// reason (outcome); class is "" for a resource without one.
+func PolicyViolation(class, rule, outcome string) {
+	policyViolations.WithLabelValues(class, rule, outcome).Inc()
+}
 
 // LockConflict counts a run refused because its state was locked by someone else or a live run.
 func LockConflict() { lockConflicts.Inc() }

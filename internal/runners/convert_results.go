@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/conductor-tf/conductor-tf/internal/policy"
 	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
@@ -117,7 +118,8 @@ func gateToProto(g *tfrunner.Gate) *runnerpb.Gate {
 	}
 	return &runnerpb.Gate{Approved: g.Approved, Manual: g.Manual, AllowDestructive: g.AllowDestructive,
 		Imported: g.Imported, CreatesInDoubt: g.CreatesInDoubt, Shown: g.Shown, ShownReason: g.ShownReason,
-		ResolveCreates: g.ResolveCreates, Identities: g.Identities, Owner: g.Owner}
+		ResolveCreates: g.ResolveCreates, Identities: g.Identities, Owner: g.Owner,
+		Policy: policyToProto(g.Policy), Facts: factsToProto(g.Facts)}
 }
 
 func gateFromProto(p *runnerpb.Gate) *tfrunner.Gate {
@@ -126,7 +128,38 @@ func gateFromProto(p *runnerpb.Gate) *tfrunner.Gate {
 	}
 	return &tfrunner.Gate{Approved: p.GetApproved(), Manual: p.GetManual(), AllowDestructive: p.GetAllowDestructive(),
 		Imported: nilIfEmpty(p.GetImported()), CreatesInDoubt: nilIfEmpty(p.GetCreatesInDoubt()), Shown: p.GetShown(), ShownReason: p.GetShownReason(),
-		ResolveCreates: p.GetResolveCreates(), Identities: nilIfEmptyMap(p.GetIdentities()), Owner: p.GetOwner()}
+		ResolveCreates: p.GetResolveCreates(), Identities: nilIfEmptyMap(p.GetIdentities()), Owner: p.GetOwner(),
+		Policy: policyFromProto(p.GetPolicy()), Facts: factsFromProto(p.GetFacts())}
+}
+
+func policyToProto(rules []policy.Rule) []*runnerpb.PolicyRule {
+	var out []*runnerpb.PolicyRule
+	for _, r := range rules {
+		out = append(out, &runnerpb.PolicyRule{Name: r.Name, Expression: r.Expression, Action: string(r.Action), Message: r.Message})
+	}
+	return out
+}
+
+func policyFromProto(rules []*runnerpb.PolicyRule) []policy.Rule {
+	var out []policy.Rule
+	for _, r := range rules {
+		out = append(out, policy.Rule{Name: r.GetName(), Expression: r.GetExpression(), Action: policy.Action(r.GetAction()), Message: r.GetMessage()})
+	}
+	return out
+}
+
+func factsToProto(f policy.Facts) *runnerpb.PolicyFacts {
+	obj := func(o policy.Object) *runnerpb.PolicyObject {
+		return &runnerpb.PolicyObject{Namespace: o.Namespace, Name: o.Name, Labels: o.Labels}
+	}
+	return &runnerpb.PolicyFacts{Claim: obj(f.Claim), Class: obj(f.Class), Resource: obj(f.Resource)}
+}
+
+func factsFromProto(p *runnerpb.PolicyFacts) policy.Facts {
+	obj := func(o *runnerpb.PolicyObject) policy.Object {
+		return policy.Object{Namespace: o.GetNamespace(), Name: o.GetName(), Labels: nilIfEmptyMap(o.GetLabels())}
+	}
+	return policy.Facts{Claim: obj(p.GetClaim()), Class: obj(p.GetClass()), Resource: obj(p.GetResource())}
 }
 
 // holdToProto converts h without its plan, which travels once, as ApplyResult.plan.
@@ -134,7 +167,7 @@ func holdToProto(h *tfrunner.Hold) *runnerpb.Hold {
 	if h == nil {
 		return nil
 	}
-	return &runnerpb.Hold{Reason: h.Reason, Addresses: h.Addresses, Rendering: h.Rendering, Discarded: h.Discarded}
+	return &runnerpb.Hold{Reason: h.Reason, Addresses: h.Addresses, Rendering: h.Rendering, Discarded: h.Discarded, Rule: h.Rule, Message: h.Message}
 }
 
 // holdFromProto converts a received Hold of plan (the ApplyResult's plan); nil stays nil.
@@ -142,7 +175,8 @@ func holdFromProto(p *runnerpb.Hold, plan *tfrunner.Plan) *tfrunner.Hold {
 	if p == nil {
 		return nil
 	}
-	return &tfrunner.Hold{Plan: plan, Reason: p.GetReason(), Addresses: nilIfEmpty(p.GetAddresses()), Rendering: p.GetRendering(), Discarded: p.GetDiscarded()}
+	return &tfrunner.Hold{Plan: plan, Reason: p.GetReason(), Addresses: nilIfEmpty(p.GetAddresses()), Rendering: p.GetRendering(),
+		Discarded: p.GetDiscarded(), Rule: p.GetRule(), Message: p.GetMessage()}
 }
 
 func streamResultToProto(r *tfrunner.StreamResult) *runnerpb.StreamResult {

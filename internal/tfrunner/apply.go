@@ -157,9 +157,9 @@ func decide(ctx context.Context, ws *Workspace, gate *Gate, p *Plan) (*Hold, err
 	if gate == nil {
 		return nil, nil
 	}
-	h := gate.Decide(p)
-	if h == nil || !gate.NeedsRendering(h) {
-		return h, nil
+	h, err := gate.Decide(p)
+	if err != nil || h == nil || !gate.NeedsRendering(h) {
+		return h, err
 	}
 	text, err := ws.ShowPlanText(ctx)
 	if err != nil {

@@ -1,6 +1,11 @@
 package tfrunner
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+
+	"github.com/conductor-tf/conductor-tf/internal/policy"
+)
 
 // Reasons a saved plan is held by its Gate (Hold.Reason), the values of the resource's
 // status.pendingPlan.reason.
@@ -12,14 +17,21 @@ const (
 	HoldImportedReplaced = "ImportedObjectReplaced"
 	// HoldManual: the resource's approval is Manual and the plan has changes.
 	HoldManual = "Manual"
-	// HoldDestructive: the plan would delete or replace an existing object.
+	// HoldDestructive: the plan would delete or replace an existing object (the rule
+	// policy.DestructiveChange).
 	HoldDestructive = "DestructiveChange"
+	// HoldPolicyApproval: a RequireApproval rule of the class's policy holds the plan.
+	HoldPolicyApproval = "PolicyRequiresApproval"
+	// HoldPolicyDenied: a Deny rule of the class's policy refuses the plan; no approval passes it.
+	HoldPolicyDenied = "PolicyDenied"
 )
 
 // Gate is the decision between a saved plan and its apply, as data the run applies itself: the
-// run never calls back into the controller to ask. A plan is held (first match) when it would
-// create again one of CreatesInDoubt, destroy or replace one of Imported, when Manual, or when it
-// would delete or replace anything and AllowDestructive is false; unless Approved names it.
+// run never calls back into the controller to ask. A plan is refused when it breaks a Deny rule of
+// Policy (whatever Approved says); otherwise held (first match) when it would create again one of
+// CreatesInDoubt, destroy or replace one of Imported, when Manual, when it breaks a
+// RequireApproval rule of Policy, or when it would delete or replace anything and
+// AllowDestructive is false (policy.DestructiveChange, the last rule); unless Approved names it.
 //
 // An approval of a plan held for InterruptedCreate counts only when that very plan was shown as
 // held for that reason (Shown, ShownReason): an approval left from before (its apply killed, the
@@ -47,6 +59,10 @@ type Gate struct {
 	// Shown and ShownReason are the plan already shown to people as held, and why; a plan held
 	// again with the same ID is not rendered again.
 	Shown, ShownReason string
+	// Policy are the class's plan rules, in order (source form: compiled in the run, cached by
+	// expression); Facts what they see besides the plan.
+	Policy []policy.Rule
+	Facts  policy.Facts
 }
 
 // Hold is a saved plan its Gate stopped before apply.
@@ -55,6 +71,9 @@ type Hold struct {
 	// Reason is one of the Hold* constants; Addresses are the objects concerned (none for Manual).
 	Reason    string
 	Addresses []string
+	// Rule is the policy rule that stopped the plan (policy.DestructiveChange's name for
+	// HoldDestructive) and Message its message with the addresses; "" for the other reasons.
+	Rule, Message string
 	// Rendering is Terraform's human-readable plan (show -no-color, sensitive values redacted by
 	// Terraform); "" when the plan was already shown (Gate.Shown).
 	Rendering string
@@ -63,24 +82,28 @@ type Hold struct {
 }
 
 // Decide returns the Hold of plan p, nil when p may be applied. Rendering is left empty: the run
-// fills it in only for a plan people have not seen yet (NeedsRendering).
-func (g Gate) Decide(p *Plan) *Hold {
-	reason, addresses := g.reason(p)
-	if reason == "" {
-		return nil
+// fills it in only for a plan people have not seen yet (NeedsRendering). The error is a rule of
+// Policy that does not compile (the controller checks them before the run; this is the run's own
+// check, so that no plan is applied past a rule it could not read).
+func (g Gate) Decide(p *Plan) (*Hold, error) {
+	h, err := g.hold(p)
+	if h == nil || err != nil {
+		return nil, err
 	}
 	approved := g.Approved == p.ID
-	if reason == HoldInterruptedCreate {
+	switch h.Reason {
+	case HoldInterruptedCreate:
 		approved = approved && g.Shown == p.ID && g.ShownReason == HoldInterruptedCreate
+	case HoldPolicyDenied:
+		approved = false
 	}
 	if approved {
-		return nil
+		return nil, nil
 	}
-	h := &Hold{Plan: p, Reason: reason, Addresses: addresses}
 	if g.Approved != "" && g.Approved != p.ID {
 		h.Discarded = g.Approved
 	}
-	return h
+	return h, nil
 }
 
 // NeedsRendering reports whether h's plan is new to people (not Gate.Shown with the same reason).
@@ -88,29 +111,52 @@ func (g Gate) NeedsRendering(h *Hold) bool {
 	return g.Shown != h.Plan.ID || g.ShownReason != h.Reason
 }
 
-// reason says why p must wait, with the addresses concerned ("" when it need not).
-func (g Gate) reason(p *Plan) (string, []string) {
-	var again, importedRisky, destructive []string
+// hold says why p must wait (Plan, Reason, Addresses, and Rule and Message for a rule), nil
+// when it need not.
+func (g Gate) hold(p *Plan) (*Hold, error) {
+	rules := slices.Clone(g.Policy)
+	if !g.AllowDestructive {
+		rules = append(rules, policy.DestructiveChange)
+	}
+	set, err := policy.Compile(rules)
+	if err != nil {
+		return nil, fmt.Errorf("the plan policy: %w", err)
+	}
+	violations := set.Evaluate(p.policyPlan(), g.Facts)
+	ruled := func(reason string, v policy.Violation) *Hold {
+		return &Hold{Plan: p, Reason: reason, Addresses: v.Addresses, Rule: v.Rule.Name, Message: v.Message()}
+	}
+	for _, v := range violations {
+		if v.Rule.Action == policy.ActionDeny {
+			return ruled(HoldPolicyDenied, v), nil
+		}
+	}
+	var again, importedRisky []string
 	for _, c := range p.Changes {
 		if slices.Contains(c.Actions, "create") && slices.Contains(g.CreatesInDoubt, c.Address) {
 			again = append(again, c.Address)
 		}
-		if c.Destroys() {
-			destructive = append(destructive, c.Address)
-			if slices.Contains(g.Imported, c.Address) {
-				importedRisky = append(importedRisky, c.Address)
-			}
+		if c.Destroys() && slices.Contains(g.Imported, c.Address) {
+			importedRisky = append(importedRisky, c.Address)
 		}
 	}
 	switch {
 	case len(again) > 0:
-		return HoldInterruptedCreate, again
+		return &Hold{Plan: p, Reason: HoldInterruptedCreate, Addresses: again}, nil
 	case len(importedRisky) > 0:
-		return HoldImportedReplaced, importedRisky
+		return &Hold{Plan: p, Reason: HoldImportedReplaced, Addresses: importedRisky}, nil
 	case g.Manual && p.HasChanges:
-		return HoldManual, nil
-	case len(destructive) > 0 && !g.AllowDestructive:
-		return HoldDestructive, destructive
+		return &Hold{Plan: p, Reason: HoldManual}, nil
 	}
-	return "", nil
+	for _, v := range violations {
+		// The guard is the set's last rule when it is in it: a class's own rule of that name
+		// is refused by the class check, so the name alone tells them apart here.
+		if !g.AllowDestructive && v.Rule.Name == policy.DestructiveChange.Name {
+			h := ruled(HoldDestructive, v)
+			h.Message = ""
+			return h, nil
+		}
+		return ruled(HoldPolicyApproval, v), nil
+	}
+	return nil, nil
 }

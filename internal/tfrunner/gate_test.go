@@ -2,7 +2,15 @@ package tfrunner
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/conductor-tf/conductor-tf/internal/policy"
+)
+
+var (
+	noZ  = policy.Rule{Name: "no-z", Expression: "!change.address.endsWith('.z')", Action: policy.ActionDeny, Message: "z stays"}
+	askY = policy.Rule{Name: "ask-y", Expression: "!change.address.endsWith('.y')", Action: policy.ActionRequireApproval}
 )
 
 func TestGateDecide(t *testing.T) {
@@ -17,6 +25,7 @@ func TestGateDecide(t *testing.T) {
 		reason    string
 		addresses []string
 		discarded string
+		rule      string
 		render    bool
 	}{
 		{name: "an update passes", plan: plan("p1", create, update)},
@@ -41,21 +50,44 @@ func TestGateDecide(t *testing.T) {
 		{name: "an approval of the plan shown as held for it passes a create in doubt",
 			gate: Gate{Approved: "p1", CreatesInDoubt: []string{"module.main.a.x"}, Shown: "p1", ShownReason: HoldInterruptedCreate},
 			plan: plan("p1", create)},
+		{name: "a Deny rule refuses the plan before anything else", gate: Gate{Manual: true, CreatesInDoubt: []string{"module.main.a.x"}, Policy: []policy.Rule{noZ}},
+			plan: plan("p1", create, replace), reason: HoldPolicyDenied, addresses: []string{"module.main.a.z"}, rule: "no-z", render: true},
+		{name: "no approval passes a Deny rule", gate: Gate{Approved: "p1", Policy: []policy.Rule{noZ}},
+			plan: plan("p1", replace), reason: HoldPolicyDenied, addresses: []string{"module.main.a.z"}, rule: "no-z", render: true},
+		{name: "a RequireApproval rule holds the plan before the guard", gate: Gate{Policy: []policy.Rule{askY}},
+			plan: plan("p1", update, replace), reason: HoldPolicyApproval, addresses: []string{"module.main.a.y"}, rule: "ask-y", render: true},
+		{name: "an approval passes a RequireApproval rule", gate: Gate{Approved: "p1", Policy: []policy.Rule{askY}},
+			plan: plan("p1", update)},
+		{name: "the guard is a rule of its own", plan: plan("p1", replace),
+			reason: HoldDestructive, addresses: []string{"module.main.a.z"}, rule: policy.DestructiveChange.Name, render: true},
+		{name: "rules a plan passes hold nothing", gate: Gate{Policy: []policy.Rule{noZ, askY}}, plan: plan("p1", create)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := tc.gate.Decide(tc.plan)
+			h, err := tc.gate.Decide(tc.plan)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if tc.reason == "" {
 				if h != nil {
 					t.Fatalf("held: %+v", h)
 				}
 				return
 			}
-			if h == nil || h.Reason != tc.reason || !reflect.DeepEqual(h.Addresses, tc.addresses) || h.Discarded != tc.discarded || h.Plan != tc.plan {
+			if h == nil || h.Reason != tc.reason || !reflect.DeepEqual(h.Addresses, tc.addresses) || h.Discarded != tc.discarded || h.Plan != tc.plan || h.Rule != tc.rule {
 				t.Fatalf("hold %+v, want %s %v (discarded %q)", h, tc.reason, tc.addresses, tc.discarded)
 			}
 			if got := tc.gate.NeedsRendering(h); got != tc.render {
 				t.Fatalf("needs rendering %v, want %v", got, tc.render)
 			}
 		})
+	}
+}
+
+// TestGateRefusesARuleItCannotCompile: a run never applies past a rule it could not read.
+func TestGateRefusesARuleItCannotCompile(t *testing.T) {
+	g := Gate{AllowDestructive: true, Policy: []policy.Rule{{Name: "broken", Expression: "change.type ==", Action: policy.ActionDeny}}}
+	h, err := g.Decide(&Plan{ID: "p1", HasChanges: true, Changes: []Change{{Address: "a.b", Actions: []string{"create"}}}})
+	if err == nil || h != nil || !strings.Contains(err.Error(), "rule 0 (broken)") {
+		t.Fatalf("hold %+v, error %v; want the rule's compile error", h, err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"sort"
 
 	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/conductor-tf/conductor-tf/internal/policy"
 )
 
 // Summary counts a plan's changes as Terraform's "Plan: N to add, N to change, N to destroy" line
@@ -28,6 +30,9 @@ type Change struct {
 	// values are the change's before and after values (JSON, from show -json), hashed into the
 	// plan's ID so that plans with the same actions but other values differ; not exposed.
 	values []byte
+	// rc is the change as show -json wrote it, what policy rules see (policyPlan); nil for a
+	// plan read from a -json stream, which the gate never decides.
+	rc *tfjson.ResourceChange
 }
 
 // Destroys reports whether the change deletes or replaces its object.
@@ -78,7 +83,7 @@ func summarize(raw *tfjson.Plan) *Plan {
 			actions[i] = string(x)
 		}
 		values, _ := json.Marshal([]any{rc.Change.Before, rc.Change.After, rc.Change.AfterUnknown})
-		p.Changes = append(p.Changes, Change{Address: rc.Address, Actions: actions, Importing: importing, values: values})
+		p.Changes = append(p.Changes, Change{Address: rc.Address, Actions: actions, Importing: importing, values: values, rc: rc})
 	}
 	p.sortAndHash()
 	return p
@@ -94,4 +99,37 @@ func (p *Plan) sortAndHash() {
 		h.Write(c.values)
 	}
 	p.ID = hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// policyPlan is p as policy rules see it (policy.Change: show -json's resource_changes[]).
+func (p *Plan) policyPlan() policy.Plan {
+	out := policy.Plan{Changes: make([]policy.Change, 0, len(p.Changes))}
+	for _, c := range p.Changes {
+		pc := policy.Change{Address: c.Address, Actions: c.Actions, Importing: c.Importing}
+		if rc := c.rc; rc != nil {
+			pc.ModuleAddress, pc.Mode, pc.Type, pc.Name, pc.ProviderName = rc.ModuleAddress, string(rc.Mode), rc.Type, rc.Name, rc.ProviderName
+			pc.Index = jsonValue(rc.Index)
+			pc.Before, pc.After, pc.AfterUnknown = jsonValue(rc.Change.Before), jsonValue(rc.Change.After), jsonValue(rc.Change.AfterUnknown)
+		}
+		out.Changes = append(out.Changes, pc)
+	}
+	return out
+}
+
+// jsonValue is v as encoding/json decodes JSON into an any (maps, lists, float64, string, bool,
+// nil): terraform-json keeps values as decoded, except the index, an any of its own.
+func jsonValue(v any) any {
+	switch v.(type) {
+	case nil, string, bool, float64, map[string]any, []any:
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var out any
+	if json.Unmarshal(b, &out) != nil {
+		return nil
+	}
+	return out
 }

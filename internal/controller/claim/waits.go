@@ -63,8 +63,8 @@ func (r *Reconciler) secretCheck() time.Duration {
 // setChangePending says on a bound claim what change its resource holds for a person, and how to
 // move it on (kubectl conductor …), in the ChangePending condition; it removes the condition when
 // nothing waits. In order: a plan waiting for approval or creates in doubt (status.pendingPlan, or
-// Synced's reason InterruptedCreate), then a newer module version the class offers
-// (UpgradeAvailable=True).
+// Synced's reason InterruptedCreate) or refused by a Deny rule of the class's policy
+// (PolicyDenied), then a newer module version the class offers (UpgradeAvailable=True).
 func setChangePending(claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) {
 	target := fmt.Sprintf("claim/%s -n %s", claim.Name, claim.Namespace)
 	set := func(reason, message string) {
@@ -76,6 +76,11 @@ func setChangePending(claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) {
 	case (pp != nil && pp.Reason == tfrunner.HoldInterruptedCreate) || (synced != nil && synced.Reason == v1alpha1.ReasonInterruptedCreate):
 		set(v1alpha1.ReasonInterruptedCreate, fmt.Sprintf("resource %s holds its next apply: a run that died had started creates that may exist (status.createsPending). "+
 			"See them with kubectl conductor creates %s, then --import ADDRESS=ID, --approve (create again) or --abandon", res.Name, target))
+	case pp != nil && pp.Reason == tfrunner.HoldPolicyDenied:
+		// No approval moves it on: the claim (its parameters or labels) or the class's policy must change.
+		set(v1alpha1.ReasonPolicyDenied, fmt.Sprintf("resource %s's plan %s (%d to add, %d to change, %d to destroy) was refused by the class's policy, %s. "+
+			"Change the claim so that its plan passes (or ask the platform team); read the plan with kubectl conductor plan %s",
+			res.Name, pp.ID, pp.Summary.Add, pp.Summary.Change, pp.Summary.Destroy, pp.Message, target))
 	case pp != nil:
 		reason, why := v1alpha1.ReasonWaitingForApproval, "approval is Manual"
 		switch pp.Reason {
@@ -83,6 +88,8 @@ func setChangePending(claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) {
 			reason, why = v1alpha1.ReasonDestructiveChange, "it deletes or replaces existing objects"
 		case tfrunner.HoldImportedReplaced:
 			reason, why = v1alpha1.ReasonReplaceNeedsApproval, "it destroys or replaces imported objects"
+		case tfrunner.HoldPolicyApproval:
+			why = "the class's policy, " + pp.Message
 		}
 		set(reason, fmt.Sprintf("resource %s holds plan %s (%d to add, %d to change, %d to destroy) for approval: %s. "+
 			"Read it with kubectl conductor plan %s; apply it with kubectl conductor approve %s",

@@ -90,6 +90,9 @@ func (r *Reconciler) validate(ctx context.Context, class *v1alpha1.InfraClass) e
 	if _, err := tfrunner.ParseSource(module); err != nil {
 		return &provision.ClassError{Reason: v1alpha1.ReasonModuleInvalid, Message: err.Error()}
 	}
+	if err := provision.CheckClassPolicy(class); err != nil {
+		return err
+	}
 	creds, err := provision.ReadModuleCredentials(ctx, r.Secrets, r.Namespace, class.Spec.ModuleCredentials)
 	if ie := (*provision.InputError)(nil); errors.As(err, &ie) {
 		return &provision.ClassError{Reason: ie.Reason, Message: ie.Message}

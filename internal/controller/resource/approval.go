@@ -27,6 +27,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/metrics"
+	"github.com/conductor-tf/conductor-tf/internal/policy"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
@@ -38,14 +40,21 @@ const (
 	maxPendingPlanChanges = 50
 )
 
-// approvalNeeded stops a run whose plan waits for approval.
+// approvalNeeded stops a run whose plan waits for approval, or that a Deny rule refused.
 type approvalNeeded struct {
 	planID, reason string
 	addresses      []string
 	discarded      string // the approved plan id that no longer matches, if any
+	rule, message  string // the policy rule and its message (tfrunner.Hold)
 }
 
 func (e *approvalNeeded) Error() string {
+	switch e.reason {
+	case WaitPolicyDenied:
+		return fmt.Sprintf("plan %s refused by the class's policy, %s; no approval applies it: change the claim or the spec so that the plan passes", e.planID, e.message)
+	case WaitPolicyApproval:
+		return fmt.Sprintf("plan %s waits for approval: the class's policy, %s; annotate the resource %s=%s to apply it", e.planID, e.message, v1alpha1.AnnotationApprovePlan, e.planID)
+	}
 	if e.reason == WaitInterruptedCreate {
 		return fmt.Sprintf("plan %s waits: %s (%s=%s)", e.planID, interruptedMessage(e.addresses), v1alpha1.AnnotationApprovePlan, e.planID)
 	}
@@ -62,6 +71,9 @@ func (e *approvalNeeded) Error() string {
 }
 
 func (e *approvalNeeded) conditionReason() string {
+	if e.reason == WaitPolicyDenied {
+		return v1alpha1.ReasonPolicyDenied
+	}
 	if e.reason == WaitInterruptedCreate {
 		return v1alpha1.ReasonInterruptedCreate
 	}
@@ -82,10 +94,11 @@ func approvedID(res *v1alpha1.InfraResource) string {
 	return res.Annotations[v1alpha1.AnnotationApproveReplace]
 }
 
-// approved reports whether the plan that waits has been approved.
+// approved reports whether the plan that waits has been approved (a plan a Deny rule refused
+// never is: no run is due for its approval).
 func approved(res *v1alpha1.InfraResource) bool {
-	id := approvedID(res)
-	return id != "" && res.Status.PendingPlan != nil && id == res.Status.PendingPlan.ID
+	id, pp := approvedID(res), res.Status.PendingPlan
+	return id != "" && pp != nil && id == pp.ID && pp.Reason != WaitPolicyDenied
 }
 
 // needsSavedPlan reports whether the resource's runs must stop between plan and apply: Manual
@@ -136,18 +149,20 @@ func planPassed(res *v1alpha1.InfraResource, p *tfrunner.Plan) {
 // came back and it is the plan that waits), it stores Terraform's rendering for admins, shows the
 // plan in status.pendingPlan and says so in an event. It returns the *approvalNeeded that stops
 // the run (runFailed records it), or the error of writing the rendering.
-func (r *syncer) holdPlan(ctx context.Context, res *v1alpha1.InfraResource, h *tfrunner.Hold) error {
+func (r *syncer) holdPlan(ctx context.Context, res *v1alpha1.InfraResource, h *tfrunner.Hold, rules []policy.Rule) error {
 	p := h.Plan
-	an := &approvalNeeded{planID: p.ID, reason: h.Reason, addresses: h.Addresses, discarded: h.Discarded}
-	if pp := res.Status.PendingPlan; h.Rendering == "" && pp != nil && pp.ID == p.ID {
+	an := &approvalNeeded{planID: p.ID, reason: h.Reason, addresses: h.Addresses, discarded: h.Discarded, rule: h.Rule, message: h.Message}
+	digest := policyDigest(rules)
+	if pp := res.Status.PendingPlan; h.Rendering == "" && pp != nil && pp.ID == p.ID && pp.Reason == h.Reason {
+		pp.PolicyDigest = digest
 		return an // the same plan already waits: nothing new to show
 	}
 	secret := planSecretName(res)
 	if err := r.secrets.writeTextSecret(ctx, secret, res, "plan.txt", h.Rendering); err != nil {
 		return err
 	}
-	pending := &v1alpha1.PendingPlan{ID: p.ID, Reason: h.Reason, Summary: *summaryOf(p), Generation: res.Generation,
-		CreatedAt: metav1.Now(), Secret: secret}
+	pending := &v1alpha1.PendingPlan{ID: p.ID, Reason: h.Reason, Rule: h.Rule, Message: h.Message, Summary: *summaryOf(p),
+		Generation: res.Generation, CreatedAt: metav1.Now(), Secret: secret, PolicyDigest: digest}
 	for i, c := range p.Changes {
 		if i == maxPendingPlanChanges {
 			break
@@ -155,6 +170,17 @@ func (r *syncer) holdPlan(ctx context.Context, res *v1alpha1.InfraResource, h *t
 		pending.Changes = append(pending.Changes, c.Address+": "+strings.Join(c.Actions, "+"))
 	}
 	res.Status.PendingPlan = pending
-	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, an.conditionReason(), "Plan", "%s", an.Error())
+	kind := corev1.EventTypeNormal
+	if h.Reason == WaitPolicyDenied {
+		kind = corev1.EventTypeWarning
+	}
+	if h.Rule != "" {
+		class := ""
+		if res.Spec.ClassRef != nil {
+			class = res.Spec.ClassRef.Name
+		}
+		metrics.PolicyViolation(class, h.Rule, h.Reason)
+	}
+	r.recorder.Eventf(res, nil, kind, an.conditionReason(), "Plan", "%s", an.Error())
 	return an
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
+	"github.com/conductor-tf/conductor-tf/internal/policy"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
@@ -37,6 +38,9 @@ type resourceScope struct {
 	// runStart is when the run got its runner slot (the Started event); zero until then.
 	runStart time.Time
 	spec     tfrunner.Spec // the run's inputs, once readInputs read them
+	// policy and facts are the class's plan rules and what they see (preparePolicy).
+	policy []policy.Rule
+	facts  policy.Facts
 	// state is the resource's one state handle (Secret, Lease, history), labelled with the
 	// resource; nil until its name is chosen (nameState). Every state read and write goes through it.
 	state *statebackend.Handle

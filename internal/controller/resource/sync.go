@@ -29,7 +29,7 @@ import (
 func (r *syncer) decideRun(ctx context.Context, s *resourceScope) (bool, error) {
 	res := s.res
 	run, wait := needsRun(res, s.start, r.interval(res))
-	run = run || runAsked(s)
+	run = run || runAsked(s) || policyMoved(s)
 	if !run && everApplied(res) && hasSecretInputs(res) && res.Status.LastRun.Result == RunSucceeded {
 		changed, err := r.secretInputsRotated(ctx, res)
 		if err != nil {
@@ -68,6 +68,15 @@ func (r *syncer) prepareRun(ctx context.Context, s *resourceScope) (bool, error)
 	var ie *provision.InputError
 	if errors.As(err, &ie) {
 		r.setRunFailed(s.res, "render", ie.Reason, ie.Message, time.Now())
+		s.result = ctrl.Result{RequeueAfter: secretRetry}
+		return true, nil
+	} else if err != nil {
+		return true, err
+	}
+	var ip *invalidPolicy
+	if err := r.preparePolicy(ctx, s); errors.As(err, &ip) {
+		// The class says so too (PolicyInvalid); its fix wakes the resource (the class watch).
+		r.setRunFailed(s.res, "plan", v1alpha1.ReasonPolicyInvalid, ip.Error(), time.Now())
 		s.result = ctrl.Result{RequeueAfter: secretRetry}
 		return true, nil
 	} else if err != nil {
@@ -128,7 +137,7 @@ func (r *syncer) stateStop(s *resourceScope, op string, err error) (bool, error)
 // written before the first of them (the crash window recoverOwnLock closes).
 func (r *syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error) {
 	res := s.res
-	savedPlan := needsSavedPlan(res)
+	savedPlan := needsSavedPlan(res) || len(s.policy) > 0
 	op := "apply"
 	if savedPlan {
 		op = "plan"
@@ -149,7 +158,7 @@ func (r *syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error)
 func (r *syncer) ranApply(ctx context.Context, s *resourceScope, out *tfrunner.ApplyResult, err error) (bool, error) {
 	res := s.res
 	if err == nil && out.Held != nil {
-		err = r.holdPlan(ctx, res, out.Held)
+		err = r.holdPlan(ctx, res, out.Held, s.policy)
 	}
 	done := time.Now()
 	var ended []string
@@ -192,6 +201,7 @@ func (r *syncer) applyOptions(ctx context.Context, s *resourceScope, savedPlan b
 	opts := tfrunner.ApplyOptions{CheckInputs: true, Events: runEvents(ctx, s)}
 	if savedPlan {
 		opts.Gate = gateOf(s.res)
+		opts.Gate.Policy, opts.Gate.Facts = s.policy, s.facts
 	}
 	for _, imp := range s.res.Spec.Import {
 		opts.Imports = append(opts.Imports, tfrunner.ImportTarget{Address: imp.Address, ID: imp.ID})

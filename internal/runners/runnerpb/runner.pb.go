@@ -1035,7 +1035,11 @@ type Gate struct {
 	Identities map[string]string `protobuf:"bytes,9,rep,name=identities,proto3" json:"identities,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// The resource's name: an object adopted by resolve_creates whose ownership mark names another
 	// resource is given back (removed from state) and held.
-	Owner         string `protobuf:"bytes,10,opt,name=owner,proto3" json:"owner,omitempty"`
+	Owner string `protobuf:"bytes,10,opt,name=owner,proto3" json:"owner,omitempty"`
+	// The class's plan rules (policy.Rule), in order, compiled and evaluated by the run.
+	Policy []*PolicyRule `protobuf:"bytes,11,rep,name=policy,proto3" json:"policy,omitempty"`
+	// What the rules see besides the plan (policy.Facts).
+	Facts         *PolicyFacts `protobuf:"bytes,12,opt,name=facts,proto3" json:"facts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1140,6 +1144,212 @@ func (x *Gate) GetOwner() string {
 	return ""
 }
 
+func (x *Gate) GetPolicy() []*PolicyRule {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+func (x *Gate) GetFacts() *PolicyFacts {
+	if x != nil {
+		return x.Facts
+	}
+	return nil
+}
+
+// PolicyRule is policy.Rule: one CEL rule over a saved plan's resource changes.
+type PolicyRule struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Name       string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Expression string                 `protobuf:"bytes,2,opt,name=expression,proto3" json:"expression,omitempty"`
+	// Deny or RequireApproval.
+	Action        string `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
+	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PolicyRule) Reset() {
+	*x = PolicyRule{}
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PolicyRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PolicyRule) ProtoMessage() {}
+
+func (x *PolicyRule) ProtoReflect() protoreflect.Message {
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PolicyRule.ProtoReflect.Descriptor instead.
+func (*PolicyRule) Descriptor() ([]byte, []int) {
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *PolicyRule) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PolicyRule) GetExpression() string {
+	if x != nil {
+		return x.Expression
+	}
+	return ""
+}
+
+func (x *PolicyRule) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *PolicyRule) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// PolicyFacts is policy.Facts: the claim (empty when none), class and resource a rule sees.
+type PolicyFacts struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Claim         *PolicyObject          `protobuf:"bytes,1,opt,name=claim,proto3" json:"claim,omitempty"`
+	Class         *PolicyObject          `protobuf:"bytes,2,opt,name=class,proto3" json:"class,omitempty"`
+	Resource      *PolicyObject          `protobuf:"bytes,3,opt,name=resource,proto3" json:"resource,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PolicyFacts) Reset() {
+	*x = PolicyFacts{}
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PolicyFacts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PolicyFacts) ProtoMessage() {}
+
+func (x *PolicyFacts) ProtoReflect() protoreflect.Message {
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PolicyFacts.ProtoReflect.Descriptor instead.
+func (*PolicyFacts) Descriptor() ([]byte, []int) {
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *PolicyFacts) GetClaim() *PolicyObject {
+	if x != nil {
+		return x.Claim
+	}
+	return nil
+}
+
+func (x *PolicyFacts) GetClass() *PolicyObject {
+	if x != nil {
+		return x.Class
+	}
+	return nil
+}
+
+func (x *PolicyFacts) GetResource() *PolicyObject {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+// PolicyObject is policy.Object.
+type PolicyObject struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Labels        map[string]string      `protobuf:"bytes,3,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PolicyObject) Reset() {
+	*x = PolicyObject{}
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PolicyObject) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PolicyObject) ProtoMessage() {}
+
+func (x *PolicyObject) ProtoReflect() protoreflect.Message {
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PolicyObject.ProtoReflect.Descriptor instead.
+func (*PolicyObject) Descriptor() ([]byte, []int) {
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *PolicyObject) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *PolicyObject) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PolicyObject) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
 // Resolution is tfrunner.Resolution: what a run decided about one create in doubt.
 type Resolution struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1157,7 +1367,7 @@ type Resolution struct {
 
 func (x *Resolution) Reset() {
 	*x = Resolution{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[12]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1169,7 +1379,7 @@ func (x *Resolution) String() string {
 func (*Resolution) ProtoMessage() {}
 
 func (x *Resolution) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[12]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1182,7 +1392,7 @@ func (x *Resolution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resolution.ProtoReflect.Descriptor instead.
 func (*Resolution) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{12}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Resolution) GetAddress() string {
@@ -1223,14 +1433,17 @@ type Hold struct {
 	// The plan as `terraform show -no-color` prints it; empty when it was already shown.
 	Rendering string `protobuf:"bytes,3,opt,name=rendering,proto3" json:"rendering,omitempty"`
 	// The approved plan id that did not match the plan; empty when none.
-	Discarded     string `protobuf:"bytes,4,opt,name=discarded,proto3" json:"discarded,omitempty"`
+	Discarded string `protobuf:"bytes,4,opt,name=discarded,proto3" json:"discarded,omitempty"`
+	// The policy rule that stopped the plan, and its message with the addresses; empty when none.
+	Rule          string `protobuf:"bytes,5,opt,name=rule,proto3" json:"rule,omitempty"`
+	Message       string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Hold) Reset() {
 	*x = Hold{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[13]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1242,7 +1455,7 @@ func (x *Hold) String() string {
 func (*Hold) ProtoMessage() {}
 
 func (x *Hold) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[13]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1255,7 +1468,7 @@ func (x *Hold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hold.ProtoReflect.Descriptor instead.
 func (*Hold) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{13}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Hold) GetReason() string {
@@ -1282,6 +1495,20 @@ func (x *Hold) GetRendering() string {
 func (x *Hold) GetDiscarded() string {
 	if x != nil {
 		return x.Discarded
+	}
+	return ""
+}
+
+func (x *Hold) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *Hold) GetMessage() string {
+	if x != nil {
+		return x.Message
 	}
 	return ""
 }
@@ -1315,7 +1542,7 @@ type Spec struct {
 
 func (x *Spec) Reset() {
 	*x = Spec{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1554,7 @@ func (x *Spec) String() string {
 func (*Spec) ProtoMessage() {}
 
 func (x *Spec) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[14]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1567,7 @@ func (x *Spec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Spec.ProtoReflect.Descriptor instead.
 func (*Spec) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{14}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Spec) GetModule() *Module {
@@ -1423,7 +1650,7 @@ type SourceCredentials struct {
 
 func (x *SourceCredentials) Reset() {
 	*x = SourceCredentials{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1435,7 +1662,7 @@ func (x *SourceCredentials) String() string {
 func (*SourceCredentials) ProtoMessage() {}
 
 func (x *SourceCredentials) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[15]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1448,7 +1675,7 @@ func (x *SourceCredentials) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SourceCredentials.ProtoReflect.Descriptor instead.
 func (*SourceCredentials) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{15}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SourceCredentials) GetRegistryTokens() map[string]string {
@@ -1498,7 +1725,7 @@ type Identity struct {
 
 func (x *Identity) Reset() {
 	*x = Identity{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1510,7 +1737,7 @@ func (x *Identity) String() string {
 func (*Identity) ProtoMessage() {}
 
 func (x *Identity) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[16]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1523,7 +1750,7 @@ func (x *Identity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Identity.ProtoReflect.Descriptor instead.
 func (*Identity) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{16}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Identity) GetToken() []byte {
@@ -1567,7 +1794,7 @@ type GoogleIdentity struct {
 
 func (x *GoogleIdentity) Reset() {
 	*x = GoogleIdentity{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1579,7 +1806,7 @@ func (x *GoogleIdentity) String() string {
 func (*GoogleIdentity) ProtoMessage() {}
 
 func (x *GoogleIdentity) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[17]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1592,7 +1819,7 @@ func (x *GoogleIdentity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GoogleIdentity.ProtoReflect.Descriptor instead.
 func (*GoogleIdentity) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{17}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GoogleIdentity) GetAudience() string {
@@ -1622,7 +1849,7 @@ type Module struct {
 
 func (x *Module) Reset() {
 	*x = Module{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1634,7 +1861,7 @@ func (x *Module) String() string {
 func (*Module) ProtoMessage() {}
 
 func (x *Module) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[18]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1647,7 +1874,7 @@ func (x *Module) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Module.ProtoReflect.Descriptor instead.
 func (*Module) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{18}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Module) GetSource() string {
@@ -1677,7 +1904,7 @@ type Backend struct {
 
 func (x *Backend) Reset() {
 	*x = Backend{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1689,7 +1916,7 @@ func (x *Backend) String() string {
 func (*Backend) ProtoMessage() {}
 
 func (x *Backend) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[19]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1702,7 +1929,7 @@ func (x *Backend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Backend.ProtoReflect.Descriptor instead.
 func (*Backend) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{19}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Backend) GetType() string {
@@ -1734,7 +1961,7 @@ type BackendValue struct {
 
 func (x *BackendValue) Reset() {
 	*x = BackendValue{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1746,7 +1973,7 @@ func (x *BackendValue) String() string {
 func (*BackendValue) ProtoMessage() {}
 
 func (x *BackendValue) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[20]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1759,7 +1986,7 @@ func (x *BackendValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendValue.ProtoReflect.Descriptor instead.
 func (*BackendValue) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{20}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BackendValue) GetValue() isBackendValue_Value {
@@ -1829,7 +2056,7 @@ type StringMap struct {
 
 func (x *StringMap) Reset() {
 	*x = StringMap{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1841,7 +2068,7 @@ func (x *StringMap) String() string {
 func (*StringMap) ProtoMessage() {}
 
 func (x *StringMap) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[21]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1854,7 +2081,7 @@ func (x *StringMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StringMap.ProtoReflect.Descriptor instead.
 func (*StringMap) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{21}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StringMap) GetEntries() map[string]string {
@@ -1877,7 +2104,7 @@ type ImportTarget struct {
 
 func (x *ImportTarget) Reset() {
 	*x = ImportTarget{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1889,7 +2116,7 @@ func (x *ImportTarget) String() string {
 func (*ImportTarget) ProtoMessage() {}
 
 func (x *ImportTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[22]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1902,7 +2129,7 @@ func (x *ImportTarget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportTarget.ProtoReflect.Descriptor instead.
 func (*ImportTarget) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{22}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ImportTarget) GetAddress() string {
@@ -1932,7 +2159,7 @@ type ModuleSchema struct {
 
 func (x *ModuleSchema) Reset() {
 	*x = ModuleSchema{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1944,7 +2171,7 @@ func (x *ModuleSchema) String() string {
 func (*ModuleSchema) ProtoMessage() {}
 
 func (x *ModuleSchema) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[23]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1957,7 +2184,7 @@ func (x *ModuleSchema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleSchema.ProtoReflect.Descriptor instead.
 func (*ModuleSchema) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{23}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ModuleSchema) GetInputs() []*Input {
@@ -1998,7 +2225,7 @@ type Input struct {
 
 func (x *Input) Reset() {
 	*x = Input{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2010,7 +2237,7 @@ func (x *Input) String() string {
 func (*Input) ProtoMessage() {}
 
 func (x *Input) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[24]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2023,7 +2250,7 @@ func (x *Input) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Input.ProtoReflect.Descriptor instead.
 func (*Input) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{24}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Input) GetName() string {
@@ -2073,7 +2300,7 @@ type ModuleOutput struct {
 
 func (x *ModuleOutput) Reset() {
 	*x = ModuleOutput{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2085,7 +2312,7 @@ func (x *ModuleOutput) String() string {
 func (*ModuleOutput) ProtoMessage() {}
 
 func (x *ModuleOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[25]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2098,7 +2325,7 @@ func (x *ModuleOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleOutput.ProtoReflect.Descriptor instead.
 func (*ModuleOutput) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{25}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ModuleOutput) GetName() string {
@@ -2140,7 +2367,7 @@ type Plan struct {
 
 func (x *Plan) Reset() {
 	*x = Plan{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2152,7 +2379,7 @@ func (x *Plan) String() string {
 func (*Plan) ProtoMessage() {}
 
 func (x *Plan) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[26]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2165,7 +2392,7 @@ func (x *Plan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Plan.ProtoReflect.Descriptor instead.
 func (*Plan) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{26}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Plan) GetHasChanges() bool {
@@ -2217,7 +2444,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2229,7 +2456,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[27]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2242,7 +2469,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{27}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Summary) GetAdd() int64 {
@@ -2288,7 +2515,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2300,7 +2527,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[28]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2313,7 +2540,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{28}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Change) GetAddress() string {
@@ -2353,7 +2580,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2365,7 +2592,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[29]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2378,7 +2605,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{29}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Result) GetApply() *ApplyResult {
@@ -2438,7 +2665,7 @@ type ApplyResult struct {
 
 func (x *ApplyResult) Reset() {
 	*x = ApplyResult{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[30]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2450,7 +2677,7 @@ func (x *ApplyResult) String() string {
 func (*ApplyResult) ProtoMessage() {}
 
 func (x *ApplyResult) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[30]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2463,7 +2690,7 @@ func (x *ApplyResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResult.ProtoReflect.Descriptor instead.
 func (*ApplyResult) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{30}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ApplyResult) GetInitialized() bool {
@@ -2551,7 +2778,7 @@ type ImportResult struct {
 
 func (x *ImportResult) Reset() {
 	*x = ImportResult{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[31]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2563,7 +2790,7 @@ func (x *ImportResult) String() string {
 func (*ImportResult) ProtoMessage() {}
 
 func (x *ImportResult) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[31]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2576,7 +2803,7 @@ func (x *ImportResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResult.ProtoReflect.Descriptor instead.
 func (*ImportResult) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{31}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ImportResult) GetAddress() string {
@@ -2620,7 +2847,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[32]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2632,7 +2859,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[32]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2645,7 +2872,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{32}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Output) GetValue() []byte {
@@ -2683,7 +2910,7 @@ type StreamResult struct {
 
 func (x *StreamResult) Reset() {
 	*x = StreamResult{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[33]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2695,7 +2922,7 @@ func (x *StreamResult) String() string {
 func (*StreamResult) ProtoMessage() {}
 
 func (x *StreamResult) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[33]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2708,7 +2935,7 @@ func (x *StreamResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamResult.ProtoReflect.Descriptor instead.
 func (*StreamResult) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{33}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *StreamResult) GetPlan() *Plan {
@@ -2773,7 +3000,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[34]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2785,7 +3012,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[34]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2798,7 +3025,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{34}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Error) GetKind() ErrorKind {
@@ -2876,7 +3103,7 @@ type RunError struct {
 
 func (x *RunError) Reset() {
 	*x = RunError{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[35]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2888,7 +3115,7 @@ func (x *RunError) String() string {
 func (*RunError) ProtoMessage() {}
 
 func (x *RunError) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[35]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2901,7 +3128,7 @@ func (x *RunError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunError.ProtoReflect.Descriptor instead.
 func (*RunError) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{35}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RunError) GetOp() string {
@@ -2938,7 +3165,7 @@ type LockError struct {
 
 func (x *LockError) Reset() {
 	*x = LockError{}
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[36]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2950,7 +3177,7 @@ func (x *LockError) String() string {
 func (*LockError) ProtoMessage() {}
 
 func (x *LockError) ProtoReflect() protoreflect.Message {
-	mi := &file_conductor_runner_v1_runner_proto_msgTypes[36]
+	mi := &file_conductor_runner_v1_runner_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2963,7 +3190,7 @@ func (x *LockError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockError.ProtoReflect.Descriptor instead.
 func (*LockError) Descriptor() ([]byte, []int) {
-	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{36}
+	return file_conductor_runner_v1_runner_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *LockError) GetId() string {
@@ -3059,7 +3286,7 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\x0efence_grace_ms\x18\x0f \x01(\x03R\ffenceGraceMsJ\x04\b\x06\x10\aJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
 	"J\x04\b\n" +
 	"\x10\vR\n" +
-	"saved_planR\task_checkR\x10ask_before_applyR\x10ask_create_start\"\xaf\x03\n" +
+	"saved_planR\task_checkR\x10ask_before_applyR\x10ask_create_start\"\xa0\x04\n" +
 	"\x04Gate\x12\x1a\n" +
 	"\bapproved\x18\x01 \x01(\tR\bapproved\x12\x16\n" +
 	"\x06manual\x18\x02 \x01(\bR\x06manual\x12+\n" +
@@ -3073,8 +3300,29 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"identities\x18\t \x03(\v2).conductor.runner.v1.Gate.IdentitiesEntryR\n" +
 	"identities\x12\x14\n" +
 	"\x05owner\x18\n" +
-	" \x01(\tR\x05owner\x1a=\n" +
+	" \x01(\tR\x05owner\x127\n" +
+	"\x06policy\x18\v \x03(\v2\x1f.conductor.runner.v1.PolicyRuleR\x06policy\x126\n" +
+	"\x05facts\x18\f \x01(\v2 .conductor.runner.v1.PolicyFactsR\x05facts\x1a=\n" +
 	"\x0fIdentitiesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"r\n" +
+	"\n" +
+	"PolicyRule\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
+	"\n" +
+	"expression\x18\x02 \x01(\tR\n" +
+	"expression\x12\x16\n" +
+	"\x06action\x18\x03 \x01(\tR\x06action\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"\xbe\x01\n" +
+	"\vPolicyFacts\x127\n" +
+	"\x05claim\x18\x01 \x01(\v2!.conductor.runner.v1.PolicyObjectR\x05claim\x127\n" +
+	"\x05class\x18\x02 \x01(\v2!.conductor.runner.v1.PolicyObjectR\x05class\x12=\n" +
+	"\bresource\x18\x03 \x01(\v2!.conductor.runner.v1.PolicyObjectR\bresource\"\xc2\x01\n" +
+	"\fPolicyObject\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12E\n" +
+	"\x06labels\x18\x03 \x03(\v2-.conductor.runner.v1.PolicyObject.LabelsEntryR\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"j\n" +
 	"\n" +
@@ -3082,12 +3330,14 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x1a\n" +
 	"\bdecision\x18\x02 \x01(\tR\bdecision\x12\x0e\n" +
 	"\x02id\x18\x03 \x01(\tR\x02id\x12\x16\n" +
-	"\x06detail\x18\x04 \x01(\tR\x06detail\"x\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail\"\xa6\x01\n" +
 	"\x04Hold\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1c\n" +
 	"\taddresses\x18\x02 \x03(\tR\taddresses\x12\x1c\n" +
 	"\trendering\x18\x03 \x01(\tR\trendering\x12\x1c\n" +
-	"\tdiscarded\x18\x04 \x01(\tR\tdiscarded\"\xdc\x05\n" +
+	"\tdiscarded\x18\x04 \x01(\tR\tdiscarded\x12\x12\n" +
+	"\x04rule\x18\x05 \x01(\tR\x04rule\x12\x18\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\"\xdc\x05\n" +
 	"\x04Spec\x123\n" +
 	"\x06module\x18\x01 \x01(\v2\x1b.conductor.runner.v1.ModuleR\x06module\x126\n" +
 	"\abackend\x18\x02 \x01(\v2\x1c.conductor.runner.v1.BackendR\abackend\x12F\n" +
@@ -3266,7 +3516,7 @@ func file_conductor_runner_v1_runner_proto_rawDescGZIP() []byte {
 }
 
 var file_conductor_runner_v1_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_conductor_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_conductor_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_conductor_runner_v1_runner_proto_goTypes = []any{
 	(Operation)(0),            // 0: conductor.runner.v1.Operation
 	(ErrorKind)(0),            // 1: conductor.runner.v1.ErrorKind
@@ -3282,48 +3532,52 @@ var file_conductor_runner_v1_runner_proto_goTypes = []any{
 	(*Answer)(nil),            // 11: conductor.runner.v1.Answer
 	(*RunSpec)(nil),           // 12: conductor.runner.v1.RunSpec
 	(*Gate)(nil),              // 13: conductor.runner.v1.Gate
-	(*Resolution)(nil),        // 14: conductor.runner.v1.Resolution
-	(*Hold)(nil),              // 15: conductor.runner.v1.Hold
-	(*Spec)(nil),              // 16: conductor.runner.v1.Spec
-	(*SourceCredentials)(nil), // 17: conductor.runner.v1.SourceCredentials
-	(*Identity)(nil),          // 18: conductor.runner.v1.Identity
-	(*GoogleIdentity)(nil),    // 19: conductor.runner.v1.GoogleIdentity
-	(*Module)(nil),            // 20: conductor.runner.v1.Module
-	(*Backend)(nil),           // 21: conductor.runner.v1.Backend
-	(*BackendValue)(nil),      // 22: conductor.runner.v1.BackendValue
-	(*StringMap)(nil),         // 23: conductor.runner.v1.StringMap
-	(*ImportTarget)(nil),      // 24: conductor.runner.v1.ImportTarget
-	(*ModuleSchema)(nil),      // 25: conductor.runner.v1.ModuleSchema
-	(*Input)(nil),             // 26: conductor.runner.v1.Input
-	(*ModuleOutput)(nil),      // 27: conductor.runner.v1.ModuleOutput
-	(*Plan)(nil),              // 28: conductor.runner.v1.Plan
-	(*Summary)(nil),           // 29: conductor.runner.v1.Summary
-	(*Change)(nil),            // 30: conductor.runner.v1.Change
-	(*Result)(nil),            // 31: conductor.runner.v1.Result
-	(*ApplyResult)(nil),       // 32: conductor.runner.v1.ApplyResult
-	(*ImportResult)(nil),      // 33: conductor.runner.v1.ImportResult
-	(*Output)(nil),            // 34: conductor.runner.v1.Output
-	(*StreamResult)(nil),      // 35: conductor.runner.v1.StreamResult
-	(*Error)(nil),             // 36: conductor.runner.v1.Error
-	(*RunError)(nil),          // 37: conductor.runner.v1.RunError
-	(*LockError)(nil),         // 38: conductor.runner.v1.LockError
-	nil,                       // 39: conductor.runner.v1.Gate.IdentitiesEntry
-	nil,                       // 40: conductor.runner.v1.Spec.VariablesEntry
-	nil,                       // 41: conductor.runner.v1.Spec.SensitiveVariablesEntry
-	nil,                       // 42: conductor.runner.v1.Spec.EnvEntry
-	nil,                       // 43: conductor.runner.v1.SourceCredentials.RegistryTokensEntry
-	nil,                       // 44: conductor.runner.v1.Identity.EnvEntry
-	nil,                       // 45: conductor.runner.v1.Backend.ConfigEntry
-	nil,                       // 46: conductor.runner.v1.StringMap.EntriesEntry
-	nil,                       // 47: conductor.runner.v1.ApplyResult.OutputsEntry
-	nil,                       // 48: conductor.runner.v1.StreamResult.OutputsEntry
+	(*PolicyRule)(nil),        // 14: conductor.runner.v1.PolicyRule
+	(*PolicyFacts)(nil),       // 15: conductor.runner.v1.PolicyFacts
+	(*PolicyObject)(nil),      // 16: conductor.runner.v1.PolicyObject
+	(*Resolution)(nil),        // 17: conductor.runner.v1.Resolution
+	(*Hold)(nil),              // 18: conductor.runner.v1.Hold
+	(*Spec)(nil),              // 19: conductor.runner.v1.Spec
+	(*SourceCredentials)(nil), // 20: conductor.runner.v1.SourceCredentials
+	(*Identity)(nil),          // 21: conductor.runner.v1.Identity
+	(*GoogleIdentity)(nil),    // 22: conductor.runner.v1.GoogleIdentity
+	(*Module)(nil),            // 23: conductor.runner.v1.Module
+	(*Backend)(nil),           // 24: conductor.runner.v1.Backend
+	(*BackendValue)(nil),      // 25: conductor.runner.v1.BackendValue
+	(*StringMap)(nil),         // 26: conductor.runner.v1.StringMap
+	(*ImportTarget)(nil),      // 27: conductor.runner.v1.ImportTarget
+	(*ModuleSchema)(nil),      // 28: conductor.runner.v1.ModuleSchema
+	(*Input)(nil),             // 29: conductor.runner.v1.Input
+	(*ModuleOutput)(nil),      // 30: conductor.runner.v1.ModuleOutput
+	(*Plan)(nil),              // 31: conductor.runner.v1.Plan
+	(*Summary)(nil),           // 32: conductor.runner.v1.Summary
+	(*Change)(nil),            // 33: conductor.runner.v1.Change
+	(*Result)(nil),            // 34: conductor.runner.v1.Result
+	(*ApplyResult)(nil),       // 35: conductor.runner.v1.ApplyResult
+	(*ImportResult)(nil),      // 36: conductor.runner.v1.ImportResult
+	(*Output)(nil),            // 37: conductor.runner.v1.Output
+	(*StreamResult)(nil),      // 38: conductor.runner.v1.StreamResult
+	(*Error)(nil),             // 39: conductor.runner.v1.Error
+	(*RunError)(nil),          // 40: conductor.runner.v1.RunError
+	(*LockError)(nil),         // 41: conductor.runner.v1.LockError
+	nil,                       // 42: conductor.runner.v1.Gate.IdentitiesEntry
+	nil,                       // 43: conductor.runner.v1.PolicyObject.LabelsEntry
+	nil,                       // 44: conductor.runner.v1.Spec.VariablesEntry
+	nil,                       // 45: conductor.runner.v1.Spec.SensitiveVariablesEntry
+	nil,                       // 46: conductor.runner.v1.Spec.EnvEntry
+	nil,                       // 47: conductor.runner.v1.SourceCredentials.RegistryTokensEntry
+	nil,                       // 48: conductor.runner.v1.Identity.EnvEntry
+	nil,                       // 49: conductor.runner.v1.Backend.ConfigEntry
+	nil,                       // 50: conductor.runner.v1.StringMap.EntriesEntry
+	nil,                       // 51: conductor.runner.v1.ApplyResult.OutputsEntry
+	nil,                       // 52: conductor.runner.v1.StreamResult.OutputsEntry
 }
 var file_conductor_runner_v1_runner_proto_depIdxs = []int32{
 	4,  // 0: conductor.runner.v1.RunnerMessage.hello:type_name -> conductor.runner.v1.Hello
 	5,  // 1: conductor.runner.v1.RunnerMessage.heartbeat:type_name -> conductor.runner.v1.Heartbeat
-	28, // 2: conductor.runner.v1.RunnerMessage.applying:type_name -> conductor.runner.v1.Plan
+	31, // 2: conductor.runner.v1.RunnerMessage.applying:type_name -> conductor.runner.v1.Plan
 	10, // 3: conductor.runner.v1.RunnerMessage.create_start:type_name -> conductor.runner.v1.CreateStart
-	31, // 4: conductor.runner.v1.RunnerMessage.result:type_name -> conductor.runner.v1.Result
+	34, // 4: conductor.runner.v1.RunnerMessage.result:type_name -> conductor.runner.v1.Result
 	7,  // 5: conductor.runner.v1.RunnerMessage.resume:type_name -> conductor.runner.v1.Resume
 	12, // 6: conductor.runner.v1.ManagerMessage.run:type_name -> conductor.runner.v1.RunSpec
 	11, // 7: conductor.runner.v1.ManagerMessage.answer:type_name -> conductor.runner.v1.Answer
@@ -3332,53 +3586,59 @@ var file_conductor_runner_v1_runner_proto_depIdxs = []int32{
 	8,  // 10: conductor.runner.v1.ManagerMessage.credentials:type_name -> conductor.runner.v1.Credentials
 	0,  // 11: conductor.runner.v1.Resume.op:type_name -> conductor.runner.v1.Operation
 	0,  // 12: conductor.runner.v1.RunSpec.op:type_name -> conductor.runner.v1.Operation
-	16, // 13: conductor.runner.v1.RunSpec.spec:type_name -> conductor.runner.v1.Spec
-	24, // 14: conductor.runner.v1.RunSpec.imports:type_name -> conductor.runner.v1.ImportTarget
+	19, // 13: conductor.runner.v1.RunSpec.spec:type_name -> conductor.runner.v1.Spec
+	27, // 14: conductor.runner.v1.RunSpec.imports:type_name -> conductor.runner.v1.ImportTarget
 	13, // 15: conductor.runner.v1.RunSpec.gate:type_name -> conductor.runner.v1.Gate
-	39, // 16: conductor.runner.v1.Gate.identities:type_name -> conductor.runner.v1.Gate.IdentitiesEntry
-	20, // 17: conductor.runner.v1.Spec.module:type_name -> conductor.runner.v1.Module
-	21, // 18: conductor.runner.v1.Spec.backend:type_name -> conductor.runner.v1.Backend
-	40, // 19: conductor.runner.v1.Spec.variables:type_name -> conductor.runner.v1.Spec.VariablesEntry
-	41, // 20: conductor.runner.v1.Spec.sensitive_variables:type_name -> conductor.runner.v1.Spec.SensitiveVariablesEntry
-	42, // 21: conductor.runner.v1.Spec.env:type_name -> conductor.runner.v1.Spec.EnvEntry
-	18, // 22: conductor.runner.v1.Spec.identity:type_name -> conductor.runner.v1.Identity
-	17, // 23: conductor.runner.v1.Spec.source_credentials:type_name -> conductor.runner.v1.SourceCredentials
-	43, // 24: conductor.runner.v1.SourceCredentials.registry_tokens:type_name -> conductor.runner.v1.SourceCredentials.RegistryTokensEntry
-	44, // 25: conductor.runner.v1.Identity.env:type_name -> conductor.runner.v1.Identity.EnvEntry
-	19, // 26: conductor.runner.v1.Identity.google:type_name -> conductor.runner.v1.GoogleIdentity
-	45, // 27: conductor.runner.v1.Backend.config:type_name -> conductor.runner.v1.Backend.ConfigEntry
-	23, // 28: conductor.runner.v1.BackendValue.string_map:type_name -> conductor.runner.v1.StringMap
-	46, // 29: conductor.runner.v1.StringMap.entries:type_name -> conductor.runner.v1.StringMap.EntriesEntry
-	26, // 30: conductor.runner.v1.ModuleSchema.inputs:type_name -> conductor.runner.v1.Input
-	27, // 31: conductor.runner.v1.ModuleSchema.outputs:type_name -> conductor.runner.v1.ModuleOutput
-	29, // 32: conductor.runner.v1.Plan.summary:type_name -> conductor.runner.v1.Summary
-	30, // 33: conductor.runner.v1.Plan.changes:type_name -> conductor.runner.v1.Change
-	32, // 34: conductor.runner.v1.Result.apply:type_name -> conductor.runner.v1.ApplyResult
-	35, // 35: conductor.runner.v1.Result.drift:type_name -> conductor.runner.v1.StreamResult
-	36, // 36: conductor.runner.v1.Result.error:type_name -> conductor.runner.v1.Error
-	25, // 37: conductor.runner.v1.ApplyResult.schema:type_name -> conductor.runner.v1.ModuleSchema
-	33, // 38: conductor.runner.v1.ApplyResult.imports:type_name -> conductor.runner.v1.ImportResult
-	28, // 39: conductor.runner.v1.ApplyResult.plan:type_name -> conductor.runner.v1.Plan
-	47, // 40: conductor.runner.v1.ApplyResult.outputs:type_name -> conductor.runner.v1.ApplyResult.OutputsEntry
-	15, // 41: conductor.runner.v1.ApplyResult.held:type_name -> conductor.runner.v1.Hold
-	14, // 42: conductor.runner.v1.ApplyResult.resolutions:type_name -> conductor.runner.v1.Resolution
-	36, // 43: conductor.runner.v1.ImportResult.error:type_name -> conductor.runner.v1.Error
-	28, // 44: conductor.runner.v1.StreamResult.plan:type_name -> conductor.runner.v1.Plan
-	29, // 45: conductor.runner.v1.StreamResult.applied:type_name -> conductor.runner.v1.Summary
-	48, // 46: conductor.runner.v1.StreamResult.outputs:type_name -> conductor.runner.v1.StreamResult.OutputsEntry
-	1,  // 47: conductor.runner.v1.Error.kind:type_name -> conductor.runner.v1.ErrorKind
-	37, // 48: conductor.runner.v1.Error.run:type_name -> conductor.runner.v1.RunError
-	38, // 49: conductor.runner.v1.Error.lock:type_name -> conductor.runner.v1.LockError
-	22, // 50: conductor.runner.v1.Backend.ConfigEntry.value:type_name -> conductor.runner.v1.BackendValue
-	34, // 51: conductor.runner.v1.ApplyResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
-	34, // 52: conductor.runner.v1.StreamResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
-	2,  // 53: conductor.runner.v1.Runs.Run:input_type -> conductor.runner.v1.RunnerMessage
-	3,  // 54: conductor.runner.v1.Runs.Run:output_type -> conductor.runner.v1.ManagerMessage
-	54, // [54:55] is the sub-list for method output_type
-	53, // [53:54] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	42, // 16: conductor.runner.v1.Gate.identities:type_name -> conductor.runner.v1.Gate.IdentitiesEntry
+	14, // 17: conductor.runner.v1.Gate.policy:type_name -> conductor.runner.v1.PolicyRule
+	15, // 18: conductor.runner.v1.Gate.facts:type_name -> conductor.runner.v1.PolicyFacts
+	16, // 19: conductor.runner.v1.PolicyFacts.claim:type_name -> conductor.runner.v1.PolicyObject
+	16, // 20: conductor.runner.v1.PolicyFacts.class:type_name -> conductor.runner.v1.PolicyObject
+	16, // 21: conductor.runner.v1.PolicyFacts.resource:type_name -> conductor.runner.v1.PolicyObject
+	43, // 22: conductor.runner.v1.PolicyObject.labels:type_name -> conductor.runner.v1.PolicyObject.LabelsEntry
+	23, // 23: conductor.runner.v1.Spec.module:type_name -> conductor.runner.v1.Module
+	24, // 24: conductor.runner.v1.Spec.backend:type_name -> conductor.runner.v1.Backend
+	44, // 25: conductor.runner.v1.Spec.variables:type_name -> conductor.runner.v1.Spec.VariablesEntry
+	45, // 26: conductor.runner.v1.Spec.sensitive_variables:type_name -> conductor.runner.v1.Spec.SensitiveVariablesEntry
+	46, // 27: conductor.runner.v1.Spec.env:type_name -> conductor.runner.v1.Spec.EnvEntry
+	21, // 28: conductor.runner.v1.Spec.identity:type_name -> conductor.runner.v1.Identity
+	20, // 29: conductor.runner.v1.Spec.source_credentials:type_name -> conductor.runner.v1.SourceCredentials
+	47, // 30: conductor.runner.v1.SourceCredentials.registry_tokens:type_name -> conductor.runner.v1.SourceCredentials.RegistryTokensEntry
+	48, // 31: conductor.runner.v1.Identity.env:type_name -> conductor.runner.v1.Identity.EnvEntry
+	22, // 32: conductor.runner.v1.Identity.google:type_name -> conductor.runner.v1.GoogleIdentity
+	49, // 33: conductor.runner.v1.Backend.config:type_name -> conductor.runner.v1.Backend.ConfigEntry
+	26, // 34: conductor.runner.v1.BackendValue.string_map:type_name -> conductor.runner.v1.StringMap
+	50, // 35: conductor.runner.v1.StringMap.entries:type_name -> conductor.runner.v1.StringMap.EntriesEntry
+	29, // 36: conductor.runner.v1.ModuleSchema.inputs:type_name -> conductor.runner.v1.Input
+	30, // 37: conductor.runner.v1.ModuleSchema.outputs:type_name -> conductor.runner.v1.ModuleOutput
+	32, // 38: conductor.runner.v1.Plan.summary:type_name -> conductor.runner.v1.Summary
+	33, // 39: conductor.runner.v1.Plan.changes:type_name -> conductor.runner.v1.Change
+	35, // 40: conductor.runner.v1.Result.apply:type_name -> conductor.runner.v1.ApplyResult
+	38, // 41: conductor.runner.v1.Result.drift:type_name -> conductor.runner.v1.StreamResult
+	39, // 42: conductor.runner.v1.Result.error:type_name -> conductor.runner.v1.Error
+	28, // 43: conductor.runner.v1.ApplyResult.schema:type_name -> conductor.runner.v1.ModuleSchema
+	36, // 44: conductor.runner.v1.ApplyResult.imports:type_name -> conductor.runner.v1.ImportResult
+	31, // 45: conductor.runner.v1.ApplyResult.plan:type_name -> conductor.runner.v1.Plan
+	51, // 46: conductor.runner.v1.ApplyResult.outputs:type_name -> conductor.runner.v1.ApplyResult.OutputsEntry
+	18, // 47: conductor.runner.v1.ApplyResult.held:type_name -> conductor.runner.v1.Hold
+	17, // 48: conductor.runner.v1.ApplyResult.resolutions:type_name -> conductor.runner.v1.Resolution
+	39, // 49: conductor.runner.v1.ImportResult.error:type_name -> conductor.runner.v1.Error
+	31, // 50: conductor.runner.v1.StreamResult.plan:type_name -> conductor.runner.v1.Plan
+	32, // 51: conductor.runner.v1.StreamResult.applied:type_name -> conductor.runner.v1.Summary
+	52, // 52: conductor.runner.v1.StreamResult.outputs:type_name -> conductor.runner.v1.StreamResult.OutputsEntry
+	1,  // 53: conductor.runner.v1.Error.kind:type_name -> conductor.runner.v1.ErrorKind
+	40, // 54: conductor.runner.v1.Error.run:type_name -> conductor.runner.v1.RunError
+	41, // 55: conductor.runner.v1.Error.lock:type_name -> conductor.runner.v1.LockError
+	25, // 56: conductor.runner.v1.Backend.ConfigEntry.value:type_name -> conductor.runner.v1.BackendValue
+	37, // 57: conductor.runner.v1.ApplyResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
+	37, // 58: conductor.runner.v1.StreamResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
+	2,  // 59: conductor.runner.v1.Runs.Run:input_type -> conductor.runner.v1.RunnerMessage
+	3,  // 60: conductor.runner.v1.Runs.Run:output_type -> conductor.runner.v1.ManagerMessage
+	60, // [60:61] is the sub-list for method output_type
+	59, // [59:60] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_conductor_runner_v1_runner_proto_init() }
@@ -3401,13 +3661,13 @@ func file_conductor_runner_v1_runner_proto_init() {
 		(*ManagerMessage_Lease)(nil),
 		(*ManagerMessage_Credentials)(nil),
 	}
-	file_conductor_runner_v1_runner_proto_msgTypes[20].OneofWrappers = []any{
+	file_conductor_runner_v1_runner_proto_msgTypes[23].OneofWrappers = []any{
 		(*BackendValue_StringValue)(nil),
 		(*BackendValue_BoolValue)(nil),
 		(*BackendValue_StringMap)(nil),
 	}
-	file_conductor_runner_v1_runner_proto_msgTypes[29].OneofWrappers = []any{}
-	file_conductor_runner_v1_runner_proto_msgTypes[34].OneofWrappers = []any{
+	file_conductor_runner_v1_runner_proto_msgTypes[32].OneofWrappers = []any{}
+	file_conductor_runner_v1_runner_proto_msgTypes[37].OneofWrappers = []any{
 		(*Error_Run)(nil),
 		(*Error_Lock)(nil),
 	}
@@ -3417,7 +3677,7 @@ func file_conductor_runner_v1_runner_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_conductor_runner_v1_runner_proto_rawDesc), len(file_conductor_runner_v1_runner_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   47,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,163 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/interpreter"
+)
+
+// Change is one resource change of a saved plan as rules see it: the fields of `terraform show
+// -json`'s resource_changes[] and of its change (Before, After and AfterUnknown as decoded from
+// that JSON: maps, lists, strings, float64 numbers, bools, nil).
+type Change struct {
+	Address, ModuleAddress, Mode, Type, Name, ProviderName string
+	// Index is the instance key: nil, a float64 (count) or a string (for_each).
+	Index                     any
+	Actions                   []string
+	Before, After, AfterUnknown any
+	Importing                 bool
+}
+
+// Object is the claim, class or resource a rule sees.
+type Object struct {
+	Namespace, Name string
+	Labels          map[string]string
+}
+
+// Plan is the saved plan a rule sees: its changes (no-ops left out) and whether it is a destroy
+// plan.
+type Plan struct {
+	Changes []Change
+	Destroy bool
+}
+
+// Facts are what a rule knows besides the plan. Claim is zero for a resource with no claim.
+type Facts struct {
+	Claim, Class, Resource Object
+}
+
+// Violation is a rule that one or more changes of a plan broke.
+type Violation struct {
+	Rule Rule
+	// Addresses are the changes that broke it, in the plan's order.
+	Addresses []string
+	// Errors are the evaluations that failed (and so broke the rule), "address: error", at most
+	// maxErrors.
+	Errors []string
+}
+
+// maxErrors bounds Violation.Errors.
+const maxErrors = 5
+
+// Message is the violation for people: the rule's message, the addresses, and the first
+// evaluation error if any, e.g. `rule no-public-buckets: buckets must not be public
+// (google_storage_bucket.site)`.
+func (v Violation) Message() string {
+	msg := fmt.Sprintf("rule %s: %s (%s)", v.Rule.Name, v.Rule.Say(), strings.Join(v.Addresses, ", "))
+	if len(v.Errors) > 0 {
+		msg += "; could not evaluate " + v.Errors[0]
+	}
+	return msg
+}
+
+// Evaluate evaluates every rule of s on every change of p, in order, and returns the rules broken
+// (in the set's order; nil when the plan passes them all). An evaluation error (a missing key of
+// change.after, a cost over PerChangeCostLimit) breaks the rule for that change: rules fail closed.
+func (s *Set) Evaluate(p Plan, facts Facts) []Violation {
+	if s == nil || len(s.rules) == 0 || len(p.Changes) == 0 {
+		return nil
+	}
+	list := make([]any, len(p.Changes))
+	for i, c := range p.Changes {
+		list[i] = changeMap(c)
+	}
+	base := &activation{vars: map[string]any{
+		"plan":     map[string]any{"changes": list, "destroy": p.Destroy},
+		"claim":    objectMap(facts.Claim, true),
+		"class":    objectMap(facts.Class, false),
+		"resource": objectMap(facts.Resource, false),
+	}}
+	var out []Violation
+	for _, r := range s.rules {
+		var v *Violation
+		for i, c := range p.Changes {
+			ok, err := r.eval(&activation{change: list[i], parent: base})
+			if ok {
+				continue
+			}
+			if v == nil {
+				v = &Violation{Rule: r.Rule}
+			}
+			v.Addresses = append(v.Addresses, c.Address)
+			if err != nil && len(v.Errors) < maxErrors {
+				v.Errors = append(v.Errors, c.Address+": "+err.Error())
+			}
+		}
+		if v != nil {
+			out = append(out, *v)
+		}
+	}
+	return out
+}
+
+// activation resolves change (one per evaluation) over the plan's shared variables, so that an
+// evaluation copies nothing.
+type activation struct {
+	change any
+	vars   map[string]any
+	parent *activation
+}
+
+func (a *activation) ResolveName(name string) (any, bool) {
+	if a.parent != nil {
+		if name == "change" {
+			return a.change, true
+		}
+		return a.parent.ResolveName(name)
+	}
+	v, ok := a.vars[name]
+	return v, ok
+}
+
+func (a *activation) Parent() interpreter.Activation { return nil }
+
+// eval runs the rule on one activation: true when the change passes; false with the error when
+// the evaluation failed.
+func (r compiled) eval(act interpreter.Activation) (bool, error) {
+	val, _, err := r.prg.Eval(act)
+	if err != nil {
+		return false, err
+	}
+	b, ok := val.(types.Bool)
+	if !ok {
+		return false, errors.New("the expression did not evaluate to a bool")
+	}
+	return bool(b), nil
+}
+
+func changeMap(c Change) map[string]any {
+	actions := make([]any, len(c.Actions))
+	for i, a := range c.Actions {
+		actions[i] = a
+	}
+	return map[string]any{
+		"address": c.Address, "moduleAddress": c.ModuleAddress, "mode": c.Mode, "type": c.Type, "name": c.Name,
+		"index": c.Index, "providerName": c.ProviderName, "actions": actions,
+		"before": c.Before, "after": c.After, "afterUnknown": c.AfterUnknown, "importing": c.Importing,
+	}
+}
+
+func objectMap(o Object, namespaced bool) map[string]any {
+	labels := map[string]any{}
+	for k, v := range o.Labels {
+		labels[k] = v
+	}
+	m := map[string]any{"name": o.Name, "labels": labels}
+	if namespaced {
+		m["namespace"] = o.Namespace
+	}
+	return m
+}

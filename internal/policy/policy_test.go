@@ -1,0 +1,134 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// bucket is a google_storage_bucket change as `terraform show -json` writes it.
+func bucket(name string, public bool) Change {
+	access := "enforced"
+	if public {
+		access = "inherited"
+	}
+	return Change{Address: "google_storage_bucket." + name, Mode: "managed", Type: "google_storage_bucket", Name: name,
+		ProviderName: "registry.opentofu.org/hashicorp/google", Actions: []string{"create"},
+		After: map[string]any{"name": name, "public_access_prevention": access, "location": "EU"}}
+}
+
+func TestCompileRefusesWhatCannotRun(t *testing.T) {
+	for _, tc := range []struct {
+		rule Rule
+		want string
+	}{
+		{Rule{Name: "syntax", Expression: "change.type ==", Action: ActionDeny}, "Syntax error"},
+		{Rule{Name: "not-bool", Expression: "change.address", Action: ActionDeny}, "not bool"},
+		{Rule{Name: "typo", Expression: "change.afer.acl == 'private'", Action: ActionDeny}, `change has no key "afer"`},
+		{Rule{Name: "no-var", Expression: "secret.data == 'x'", Action: ActionDeny}, "undeclared reference to 'secret'"},
+		{Rule{Name: "action", Expression: "true", Action: "Warn"}, `action "Warn"`},
+		{Rule{Expression: "true", Action: ActionDeny}, "needs a name"},
+		{Rule{Name: "empty", Expression: " ", Action: ActionDeny}, "empty"},
+		{Rule{Name: "long", Expression: "true || " + strings.Repeat("true || ", MaxExpressionLength/8) + "true", Action: ActionDeny}, "longer than"},
+	} {
+		_, err := Compile([]Rule{{Name: "fine", Expression: "true", Action: ActionDeny}, tc.rule})
+		var ce *CompileError
+		if !errors.As(err, &ce) || ce.Index != 1 || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want a CompileError of rule 1 saying %q", tc.rule.Name, err, tc.want)
+		}
+	}
+}
+
+func TestEvaluateNamesRulesAndAddresses(t *testing.T) {
+	set, err := Compile([]Rule{
+		{Name: "no-public-buckets", Action: ActionDeny, Message: "buckets must prevent public access",
+			Expression: "change.type != 'google_storage_bucket' || change.after.public_access_prevention == 'enforced'"},
+		{Name: "eu-only", Action: ActionRequireApproval,
+			Expression: "change.type != 'google_storage_bucket' || change.after.location == 'EU'"},
+		{Name: "team-label", Action: ActionDeny, Message: "claims need a team label",
+			Expression: "'team' in claim.labels"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := Plan{Changes: []Change{bucket("private", false), bucket("site", true), bucket("logs", true)}}
+	got := set.Evaluate(plan, Facts{Claim: Object{Namespace: "shop", Name: "web", Labels: map[string]string{"team": "a"}}})
+	if len(got) != 1 || got[0].Rule.Name != "no-public-buckets" ||
+		!slices.Equal(got[0].Addresses, []string{"google_storage_bucket.site", "google_storage_bucket.logs"}) {
+		t.Fatalf("violations = %+v, want no-public-buckets on site and logs", got)
+	}
+	if want := "rule no-public-buckets: buckets must prevent public access (google_storage_bucket.site, google_storage_bucket.logs)"; got[0].Message() != want {
+		t.Errorf("message = %q, want %q", got[0].Message(), want)
+	}
+	// The claim's labels reach the rule: without team, every change breaks team-label.
+	got = set.Evaluate(Plan{Changes: []Change{bucket("private", false)}}, Facts{Claim: Object{Namespace: "shop", Name: "web"}})
+	if len(got) != 1 || got[0].Rule.Name != "team-label" || got[0].Rule.Action != ActionDeny {
+		t.Errorf("violations = %+v, want team-label", got)
+	}
+	if got := set.Evaluate(Plan{Changes: []Change{bucket("private", false)}}, Facts{Claim: Object{Labels: map[string]string{"team": "a"}}}); got != nil {
+		t.Errorf("a plan that passes: %+v", got)
+	}
+}
+
+func TestEvaluationErrorsBreakTheRule(t *testing.T) {
+	set, err := Compile([]Rule{{Name: "acl", Action: ActionDeny, Expression: "change.after.acl == 'private'"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := set.Evaluate(Plan{Changes: []Change{bucket("b", false)}}, Facts{})
+	if len(got) != 1 || len(got[0].Errors) != 1 || !strings.Contains(got[0].Errors[0], "no such key: acl") {
+		t.Fatalf("violations = %+v, want acl broken with the evaluation's error", got)
+	}
+	if !strings.Contains(got[0].Message(), "could not evaluate google_storage_bucket.b: no such key: acl") {
+		t.Errorf("message = %q", got[0].Message())
+	}
+}
+
+func TestCostLimitStopsAnExpensiveRule(t *testing.T) {
+	ten := "[0,1,2,3,4,5,6,7,8,9]"
+	expr := "change.address != ''"
+	for i := 0; i < 7; i++ { // 10^7 iterations, far over the limit
+		expr = fmt.Sprintf("%s.all(x%d, %s)", ten, i, expr)
+	}
+	set, err := Compile([]Rule{{Name: "costly", Action: ActionDeny, Expression: expr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := set.Evaluate(Plan{Changes: []Change{bucket("b", false)}}, Facts{})
+	if len(got) != 1 || len(got[0].Errors) != 1 || !strings.Contains(got[0].Errors[0], "cost limit exceeded") {
+		t.Fatalf("violations = %+v, want costly broken by its cost limit", got)
+	}
+}
+
+func TestDestructiveChangeRule(t *testing.T) {
+	set, err := Compile([]Rule{DestructiveChange})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := Plan{Changes: []Change{
+		{Address: "a", Actions: []string{"create"}}, {Address: "b", Actions: []string{"update"}},
+		{Address: "c", Actions: []string{"delete", "create"}}, {Address: "d", Actions: []string{"create", "delete"}},
+		{Address: "e", Actions: []string{"delete"}},
+	}}
+	got := set.Evaluate(plan, Facts{})
+	if len(got) != 1 || !slices.Equal(got[0].Addresses, []string{"c", "d", "e"}) {
+		t.Errorf("violations = %+v, want c, d and e", got)
+	}
+}
+
+func TestPlanVariableSeesEveryChange(t *testing.T) {
+	// A rule over the whole plan: at most two buckets per plan (broken by every change).
+	set, err := Compile([]Rule{{Name: "two", Action: ActionDeny,
+		Expression: "plan.changes.filter(c, c.type == 'google_storage_bucket').size() <= 2 && !plan.destroy"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := set.Evaluate(Plan{Changes: []Change{bucket("a", false), bucket("b", false)}}, Facts{}); got != nil {
+		t.Errorf("two buckets: %+v", got)
+	}
+	if got := set.Evaluate(Plan{Changes: []Change{bucket("a", false), bucket("b", false), bucket("c", false)}}, Facts{}); len(got) != 1 || len(got[0].Addresses) != 3 {
+		t.Errorf("three buckets: %+v", got)
+	}
+}
