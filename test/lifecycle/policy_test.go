@@ -1,0 +1,105 @@
+package lifecycle_test
+
+import (
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
+)
+
+// Issue 49 with real plans (OpenTofu, the local and random providers): a class's CEL rules
+// decide inside the run, between plan and apply.
+var _ = Describe("Plan policy", func() {
+	It("refuses a plan a Deny rule breaks (past an approval), holds one a RequireApproval rule breaks until approved, and a class whose rule does not compile is not Ready", func() {
+		s := newScenario()
+		class := fileClass("policy-"+s.ns, s.kind, v1alpha1.ReclaimDelete, func(c *v1alpha1.InfraClass) {
+			c.Spec.Policy = &v1alpha1.PlanPolicy{Rules: []v1alpha1.PolicyRule{
+				{Name: "no-secrets", Action: v1alpha1.PolicyDeny, Message: "files must not hold the word secret",
+					Expression: "change.type != 'local_file' || !change.after.content.contains('secret')"},
+				{Name: "replace-in-prod", Action: v1alpha1.PolicyRequireApproval, Message: "a prod claim's file is replaced only with approval",
+					Expression: "!('delete' in change.actions) || !('tier' in claim.labels) || claim.labels.tier != 'prod'"},
+			}}
+		})
+		Expect(k8s.Create(s.ctx, class)).To(Succeed())
+		claim := fileClaim(s.ns, "db", s.kind, s.dir, "secret sauce")
+		claim.Labels = map[string]string{"tier": "prod"}
+		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
+		path := filepath.Join(s.dir, s.ns+"-db.txt")
+
+		By("the first plan breaks no-secrets: refused, named with its rule and address, nothing applied")
+		Eventually(func() string { return s.claim(claim)().Spec.ResourceName }, timeout, time.Second).ShouldNot(BeEmpty())
+		res := s.claim(claim)().Spec.ResourceName
+		Eventually(pendingPlan(s, res), timeout, time.Second).ShouldNot(BeNil())
+		pp := pendingPlan(s, res)()
+		Expect(pp.Reason).To(Equal(resourcecontroller.WaitPolicyDenied))
+		Expect(pp.Rule).To(Equal("no-secrets"))
+		Expect(pp.Message).To(Equal("rule no-secrets: files must not hold the word secret (module.main.local_file.this)"))
+		Expect(pp.PolicyDigest).NotTo(BeEmpty())
+		Expect(syncedReason(s, res)()).To(Equal(v1alpha1.ReasonPolicyDenied))
+		Expect(syncedCondition(s.resource(res)()).Message).To(ContainSubstring("no approval applies it"))
+		Eventually(func() metav1.Condition {
+			return condition(s.claim(claim)().Status.Conditions, v1alpha1.ConditionChangePending)
+		}, timeout, time.Second).Should(And(HaveField("Reason", v1alpha1.ReasonPolicyDenied),
+			HaveField("Message", ContainSubstring("files must not hold the word secret"))))
+		Expect(fileContent(path)).To(HavePrefix("<"), "nothing applied")
+		Eventually(func() []string { return eventReasons(s, res) }, timeout, time.Second).Should(
+			ContainElement(HavePrefix(v1alpha1.ReasonPolicyDenied + ": plan " + pp.ID + " refused by the class's policy, rule no-secrets")))
+
+		By("an approval of the refused plan applies nothing")
+		annotate(s, res, v1alpha1.AnnotationApprovePlan, pp.ID)
+		Consistently(func() string { return fileContent(path) }, 5*time.Second, time.Second).Should(HavePrefix("<"))
+		Expect(pendingPlan(s, res)().Reason).To(Equal(resourcecontroller.WaitPolicyDenied))
+
+		By("a claim that passes is applied")
+		setGreeting(s, claim, "world")
+		Eventually(func() string { return fileContent(path) }, timeout, time.Second).Should(Equal("hello world"))
+		readyAt(s, res)
+		Expect(s.resource(res)().Status.PendingPlan).To(BeNil())
+
+		By("a replace of a prod claim's file waits for approval under replace-in-prod, then applies once approved")
+		setGreeting(s, claim, "there")
+		Eventually(func() string {
+			if pp := pendingPlan(s, res)(); pp != nil {
+				return pp.Reason + "/" + pp.Rule
+			}
+			return ""
+		}, timeout, time.Second).Should(Equal(resourcecontroller.WaitPolicyApproval + "/replace-in-prod"))
+		pp = pendingPlan(s, res)()
+		Expect(pp.Changes).To(ContainElement("module.main.local_file.this: delete+create"))
+		Expect(syncedReason(s, res)()).To(Equal(v1alpha1.ReasonWaitingForApproval))
+		Eventually(func() string {
+			return condition(s.claim(claim)().Status.Conditions, v1alpha1.ConditionChangePending).Message
+		}, timeout, time.Second).Should(ContainSubstring("a prod claim's file is replaced only with approval"))
+		Consistently(func() string { return fileContent(path) }, 3*time.Second, time.Second).Should(Equal("hello world"))
+		annotate(s, res, v1alpha1.AnnotationApprovePlan, pp.ID)
+		Eventually(func() string { return fileContent(path) }, timeout, time.Second).Should(Equal("hello there"))
+		readyAt(s, res)
+
+		By("a rule that does not compile makes the class not Ready, with CEL's message")
+		got := &v1alpha1.InfraClass{}
+		Expect(k8s.Get(s.ctx, client.ObjectKeyFromObject(class), got)).To(Succeed())
+		got.Spec.Policy.Rules = append(got.Spec.Policy.Rules, v1alpha1.PolicyRule{Name: "typo", Action: v1alpha1.PolicyDeny,
+			Expression: "change.afer.content == ''"})
+		Expect(k8s.Update(s.ctx, got)).To(Succeed())
+		Eventually(func() *metav1.Condition {
+			c := &v1alpha1.InfraClass{}
+			Expect(k8s.Get(s.ctx, client.ObjectKeyFromObject(class), c)).To(Succeed())
+			return meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionReady)
+		}, timeout, time.Second).Should(And(Not(BeNil()), HaveField("Reason", v1alpha1.ReasonPolicyInvalid),
+			HaveField("Message", ContainSubstring(`rule 2 (typo): change has no key "afer"`))))
+	})
+})
+
+// setGreeting changes the claim's greeting parameter (the file's content).
+func setGreeting(s *scenario, c *v1alpha1.InfraClaim, greeting string) {
+	got := s.claim(c)()
+	got.Spec.Parameters["greeting"] = js(`"` + greeting + `"`)
+	Expect(k8s.Update(s.ctx, got)).To(Succeed())
+}
