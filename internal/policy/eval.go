@@ -15,10 +15,10 @@ import (
 type Change struct {
 	Address, ModuleAddress, Mode, Type, Name, ProviderName string
 	// Index is the instance key: nil, a float64 (count) or a string (for_each).
-	Index                     any
-	Actions                   []string
+	Index                       any
+	Actions                     []string
 	Before, After, AfterUnknown any
-	Importing                 bool
+	Importing                   bool
 }
 
 // Object is the claim, class or resource a rule sees.
