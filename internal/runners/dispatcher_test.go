@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,12 +73,18 @@ type fakeRunner struct {
 
 func openRun(t *testing.T, conn *grpc.ClientConn, token, pool string) (*fakeRunner, *runnerpb.RunSpec, error) {
 	t.Helper()
+	return openRunAs(t, conn, token, &runnerpb.Hello{Runner: "r1", Pool: pool, Features: []string{FeaturePlanPolicy}})
+}
+
+// openRunAs is openRun with the runner's hello given (an older runner lists fewer features).
+func openRunAs(t *testing.T, conn *grpc.ClientConn, token string, h *runnerpb.Hello) (*fakeRunner, *runnerpb.RunSpec, error) {
+	t.Helper()
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+token)
 	stream, err := runnerpb.NewRunsClient(conn).Run(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	hello := &runnerpb.RunnerMessage_Hello{Hello: &runnerpb.Hello{Runner: "r1", Pool: pool}}
+	hello := &runnerpb.RunnerMessage_Hello{Hello: h}
 	// io.EOF: the server ended the stream already (a refusal); Recv gives its status.
 	if err := stream.Send(&runnerpb.RunnerMessage{Message: hello}); err != nil && !errors.Is(err, io.EOF) {
 		return nil, nil, err
@@ -205,6 +212,34 @@ func TestDispatcherReturnsAHeldPlanAndInputErrors(t *testing.T) {
 	var ie *tfrunner.InputError
 	if got = <-done; !errors.As(got.err, &ie) || ie.Problems != "x: the module declares no such input" {
 		t.Fatalf("err = %#v, want *tfrunner.InputError", got.err)
+	}
+}
+
+// TestDispatcherGivesAPolicyRunOnlyToARunnerThatReadsIt: a runner older than plan policy (its
+// hello lists no plan-policy) would apply past the class's rules; the run fails instead, saying
+// so, and a run without rules still goes to it.
+func TestDispatcherGivesAPolicyRunOnlyToARunnerThatReadsIt(t *testing.T) {
+	d, conn := startDispatcher(t, DispatcherOptions{})
+	old := &runnerpb.Hello{Runner: "r0", Pool: "p"}
+	gate := &tfrunner.Gate{Policy: []policy.Rule{{Name: "r", Expression: "true", Action: policy.ActionDeny}}}
+	done := applyAsync(d, context.Background(), "res-p", tfrunner.ApplyOptions{Gate: gate})
+	_, _, err := openRunAs(t, conn, "good", old)
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "plan-policy") {
+		t.Fatalf("an old runner was answered %v; want FailedPrecondition naming plan-policy", err)
+	}
+	var tooOld *RunnerTooOldError
+	if got := <-done; !errors.As(got.err, &tooOld) || tooOld.Runner != "r0" {
+		t.Fatalf("the run ended with %v; want *RunnerTooOldError of r0", got.err)
+	}
+
+	done = applyAsync(d, context.Background(), "res-q", tfrunner.ApplyOptions{Gate: &tfrunner.Gate{}})
+	r, spec, err := openRunAs(t, conn, "good", old)
+	if err != nil || spec.GetKey() != "res-q" {
+		t.Fatalf("a run without rules was not given to the old runner: %v, %v", spec, err)
+	}
+	r.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{}}, nil, nil)))
+	if got := <-done; got.err != nil {
+		t.Fatal(got.err)
 	}
 }
 

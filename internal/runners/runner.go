@@ -158,7 +158,7 @@ func (r *Runner) serveOne(ctx context.Context, conn *grpc.ClientConn, proxy stri
 	if err != nil {
 		return err
 	}
-	hello := &runnerpb.Hello{Runner: r.Name, Pool: r.Pool}
+	hello := &runnerpb.Hello{Runner: r.Name, Pool: r.Pool, Features: []string{FeaturePlanPolicy}}
 	if err := stream.Send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Hello{Hello: hello}}); err != nil {
 		return err
 	}

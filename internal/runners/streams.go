@@ -2,6 +2,8 @@ package runners
 
 import (
 	"context"
+	"fmt"
+	"slices"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -61,6 +63,13 @@ func (d *Dispatcher) serveRun(stream runnerpb.Runs_RunServer) error {
 	if err := d.authorizeRun(ctx, hello.Pool, user); err != nil {
 		q.handBack(j)
 		return err
+	}
+	if feature := missingFeature(j.spec, hello); feature != "" {
+		// An older runner would run without what it does not know (a plan policy unread is a
+		// plan applied past its rules): the run fails here instead, and its caller says why.
+		j.err = &RunnerTooOldError{Pool: hello.Pool, Runner: hello.Runner, Feature: feature}
+		close(j.done)
+		return status.Error(codes.FailedPrecondition, j.err.Error())
 	}
 	j.user, j.runner = user, hello.Runner
 	if err := stream.Send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Run{Run: j.spec}}); err != nil {
@@ -168,4 +177,26 @@ func (d *Dispatcher) track(h *runnerpb.Hello, delta int) {
 	if rs[h.Runner] += delta; rs[h.Runner] <= 0 {
 		delete(rs, h.Runner)
 	}
+}
+
+// FeaturePlanPolicy is the Hello feature of a runner that evaluates Gate.policy (issue 49).
+const FeaturePlanPolicy = "plan-policy"
+
+// missingFeature names a feature run spec needs that the runner's hello does not list ("" when
+// none): FeaturePlanPolicy for a gate with rules.
+func missingFeature(spec *runnerpb.RunSpec, hello *runnerpb.Hello) string {
+	if len(spec.GetGate().GetPolicy()) > 0 && !slices.Contains(hello.GetFeatures(), FeaturePlanPolicy) {
+		return FeaturePlanPolicy
+	}
+	return ""
+}
+
+// RunnerTooOldError is a run not given to the runner that took it, which lacks a feature the run
+// needs (its image is older than the manager's).
+type RunnerTooOldError struct {
+	Pool, Runner, Feature string
+}
+
+func (e *RunnerTooOldError) Error() string {
+	return fmt.Sprintf("runner %s of pool %s is older than this manager: it does not support %s (the class's plan rules), so it was not given the run; update the pool's runner image", e.Runner, e.Pool, e.Feature)
 }

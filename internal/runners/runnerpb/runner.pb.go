@@ -446,7 +446,11 @@ type Hello struct {
 	// The runner's name (its pod), recorded with the runs it is given.
 	Runner string `protobuf:"bytes,1,opt,name=runner,proto3" json:"runner,omitempty"`
 	// The InfraRunnerPool the runner belongs to.
-	Pool          string `protobuf:"bytes,2,opt,name=pool,proto3" json:"pool,omitempty"`
+	Pool string `protobuf:"bytes,2,opt,name=pool,proto3" json:"pool,omitempty"`
+	// What the runner's code understands beyond the first protocol ("plan-policy": Gate.policy). A
+	// run that needs a feature the runner lacks is not given to it: it fails, saying so, rather
+	// than run without it.
+	Features      []string `protobuf:"bytes,3,rep,name=features,proto3" json:"features,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -493,6 +497,13 @@ func (x *Hello) GetPool() string {
 		return x.Pool
 	}
 	return ""
+}
+
+func (x *Hello) GetFeatures() []string {
+	if x != nil {
+		return x.Features
+	}
+	return nil
 }
 
 // Heartbeat says the run is alive and asks for its lease to be renewed.
@@ -3247,10 +3258,11 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\x06cancel\x18\x04 \x01(\v2\x1b.conductor.runner.v1.CancelH\x00R\x06cancel\x122\n" +
 	"\x05lease\x18\x05 \x01(\v2\x1a.conductor.runner.v1.LeaseH\x00R\x05lease\x12D\n" +
 	"\vcredentials\x18\x06 \x01(\v2 .conductor.runner.v1.CredentialsH\x00R\vcredentialsB\t\n" +
-	"\amessageJ\x04\b\x03\x10\x04R\x06render\"3\n" +
+	"\amessageJ\x04\b\x03\x10\x04R\x06render\"O\n" +
 	"\x05Hello\x12\x16\n" +
 	"\x06runner\x18\x01 \x01(\tR\x06runner\x12\x12\n" +
-	"\x04pool\x18\x02 \x01(\tR\x04pool\"\x1d\n" +
+	"\x04pool\x18\x02 \x01(\tR\x04pool\x12\x1a\n" +
+	"\bfeatures\x18\x03 \x03(\tR\bfeatures\"\x1d\n" +
 	"\tHeartbeat\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\";\n" +
 	"\x05Lease\x12\x10\n" +
