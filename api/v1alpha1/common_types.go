@@ -153,6 +153,10 @@ const (
 	// ConditionUpgradeAvailable is True when the class a resource was provisioned from offers a newer
 	// version of its module (reason NewerVersion), False when it does not (UpToDate).
 	ConditionUpgradeAvailable = "UpgradeAvailable"
+	// ConditionAdmissionChecked (a class's): whether claims of the class are checked at admission
+	// by the ValidatingAdmissionPolicy the class keeps (ParametersChecked, NoParameters), or only
+	// when they render (NotExpressible: the message says which variable and why).
+	ConditionAdmissionChecked = "AdmissionChecked"
 )
 
 // Reasons of the UpgradeAvailable condition.

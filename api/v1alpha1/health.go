@@ -39,6 +39,11 @@ const (
 	// (the class's Ready).
 	ReasonPolicyDenied  = "PolicyDenied"
 	ReasonPolicyInvalid = "PolicyInvalid"
+	// ReasonParametersChecked, ReasonNoParameters and ReasonNotExpressible are the reasons of a
+	// class's AdmissionChecked condition.
+	ReasonParametersChecked = "ParametersChecked"
+	ReasonNoParameters      = "NoParameters"
+	ReasonNotExpressible    = "NotExpressible"
 )
 
 // TerminalReasons are the Ready reasons that no retry clears: only a change of the spec, of a

@@ -30,11 +30,11 @@ func TestGateDecide(t *testing.T) {
 	}{
 		{name: "an update passes", plan: plan("p1", create, update)},
 		{name: "a replace is held by default", plan: plan("p1", update, replace),
-			reason: HoldDestructive, addresses: []string{"module.main.a.z"}, render: true},
+			reason: HoldDestructive, addresses: []string{"module.main.a.z"}, rule: policy.DestructiveChange.Name, render: true},
 		{name: "allowed destructive changes pass", gate: Gate{AllowDestructive: true}, plan: plan("p1", replace)},
 		{name: "an approved destructive plan passes", gate: Gate{Approved: "p1"}, plan: plan("p1", replace)},
 		{name: "an approval of another plan is discarded", gate: Gate{Approved: "p0"}, plan: plan("p1", replace),
-			reason: HoldDestructive, addresses: []string{"module.main.a.z"}, discarded: "p0", render: true},
+			reason: HoldDestructive, addresses: []string{"module.main.a.z"}, discarded: "p0", rule: policy.DestructiveChange.Name, render: true},
 		{name: "manual holds any change", gate: Gate{Manual: true, AllowDestructive: true}, plan: plan("p1", update),
 			reason: HoldManual, render: true},
 		{name: "a plan already shown is not rendered again", gate: Gate{Manual: true, Shown: "p1", ShownReason: HoldManual},

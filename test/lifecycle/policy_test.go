@@ -103,3 +103,42 @@ func setGreeting(s *scenario, c *v1alpha1.InfraClaim, greeting string) {
 	got.Spec.Parameters["greeting"] = js(`"` + greeting + `"`)
 	Expect(k8s.Update(s.ctx, got)).To(Succeed())
 }
+
+// Issue 49 item 3: the class keeps a ValidatingAdmissionPolicy from its template and the module's
+// variable types, and the API server refuses a claim whose parameters cannot render.
+var _ = Describe("Claims checked at admission", func() {
+	It("refuses a claim without a parameter the template needs, or with one of the wrong type, and accepts one that fits", func() {
+		s := newScenario()
+		class := fileClass("admission-"+s.ns, s.kind, v1alpha1.ReclaimDelete, func(c *v1alpha1.InfraClass) {
+			c.Spec.Variables["mode"] = js(`"${lookup(claim.spec.parameters, \"mode\", 644)}"`)
+		})
+		Expect(k8s.Create(s.ctx, class)).To(Succeed())
+		Eventually(func() metav1.Condition {
+			c := &v1alpha1.InfraClass{}
+			Expect(k8s.Get(s.ctx, client.ObjectKeyFromObject(class), c)).To(Succeed())
+			return condition(c.Status.Conditions, v1alpha1.ConditionAdmissionChecked)
+		}, timeout, time.Second).Should(And(HaveField("Reason", v1alpha1.ReasonParametersChecked),
+			HaveField("Message", ContainSubstring("dir, greeting, mode"))))
+
+		By("a claim without dir is refused by the API server, with the reason")
+		noDir := fileClaim(s.ns, "nodir", s.kind, s.dir, "world")
+		delete(noDir.Spec.Parameters, "dir")
+		Eventually(func() error { return k8s.Create(s.ctx, noDir.DeepCopy()) }, timeout, time.Second).Should(
+			MatchError(ContainSubstring("spec.parameters.dir is required by class " + class.Name)))
+
+		By("a mode that is not a number is refused; a claim that fits is accepted and provisioned")
+		bad := fileClaim(s.ns, "badmode", s.kind, s.dir, "world")
+		bad.Spec.Parameters["mode"] = js(`"rw-r--r--"`)
+		Expect(k8s.Create(s.ctx, bad)).To(MatchError(ContainSubstring("spec.parameters.mode must be a number (module variable mode is number)")))
+		good := fileClaim(s.ns, "good", s.kind, s.dir, "world")
+		good.Spec.Parameters["mode"] = js(`"600"`)
+		Expect(k8s.Create(s.ctx, good)).To(Succeed())
+		s.ready(good)
+
+		By("an edit that breaks a parameter is refused too; the claim keeps its parameters")
+		got := s.claim(good)()
+		got.Spec.Parameters["mode"] = js(`[6, 0, 0]`)
+		Expect(k8s.Update(s.ctx, got)).To(MatchError(ContainSubstring("spec.parameters.mode must be a number")))
+		Expect(string(s.claim(good)().Spec.Parameters["mode"].Raw)).To(Equal(`"600"`))
+	})
+})

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -73,6 +74,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case err == nil:
 		shared.SetCondition(&class.Status.Conditions, class.Generation, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonValid,
 			fmt.Sprintf("module %s@%s resolved; template checked against its %d inputs", class.Spec.Module.Source, class.Spec.Module.Version, len(class.Status.Inputs)))
+		err = r.keepAdmission(ctx, class)
+	}
+	if invalid != nil {
+		// Claims of a class that is not Ready are not provisioned: nothing to check at admission.
+		meta.RemoveStatusCondition(&class.Status.Conditions, v1alpha1.ConditionAdmissionChecked)
+		err = r.deleteAdmission(ctx, class.Name)
 	}
 	if _, perr := shared.PatchStatus(ctx, r.Client, class, before); client.IgnoreNotFound(perr) != nil {
 		err = errors.Join(err, perr)

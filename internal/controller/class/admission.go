@@ -1,0 +1,207 @@
+package class
+
+// Claims checked at admission: from the class's template (which claim parameters it reads, and
+// how: render.ParameterUses) and the module's variable types (status.inputs), the class keeps a
+// ValidatingAdmissionPolicy and its binding, so that `kubectl apply` of a claim of the class that
+// lacks a parameter the template needs, or whose value cannot convert to its variable's type, is
+// refused with the reason. The checks are a subset of what rendering checks (never stricter than
+// go-cty's conversions, which Terraform uses); failurePolicy Ignore lets a claim through when an
+// expression cannot be evaluated, so the run's own check is the fallback, as for a class whose
+// template cannot be described (the AdmissionChecked condition says so).
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
+	"github.com/conductor-tf/conductor-tf/internal/render"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+)
+
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;create;update;delete
+
+// admissionName is the name of the class's policy and binding: conductor-class-<class>, or a
+// hash of the class's name when that would be longer than a name may be.
+func admissionName(class string) string {
+	name := "conductor-class-" + class
+	if len(name) > 253 {
+		sum := sha256.Sum256([]byte(class))
+		name = "conductor-class-" + hex.EncodeToString(sum[:])[:40]
+	}
+	return name
+}
+
+// keepAdmission makes the class's admission policy match its template and inputs (validate has
+// run and the class is Ready): created or updated when there is something to check, deleted when
+// not; and says so in the AdmissionChecked condition. Errors: the API server's.
+func (r *Reconciler) keepAdmission(ctx context.Context, class *v1alpha1.InfraClass) error {
+	vars := map[string][]byte{}
+	for k, v := range class.Spec.Variables {
+		vars[k] = v.Raw
+	}
+	tmpl, err := render.Compile(vars)
+	var uses []render.ParameterUse
+	if err == nil {
+		uses, err = tmpl.ParameterUses()
+	}
+	set := func(status metav1.ConditionStatus, reason, msg string) {
+		shared.SetCondition(&class.Status.Conditions, class.Generation, v1alpha1.ConditionAdmissionChecked, status, reason, msg)
+	}
+	validations := admissionValidations(class, uses)
+	if err != nil || len(validations) == 0 {
+		if derr := r.deleteAdmission(ctx, class.Name); derr != nil {
+			return derr
+		}
+		if err != nil {
+			set(metav1.ConditionFalse, v1alpha1.ReasonNotExpressible, "claims of this class are checked when they render, not at admission: "+err.Error())
+		} else {
+			set(metav1.ConditionTrue, v1alpha1.ReasonNoParameters, "the class's template reads no claim parameter: nothing to check at admission")
+		}
+		return nil
+	}
+	policy, binding := admissionObjects(class, validations)
+	if err := r.apply(ctx, class, policy); err != nil {
+		return err
+	}
+	if err := r.apply(ctx, class, binding); err != nil {
+		return err
+	}
+	var names []string
+	for _, u := range uses {
+		names = append(names, u.Name)
+	}
+	set(metav1.ConditionTrue, v1alpha1.ReasonParametersChecked, fmt.Sprintf(
+		"ValidatingAdmissionPolicy %s checks claims' parameters %s at admission", policy.Name, strings.Join(names, ", ")))
+	return nil
+}
+
+// apply creates obj, owned by class, or updates the one there to it.
+func (r *Reconciler) apply(ctx context.Context, class *v1alpha1.InfraClass, obj client.Object) error {
+	if err := controllerutil.SetOwnerReference(class, obj, r.Scheme()); err != nil {
+		return err
+	}
+	err := r.Create(ctx, obj)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	current := obj.DeepCopyObject().(client.Object)
+	if err := r.Secrets.Get(ctx, client.ObjectKeyFromObject(obj), current); err != nil {
+		return err
+	}
+	obj.SetResourceVersion(current.GetResourceVersion())
+	return r.Update(ctx, obj)
+}
+
+// deleteAdmission deletes the class's policy and binding, if there are any.
+func (r *Reconciler) deleteAdmission(ctx context.Context, class string) error {
+	meta := metav1.ObjectMeta{Name: admissionName(class)}
+	for _, obj := range []client.Object{&admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: meta}, &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: meta}} {
+		if err := r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// admissionObjects are the class's ValidatingAdmissionPolicy and its binding (Deny). It matches
+// creates and updates of claims of the class (by className, or of its resourceKind with no
+// className when the class is the default) whose parameters changed (an update of anything else,
+// such as the controller's finalizers, is never refused), not being deleted.
+func admissionObjects(class *v1alpha1.InfraClass, validations []admissionv1.Validation) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
+	name := admissionName(class.Name)
+	labels := map[string]string{"app.kubernetes.io/managed-by": "conductor-tf", "conductor.io/class": statebackend.LabelValue(class.Name)}
+	ofClass := fmt.Sprintf("object.spec.resourceKind == %s && ((has(object.spec.className) && object.spec.className != '') ? object.spec.className == %s : %t)",
+		strconv.Quote(class.Spec.ResourceKind), strconv.Quote(class.Name), class.Spec.Default)
+	policy := &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionv1.Ignore),
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+					Rule: admissionv1.Rule{APIGroups: []string{v1alpha1.GroupVersion.Group}, APIVersions: []string{"*"},
+						Resources: []string{"infraclaims"}},
+				},
+			}}},
+			MatchConditions: []admissionv1.MatchCondition{
+				{Name: "of-class", Expression: ofClass},
+				{Name: "parameters-changed", Expression: "request.operation == 'CREATE' || has(object.spec.parameters) != has(oldObject.spec.parameters) || (has(object.spec.parameters) && object.spec.parameters != oldObject.spec.parameters)"},
+				{Name: "not-deleting", Expression: "!has(object.metadata.deletionTimestamp)"},
+			},
+			Validations: validations,
+		},
+	}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}},
+	}
+	return policy, binding
+}
+
+// admissionValidations are the checks of each parameter use: present when the template needs it,
+// and of a shape that converts to its variable's type (or to a string, for a part of a string).
+func admissionValidations(class *v1alpha1.InfraClass, uses []render.ParameterUse) []admissionv1.Validation {
+	types := map[string]string{}
+	for _, in := range class.Status.Inputs {
+		types[in.Name] = in.Type
+	}
+	var out []admissionv1.Validation
+	for _, u := range uses {
+		key := strconv.Quote(u.Name)
+		v := "object.spec.parameters[" + key + "]"
+		present := "has(object.spec.parameters) && " + key + " in object.spec.parameters"
+		if u.Required {
+			out = append(out, admissionv1.Validation{Expression: present, Reason: ptr.To(metav1.StatusReasonInvalid),
+				Message: fmt.Sprintf("spec.parameters.%s is required by class %s (its template reads it)", u.Name, class.Name)})
+		}
+		check, what := "", ""
+		switch {
+		case u.Variable != "":
+			check, what = typeCheck(v, types[u.Variable])
+			what += fmt.Sprintf(" (module variable %s is %s)", u.Variable, types[u.Variable])
+		case u.Interpolated:
+			check, what = primitive(v), "a string, number or bool (the template puts it in a string)"
+		}
+		if check != "" {
+			out = append(out, admissionv1.Validation{Expression: "!(" + present + ") || " + check, Reason: ptr.To(metav1.StatusReasonInvalid),
+				Message: fmt.Sprintf("spec.parameters.%s must be %s", u.Name, what)})
+		}
+	}
+	return out
+}
+
+// typeCheck is a CEL test of v against a Terraform type constraint, as loose as go-cty's
+// conversion (a number or bool converts to a string, a numeric string to a number, "true" and
+// "false" to a bool), with what it asks for people; "" for a type it does not test (any).
+func typeCheck(v, typeExpr string) (string, string) {
+	switch t := strings.ReplaceAll(typeExpr, " ", ""); {
+	case t == "string":
+		return primitive(v), "a string"
+	case t == "number":
+		return fmt.Sprintf("type(%s) in [int, uint, double] || (type(%s) == string && %s.matches('^-?[0-9]+(\\\\.[0-9]+)?([eE][-+]?[0-9]+)?$'))", v, v, v), "a number"
+	case t == "bool":
+		return fmt.Sprintf("type(%s) == bool || (type(%s) == string && %s in ['true', 'false'])", v, v, v), "true or false"
+	case strings.HasPrefix(t, "list("), strings.HasPrefix(t, "set("), strings.HasPrefix(t, "tuple("):
+		return fmt.Sprintf("type(%s) == list", v), "a list"
+	case strings.HasPrefix(t, "map("), strings.HasPrefix(t, "object("):
+		return fmt.Sprintf("type(%s) == map", v), "an object"
+	}
+	return "", ""
+}
+
+func primitive(v string) string {
+	return fmt.Sprintf("type(%s) in [string, int, uint, double, bool]", v)
+}
