@@ -39,11 +39,16 @@ const (
 	// (the class's Ready).
 	ReasonPolicyDenied  = "PolicyDenied"
 	ReasonPolicyInvalid = "PolicyInvalid"
-	// ReasonParametersChecked, ReasonNoParameters and ReasonNotExpressible are the reasons of a
-	// class's AdmissionChecked condition.
+	// ReasonParametersChecked: the class keeps a ValidatingAdmissionPolicy that refuses claims
+	// whose parameters cannot render (a class's AdmissionChecked=True).
 	ReasonParametersChecked = "ParametersChecked"
-	ReasonNoParameters      = "NoParameters"
-	ReasonNotExpressible    = "NotExpressible"
+	// ReasonNoParameters: the class's template reads no claim parameter; nothing is checked at
+	// admission (AdmissionChecked=True).
+	ReasonNoParameters = "NoParameters"
+	// ReasonNotExpressible: the class's template reads claim parameters in a way no admission
+	// check describes (or the API server refused the policy); claims are checked when they render
+	// (AdmissionChecked=False).
+	ReasonNotExpressible = "NotExpressible"
 )
 
 // TerminalReasons are the Ready reasons that no retry clears: only a change of the spec, of a

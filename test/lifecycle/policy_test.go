@@ -44,6 +44,7 @@ var _ = Describe("Plan policy", func() {
 		Expect(pp.PolicyDigest).NotTo(BeEmpty())
 		Expect(syncedReason(s, res)()).To(Equal(v1alpha1.ReasonPolicyDenied))
 		Expect(syncedCondition(s.resource(res)()).Message).To(ContainSubstring("no approval applies it"))
+		AddReportEntry("refused plan (Synced)", syncedCondition(s.resource(res)()).Message)
 		Eventually(func() metav1.Condition {
 			return condition(s.claim(claim)().Status.Conditions, v1alpha1.ConditionChangePending)
 		}, timeout, time.Second).Should(And(HaveField("Reason", v1alpha1.ReasonPolicyDenied),
@@ -125,6 +126,7 @@ var _ = Describe("Claims checked at admission", func() {
 		delete(noDir.Spec.Parameters, "dir")
 		Eventually(func() error { return k8s.Create(s.ctx, noDir.DeepCopy()) }, timeout, time.Second).Should(
 			MatchError(ContainSubstring("spec.parameters.dir is required by class " + class.Name)))
+		AddReportEntry("admission refusal", k8s.Create(s.ctx, noDir.DeepCopy()).Error())
 
 		By("a mode that is not a number is refused; a claim that fits is accepted and provisioned")
 		bad := fileClaim(s.ns, "badmode", s.kind, s.dir, "world")

@@ -72,10 +72,15 @@ func (r *Reconciler) keepAdmission(ctx context.Context, class *v1alpha1.InfraCla
 		return nil
 	}
 	policy, binding := admissionObjects(class, validations)
-	if err := r.apply(ctx, class, policy); err != nil {
-		return err
+	err = r.apply(ctx, class, policy)
+	if err == nil {
+		err = r.apply(ctx, class, binding)
 	}
-	if err := r.apply(ctx, class, binding); err != nil {
+	if apierrors.IsInvalid(err) {
+		// The API server's CEL refused an expression: say so; rendering still checks claims.
+		set(metav1.ConditionFalse, v1alpha1.ReasonNotExpressible, "the API server refused the class's ValidatingAdmissionPolicy, so claims are checked when they render: "+shared.Truncate(err.Error(), 1024))
+		return r.deleteAdmission(ctx, class.Name)
+	} else if err != nil {
 		return err
 	}
 	var names []string
@@ -191,7 +196,7 @@ func typeCheck(v, typeExpr string) (string, string) {
 	case t == "string":
 		return primitive(v), "a string"
 	case t == "number":
-		return fmt.Sprintf("type(%s) in [int, uint, double] || (type(%s) == string && %s.matches('^-?[0-9]+(\\\\.[0-9]+)?([eE][-+]?[0-9]+)?$'))", v, v, v), "a number"
+		return fmt.Sprintf("%s || (type(%s) == string && %s.matches('^-?[0-9]+(\\\\.[0-9]+)?([eE][-+]?[0-9]+)?$'))", typeIn(v, "int", "uint", "double"), v, v), "a number"
 	case t == "bool":
 		return fmt.Sprintf("type(%s) == bool || (type(%s) == string && %s in ['true', 'false'])", v, v, v), "true or false"
 	case strings.HasPrefix(t, "list("), strings.HasPrefix(t, "set("), strings.HasPrefix(t, "tuple("):
@@ -202,6 +207,14 @@ func typeCheck(v, typeExpr string) (string, string) {
 	return "", ""
 }
 
-func primitive(v string) string {
-	return fmt.Sprintf("type(%s) in [string, int, uint, double, bool]", v)
+func primitive(v string) string { return typeIn(v, "string", "int", "uint", "double", "bool") }
+
+// typeIn tests that v's CEL type is one of types (a disjunction: a list literal of types of
+// different kinds does not type-check in the API server's CEL).
+func typeIn(v string, types ...string) string {
+	parts := make([]string, len(types))
+	for i, t := range types {
+		parts[i] = fmt.Sprintf("type(%s) == %s", v, t)
+	}
+	return "(" + strings.Join(parts, " || ") + ")"
 }
