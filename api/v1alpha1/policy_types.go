@@ -17,7 +17,7 @@ type PlanPolicy struct {
 // as a ValidatingAdmissionPolicy's validation is per request. True lets the change through; false
 // or an evaluation error (a missing key, the cost limit) breaks the rule for that change.
 // Variables: change (address, moduleAddress, mode, type, name, index, providerName, actions,
-// before, after, afterUnknown, importing), plan (changes, destroy), claim (namespace, name,
+// before, after, afterUnknown, importing), plan (changes), claim (namespace, name,
 // labels), class (name, labels), resource (name, labels).
 type PolicyRule struct {
 	// Name identifies the rule in the resource's conditions, events, metrics and pendingPlan.

@@ -27,11 +27,10 @@ type Object struct {
 	Labels          map[string]string
 }
 
-// Plan is the saved plan a rule sees: its changes (no-ops left out) and whether it is a destroy
-// plan.
+// Plan is the saved plan a rule sees: its changes (no-ops and reads left out). Rules see only
+// the plans of apply runs (a reclaim's destroy is not gated).
 type Plan struct {
 	Changes []Change
-	Destroy bool
 }
 
 // Facts are what a rule knows besides the plan. Claim is zero for a resource with no claim.
@@ -75,7 +74,7 @@ func (s *Set) Evaluate(p Plan, facts Facts) []Violation {
 		list[i] = changeMap(c)
 	}
 	base := &activation{vars: map[string]any{
-		"plan":     map[string]any{"changes": list, "destroy": p.Destroy},
+		"plan":     map[string]any{"changes": list},
 		"claim":    objectMap(facts.Claim, true),
 		"class":    objectMap(facts.Class, false),
 		"resource": objectMap(facts.Resource, false),

@@ -12,7 +12,7 @@
 //	change    the resource change: address, moduleAddress, mode, type, name, index, providerName,
 //	          actions (e.g. ["delete","create"]), before, after, afterUnknown (the values of
 //	          `terraform show -json`'s resource_changes[].change), importing
-//	plan      the whole plan: changes (every change, as above), destroy
+//	plan      the whole plan: changes (every change, as above)
 //	claim     the bound claim: namespace, name, labels ("" and {} for a resource with no claim)
 //	class     the resource's class: name, labels
 //	resource  the resource: name, labels
@@ -86,7 +86,7 @@ var DestructiveChange = Rule{
 // is a compile error (their values, change.before and change.after, are free).
 var Fields = map[string][]string{
 	"change":   {"address", "moduleAddress", "mode", "type", "name", "index", "providerName", "actions", "before", "after", "afterUnknown", "importing"},
-	"plan":     {"changes", "destroy"},
+	"plan":     {"changes"},
 	"claim":    {"namespace", "name", "labels"},
 	"class":    {"name", "labels"},
 	"resource": {"name", "labels"},

@@ -121,7 +121,7 @@ func TestDestructiveChangeRule(t *testing.T) {
 func TestPlanVariableSeesEveryChange(t *testing.T) {
 	// A rule over the whole plan: at most two buckets per plan (broken by every change).
 	set, err := Compile([]Rule{{Name: "two", Action: ActionDeny,
-		Expression: "plan.changes.filter(c, c.type == 'google_storage_bucket').size() <= 2 && !plan.destroy"}})
+		Expression: "plan.changes.filter(c, c.type == 'google_storage_bucket').size() <= 2"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -185,13 +185,18 @@ func (w *paramWalker) parent() hclsyntax.Node {
 	return w.stack[len(w.stack)-1]
 }
 
-// conditional reports whether the node being entered may go unevaluated: under a conditional's
-// branch or inside a for expression.
+// conditional reports whether the node being entered may go unevaluated (or its error be
+// dropped): under a conditional, a for or splat expression, or an operand of && or || (hcl's
+// ShortCircuit drops the other side's errors once one side decides).
 func (w *paramWalker) conditional() bool {
 	for _, n := range w.stack {
-		switch n.(type) {
+		switch n := n.(type) {
 		case *hclsyntax.ConditionalExpr, *hclsyntax.ForExpr, *hclsyntax.SplatExpr:
 			return true
+		case *hclsyntax.BinaryOpExpr:
+			if n.Op == hclsyntax.OpLogicalAnd || n.Op == hclsyntax.OpLogicalOr {
+				return true
+			}
 		}
 	}
 	return false

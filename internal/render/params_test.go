@@ -15,6 +15,7 @@ func TestParameterUses(t *testing.T) {
 		"tags":    []byte(`{"team": "${claim.spec.parameters.team}", "fixed": "x"}`),
 		"name":    []byte(`"${resource.name}"`),
 		"deep":    []byte(`"${claim.spec.parameters.net.cidr}"`),
+		"open":    []byte(`"${lookup(claim.spec.parameters, \"public\", false) && claim.spec.parameters.cidr != \"\"}"`),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -25,10 +26,12 @@ func TestParameterUses(t *testing.T) {
 	}
 	want := []ParameterUse{
 		{Name: "big"},
+		{Name: "cidr"},
 		{Name: "dir", Required: true, Interpolated: true},
 		{Name: "greeting", Required: true, Variable: "content"},
 		{Name: "mode", Variable: "mode"},
 		{Name: "net", Required: true},
+		{Name: "public"},
 		{Name: "team", Required: true, Variable: ""},
 	}
 	if !reflect.DeepEqual(got, want) {

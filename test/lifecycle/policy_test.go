@@ -121,18 +121,25 @@ var _ = Describe("Claims checked at admission", func() {
 		}, timeout, time.Second).Should(And(HaveField("Reason", v1alpha1.ReasonParametersChecked),
 			HaveField("Message", ContainSubstring("dir, greeting, mode"))))
 
+		// Claims that name the class are checked (one that names none may bind a free resource).
+		claimOf := func(name string) *v1alpha1.InfraClaim {
+			c := fileClaim(s.ns, name, s.kind, s.dir, "world")
+			c.Spec.ClassName = class.Name
+			return c
+		}
+
 		By("a claim without dir is refused by the API server, with the reason")
-		noDir := fileClaim(s.ns, "nodir", s.kind, s.dir, "world")
+		noDir := claimOf("nodir")
 		delete(noDir.Spec.Parameters, "dir")
 		Eventually(func() error { return k8s.Create(s.ctx, noDir.DeepCopy()) }, timeout, time.Second).Should(
 			MatchError(ContainSubstring("spec.parameters.dir is required by class " + class.Name)))
 		AddReportEntry("admission refusal", k8s.Create(s.ctx, noDir.DeepCopy()).Error())
 
 		By("a mode that is not a number is refused; a claim that fits is accepted and provisioned")
-		bad := fileClaim(s.ns, "badmode", s.kind, s.dir, "world")
+		bad := claimOf("badmode")
 		bad.Spec.Parameters["mode"] = js(`"rw-r--r--"`)
 		Expect(k8s.Create(s.ctx, bad)).To(MatchError(ContainSubstring("spec.parameters.mode must be a number (module variable mode is number)")))
-		good := fileClaim(s.ns, "good", s.kind, s.dir, "world")
+		good := claimOf("good")
 		good.Spec.Parameters["mode"] = js(`"600"`)
 		Expect(k8s.Create(s.ctx, good)).To(Succeed())
 		s.ready(good)
@@ -142,5 +149,11 @@ var _ = Describe("Claims checked at admission", func() {
 		got.Spec.Parameters["mode"] = js(`[6, 0, 0]`)
 		Expect(k8s.Update(s.ctx, got)).To(MatchError(ContainSubstring("spec.parameters.mode must be a number")))
 		Expect(string(s.claim(good)().Spec.Parameters["mode"].Raw)).To(Equal(`"600"`))
+
+		By("a claim that names no class is not checked: it may bind a free resource without rendering")
+		unnamed := claimOf("anyclass")
+		unnamed.Spec.ClassName = ""
+		delete(unnamed.Spec.Parameters, "dir")
+		Expect(k8s.Create(s.ctx, unnamed)).To(Succeed())
 	})
 })

@@ -67,7 +67,7 @@ func (r *Reconciler) keepAdmission(ctx context.Context, class *v1alpha1.InfraCla
 		if err != nil {
 			set(metav1.ConditionFalse, v1alpha1.ReasonNotExpressible, "claims of this class are checked when they render, not at admission: "+err.Error())
 		} else {
-			set(metav1.ConditionTrue, v1alpha1.ReasonNoParameters, "the class's template reads no claim parameter: nothing to check at admission")
+			set(metav1.ConditionTrue, v1alpha1.ReasonNoParameters, "the class's template requires no claim parameter and reads none of a type to check: nothing to check at admission")
 		}
 		return nil
 	}
@@ -121,14 +121,16 @@ func (r *Reconciler) deleteAdmission(ctx context.Context, class string) error {
 }
 
 // admissionObjects are the class's ValidatingAdmissionPolicy and its binding (Deny). It matches
-// creates and updates of claims of the class (by className, or of its resourceKind with no
-// className when the class is the default) whose parameters changed (an update of anything else,
-// such as the controller's finalizers, is never refused), not being deleted.
+// creates and updates of claims that name the class (spec.className) whose parameters changed (an
+// update of anything else, such as the controller's finalizers, is never refused), not being
+// deleted.
 func admissionObjects(class *v1alpha1.InfraClass, validations []admissionv1.Validation) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
 	name := admissionName(class.Name)
 	labels := map[string]string{"app.kubernetes.io/managed-by": "conductor-tf", "conductor.io/class": statebackend.LabelValue(class.Name)}
-	ofClass := fmt.Sprintf("object.spec.resourceKind == %s && ((has(object.spec.className) && object.spec.className != '') ? object.spec.className == %s : %t)",
-		strconv.Quote(class.Spec.ResourceKind), strconv.Quote(class.Name), class.Spec.Default)
+	// Only claims that name the class: a claim that names none may bind a free resource without
+	// rendering any template (as a PVC binds a PV), so the default class cannot ask it for
+	// parameters. A claim that names the class binds only the class's resources, which render.
+	ofClass := fmt.Sprintf("has(object.spec.className) && object.spec.className == %s", strconv.Quote(class.Name))
 	policy := &admissionv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
@@ -192,22 +194,23 @@ func admissionValidations(class *v1alpha1.InfraClass, uses []render.ParameterUse
 // conversion (a number or bool converts to a string, a numeric string to a number, "true" and
 // "false" to a bool), with what it asks for people; "" for a type it does not test (any).
 func typeCheck(v, typeExpr string) (string, string) {
+	// null converts to every type (the variable's default, or null, as Terraform passes it).
 	switch t := strings.ReplaceAll(typeExpr, " ", ""); {
 	case t == "string":
 		return primitive(v), "a string"
 	case t == "number":
-		return fmt.Sprintf("%s || (type(%s) == string && %s.matches('^-?[0-9]+(\\\\.[0-9]+)?([eE][-+]?[0-9]+)?$'))", typeIn(v, "int", "uint", "double"), v, v), "a number"
+		return fmt.Sprintf("%s || (type(%s) == string && %s.matches('^[-+]?([0-9]+\\\\.?[0-9]*|\\\\.[0-9]+)([eE][-+]?[0-9]+)?$'))", typeIn(v, "int", "uint", "double", "null_type"), v, v), "a number"
 	case t == "bool":
-		return fmt.Sprintf("type(%s) == bool || (type(%s) == string && %s in ['true', 'false'])", v, v, v), "true or false"
+		return fmt.Sprintf("%s || (type(%s) == string && %s in ['true', 'false', '1', '0'])", typeIn(v, "bool", "null_type"), v, v), "true or false"
 	case strings.HasPrefix(t, "list("), strings.HasPrefix(t, "set("), strings.HasPrefix(t, "tuple("):
-		return fmt.Sprintf("type(%s) == list", v), "a list"
+		return typeIn(v, "list", "null_type"), "a list"
 	case strings.HasPrefix(t, "map("), strings.HasPrefix(t, "object("):
-		return fmt.Sprintf("type(%s) == map", v), "an object"
+		return typeIn(v, "map", "null_type"), "an object"
 	}
 	return "", ""
 }
 
-func primitive(v string) string { return typeIn(v, "string", "int", "uint", "double", "bool") }
+func primitive(v string) string { return typeIn(v, "string", "int", "uint", "double", "bool", "null_type") }
 
 // typeIn tests that v's CEL type is one of types (a disjunction: a list literal of types of
 // different kinds does not type-check in the API server's CEL).

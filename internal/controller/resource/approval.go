@@ -28,7 +28,6 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
-	"github.com/conductor-tf/conductor-tf/internal/policy"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
@@ -149,13 +148,13 @@ func planPassed(res *v1alpha1.InfraResource, p *tfrunner.Plan) {
 // came back and it is the plan that waits), it stores Terraform's rendering for admins, shows the
 // plan in status.pendingPlan and says so in an event. It returns the *approvalNeeded that stops
 // the run (runFailed records it), or the error of writing the rendering.
-func (r *syncer) holdPlan(ctx context.Context, res *v1alpha1.InfraResource, h *tfrunner.Hold, rules []policy.Rule) error {
+func (r *syncer) holdPlan(ctx context.Context, res *v1alpha1.InfraResource, h *tfrunner.Hold, digest string) error {
 	p := h.Plan
 	an := &approvalNeeded{planID: p.ID, reason: h.Reason, addresses: h.Addresses, discarded: h.Discarded, rule: h.Rule, message: h.Message}
-	digest := policyDigest(rules)
 	if pp := res.Status.PendingPlan; h.Rendering == "" && pp != nil && pp.ID == p.ID && pp.Reason == h.Reason {
-		pp.PolicyDigest = digest
-		return an // the same plan already waits: nothing new to show
+		// The same plan already waits: nothing new to show; the rule that holds it now is said.
+		pp.PolicyDigest, pp.Rule, pp.Message = digest, h.Rule, h.Message
+		return an
 	}
 	secret := planSecretName(res)
 	if err := r.secrets.writeTextSecret(ctx, secret, res, "plan.txt", h.Rendering); err != nil {

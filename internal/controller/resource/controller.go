@@ -192,7 +192,11 @@ func (r *Reconciler) nameState(ctx context.Context, s *resourceScope) (bool, err
 // upgradeModule records whether the class offers a newer module version, and upgrades a resource
 // whose class asks for automatic upgrades: its new generation then plans and applies.
 func (r *Reconciler) upgradeModule(ctx context.Context, s *resourceScope) (bool, error) {
-	s.class = r.observeUpgrade(ctx, s.res)
+	class, err := r.observeUpgrade(ctx, s.res)
+	if err != nil {
+		return true, err
+	}
+	s.class = class
 	upgraded, err := r.upgradeAutomatically(ctx, s.res, s.class)
 	return upgraded, err
 }

@@ -32,10 +32,12 @@ func reconcileRequested(res *v1alpha1.InfraResource) bool {
 
 // runAsked reports whether a run is due because a person asked for one: a sync request, or the
 // end of a pause (s.resumed). A plan that waits for approval is not planned again for either: it
-// waits for a person, and a new plan would discard the one they are reviewing.
+// waits for a person, and a new plan would discard the one they are reviewing. A plan a Deny rule
+// refused waits for no one: a sync request plans it again (the world may have changed).
 func runAsked(s *resourceScope) bool {
 	if last := s.res.Status.LastRun; last != nil && last.Result == RunWaitingForApproval {
-		return false
+		pp := s.res.Status.PendingPlan
+		return pp != nil && pp.Reason == WaitPolicyDenied && reconcileRequested(s.res)
 	}
 	return s.resumed || reconcileRequested(s.res)
 }

@@ -9,6 +9,7 @@ package resource
 
 import (
 	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -29,30 +30,42 @@ const (
 	WaitPolicyDenied   = tfrunner.HoldPolicyDenied
 )
 
-// policyDigest identifies rules (12 hex characters of a hash of them; "" for none), kept with a
-// pending plan so that a changed policy plans again.
-func policyDigest(rules []policy.Rule) string {
+// policyDigest identifies rules and what they saw (12 hex characters of a hash of both; "" for
+// no rules), kept with a pending plan so that a changed policy, or a changed label a rule reads,
+// plans again.
+func policyDigest(rules []policy.Rule, facts policy.Facts) string {
 	if len(rules) == 0 {
 		return ""
 	}
-	b, _ := json.Marshal(rules)
+	b, _ := json.Marshal([]any{rules, facts})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:12]
 }
 
-// policyMoved reports whether the plan that waits was decided under other rules than the class
-// has now: it is planned again (a new rule may refuse it, a removed one let it through).
+// policyMoved reports whether the plan that waits was decided under other rules (or facts) than
+// the class gives now: it is planned again (a new rule may refuse it, a removed one, or a label
+// the claim now has, let it through). A class that is gone moves nothing (preparePolicy refuses
+// to run such a plan without its rules). Call it once preparePolicy has set s.policy and s.facts.
 func policyMoved(s *resourceScope) bool {
 	pp := s.res.Status.PendingPlan
-	return pp != nil && s.res.Status.LastRun != nil && s.res.Status.LastRun.Result == RunWaitingForApproval &&
-		pp.PolicyDigest != policyDigest(provision.PolicyRules(s.class))
+	if pp == nil || s.res.Status.LastRun == nil || s.res.Status.LastRun.Result != RunWaitingForApproval {
+		return false
+	}
+	if s.class == nil && s.res.Spec.ClassRef != nil {
+		return false
+	}
+	return pp.PolicyDigest != policyDigest(s.policy, s.facts)
 }
 
 // preparePolicy sets the run's rules and facts on s (the class's rules; the claim, class and
 // resource as rules see them), once the class is known. The error is an *invalidPolicy when a rule
 // does not compile, or the claim's read.
 func (r *syncer) preparePolicy(ctx context.Context, s *resourceScope) error {
-	s.policy = provision.PolicyRules(s.class)
+	s.policy, s.facts = provision.PolicyRules(s.class), policy.Facts{}
+	if pp := s.res.Status.PendingPlan; s.class == nil && s.res.Spec.ClassRef != nil && pp != nil && pp.PolicyDigest != "" {
+		// The plan that waits was decided under the class's rules, which cannot be read now.
+		return &invalidPolicy{class: s.res.Spec.ClassRef.Name, err: errors.New("the class is gone, and the plan that waits was decided under its rules")}
+	}
 	if len(s.policy) == 0 {
 		return nil
 	}

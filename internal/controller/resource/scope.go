@@ -39,8 +39,9 @@ type resourceScope struct {
 	runStart time.Time
 	spec     tfrunner.Spec // the run's inputs, once readInputs read them
 	// policy and facts are the class's plan rules and what they see (preparePolicy).
-	policy []policy.Rule
-	facts  policy.Facts
+	policy    []policy.Rule
+	facts     policy.Facts
+	policyErr *invalidPolicy // the class's rules cannot be read: no run starts
 	// state is the resource's one state handle (Secret, Lease, history), labelled with the
 	// resource; nil until its name is chosen (nameState). Every state read and write goes through it.
 	state *statebackend.Handle

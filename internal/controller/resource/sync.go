@@ -28,6 +28,12 @@ import (
 // an idle resource keeps its phase and connection Secret until the next sync.
 func (r *syncer) decideRun(ctx context.Context, s *resourceScope) (bool, error) {
 	res := s.res
+	var ip *invalidPolicy
+	if err := r.preparePolicy(ctx, s); errors.As(err, &ip) {
+		s.policyErr = ip // a run that is due fails on it (prepareRun)
+	} else if err != nil {
+		return true, err
+	}
 	run, wait := needsRun(res, s.start, r.interval(res))
 	run = run || runAsked(s) || policyMoved(s)
 	if !run && everApplied(res) && hasSecretInputs(res) && res.Status.LastRun.Result == RunSucceeded {
@@ -73,14 +79,11 @@ func (r *syncer) prepareRun(ctx context.Context, s *resourceScope) (bool, error)
 	} else if err != nil {
 		return true, err
 	}
-	var ip *invalidPolicy
-	if err := r.preparePolicy(ctx, s); errors.As(err, &ip) {
+	if ip := s.policyErr; ip != nil {
 		// The class says so too (PolicyInvalid); its fix wakes the resource (the class watch).
 		r.setRunFailed(s.res, "plan", v1alpha1.ReasonPolicyInvalid, ip.Error(), time.Now())
 		s.result = ctrl.Result{RequeueAfter: secretRetry}
 		return true, nil
-	} else if err != nil {
-		return true, err
 	}
 	s.spec = spec
 	return false, nil
@@ -158,7 +161,7 @@ func (r *syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error)
 func (r *syncer) ranApply(ctx context.Context, s *resourceScope, out *tfrunner.ApplyResult, err error) (bool, error) {
 	res := s.res
 	if err == nil && out.Held != nil {
-		err = r.holdPlan(ctx, res, out.Held, s.policy)
+		err = r.holdPlan(ctx, res, out.Held, policyDigest(s.policy, s.facts))
 	}
 	done := time.Now()
 	var ended []string

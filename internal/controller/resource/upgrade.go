@@ -1,6 +1,7 @@
 package resource
 
 import (
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"context"
 
 	"github.com/Masterminds/semver/v3"
@@ -70,20 +71,23 @@ func (r *Reconciler) upgradeAutomatically(ctx context.Context, res *v1alpha1.Inf
 // semantic versions (Masterminds/semver, a leading "v" allowed); a class on another source, a
 // version that does not parse, or a class that is gone leaves the resource UpToDate. The class is
 // read from the cache and returned (nil when gone); a resource without a classRef (static) gets no
-// condition.
-func (r *Reconciler) observeUpgrade(ctx context.Context, res *v1alpha1.InfraResource) *v1alpha1.InfraClass {
+// condition. The error is the read's other than NotFound: the reconcile is retried rather than
+// run without the class (its plan rules).
+func (r *Reconciler) observeUpgrade(ctx context.Context, res *v1alpha1.InfraResource) (*v1alpha1.InfraClass, error) {
 	if res.Spec.ClassRef == nil {
-		return nil
+		return nil, nil
 	}
 	class := &v1alpha1.InfraClass{}
 	offered := ""
-	if err := r.Get(ctx, types.NamespacedName{Name: res.Spec.ClassRef.Name}, class); err != nil {
+	if err := r.Get(ctx, types.NamespacedName{Name: res.Spec.ClassRef.Name}, class); apierrors.IsNotFound(err) {
 		class = nil
+	} else if err != nil {
+		return nil, err
 	} else if class.Spec.Module.Source == res.Spec.Module.Source && newer(class.Spec.Module.Version, res.Spec.Module.Version) {
 		offered = class.Spec.Module.Version
 	}
 	markUpgrade(res, class, offered)
-	return class
+	return class, nil
 }
 
 // newer reports whether version a is a greater semantic version than b; false when either does
