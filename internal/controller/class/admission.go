@@ -210,7 +210,9 @@ func typeCheck(v, typeExpr string) (string, string) {
 	return "", ""
 }
 
-func primitive(v string) string { return typeIn(v, "string", "int", "uint", "double", "bool", "null_type") }
+func primitive(v string) string {
+	return typeIn(v, "string", "int", "uint", "double", "bool", "null_type")
+}
 
 // typeIn tests that v's CEL type is one of types (a disjunction: a list literal of types of
 // different kinds does not type-check in the API server's CEL).

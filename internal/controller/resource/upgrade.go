@@ -1,8 +1,8 @@
 package resource
 
 import (
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"context"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/Masterminds/semver/v3"
 	corev1 "k8s.io/api/core/v1"
