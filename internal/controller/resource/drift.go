@@ -41,6 +41,11 @@ func isDriftCheck(res *v1alpha1.InfraResource) bool {
 // (isDriftCheck) and no Secret input rotated; the reconcile ends there unless the drift must be
 // corrected now. The apply then uses the same inputs (backend() replaces the check's revoked
 // credentials).
+//
+// A reconcile that ends here keeps the connection Secret too, and comes back within the Secret
+// check interval, as an idle one does (decideRun): with drift checks due at every sync interval,
+// the reconciles they wake were otherwise the only ones, and a Secret deleted by hand while
+// another object held its name was never written again.
 func (r *syncer) checkForDrift(ctx context.Context, s *resourceScope) (bool, error) {
 	if !isDriftCheck(s.res) || rotated(s.res, s.spec) {
 		return false, nil
@@ -48,6 +53,12 @@ func (r *syncer) checkForDrift(ctx context.Context, s *resourceScope) (bool, err
 	correct, result, err := r.checkDrift(ctx, s)
 	if correct && err == nil {
 		return false, nil
+	}
+	if err == nil && s.res.Status.ConnectionSecret != nil {
+		if result.RequeueAfter > r.secretCheckInterval {
+			result.RequeueAfter = r.secretCheckInterval
+		}
+		err = r.secrets.keepConnectionSecret(ctx, s)
 	}
 	s.result = result
 	return true, err
