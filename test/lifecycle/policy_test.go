@@ -84,11 +84,13 @@ var _ = Describe("Plan policy", func() {
 		readyAt(s, res)
 
 		By("a rule that does not compile makes the class not Ready, with CEL's message")
-		got := &v1alpha1.InfraClass{}
-		Expect(k8s.Get(s.ctx, client.ObjectKeyFromObject(class), got)).To(Succeed())
-		got.Spec.Policy.Rules = append(got.Spec.Policy.Rules, v1alpha1.PolicyRule{Name: "typo", Action: v1alpha1.PolicyDeny,
-			Expression: "change.afer.content == ''"})
-		Expect(k8s.Update(s.ctx, got)).To(Succeed())
+		Eventually(func() error {
+			got := &v1alpha1.InfraClass{}
+			Expect(k8s.Get(s.ctx, client.ObjectKeyFromObject(class), got)).To(Succeed())
+			got.Spec.Policy.Rules = append(got.Spec.Policy.Rules, v1alpha1.PolicyRule{Name: "typo", Action: v1alpha1.PolicyDeny,
+				Expression: "change.afer.content == ''"})
+			return k8s.Update(s.ctx, got)
+		}, timeout, 200*time.Millisecond).Should(Succeed())
 		Eventually(func() *metav1.Condition {
 			c := &v1alpha1.InfraClass{}
 			Expect(k8s.Get(s.ctx, client.ObjectKeyFromObject(class), c)).To(Succeed())
@@ -98,11 +100,14 @@ var _ = Describe("Plan policy", func() {
 	})
 })
 
-// setGreeting changes the claim's greeting parameter (the file's content).
+// setGreeting changes the claim's greeting parameter (the file's content), read again on a
+// conflict with the controller's own write of the claim.
 func setGreeting(s *scenario, c *v1alpha1.InfraClaim, greeting string) {
-	got := s.claim(c)()
-	got.Spec.Parameters["greeting"] = js(`"` + greeting + `"`)
-	Expect(k8s.Update(s.ctx, got)).To(Succeed())
+	Eventually(func() error {
+		got := s.claim(c)()
+		got.Spec.Parameters["greeting"] = js(`"` + greeting + `"`)
+		return k8s.Update(s.ctx, got)
+	}, timeout, 200*time.Millisecond).Should(Succeed())
 }
 
 // Issue 49 item 3: the class keeps a ValidatingAdmissionPolicy from its template and the module's
