@@ -6,7 +6,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -91,14 +90,19 @@ var _ = Describe("Plan policy", func() {
 				Expression: "change.afer.content == ''"})
 			return k8s.Update(s.ctx, got)
 		}, timeout, 200*time.Millisecond).Should(Succeed())
-		Eventually(func() *metav1.Condition {
-			c := &v1alpha1.InfraClass{}
-			Expect(k8s.Get(s.ctx, client.ObjectKeyFromObject(class), c)).To(Succeed())
-			return meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionReady)
-		}, timeout, time.Second).Should(And(Not(BeNil()), HaveField("Reason", v1alpha1.ReasonPolicyInvalid),
+		Eventually(classCondition(s, class.Name, v1alpha1.ConditionReady), timeout, time.Second).Should(And(HaveField("Reason", v1alpha1.ReasonPolicyInvalid),
 			HaveField("Message", ContainSubstring(`rule 2 (typo): change has no key "afer"`))))
 	})
 })
+
+// classCondition reads the class's condition of type typ (zero when it has none).
+func classCondition(s *scenario, name, typ string) func() metav1.Condition {
+	return func() metav1.Condition {
+		c := &v1alpha1.InfraClass{}
+		Expect(k8s.Get(s.ctx, client.ObjectKey{Name: name}, c)).To(Succeed())
+		return condition(c.Status.Conditions, typ)
+	}
+}
 
 // setGreeting changes the claim's greeting parameter (the file's content), read again on a
 // conflict with the controller's own write of the claim.
@@ -119,11 +123,7 @@ var _ = Describe("Claims checked at admission", func() {
 			c.Spec.Variables["mode"] = js(`"${lookup(claim.spec.parameters, \"mode\", 644)}"`)
 		})
 		Expect(k8s.Create(s.ctx, class)).To(Succeed())
-		Eventually(func() metav1.Condition {
-			c := &v1alpha1.InfraClass{}
-			Expect(k8s.Get(s.ctx, client.ObjectKeyFromObject(class), c)).To(Succeed())
-			return condition(c.Status.Conditions, v1alpha1.ConditionAdmissionChecked)
-		}, timeout, time.Second).Should(And(HaveField("Reason", v1alpha1.ReasonParametersChecked),
+		Eventually(classCondition(s, class.Name, v1alpha1.ConditionAdmissionChecked), timeout, time.Second).Should(And(HaveField("Reason", v1alpha1.ReasonParametersChecked),
 			HaveField("Message", ContainSubstring("dir, greeting, mode"))))
 
 		// Claims that name the class are checked (one that names none may bind a free resource).
