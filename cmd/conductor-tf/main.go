@@ -40,6 +40,7 @@ type options struct {
 	keepRunLogs            bool
 	warmProviders          string
 	stateHistory           int
+	stateKeySecret         string
 	driftChecks            int
 	staleLockAfter         time.Duration
 	stateServerAddr        string
@@ -106,6 +107,7 @@ func main() {
 	flag.IntVar(&o.driftChecks, "max-concurrent-drift-checks", 1, "Drift checks that run at once: the share of the runner pool drift checks may take.")
 	flag.DurationVar(&o.staleLockAfter, "stale-lock-after", resourcecontroller.DefaultStaleLockAfter, "How long a state lock held by anyone but a live run of this controller is held before status reports it as stale (kubectl conductor unlock releases only such locks).")
 	flag.IntVar(&o.stateHistory, "state-history", statebackend.DefaultHistoryLimit, "Earlier versions of each state kept beside it, for restore.")
+	flag.StringVar(&o.stateKeySecret, "state-encryption-secret", "", "Secret in --namespace holding the passphrase of OpenTofu's state and plan encryption (keys \"passphrase\" and, during a rotation, \"previous-passphrase\"), created with a random passphrase when it does not exist; read again every 30s. Empty: states and plans are not encrypted. Terraform runs ignore it (Terraform has no state encryption).")
 	flag.StringVar(&o.stateServerAddr, "state-server-address", "127.0.0.1:0", "Loopback address the state server (Terraform's http backend, for the controller's own runs) listens on; port 0 picks one.")
 	flag.StringVar(&o.runProtocolAddr, "run-protocol-address", "", "Address (e.g. :9443) of the run protocol that runner pools (InfraRunnerPool) connect to, over TLS; empty: runner pools are not served and every run stays in the manager's pool.")
 	flag.StringVar(&o.runnerStateAddr, "runner-state-address", ":9444", "Address of the state server for runner pools' runs, over TLS (with --run-protocol-address).")

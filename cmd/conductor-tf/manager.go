@@ -215,6 +215,9 @@ func (m *manager) newRunPool(ctx context.Context) error {
 func (m *manager) startStateServer(ctx context.Context) error {
 	m.stateServer = statebackend.NewServer(m.kube, m.o.namespace, m.o.stateHistory)
 	stateLog := ctrl.Log.WithName("state-server")
+	if err := m.loadStateKeys(ctx, stateLog); err != nil {
+		return err
+	}
 	m.stateServer.OnError = func(runID, suffix string, status int, err error) {
 		stateLog.Info("request refused", "run", runID, "state", suffix, "status", status, "reason", err.Error())
 	}
@@ -228,6 +231,25 @@ func (m *manager) startStateServer(ctx context.Context) error {
 		return fmt.Errorf("state server: %w", err)
 	}
 	m.runs = &runners.Router{Local: m.pool, KeepErrored: m.stateServer.KeepErrored}
+	return nil
+}
+
+// loadStateKeys makes the state server's store encrypt and decrypt with the keyring of
+// --state-encryption-secret (created when missing), read again in the background until ctx ends.
+func (m *manager) loadStateKeys(ctx context.Context, log logr.Logger) error {
+	if m.o.stateKeySecret == "" {
+		log.Info("states and plans are not encrypted (no --state-encryption-secret)")
+		return nil
+	}
+	keys := statebackend.NewKeySource(m.kube, m.o.namespace, m.o.stateKeySecret)
+	created, err := keys.Load(ctx, true)
+	if err != nil {
+		return fmt.Errorf("state encryption: %w", err)
+	}
+	keys.OnError = func(err error) { log.Error(err, "state encryption keys not read again; the last ones stay in use") }
+	go keys.Run(ctx)
+	m.stateServer.Store().SetKeys(keys.Keyring)
+	log.Info("states and plans are encrypted", "secret", m.o.namespace+"/"+m.o.stateKeySecret, "created", created, "key", keys.Keyring().KeyID())
 	return nil
 }
 

@@ -2,6 +2,7 @@ package statebackend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -28,7 +29,7 @@ func (e *AdoptError) Error() string { return e.Message }
 // adoption interrupted between the two finishes on the next call. It returns an *AdoptError when
 // `from` does not exist, is not labelled LabelOrphanedFrom, is labelled as another resource's
 // state, or when the resource already has state with resources in it.
-func adopt(ctx context.Context, kube kubernetes.Interface, namespace, from, workspace, suffix, resource string) error {
+func adopt(ctx context.Context, kube kubernetes.Interface, namespace, from, workspace, suffix, resource string, keys *Keyring) error {
 	secrets := kube.CoreV1().Secrets(namespace)
 	target := SecretName(workspace, suffix)
 	existing, err := secrets.Get(ctx, target, metav1.GetOptions{})
@@ -62,7 +63,11 @@ func adopt(ctx context.Context, kube kubernetes.Interface, namespace, from, work
 		return relabelAdopted(ctx, kube, namespace, resource, src, srcParts)
 	}
 	if existing != nil && existing.Annotations[AnnotationAdoptedFrom] != from {
-		if st, found, err := readStatus(ctx, kube, namespace, workspace, suffix); err == nil && found && st.Resources > 0 {
+		st, found, err := readStatus(ctx, kube, namespace, workspace, suffix, keys)
+		if errors.Is(err, ErrNoStateKey) {
+			return &AdoptError{fmt.Sprintf("resource %s already has state in %s, which cannot be read: %v", resource, target, err)}
+		}
+		if err == nil && found && st.Resources > 0 {
 			return &AdoptError{fmt.Sprintf("resource %s already has state with %d resources in %s", resource, st.Resources, target)}
 		}
 		if err := deleteState(ctx, kube, namespace, workspace, suffix); err != nil {

@@ -30,7 +30,7 @@ func TestOrphanAndAdoptChunkedState(t *testing.T) {
 	if err := writeStateJSON(ctx, testKube, ns, "default", "new", nil, stateJSON(t, "lin-n", 1, nil)); err != nil {
 		t.Fatal(err)
 	}
-	if err := adopt(ctx, testKube, ns, "tfstate-default-old", "default", "new", "new"); err != nil {
+	if err := adopt(ctx, testKube, ns, "tfstate-default-old", "default", "new", "new", nil); err != nil {
 		t.Fatal(err)
 	}
 	got, found, err := readStateJSON(ctx, testKube, ns, "default", "new")
@@ -46,7 +46,7 @@ func TestOrphanAndAdoptChunkedState(t *testing.T) {
 			t.Errorf("adopted chunk %s labels %v", name, s.Labels)
 		}
 	}
-	if err := adopt(ctx, testKube, ns, "tfstate-default-old", "default", "new", "new"); err != nil {
+	if err := adopt(ctx, testKube, ns, "tfstate-default-old", "default", "new", "new", nil); err != nil {
 		t.Errorf("adopting again (finished): %v", err)
 	}
 
@@ -55,7 +55,7 @@ func TestOrphanAndAdoptChunkedState(t *testing.T) {
 		t.Fatal(err)
 	}
 	var adoptErr *AdoptError
-	if err := adopt(ctx, testKube, ns, "tfstate-default-third", "default", "new", "new"); !errors.As(err, &adoptErr) {
+	if err := adopt(ctx, testKube, ns, "tfstate-default-third", "default", "new", "new", nil); !errors.As(err, &adoptErr) {
 		t.Errorf("adopting over a chunked state with resources: %v", err)
 	}
 	if got, _, _ := readStateJSON(ctx, testKube, ns, "default", "new"); !bytes.Equal(got, big) {

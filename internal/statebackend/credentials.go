@@ -44,13 +44,17 @@ type RunCredentials struct {
 	Address, LockAddress, UnlockAddress string
 	// Username and Password are the run's HTTP basic auth credentials.
 	Username, Password string
+	// Encryption is the run's OpenTofu encryption configuration (TF_ENCRYPTION: Keyring.RunConfig),
+	// empty when the server's store has no keyring.
+	Encryption string
 }
 
 // Env returns the environment that configures a `backend "http" {}` block with these credentials:
 // every TF_HTTP_* setting the run needs (see the constants above), for terraform and tofu alike.
-// It holds the password: pass it to the run's process only.
+// With Encryption it also holds TF_ENCRYPTION. It holds the password and the passphrases: pass it to
+// the run's process only.
 func (c RunCredentials) Env() map[string]string {
-	return map[string]string{
+	env := map[string]string{
 		"TF_HTTP_ADDRESS":        c.Address,
 		"TF_HTTP_UPDATE_METHOD":  "POST",
 		"TF_HTTP_LOCK_ADDRESS":   c.LockAddress,
@@ -63,6 +67,10 @@ func (c RunCredentials) Env() map[string]string {
 		"TF_HTTP_RETRY_WAIT_MIN": strconv.Itoa(retryWaitMin),
 		"TF_HTTP_RETRY_WAIT_MAX": strconv.Itoa(retryWaitMax),
 	}
+	if c.Encryption != "" {
+		env[EnvEncryption] = c.Encryption
+	}
+	return env
 }
 
 // EnvList is Env as KEY=VALUE strings, sorted, for exec.Cmd.Env.
@@ -110,6 +118,9 @@ func (s *Server) IssueRunAs(runID, suffix string, labels map[string]string) (cre
 		RunID: runID, Suffix: suffix,
 		Address: u, LockAddress: u, UnlockAddress: u,
 		Username: r.user, Password: password,
+	}
+	if keys := s.store.Keyring(); keys != nil {
+		creds.Encryption = keys.RunConfig()
 	}
 	var once sync.Once
 	return creds, func() { once.Do(func() { s.revoke(r) }) }

@@ -73,7 +73,7 @@ func TestServerWithRealClients(t *testing.T) {
 				t.Fatalf("state list:\n%s", list)
 			}
 			serial, lineage, _ := pulled(t, mustTF(t, bin.path, dir, env, "state", "pull"))
-			st, found, err := readStatus(ctx, testKube, ns, DefaultWorkspace, suffix)
+			st, found, err := readStatus(ctx, testKube, ns, DefaultWorkspace, suffix, nil)
 			if err != nil || !found || st.Serial != serial || st.Lineage != lineage || st.Resources != 2 {
 				t.Fatalf("stored state %+v (%v, %v), pulled serial %d lineage %s", st, found, err, serial, lineage)
 			}
@@ -124,7 +124,7 @@ func TestServerWithRealClients(t *testing.T) {
 			if out, err := runTF(t, bin.path, dir, env, "state", "push", "-force", "forged.tfstate"); err == nil || !strings.Contains(out, "409") {
 				t.Errorf("push of another lineage: %v\n%s", err, out)
 			}
-			if st, _, _ := readStatus(ctx, testKube, ns, DefaultWorkspace, suffix); st.Lineage != lineage {
+			if st, _, _ := readStatus(ctx, testKube, ns, DefaultWorkspace, suffix, nil); st.Lineage != lineage {
 				t.Errorf("the stored lineage changed to %s", st.Lineage)
 			}
 

@@ -65,11 +65,11 @@ func (s *Server) KeepErrored(ctx context.Context, runID string, state []byte) er
 	}
 	if found {
 		if cur, derr := decodeJSON(stored); derr == nil {
-			if cur.Serial == sent.Serial && sameState(stored, state) {
+			if cur.Serial == sent.Serial && sameState(s.store.Keyring(), stored, state) {
 				s.forgetUnkept(ctx, h, rn, live)
 				return nil // stored already
 			}
-			if err := checkFollows(cur, sent, stored, state, name); err != nil {
+			if err := checkFollows(s.store.Keyring(), cur, sent, stored, state, name); err != nil {
 				s.forgetUnkept(ctx, h, rn, live)
 				return &ErroredStateRefusedError{RunID: runID, Reason: err.Error()}
 			}
@@ -77,7 +77,7 @@ func (s *Server) KeepErrored(ctx context.Context, runID string, state []byte) er
 	}
 	if p, hasPending := s.pending.get(rn.suffix); hasPending {
 		if cur, err := decodeJSON(p.state); err == nil {
-			if err := checkFollows(cur, sent, p.state, state, name+" (pending)"); err != nil {
+			if err := checkFollows(s.store.Keyring(), cur, sent, p.state, state, name+" (pending)"); err != nil {
 				s.forgetUnkept(ctx, h, rn, live)
 				return &ErroredStateRefusedError{RunID: runID, Reason: err.Error()}
 			}

@@ -80,7 +80,7 @@ func TestCopyForeign(t *testing.T) {
 	if err := writeStateJSON(ctx, testKube, ours, "default", "res", nil, stateJSON(t, "lin-r", 1, nil)); err != nil {
 		t.Fatal(err)
 	}
-	if err := adopt(ctx, testKube, ours, name, "default", "res", "res"); err != nil {
+	if err := adopt(ctx, testKube, ours, name, "default", "res", "res", nil); err != nil {
 		t.Fatalf("adopting the copy: %v", err)
 	}
 

@@ -200,7 +200,8 @@ func (h *Handle) History(ctx context.Context) ([]Version, error) {
 // ErrNoVersion is returned by Restore and Version when no version with that serial is kept.
 var ErrNoVersion = errors.New("no such version in the state's history")
 
-// Version returns the state JSON of the kept version with this serial; ErrNoVersion (wrapped)
+// Version returns the state JSON of the kept version with this serial, as stored (encrypted when a
+// run encrypted it: Keyring.Open reads it); ErrNoVersion (wrapped)
 // when there is none, another error when its chunks are incomplete or corrupt.
 func (h *Handle) Version(ctx context.Context, serial int64) ([]byte, error) {
 	byserial, err := historySecrets(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix)
@@ -273,11 +274,27 @@ func (h *Handle) Restore(ctx context.Context, serial int64, runID string) error 
 				"version %d of %s has lineage %q, the current state (serial %d) lineage %q: it is another state",
 				serial, cur.SecretName, ver.Lineage, cur.Serial, cur.Lineage)}
 		}
-		if old, err = withSerial(old, cur.Serial+1); err != nil {
+		if old, err = h.reserial(old, cur.Serial+1); err != nil {
 			return err
 		}
 	}
 	return h.Write(ctx, old)
+}
+
+// reserial returns the version state with its serial set (withSerial), encrypted with the store's
+// current key when the store has a keyring (an encrypted version is opened first, a plain one is
+// encrypted as the next run would), plain when it has none. It returns an error wrapping
+// ErrNoStateKey when the version is encrypted with a key the keyring does not hold.
+func (h *Handle) reserial(state []byte, serial int64) ([]byte, error) {
+	keys := h.store.Keyring()
+	plain, err := keys.Open(state)
+	if err != nil {
+		return nil, err
+	}
+	if plain, err = withSerial(plain, serial); err != nil || keys == nil {
+		return plain, err
+	}
+	return keys.Seal(plain)
 }
 
 // withSerial returns state JSON with its top-level "serial" set, the rest unchanged in value.

@@ -124,7 +124,7 @@ func TestLayoutRoundTrip(t *testing.T) {
 	if err != nil || !found || !bytes.Equal(got, big) {
 		t.Fatalf("big state read back: found=%v err=%v equal=%v", found, err, bytes.Equal(got, big))
 	}
-	st, found, err := readStatus(ctx, testKube, ns, "default", "pet")
+	st, found, err := readStatus(ctx, testKube, ns, "default", "pet", nil)
 	if err != nil || !found || st.Serial != 2 || st.Lineage != "lin-1" || st.Resources != 1 {
 		t.Fatalf("Read of a chunked state = %+v, %v, %v", st, found, err)
 	}

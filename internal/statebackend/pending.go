@@ -111,7 +111,7 @@ func writePending(ctx context.Context, h *Handle, state []byte) error {
 	}
 	if stored, found, err := readStateJSON(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix); err == nil && found {
 		if cur, err := decodeJSON(stored); err == nil {
-			if err := checkFollows(cur, sent, stored, state, SecretName(h.workspace, h.suffix)); err != nil {
+			if err := checkFollows(h.store.Keyring(), cur, sent, stored, state, SecretName(h.workspace, h.suffix)); err != nil {
 				return err
 			}
 		}

@@ -98,7 +98,7 @@ func (p *protocol) post(w http.ResponseWriter, r *http.Request, h *Handle, rn *r
 		// The pending state is the newest accepted: the new one must follow it, and is then
 		// written in its place, checked against what is stored (writePending).
 		if prev, err := decodeJSON(pend.state); err == nil {
-			if err := checkFollows(prev, sent, pend.state, body, SecretName(h.workspace, h.suffix)+" (pending)"); err != nil {
+			if err := checkFollows(h.store.Keyring(), prev, sent, pend.state, body, SecretName(h.workspace, h.suffix)+" (pending)"); err != nil {
 				return &httpError{status: http.StatusConflict, err: err}
 			}
 		}

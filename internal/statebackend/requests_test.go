@@ -147,7 +147,7 @@ func TestWriteFromWhatTheRunRead(t *testing.T) {
 	if !errors.As(err, &conflict) || conflict.Stored.Lineage != "l-other" {
 		t.Fatalf("write from a stale copy over another lineage: %v; want a ConflictError naming l-other", err)
 	}
-	if st, _, err := readStatus(ctx, testKube, ns, DefaultWorkspace, "known"); err != nil || st.Lineage != "l-other" || st.Serial != 7 {
+	if st, _, err := readStatus(ctx, testKube, ns, DefaultWorkspace, "known", nil); err != nil || st.Lineage != "l-other" || st.Serial != 7 {
 		t.Fatalf("stored after the refused write: %+v, %v; want l-other serial 7 kept", st, err)
 	}
 }

@@ -374,7 +374,7 @@ func TestPendingStateOutlivesTheServer(t *testing.T) {
 	if _, err := third.RetryPending(ctx, "delta"); !errors.As(err, &conflict) {
 		t.Fatalf("flush of a pending state older than the stored one: %v, want a *ConflictError", err)
 	}
-	if st, _, _ := readStatus(ctx, fk, "ns", DefaultWorkspace, "delta"); st.Serial != 5 {
+	if st, _, _ := readStatus(ctx, fk, "ns", DefaultWorkspace, "delta", nil); st.Serial != 5 {
 		t.Errorf("stored serial after a refused flush: %d, want 5", st.Serial)
 	}
 }

@@ -53,9 +53,10 @@ func decodeJSON(plain []byte) (State, error) {
 	return State{Serial: doc.Serial, Lineage: doc.Lineage, Resources: len(doc.Resources)}, nil
 }
 
-// readStatus returns the state of a workspace and suffix, assembled from all its chunks (ReadState), or
-// found=false when there is none (no Secret, or no "tfstate" key in it).
-func readStatus(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string) (st State, found bool, err error) {
+// readStatus returns the state of a workspace and suffix, assembled from all its chunks (ReadState) and
+// opened with keys (nil: none; Keyring.Open), or found=false when there is none (no Secret, or no
+// "tfstate" key in it).
+func readStatus(ctx context.Context, kube kubernetes.Interface, namespace, workspace, suffix string, keys *Keyring) (st State, found bool, err error) {
 	name := SecretName(workspace, suffix)
 	plain, found, err := readStateJSON(ctx, kube, namespace, workspace, suffix)
 	if err != nil {
@@ -63,6 +64,9 @@ func readStatus(ctx context.Context, kube kubernetes.Interface, namespace, works
 	}
 	if !found {
 		return State{SecretName: name}, false, nil
+	}
+	if plain, err = keys.Open(plain); err != nil {
+		return State{SecretName: name}, true, err
 	}
 	st, err = decodeJSON(plain)
 	st.SecretName = name

@@ -26,6 +26,23 @@ type Store struct {
 	// that a lock or unlock is one write guarded by its resourceVersion instead of a read and a
 	// write; a stale entry costs one Conflict and a read.
 	leases sync.Map
+
+	// keys returns the keyring of state encryption (nil: states are not encrypted); see SetKeys.
+	keys func() *Keyring
+}
+
+// SetKeys makes keys the source of the keyring with which the store opens encrypted states (Read,
+// Status, the checks of a write, Restore) and the server configures its runs' encryption
+// (IssueRunAs). keys is called for each use and may return nil (no encryption: a run gets no
+// TF_ENCRYPTION, and an encrypted state cannot be opened). Call it before the store is used.
+func (s *Store) SetKeys(keys func() *Keyring) { s.keys = keys }
+
+// Keyring is the keyring of state encryption now, or nil when states are not encrypted.
+func (s *Store) Keyring() *Keyring {
+	if s.keys == nil {
+		return nil
+	}
+	return s.keys()
 }
 
 // NewStore returns a Store of the states in namespace, keeping DefaultHistoryLimit versions.
@@ -67,15 +84,22 @@ func (h *Handle) Workspace() string { return h.workspace }
 // Suffix is the handle's secret_suffix.
 func (h *Handle) Suffix() string { return h.suffix }
 
-// Read returns the state JSON, assembled from all its chunks, or found=false when there is none.
+// Read returns the state JSON, assembled from all its chunks and decrypted when OpenTofu encrypted
+// it (Keyring.Open), or found=false when there is none. It returns an error wrapping ErrNoStateKey
+// when the state is encrypted with a key the store's keyring does not hold.
 func (h *Handle) Read(ctx context.Context) (state []byte, found bool, err error) {
-	return readStateJSON(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix)
+	state, found, err = readStateJSON(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix)
+	if err != nil || !found {
+		return state, found, err
+	}
+	state, err = h.store.Keyring().Open(state)
+	return state, err == nil, err
 }
 
 // Status returns the state's serial, lineage and resource count, or found=false when there is
 // none (no Secret, or no "tfstate" key in it).
 func (h *Handle) Status(ctx context.Context) (State, bool, error) {
-	return readStatus(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix)
+	return readStatus(ctx, h.store.kube, h.store.namespace, h.workspace, h.suffix, h.store.Keyring())
 }
 
 // Exists reports whether anything of the state is in the namespace: its chunk-0 Secret or its
@@ -137,7 +161,7 @@ func (h *Handle) Orphan(ctx context.Context, resource string) error {
 // Adopt moves the orphaned state Secret `from` (in the same namespace) to this state, for
 // resource (see adopt); an *AdoptError says why an adoption is refused.
 func (h *Handle) Adopt(ctx context.Context, from, resource string) error {
-	return adopt(ctx, h.store.kube, h.store.namespace, from, h.workspace, h.suffix, resource)
+	return adopt(ctx, h.store.kube, h.store.namespace, from, h.workspace, h.suffix, resource, h.store.Keyring())
 }
 
 // knownLease is the lock Lease name as this process last wrote or read it (rememberLease), or nil

@@ -142,7 +142,7 @@ func writeOver(ctx context.Context, h *Handle, stored *storedState, rerr error, 
 			return nil, fmt.Errorf("reading the stored state %s: %w", SecretName(h.workspace, h.suffix), err)
 		}
 		if err == nil && check {
-			if err := checkFollows(cur, sent, stored.plain, state, SecretName(h.workspace, h.suffix)); err != nil {
+			if err := checkFollows(h.store.Keyring(), cur, sent, stored.plain, state, SecretName(h.workspace, h.suffix)); err != nil {
 				return nil, err
 			}
 		}
@@ -223,7 +223,7 @@ func writeState(ctx context.Context, h *Handle, stored *storedState, state, gz [
 // change they persist (statemgr's PersistState, both clients), so two different states of one
 // serial come from two writers — an old run's N+1 after a newer run's N+1 — and the stored one is
 // kept.
-func checkFollows(cur, sent State, curRaw, sentRaw []byte, name string) error {
+func checkFollows(keys *Keyring, cur, sent State, curRaw, sentRaw []byte, name string) error {
 	if cur.Lineage != "" && sent.Lineage != cur.Lineage {
 		return &ConflictError{Stored: cur, Sent: sent, Message: fmt.Sprintf(
 			"state refused: its lineage %q differs from the lineage %q of the stored state %s "+
@@ -235,7 +235,7 @@ func checkFollows(cur, sent State, curRaw, sentRaw []byte, name string) error {
 			"state refused: its serial %d is lower than the serial %d of the stored state %s "+
 				"(lineage %q); it is an older version", sent.Serial, cur.Serial, name, cur.Lineage)}
 	}
-	if sent.Serial == cur.Serial && !sameState(curRaw, sentRaw) {
+	if sent.Serial == cur.Serial && !sameState(keys, curRaw, sentRaw) {
 		return &ConflictError{Stored: cur, Sent: sent, Message: fmt.Sprintf(
 			"state refused: it has serial %d, as the stored state %s (lineage %q) has, but other "+
 				"content; two runs wrote serial %d, and the stored one is kept", sent.Serial, name, cur.Lineage, sent.Serial)}
@@ -244,10 +244,19 @@ func checkFollows(cur, sent State, curRaw, sentRaw []byte, name string) error {
 }
 
 // sameState reports whether two state JSON documents hold the same values (byte-equal, or equal
-// once decoded: a state written again by another encoder may differ in spacing and key order).
-func sameState(a, b []byte) bool {
+// once decoded: a state written again by another encoder may differ in spacing and key order),
+// comparing their plaintexts when they are encrypted (opened with keys: two encryptions of one
+// state differ in salt and nonce); a document keys cannot open is not the same.
+func sameState(keys *Keyring, a, b []byte) bool {
 	if bytes.Equal(a, b) {
 		return true
+	}
+	var err error
+	if a, err = keys.Open(a); err != nil {
+		return false
+	}
+	if b, err = keys.Open(b); err != nil {
+		return false
 	}
 	var x, y any
 	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
