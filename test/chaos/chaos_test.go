@@ -36,6 +36,9 @@ const (
 	stateNamespace = "conductor-system"
 	kills          = 20
 	claimsPerNS    = 4
+	// chaosStateKey is the Secret of the controllers' state encryption passphrase (created by the
+	// first).
+	chaosStateKey = "conductor-tf-state-key"
 )
 
 // startController starts round's controller process.
@@ -46,6 +49,7 @@ func startController(t *testing.T, env *harness.Env, bin, dir string, tfEnv map[
 		"--terraform-path", os.Getenv("CONDUCTOR_TF_TOFU"), "--max-concurrent-runs", "2", "--sync-interval", syncInterval,
 		"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--grace-period", "5s",
 		"--pod-name", chaosPod(round), "--zap-devel=false",
+		"--state-encryption-secret", chaosStateKey, // states encrypted through every kill
 		"--run-sandbox-write", filepath.Join(dir, "files")) // the module's file and ledger
 	if err != nil {
 		t.Fatal(err)
@@ -282,6 +286,13 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	boundTo := map[string]string{}
+	// The states were encrypted by the runs; the store reads them with the controllers' key.
+	keys := statebackend.NewKeySource(kube, stateNamespace, chaosStateKey)
+	if _, err := keys.Load(ctx, false); err != nil {
+		t.Fatalf("the controllers' state key: %v", err)
+	}
+	store := statebackend.NewStore(kube, stateNamespace)
+	store.SetKeys(keys.Keyring)
 	lost := 0
 	for _, r := range resources.Items {
 		ref := r.Spec.ClaimRef
@@ -294,7 +305,7 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 			t.Errorf("claim %s bound twice: %s and %s", key, other, r.Name)
 		}
 		boundTo[key] = r.Name
-		st, found, err := statebackend.NewStore(kube, stateNamespace).For(statebackend.SuffixOf(r.Status.State.SecretName)).Status(ctx)
+		st, found, err := store.For(statebackend.SuffixOf(r.Status.State.SecretName)).Status(ctx)
 		if err != nil || !found || st.Resources != 3 {
 			lost++
 			t.Errorf("resource %s: state found=%v resources=%d err=%v, want its 3 objects", r.Name, found, st.Resources, err)

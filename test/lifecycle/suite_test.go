@@ -42,6 +42,8 @@ import (
 
 const (
 	stateNamespace = "conductor-system"
+	// stateKeySecret holds the suite's state encryption passphrase, as the manifests name it.
+	stateKeySecret = "conductor-tf-state-key"
 	// maxRuns is the pool's bound, asserted from the outside by the binary wrapper's log.
 	maxRuns      = 2
 	syncInterval = 8 * time.Second
@@ -164,6 +166,13 @@ var _ = BeforeSuite(func() {
 	runCluster, err := resourcecontroller.RunClusterFor(env.Config)
 	Expect(err).NotTo(HaveOccurred())
 	stateServer = statebackend.NewServer(kube, stateNamespace, statebackend.DefaultHistoryLimit)
+	// States and plans encrypted as a new install has them (--state-encryption-secret): every
+	// spec's state goes through the key, and what reads state (outputs, history, restore,
+	// adoption, import, drift) reads it through the keyring.
+	stateKeys := statebackend.NewKeySource(kube, stateNamespace, stateKeySecret)
+	_, err = stateKeys.Load(ctx, true)
+	Expect(err).NotTo(HaveOccurred())
+	stateServer.Store().SetKeys(stateKeys.Keyring)
 	serverCtx, stopServer := context.WithCancel(context.Background())
 	DeferCleanup(stopServer)
 	Expect(stateServer.Start(serverCtx, "127.0.0.1:0")).To(Succeed())
