@@ -37,11 +37,15 @@ const (
 	EnvEncryption = "TF_ENCRYPTION"
 	// encryptionVersion is the format version OpenTofu writes and reads ("v0").
 	encryptionVersion = "v0"
-	// KeyIterations is the PBKDF2 iteration count the runs and the controller use: OpenTofu's
-	// minimum (its default is 600,000). The iterations stretch a passphrase a person chose; the
-	// passphrases here are 256 random bits (NewPassphrase), which no iteration count makes
-	// stronger, and every run derives its keys again, so the cheapest count OpenTofu accepts.
+	// KeyIterations and KeyHash are the PBKDF2 settings the runs and the controller use: OpenTofu's
+	// minimum count (its default is 600,000 with SHA-512). The iterations stretch a passphrase a
+	// person chose; the passphrases here are 256 random bits (NewPassphrase), which no iteration
+	// count makes stronger, and every tofu command derives its keys again (several times: each
+	// target and each key provider), so the cheapest settings OpenTofu accepts: SHA-256, which
+	// CPUs with SHA extensions compute about 5× faster than SHA-512 (61 ms against 288 ms for
+	// 200,000 iterations on this project's CI machine).
 	KeyIterations = 200000
+	KeyHash       = "sha256"
 	// keyLength and saltLength are OpenTofu's pbkdf2 defaults (bytes): an AES-256 key.
 	keyLength  = 32
 	saltLength = 32
@@ -135,7 +139,7 @@ func (k *Keyring) writeRunConfig() string {
 		kp.SetAttributeValue("iterations", cty.NumberIntVal(KeyIterations))
 		kp.SetAttributeValue("key_length", cty.NumberIntVal(keyLength))
 		kp.SetAttributeValue("salt_length", cty.NumberIntVal(saltLength))
-		kp.SetAttributeValue("hash_function", cty.StringVal("sha512"))
+		kp.SetAttributeValue("hash_function", cty.StringVal(KeyHash))
 		kp.SetAttributeValue("encrypted_metadata_alias", cty.StringVal(p.alias))
 		m := body.AppendNewBlock("method", []string{"aes_gcm", names[i]}).Body()
 		m.SetAttributeTraversal("keys", traversal("key_provider", "pbkdf2", names[i]))
@@ -233,7 +237,7 @@ func (k *Keyring) Seal(state []byte) ([]byte, error) {
 	if err := json.Unmarshal(state, &pass); err != nil {
 		return nil, fmt.Errorf("encrypting a state: %w", err)
 	}
-	meta := pbkdf2Meta{Salt: make([]byte, saltLength), Iterations: KeyIterations, HashFunction: "sha512", KeyLength: keyLength}
+	meta := pbkdf2Meta{Salt: make([]byte, saltLength), Iterations: KeyIterations, HashFunction: KeyHash, KeyLength: keyLength}
 	_, _ = rand.Read(meta.Salt)
 	raw, err := json.Marshal(meta)
 	if err != nil {

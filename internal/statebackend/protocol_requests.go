@@ -126,6 +126,14 @@ func (p *protocol) post(w http.ResponseWriter, r *http.Request, h *Handle, rn *r
 			return unavailable(err)
 		}
 	}
+	if IsEncrypted(body) {
+		// serial and lineage are readable beside the ciphertext; the resource count is not.
+		if plain, err := h.store.Keyring().Open(body); err == nil {
+			if st, err := decodeJSON(plain); err == nil {
+				sent.Resources = st.Resources
+			}
+		}
+	}
 	sent.SecretName = SecretName(h.workspace, h.suffix)
 	p.written.put(h.suffix, sent)
 	w.WriteHeader(http.StatusOK)
