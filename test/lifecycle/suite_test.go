@@ -173,6 +173,10 @@ var _ = BeforeSuite(func() {
 	_, err = stateKeys.Load(ctx, true)
 	Expect(err).NotTo(HaveOccurred())
 	stateServer.Store().SetKeys(stateKeys.Keyring)
+	stateKeys.Refresh = time.Second // the rotation spec waits for it
+	keysCtx, stopKeys := context.WithCancel(context.Background())
+	DeferCleanup(stopKeys)
+	go stateKeys.Run(keysCtx)
 	serverCtx, stopServer := context.WithCancel(context.Background())
 	DeferCleanup(stopServer)
 	Expect(stateServer.Start(serverCtx, "127.0.0.1:0")).To(Succeed())
