@@ -236,10 +236,16 @@ func (m *manager) startStateServer(ctx context.Context) error {
 
 // loadStateKeys makes the state server's store encrypt and decrypt with the keyring of
 // --state-encryption-secret (created when missing), read again in the background until ctx ends.
+// It returns an error when the runs' binary is Terraform (which has no state encryption: it would
+// neither read encrypted states nor encrypt its own) or the Secret cannot be read or used.
 func (m *manager) loadStateKeys(ctx context.Context, log logr.Logger) error {
 	if m.o.stateKeySecret == "" {
 		log.Info("states and plans are not encrypted (no --state-encryption-secret)")
 		return nil
+	}
+	if m.bin.Flavor != tfrunner.OpenTofu {
+		return fmt.Errorf("--state-encryption-secret=%s needs OpenTofu (state and plan encryption are OpenTofu's), and runs use %s: "+
+			"run OpenTofu, or pass --state-encryption-secret= to keep states plain", m.o.stateKeySecret, m.bin.String())
 	}
 	keys := statebackend.NewKeySource(m.kube, m.o.namespace, m.o.stateKeySecret)
 	created, err := keys.Load(ctx, true)

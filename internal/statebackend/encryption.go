@@ -119,10 +119,10 @@ func (k *Keyring) KeyID() string { return k.keys[0].alias }
 
 // RunConfig returns the TF_ENCRYPTION configuration (HCL, written with hclwrite) of a run: the
 // pbkdf2 key providers of the current and previous passphrases, an aes_gcm method for each, and
-// state and plan targets that encrypt with the current one (enforced, so that a module's own
-// encryption block cannot make them plain) and fall back to the previous one, then to unencrypted
-// documents, which migrates a plain state at its next write. It holds the passphrases: pass it to
-// a run's process only.
+// state and plan targets that encrypt with the current one and fall back to the previous one. The
+// targets are enforced: no unencrypted method (OpenTofu's migration path, which warns on every
+// command) is offered; a plain state is served encrypted instead (the server's GET), so it is
+// encrypted at its next write. It holds the passphrases: pass it to a run's process only.
 func (k *Keyring) RunConfig() string { return k.runConfig }
 
 func (k *Keyring) writeRunConfig() string {
@@ -144,7 +144,6 @@ func (k *Keyring) writeRunConfig() string {
 		m := body.AppendNewBlock("method", []string{"aes_gcm", names[i]}).Body()
 		m.SetAttributeTraversal("keys", traversal("key_provider", "pbkdf2", names[i]))
 	}
-	body.AppendNewBlock("method", []string{"unencrypted", "migrate"})
 	for _, target := range []string{"state", "plan"} {
 		t := body.AppendNewBlock(target, nil).Body()
 		t.SetAttributeTraversal("method", traversal("method", "aes_gcm", names[0]))
@@ -153,8 +152,6 @@ func (k *Keyring) writeRunConfig() string {
 			t = t.AppendNewBlock("fallback", nil).Body()
 			t.SetAttributeTraversal("method", traversal("method", "aes_gcm", n))
 		}
-		t = t.AppendNewBlock("fallback", nil).Body()
-		t.SetAttributeTraversal("method", traversal("method", "unencrypted", "migrate"))
 	}
 	return string(f.Bytes())
 }

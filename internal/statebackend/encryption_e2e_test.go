@@ -19,7 +19,8 @@ variable "n" {
   default = 1
 }
 resource "random_password" "p" {
-  length = 24
+  length  = 24
+  special = false
 }
 resource "terraform_data" "d" {
   input = var.n

@@ -114,11 +114,11 @@ func TestRunConfig(t *testing.T) {
 			}
 		}
 	}
-	want := "key_provider.pbkdf2.conductor method.aes_gcm.conductor key_provider.pbkdf2.conductor_previous1 method.aes_gcm.conductor_previous1 method.unencrypted.migrate state plan"
+	want := "key_provider.pbkdf2.conductor method.aes_gcm.conductor key_provider.pbkdf2.conductor_previous1 method.aes_gcm.conductor_previous1 state plan"
 	if got := strings.Join(kinds, " "); got != want {
 		t.Errorf("blocks %s, want %s", got, want)
 	}
-	if !strings.Contains(cfg, "enforced") || !strings.Contains(cfg, "method.unencrypted.migrate") || !strings.Contains(cfg, keys.KeyID()) {
+	if !strings.Contains(cfg, "enforced") || strings.Contains(cfg, "unencrypted") || !strings.Contains(cfg, "fallback") || !strings.Contains(cfg, keys.KeyID()) {
 		t.Errorf("config:\n%s", cfg)
 	}
 }

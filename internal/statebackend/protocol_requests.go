@@ -18,8 +18,9 @@ import (
 // delete refused, 423 with the holder's LockInfo for a state locked by another, 503 for an error of
 // the API server (the clients retry it).
 
-// get answers GET: the stored state JSON with its Content-MD5 (200), or 404 when there is none.
-// A pending state is written first (pendingStates.flush); what was read is the run's seen state.
+// get answers GET: the stored state JSON with its Content-MD5 (200), or 404 when there is none; a
+// plain state is sent encrypted when the store has a keyring (Keyring.Seal, the current
+// passphrase). A pending state is written first (pendingStates.flush); what was read is the run's seen state.
 func (p *protocol) get(w http.ResponseWriter, r *http.Request, h *Handle, rn *run) *httpError {
 	if _, err := p.pending.flush(r.Context(), h); err != nil {
 		return unavailable(err)
@@ -34,6 +35,13 @@ func (p *protocol) get(w http.ResponseWriter, r *http.Request, h *Handle, rn *ru
 		return nil
 	}
 	state := stored.plain
+	if keys := h.store.Keyring(); keys != nil && !IsEncrypted(state) {
+		// A state written before encryption (or adopted from elsewhere) goes to the run encrypted:
+		// the run's targets accept no plain state, and its next write stores it encrypted.
+		if sealed, err := keys.Seal(state); err == nil {
+			state = sealed
+		}
+	}
 	sum := md5.Sum(state)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
