@@ -1,6 +1,10 @@
 package lifecycle_test
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -81,3 +85,29 @@ var _ = Describe("State encryption", func() {
 		Expect(string(plain)).To(ContainSubstring(password), "the same password, under the new passphrase")
 	})
 })
+
+// readStateSecrets returns the stored document of a state kept in the Secrets names (chunk 0 and
+// its -part-N chunks, in any order): their "tfstate" data joined in order and gunzipped.
+func readStateSecrets(s *scenario, names []string) []byte {
+	parts := map[int][]byte{}
+	for _, n := range names {
+		sec, err := kube.CoreV1().Secrets(stateNamespace).Get(s.ctx, n, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		idx := 0
+		if _, after, ok := strings.Cut(n, "-part-"); ok {
+			idx, err = strconv.Atoi(after)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		parts[idx] = sec.Data["tfstate"]
+	}
+	var gz []byte
+	for i := range len(parts) {
+		Expect(parts).To(HaveKey(i))
+		gz = append(gz, parts[i]...)
+	}
+	r, err := gzip.NewReader(bytes.NewReader(gz))
+	Expect(err).NotTo(HaveOccurred())
+	doc, err := io.ReadAll(r)
+	Expect(err).NotTo(HaveOccurred())
+	return doc
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,13 +51,16 @@ const (
 )
 
 var (
-	k8s       client.Client
-	kube      kubernetes.Interface
-	env       *harness.Env
-	cancel    context.CancelFunc
-	scheme    = runtime.NewScheme()
-	runLog    string // every command the binary ran: "start|end <pid> <subcommand> <dir>"
-	moduleDir string
+	// plainStates, while set, makes the state server neither encrypt nor decrypt (a spec that
+	// reads a state with Terraform, which has no state encryption).
+	plainStates atomic.Bool
+	k8s         client.Client
+	kube        kubernetes.Interface
+	env         *harness.Env
+	cancel      context.CancelFunc
+	scheme      = runtime.NewScheme()
+	runLog      string // every command the binary ran: "start|end <pid> <subcommand> <dir>"
+	moduleDir   string
 	// modulesURL is the git repository (tagged harness.ModulesVersion) that stands in for the
 	// samples' remote module repository.
 	modulesURL string
@@ -172,7 +176,12 @@ var _ = BeforeSuite(func() {
 	stateKeys := statebackend.NewKeySource(kube, stateNamespace, stateKeySecret)
 	_, err = stateKeys.Load(ctx, true)
 	Expect(err).NotTo(HaveOccurred())
-	stateServer.Store().SetKeys(stateKeys.Keyring)
+	stateServer.Store().SetKeys(func() *statebackend.Keyring {
+		if plainStates.Load() {
+			return nil
+		}
+		return stateKeys.Keyring()
+	})
 	stateKeys.Refresh = time.Second // the rotation spec waits for it
 	keysCtx, stopKeys := context.WithCancel(context.Background())
 	DeferCleanup(stopKeys)
