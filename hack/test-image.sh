@@ -100,6 +100,7 @@ docker run -d --name "$NAME" --network host --read-only \
   -v "$DIR/kube:/etc/conductor-tf:ro" -e KUBECONFIG=/etc/conductor-tf/kubeconfig \
   -v "$DIR/modules.git:/srv/modules.git:ro" \
   "$IMG" --leader-elect --namespace "$SYS" --work-dir /work --grace-period 20s \
+  --state-encryption-secret conductor-tf-state-key \
   --metrics-bind-address "$METRICS" --health-probe-bind-address "$PROBES" >/dev/null
 for _ in $(seq 60); do curl -sf "http://$PROBES/readyz" >/dev/null && break; sleep 1; done
 curl -sf "http://$PROBES/readyz" >/dev/null || fail "the manager is not ready"
@@ -121,6 +122,12 @@ k get secret assets-s3 -n "$NS" >/dev/null || fail "no connection Secret assets-
 STORE=minio-$RES # the sample names the store after the resource
 k get objectstores.minio.rook.io -n "$STORE" -o name | grep -q . || fail "no ObjectStore made"
 info "run: $(k get infraresource "$RES" -o jsonpath='{.status.lastRun.operation} {.status.lastRun.result} by {.status.lastRun.controller} (holder {.status.lastRun.who})')"
+# The state the image's tofu wrote is OpenTofu-encrypted (the manager created the key Secret).
+k get secret conductor-tf-state-key -n "$SYS" >/dev/null || fail "no state key Secret conductor-tf-state-key"
+SFX=$(k get infraresource "$RES" -o jsonpath='{.status.state.secretName}')
+k get secret "$SFX" -n "$SYS" -o jsonpath='{.data.tfstate}' | base64 -d | gunzip | grep -q '"encryption_version"' \
+  || fail "state $SFX is not encrypted"
+info "state $SFX: encrypted"
 
 step "Metrics over HTTPS, authorized through the API server"
 k create serviceaccount scraper -n "$SYS" >/dev/null

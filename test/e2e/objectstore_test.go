@@ -4,6 +4,8 @@ package e2e_test
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"strings"
@@ -122,6 +124,12 @@ var _ = Describe("The sample rook-minio class, in the cluster: an object store y
 		Expect(conn.Data).To(HaveKey("secret_key"))
 		Expect(storeVolumes(storeNS)).To(HaveLen(1), "the server's volume was provisioned from the claim's 8Gi")
 
+		By("the state is encrypted with the key the manager created (the manifests' default)")
+		state := kubectl("get", "secret", "-n", system, res.Status.State.SecretName, "-o", "jsonpath={.data.tfstate}")
+		Expect(gunzipBase64(state)).To(ContainSubstring(`"encryption_version"`))
+		Expect(gunzipBase64(state)).NotTo(ContainSubstring(string(conn.Data["secret_key"])))
+		Expect(kubectl("get", "secret", "-n", system, "conductor-tf-state-key", "-o", "name")).To(ContainSubstring("conductor-tf-state-key"))
+
 		By("a pod with only the connection Secret writes, lists and reads back an object")
 		out := s3(claim.Namespace, "assets-s3", "roundtrip", "hello.txt", "written through the claim")
 		Expect(out).To(ContainSubstring(`get   assets/hello.txt: "written through the claim"`))
@@ -189,3 +197,14 @@ var _ = Describe("The sample rook-minio class, in the cluster: an object store y
 		fmt.Fprintf(GinkgoWriter, "orphan %s adopted by %s and reclaimed\n", orphan, adopter.Name)
 	})
 })
+
+// gunzipBase64 decodes a Secret's base64 value (kubectl's jsonpath of .data) and gunzips it.
+func gunzipBase64(b64 string) string {
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64))
+	Expect(err).NotTo(HaveOccurred())
+	r, err := gzip.NewReader(bytes.NewReader(raw))
+	Expect(err).NotTo(HaveOccurred())
+	out, err := io.ReadAll(r)
+	Expect(err).NotTo(HaveOccurred())
+	return string(out)
+}
