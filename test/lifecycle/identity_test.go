@@ -83,6 +83,7 @@ func holdLock(s *scenario, res *v1alpha1.InfraResource, runID string) *exec.Cmd 
 	ws, err := tfrunner.NewWorkspace(dir, realBinary, tfEnv, 0)
 	Expect(err).NotTo(HaveOccurred())
 	podA := statebackend.NewServer(kube, stateNamespace, statebackend.DefaultHistoryLimit)
+	podA.Store().SetKeys(stateServer.Store().Keyring) // another replica reads the same key Secret
 	serverCtx, stop := context.WithCancel(context.Background())
 	DeferCleanup(stop)
 	Expect(podA.Start(serverCtx, "127.0.0.1:0")).To(Succeed())

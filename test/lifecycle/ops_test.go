@@ -146,7 +146,7 @@ var _ = Describe("Day-2 operations", func() {
 // sensitiveWord is the resource's generated password (random_password.result, sensitive) as its
 // state holds it: a value that must never reach a log.
 func sensitiveWord(res *v1alpha1.InfraResource) string {
-	data, found, err := statebackend.NewStore(kube, stateNamespace).For(statebackend.SuffixFor(res.Name)).Read(context.Background())
+	data, found, err := stateServer.Store().For(statebackend.SuffixFor(res.Name)).Read(context.Background())
 	Expect(err).NotTo(HaveOccurred())
 	Expect(found).To(BeTrue())
 	var st struct {
