@@ -2,7 +2,10 @@ package statebackend
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,6 +145,24 @@ func TestEncryptedStateWithTofu(t *testing.T) {
 	}
 	if out := run("state", "list"); !strings.Contains(out, "random_password.p") {
 		t.Fatalf("tofu lists the restored state:\n%s", out)
+	}
+
+	// A person with the passphrase reads the state with tofu's kubernetes backend and the
+	// configuration docs/state.md gives (the alias computed as its shell line computes it).
+	sum := sha256.Sum256([]byte("conductor-tf state key passphrase-b-0123456789"))
+	byHand := fmt.Sprintf(`key_provider "pbkdf2" "conductor" {
+  passphrase = "passphrase-b-0123456789"
+  iterations = 200000
+  hash_function = "sha256"
+  encrypted_metadata_alias = "conductor-%s"
+}
+method "aes_gcm" "conductor" { keys = key_provider.pbkdf2.conductor }
+state { method = method.aes_gcm.conductor }
+plan { method = method.aes_gcm.conductor }`, hex.EncodeToString(sum[:])[:12])
+	kdir := writeModule(t, kubernetesBackend(ns, suffix, ""))
+	mustTF(t, tofu, kdir, []string{EnvEncryption + "=" + byHand}, "init", "-input=false")
+	if list := mustTF(t, tofu, kdir, []string{EnvEncryption + "=" + byHand}, "state", "list"); !strings.Contains(list, "random_password.p") {
+		t.Fatalf("tofu's kubernetes backend with the documented configuration lists:\n%s", list)
 	}
 
 	// Without the key, the store refuses to read rather than guess.

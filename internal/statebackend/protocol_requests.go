@@ -135,12 +135,10 @@ func (p *protocol) post(w http.ResponseWriter, r *http.Request, h *Handle, rn *r
 		}
 	}
 	if IsEncrypted(body) {
-		// serial and lineage are readable beside the ciphertext; the resource count is not.
-		if plain, err := h.store.Keyring().Open(body); err == nil {
-			if st, err := decodeJSON(plain); err == nil {
-				sent.Resources = st.Resources
-			}
-		}
+		// serial and lineage are readable beside the ciphertext; the resource count is not, and
+		// decrypting every state a run writes would cost a key derivation per run (Status reads
+		// it when it is needed).
+		sent.Resources = -1
 	}
 	sent.SecretName = SecretName(h.workspace, h.suffix)
 	p.written.put(h.suffix, sent)

@@ -158,8 +158,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // ServeHTTP serves the http backend protocol (see Server; protocol.go).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.proto.ServeHTTP(w, r) }
 
-// TakeWritten returns the serial, lineage and resource count of the state last stored for suffix
-// through this server (a run's POST), and forgets it; false when none was since the last call.
+// TakeWritten returns the serial, lineage and resource count (-1 for an encrypted state) of the
+// state last stored for suffix through this server (a run's POST), and forgets it; false when none was since the last call.
 // The controller reads a run's outcome from it instead of reading the state Secret again.
 func (s *Server) TakeWritten(suffix string) (State, bool) { return s.written.take(suffix) }
 

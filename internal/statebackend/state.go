@@ -21,7 +21,8 @@ type State struct {
 	Serial int64
 	// Lineage identifies the state across its serials.
 	Lineage string
-	// Resources counts the resources in state.
+	// Resources counts the resources in state; -1 when not known (a state Server.TakeWritten
+	// reports as a run wrote it encrypted: the server passes it on without decrypting it).
 	Resources int
 }
 
