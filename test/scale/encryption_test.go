@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,26 +61,7 @@ func TestBenchEncryption(t *testing.T) {
 		})
 		cpuBefore := cpuSeconds()
 		start := time.Now()
-		parallel(*n, 8, func(i int) error {
-			return k8s.Create(ctx, &v1alpha1.InfraClaim{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("pet-%04d", i)},
-				Spec: v1alpha1.InfraClaimSpec{ResourceKind: "Pet",
-					Resources: v1alpha1.ClaimResources{Requests: v1alpha1.Quantities{"storage": resource.MustParse("1Gi")}}},
-			})
-		})
-		waitFor(t, time.Duration(*n)*10*time.Second, func() bool {
-			var list v1alpha1.InfraClaimList
-			if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
-				return false
-			}
-			ready := 0
-			for _, c := range list.Items {
-				if meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionReady) {
-					ready++
-				}
-			}
-			return ready == *n
-		})
+		petClaimsToReady(t, ctx, k8s, ns, *n)
 		results[encrypted] = result{took: time.Since(start), cpu: cpuRows(cpuBefore, cpuSeconds(), *n)}
 		if encrypted {
 			checkEncrypted(t, b)

@@ -96,26 +96,7 @@ func TestBenchScale(t *testing.T) {
 	stopProfile := profileManager(t, profAddr)
 	cpuBefore := cpuSeconds()
 	start := time.Now()
-	parallel(*n, 8, func(i int) error {
-		return k8s.Create(ctx, &v1alpha1.InfraClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("pet-%04d", i)},
-			Spec: v1alpha1.InfraClaimSpec{ResourceKind: "Pet",
-				Resources: v1alpha1.ClaimResources{Requests: v1alpha1.Quantities{"storage": resource.MustParse("1Gi")}}},
-		})
-	})
-	waitFor(t, time.Duration(*n)*10*time.Second, func() bool {
-		var list v1alpha1.InfraClaimList
-		if err := k8s.List(ctx, &list, client.InNamespace("bench")); err != nil {
-			return false
-		}
-		ready := 0
-		for _, c := range list.Items {
-			if meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionReady) {
-				ready++
-			}
-		}
-		return ready == *n
-	})
+	petClaimsToReady(t, ctx, k8s, "bench", *n)
 	controllerTime := time.Since(start)
 	waits, runs := runTimes(t, ctx, k8s, "Pet")
 	cpuController := cpuRows(cpuBefore, cpuSeconds(), *n)
@@ -158,6 +139,32 @@ func TestBenchScale(t *testing.T) {
 	fmt.Printf("\nCPU per claim (/proc), controller: %s\nCPU per claim, naive loop: %s\nCPU per claim, bare apply: %s\n", cpuController, cpuNaive, cpuBare)
 	fmt.Printf("\nAPI server requests per claim to Ready, by verb and resource (apiserver_request_total; the\n"+
 		"benchmark's own CREATE and LIST of claims left out):\n| request | per claim |\n|---|---|\n%s\n", strings.Join(requestRows, "\n"))
+}
+
+// petClaimsToReady creates count claims of kind Pet (pet-0000 …) in namespace ns, 8 at a time, and
+// waits until every one is Ready (at most 10 s per claim).
+func petClaimsToReady(t *testing.T, ctx context.Context, k8s client.Client, ns string, count int) {
+	t.Helper()
+	parallel(count, 8, func(i int) error {
+		return k8s.Create(ctx, &v1alpha1.InfraClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("pet-%04d", i)},
+			Spec: v1alpha1.InfraClaimSpec{ResourceKind: "Pet",
+				Resources: v1alpha1.ClaimResources{Requests: v1alpha1.Quantities{"storage": resource.MustParse("1Gi")}}},
+		})
+	})
+	waitFor(t, time.Duration(count)*10*time.Second, func() bool {
+		var list v1alpha1.InfraClaimList
+		if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false
+		}
+		ready := 0
+		for _, c := range list.Items {
+			if meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionReady) {
+				ready++
+			}
+		}
+		return ready == count
+	})
 }
 
 // staticBindLatencies creates count static resources, waits until they are Available, then
