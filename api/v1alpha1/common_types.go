@@ -290,7 +290,9 @@ const (
 	// infrastructure and labelled its state; ReasonDestroyed, reclaim policy Delete destroyed it;
 	// ReasonStateLockRecovered (Warning), a lock a dead run of this controller left was released;
 	// ReasonConnectionSecretWritten, the connection Secret was written again after it was deleted;
-	// ReasonSecretInputsChanged, a Secret input changed since the last apply, which runs once.
+	// ReasonSecretInputsChanged, a Secret input changed since the last apply, which runs once;
+	// ReasonPasswordsRotated, new generated passwords were made on request
+	// (conductor.io/rotate-passwords) and go to the next apply.
 	ReasonStateAdopted            = "StateAdopted"
 	ReasonUpgrading               = "Upgrading"
 	ReasonStateOrphaned           = "StateOrphaned"
@@ -298,6 +300,7 @@ const (
 	ReasonStateLockRecovered      = "StateLockRecovered"
 	ReasonConnectionSecretWritten = "ConnectionSecretWritten"
 	ReasonSecretInputsChanged     = "SecretInputsChanged"
+	ReasonPasswordsRotated        = "PasswordsRotated"
 	// ReasonCreateHeld (event): the controller cannot know whether a create a run that died had
 	// started happened; the plan waits for a person (InterruptedCreate).
 	ReasonCreateHeld = "CreateHeld"
@@ -356,6 +359,11 @@ const (
 	// drift check when the spec was applied, else a plan and apply — and is echoed in
 	// status.lastHandledReconcileAt when that run starts (Flux's reconcile.fluxcd.io/requestedAt).
 	AnnotationReconcileRequestedAt = "conductor.io/reconcile-requested-at"
+	// AnnotationRotatePasswords asks for new generated passwords (spec.generatedPasswords): any
+	// value other than the one the resource's password Secret records as handled generates them
+	// all again, with new versions, and makes a plan and apply due (by convention the time of the
+	// request, as conductor.io/reconcile-requested-at).
+	AnnotationRotatePasswords = "conductor.io/rotate-passwords"
 )
 
 // ApprovalMode says when a plan with changes is applied.
@@ -454,3 +462,50 @@ const (
 	// InterruptedCreatesRetry applies it: the module's creates are idempotent.
 	InterruptedCreatesRetry InterruptedCreatesPolicy = "Retry"
 )
+
+// GeneratedPassword is a password the controller generates for each resource and keeps in a
+// Secret of its own (tfpassword-<state Secret's name>, in the controller's namespace), never in
+// the resource's state or plans: it reaches the module only as an ephemeral input variable
+// (Terraform ≥ 1.10, OpenTofu ≥ 1.11: `ephemeral = true`), which the module passes to a
+// write-only attribute (aws_db_instance.password_wo, kubernetes_secret_v1.data_wo), and the
+// claim's connection Secret gets it beside the module's outputs. The pattern is Terraform's
+// write-only arguments, with the controller as the password's keeper.
+// +kubebuilder:validation:XValidation:rule="!has(self.versionVariable) || self.versionVariable != self.variable",message="versionVariable must differ from variable"
+type GeneratedPassword struct {
+	// Variable is the module's input variable that receives the password. The module must declare
+	// it `ephemeral = true`: a run of a module that does not fails with InvalidVariables, before
+	// anything is planned, so that the password is never written into a plan or a state.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_-]*$`
+	// +kubebuilder:validation:MaxLength=128
+	Variable string `json:"variable"`
+	// VersionVariable, when set, is a number input variable of the module that receives the
+	// password's version: the Unix time, in seconds, at which the controller generated it, so a
+	// new version always differs from every earlier one. Modules pass it to the write-only
+	// attribute's version argument (password_wo_version, data_wo_revision), which is what makes
+	// the provider send a rotated password: a write-only value is not compared with anything.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_-]*$`
+	// +kubebuilder:validation:MaxLength=128
+	VersionVariable string `json:"versionVariable,omitempty"`
+	// Length of the password in characters (letters and digits, from a cryptographic random
+	// source: 5.95 bits each). Default 32.
+	// +optional
+	// +kubebuilder:default=32
+	// +kubebuilder:validation:Minimum=16
+	// +kubebuilder:validation:Maximum=128
+	Length int32 `json:"length,omitempty"`
+	// ConnectionSecretKey is the key of the connection Secret that holds the password; default the
+	// variable's name. It replaces a module output of the same name.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +kubebuilder:validation:MaxLength=253
+	ConnectionSecretKey string `json:"connectionSecretKey,omitempty"`
+}
+
+// SecretKey is the connection Secret's key of the password: ConnectionSecretKey, else Variable.
+func (p GeneratedPassword) SecretKey() string {
+	if p.ConnectionSecretKey != "" {
+		return p.ConnectionSecretKey
+	}
+	return p.Variable
+}

@@ -60,6 +60,17 @@ type InfraClassSpec struct {
 	// +listMapKey=name
 	Env []SecretInput `json:"env,omitempty"`
 
+	// GeneratedPasswords are passwords the controller generates for each resource of the class
+	// and passes to the module's ephemeral variables only (see GeneratedPassword): never in state
+	// or plans, written to the claim's connection Secret, rotated on request
+	// (conductor.io/rotate-passwords on the resource). Copied into the resources the class
+	// provisions.
+	// +optional
+	// +listType=map
+	// +listMapKey=variable
+	// +kubebuilder:validation:MaxItems=16
+	GeneratedPasswords []GeneratedPassword `json:"generatedPasswords,omitempty"`
+
 	// KubernetesAccess grants the runs of this class's resources a ServiceAccount's Kubernetes
 	// credentials (for modules that manage Kubernetes objects). Absent: runs get no Kubernetes
 	// credentials at all. Copied into the resources the class provisions.

@@ -84,6 +84,17 @@ type InfraResourceSpec struct {
 	// +listMapKey=name
 	Env []SecretInput `json:"env,omitempty"`
 
+	// GeneratedPasswords are passwords the controller generates for this resource, keeps in the
+	// Secret tfpassword-<state Secret's name> in the controller's namespace, and passes to the module's
+	// ephemeral variables only (see GeneratedPassword); copied from the class. The annotation
+	// conductor.io/rotate-passwords asks for new ones. Reclaim Delete deletes that Secret with the
+	// state; Retain keeps it, labelled as the state is.
+	// +optional
+	// +listType=map
+	// +listMapKey=variable
+	// +kubebuilder:validation:MaxItems=16
+	GeneratedPasswords []GeneratedPassword `json:"generatedPasswords,omitempty"`
+
 	// KubernetesAccess grants this resource's runs a ServiceAccount's Kubernetes credentials;
 	// copied from the class at provisioning time. Absent: runs get no Kubernetes credentials.
 	// +optional

@@ -123,7 +123,7 @@ func runAdopt(ctx context.Context, out io.Writer, cl *Clients, source string, a 
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.LabelClass: statebackend.LabelValue(class.Name)}},
 		Spec: v1alpha1.InfraResourceSpec{
 			ResourceKind: class.Spec.ResourceKind, ClassRef: &v1alpha1.ClassReference{Name: class.Name}, Module: class.Spec.Module,
-			Variables: src.vars, VariablesFrom: class.Spec.VariablesFrom, Env: class.Spec.Env,
+			Variables: src.vars, VariablesFrom: class.Spec.VariablesFrom, Env: class.Spec.Env, GeneratedPasswords: class.Spec.GeneratedPasswords,
 			KubernetesAccess: class.Spec.KubernetesAccess, WorkloadIdentity: class.Spec.WorkloadIdentity,
 			ModuleCredentials: class.Spec.ModuleCredentials, RunnerPool: class.Spec.RunnerPool,
 			Capabilities: class.Spec.Capabilities, AllowedNamespaces: class.Spec.AllowedNamespaces,

@@ -51,6 +51,7 @@ func TestSpecRoundTrip(t *testing.T) {
 			"o": map[string]any{"list": []any{1, "two", true, nil}, "m": map[string]string{"k": "v"}},
 		},
 		SensitiveVariables: map[string]string{"password": "hunter2"},
+		EphemeralVariables: map[string]string{"master_password": "generated"},
 		Env:                map[string]string{"TF_HTTP_ADDRESS": "http://127.0.0.1:1/state/x"},
 		Kubeconfig:         []byte("apiVersion: v1\nkind: Config\n"),
 		Tenant:             "team-a",
@@ -70,7 +71,7 @@ func TestSpecRoundTrip(t *testing.T) {
 	}
 
 	if out.Module != in.Module || out.Backend.Type != in.Backend.Type || out.Tenant != in.Tenant ||
-		!reflect.DeepEqual(out.SensitiveVariables, in.SensitiveVariables) || !reflect.DeepEqual(out.Env, in.Env) ||
+		!reflect.DeepEqual(out.SensitiveVariables, in.SensitiveVariables) || !reflect.DeepEqual(out.EphemeralVariables, in.EphemeralVariables) || !reflect.DeepEqual(out.Env, in.Env) ||
 		string(out.Kubeconfig) != string(in.Kubeconfig) || !reflect.DeepEqual(out.Identity, in.Identity) ||
 		!reflect.DeepEqual(out.SourceCredentials, in.SourceCredentials) {
 		t.Fatalf("spec %+v, want %+v", out, in)

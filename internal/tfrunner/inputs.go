@@ -19,9 +19,10 @@ type InputError struct{ Problems string }
 
 func (e *InputError) Error() string { return e.Problems }
 
-// CheckInputs compares spec's variables (JSON values) and the names of its sensitive variables
-// with the module's declared inputs (render.Check, Terraform's conversion rules): *InputError
-// naming every problem, nil when they fit.
+// CheckInputs compares spec's variables (JSON values) and the names of its sensitive and
+// ephemeral variables with the module's declared inputs (render.Check, Terraform's conversion
+// rules), and requires each ephemeral one to be declared `ephemeral = true`: *InputError naming
+// every problem, nil when they fit.
 func CheckInputs(spec Spec, schema *ModuleSchema) error {
 	values := make(map[string]cty.Value, len(spec.Variables))
 	for _, name := range slices.Sorted(maps.Keys(spec.Variables)) {
@@ -37,10 +38,30 @@ func CheckInputs(spec Spec, schema *ModuleSchema) error {
 			return &InputError{fmt.Sprintf("variable %q: %v", name, err)}
 		}
 	}
-	if problems := schema.Problems(values, slices.Collect(maps.Keys(spec.SensitiveVariables))); problems != "" {
+	also := slices.Collect(maps.Keys(spec.SensitiveVariables))
+	also = append(also, slices.Collect(maps.Keys(spec.EphemeralVariables))...)
+	problems := schema.Problems(values, also)
+	if p := schema.NotEphemeral(slices.Collect(maps.Keys(spec.EphemeralVariables))); p != "" {
+		problems = strings.TrimPrefix(problems+"; "+p, "; ")
+	}
+	if problems != "" {
 		return &InputError{problems}
 	}
 	return nil
+}
+
+// NotEphemeral names the variables among names that the module declares without
+// `ephemeral = true` (a value passed there would be written into plans and the state), one
+// problem each, sorted and joined by "; "; "" when there is none. A variable the module does not
+// declare at all is Problems' to report.
+func (s *ModuleSchema) NotEphemeral(names []string) string {
+	var msgs []string
+	for _, name := range slices.Sorted(slices.Values(names)) {
+		if in, ok := s.Input(name); ok && !in.Ephemeral {
+			msgs = append(msgs, fmt.Sprintf("variable %q gets a generated password but the module does not declare it ephemeral = true: it would be stored in plans and the state", name))
+		}
+	}
+	return strings.Join(msgs, "; ")
 }
 
 // Problems checks variable values, and the names also set elsewhere (from Secrets), against the

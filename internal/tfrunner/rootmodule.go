@@ -45,6 +45,10 @@ type RootModule struct {
 	Variables []string
 	// SensitiveVariables are the names among Variables whose values come from Secrets.
 	SensitiveVariables []string
+	// EphemeralVariables are the names among Variables declared `ephemeral = true` (and
+	// sensitive): their values are never written into a plan or a state, and come from the
+	// environment (TF_VAR_<name>), not the .tfvars.json file.
+	EphemeralVariables []string
 	// Outputs are passed through as root outputs of the same name and sensitivity.
 	Outputs []OutputDecl
 }
@@ -69,9 +73,12 @@ func RenderRoot(r RootModule) ([]byte, error) {
 		}
 	}
 
-	sensitive := map[string]bool{}
+	sensitive, ephemeral := map[string]bool{}, map[string]bool{}
 	for _, v := range r.SensitiveVariables {
 		sensitive[v] = true
+	}
+	for _, v := range r.EphemeralVariables {
+		sensitive[v], ephemeral[v] = true, true
 	}
 	vars := append([]string(nil), r.Variables...)
 	sort.Strings(vars)
@@ -83,6 +90,9 @@ func RenderRoot(r RootModule) ([]byte, error) {
 		vb := body.AppendNewBlock("variable", []string{v}).Body()
 		if sensitive[v] {
 			vb.SetAttributeValue("sensitive", cty.True)
+		}
+		if ephemeral[v] {
+			vb.SetAttributeValue("ephemeral", cty.True)
 		}
 	}
 

@@ -25,9 +25,12 @@ type Input struct {
 	Type cty.Type
 	// Defaults are the defaults of TypeExpr's optional(T, default) attributes, nil when it has none;
 	// Defaults.Apply fills them into a value before it is converted to Type, as Terraform does.
-	Defaults    *typeexpr.Defaults
-	Required    bool
-	Sensitive   bool
+	Defaults  *typeexpr.Defaults
+	Required  bool
+	Sensitive bool
+	// Ephemeral is the variable's `ephemeral = true`: its value is never written into a plan or a
+	// state (only such a variable may receive Spec.EphemeralVariables).
+	Ephemeral   bool
 	Description string
 }
 
@@ -66,6 +69,10 @@ func LoadModuleSchema(dir string) (*ModuleSchema, error) {
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("reading module %s: %w", dir, diags.Err())
 	}
+	ephemeral, err := ephemeralInputs(dir)
+	if err != nil {
+		return nil, err
+	}
 	s := &ModuleSchema{}
 	for _, v := range mod.Variables {
 		ty := cty.DynamicPseudoType
@@ -83,7 +90,7 @@ func LoadModuleSchema(dir string) (*ModuleSchema, error) {
 		}
 		s.Inputs = append(s.Inputs, Input{
 			Name: v.Name, TypeExpr: v.Type, Type: ty, Defaults: defaults,
-			Required: v.Required, Sensitive: v.Sensitive, Description: v.Description,
+			Required: v.Required, Sensitive: v.Sensitive, Ephemeral: ephemeral[v.Name], Description: v.Description,
 		})
 	}
 	for _, o := range mod.Outputs {

@@ -38,6 +38,12 @@ type Spec struct {
 	Variables map[string]any
 	// SensitiveVariables are input variables read from Secrets; they are declared sensitive.
 	SensitiveVariables map[string]string
+	// EphemeralVariables are input variables the module declares `ephemeral = true` (the
+	// controller's generated passwords): declared ephemeral and sensitive in the root module and
+	// passed to every command as TF_VAR_<name> in its environment, never in the variables file, so
+	// that no plan file, state or workspace file holds them (a saved plan's apply is given them
+	// again, as Terraform requires). The module must declare each ephemeral (CheckInputs).
+	EphemeralVariables map[string]string
 	// Env are extra environment variables of every command (provider credentials, the state
 	// server's per-run TF_HTTP_* settings).
 	Env map[string]string
@@ -154,6 +160,10 @@ func (w *Workspace) writeRoot() error {
 		r.Variables = append(r.Variables, name)
 		r.SensitiveVariables = append(r.SensitiveVariables, name)
 	}
+	for name := range w.spec.EphemeralVariables {
+		r.Variables = append(r.Variables, name)
+		r.EphemeralVariables = append(r.EphemeralVariables, name)
+	}
 	if w.schema != nil {
 		for _, o := range w.schema.Outputs {
 			r.Outputs = append(r.Outputs, OutputDecl{Name: o.Name, Sensitive: o.Sensitive})
@@ -234,7 +244,7 @@ func (w *Workspace) tfWith(extra map[string]string) (*tfexec.Terraform, error) {
 }
 
 // runEnv is the whole environment of the run's commands: the pool's, the run's own (provider
-// credentials, the state server's), the kubeconfig granted, EnvWorkspace, and HOME and TMPDIR of
+// credentials, the state server's), its ephemeral variables (TF_VAR_<name>), the kubeconfig granted, EnvWorkspace, and HOME and TMPDIR of
 // the workspace's own (runDir), whatever the others say.
 func (w *Workspace) runEnv() map[string]string {
 	env := maps.Clone(w.baseEnv)
@@ -242,6 +252,9 @@ func (w *Workspace) runEnv() map[string]string {
 		env = map[string]string{}
 	}
 	maps.Copy(env, w.spec.Env)
+	for name, v := range w.spec.EphemeralVariables {
+		env["TF_VAR_"+name] = v
+	}
 	env["HOME"], env["TMPDIR"] = w.runHome(), w.runTemp()
 	if len(w.spec.Kubeconfig) > 0 {
 		path := filepath.Join(w.dir, kubeconfigFile)

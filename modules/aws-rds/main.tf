@@ -1,16 +1,11 @@
-# An RDS instance with its subnet group and security group; the master password is generated.
+# An RDS instance with its subnet group and security group. The master password comes in through
+# an ephemeral variable and goes to the write-only password_wo: it is in no plan and no state.
 locals {
   port = var.engine == "postgres" ? 5432 : 3306
   # The parameter group family of an engine version: postgres16, mysql8.0, mariadb10.11.
   major  = var.engine == "postgres" ? split(".", var.engine_version)[0] : try(join(".", slice(split(".", var.engine_version), 0, 2)), var.engine_version)
   family = "${var.engine}${local.major}"
   tags = merge(var.tags, { "managed-by" = "conductor-tf" })
-}
-
-resource "random_password" "master" {
-  length           = 32
-  special          = true
-  override_special = "!#$%^&*()-_=+[]{}<>:?"
 }
 
 resource "aws_db_subnet_group" "this" {
@@ -66,7 +61,8 @@ resource "aws_db_instance" "this" {
   parameter_group_name      = aws_db_parameter_group.this.name
   vpc_security_group_ids    = [aws_security_group.this.id]
   username                  = var.username
-  password                  = random_password.master.result
+  password_wo               = var.master_password
+  password_wo_version       = var.master_password_version
   port                      = local.port
   skip_final_snapshot       = !var.deletion_protection
   final_snapshot_identifier = var.deletion_protection ? "${var.name}-final" : null

@@ -12,9 +12,3 @@ output "username" {
   value       = aws_db_instance.this.username
   description = "Master user name."
 }
-
-output "password" {
-  value       = random_password.master.result
-  sensitive   = true
-  description = "Master password (generated)."
-}

@@ -114,6 +114,18 @@ variable "username" {
   description = "Master user name."
 }
 
+variable "master_password" {
+  type        = string
+  ephemeral   = true
+  sensitive   = true
+  description = "Master password: sent to the instance (password_wo), never stored in plan or state. conductor-tf generates it (a class's generatedPasswords)."
+}
+
+variable "master_password_version" {
+  type        = number
+  description = "Changes whenever master_password does (password_wo_version): the password is sent only when it changes."
+}
+
 variable "parameters" {
   type        = map(string)
   default     = {}

@@ -1,14 +1,12 @@
 terraform {
-  required_version = ">= 1.6.0"
+  # Ephemeral variables and write-only attributes: OpenTofu 1.11, Terraform 1.11.
+  required_version = ">= 1.11.0"
 
   required_providers {
     aws = {
       source  = "hashicorp/aws"
-      version = ">= 5.0.0, < 7.0.0"
-    }
-    random = {
-      source  = "hashicorp/random"
-      version = ">= 3.5.0, < 4.0.0"
+      # password_wo: 5.87.
+      version = ">= 5.87.0, < 7.0.0"
     }
   }
 }

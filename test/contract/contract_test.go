@@ -37,8 +37,9 @@ func TestModuleContracts(t *testing.T) {
 		sensitive []string
 	}{
 		{"rook-minio", []string{"name", "namespace", "storage_gib"}, []string{"access_key", "bucket", "endpoint", "namespace", "object_store", "secret_key"}, []string{"secret_key"}},
-		{"aws-rds", []string{"allocated_storage", "engine", "engine_version", "instance_class", "name", "subnet_ids", "vpc_id"},
-			[]string{"endpoint", "password", "port", "username"}, []string{"password"}},
+		// The master password is write-only: an ephemeral input, never an output.
+		{"aws-rds", []string{"allocated_storage", "engine", "engine_version", "instance_class", "master_password", "master_password_version", "name", "subnet_ids", "vpc_id"},
+			[]string{"endpoint", "port", "username"}, nil},
 		{"gcs-bucket", []string{"name", "project"}, []string{"name", "self_link", "url"}, nil},
 	}
 	for _, tc := range cases {
@@ -138,6 +139,16 @@ func TestSampleClassesRenderToDeclaredTypes(t *testing.T) {
 			var fromSecrets []string
 			for _, in := range class.Spec.VariablesFrom {
 				fromSecrets = append(fromSecrets, in.Name)
+			}
+			// Generated passwords come in at run time, with their versions (Unix seconds).
+			for _, p := range class.Spec.GeneratedPasswords {
+				fromSecrets = append(fromSecrets, p.Variable)
+				if p.VersionVariable != "" {
+					values[p.VersionVariable] = cty.NumberIntVal(1764432000)
+				}
+				if in, ok := s.Input(p.Variable); !ok || !in.Ephemeral {
+					t.Errorf("class %s: generated password %s: the module's input is not ephemeral (declared: %v)", class.Name, p.Variable, ok)
+				}
 			}
 			inputs := make([]render.Input, len(s.Inputs))
 			for i, in := range s.Inputs {

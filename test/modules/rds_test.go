@@ -3,9 +3,13 @@
 package modules_test
 
 import (
+	"archive/zip"
 	"fmt"
+	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -64,7 +68,7 @@ func (a *awsAPI) Calls() []string {
 }
 
 var _ = Describe("aws-rds through a claim, planned with fake credentials and endpoints on loopback", func() {
-	It("plans the instance, subnet group, parameter group and security group the class and claim say, with the password unknown and sensitive", func() {
+	It("plans the instance, subnet group, parameter group and security group the class and claim say, with the generated password write-only: in no plan file", func() {
 		api := startAWSAPI()
 		class, claim := sampleClass("standard", "wordpress-db")
 		class.Name = "rds-planned"
@@ -91,11 +95,14 @@ var _ = Describe("aws-rds through a claim, planned with fake credentials and end
 			"module.main.aws_db_subnet_group.this: create",
 			"module.main.aws_db_parameter_group.this: create",
 			"module.main.aws_security_group.this: create",
-			"module.main.random_password.master: create",
 		))
-		Expect(plan.Summary.Add).To(BeNumerically(">=", 5))
+		Expect(plan.Summary.Add).To(BeNumerically(">=", 4))
 
 		By("the plan's rendering has the claim's sizes and the class's choices, and no password")
+		pw := &corev1.Secret{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: stateNamespace, Name: "tfpassword-" + res.Status.State.SecretName}, pw)).To(Succeed())
+		password, version := string(pw.Data["password.master_password"]), string(pw.Data["version.master_password"])
+		Expect(password).To(HaveLen(32))
 		sec := &corev1.Secret{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: stateNamespace, Name: plan.Secret}, sec)).To(Succeed())
 		text := string(sec.Data["plan.txt"])
@@ -107,9 +114,16 @@ var _ = Describe("aws-rds through a claim, planned with fake credentials and end
 			`backup_window                         = "02:00-03:00"`,
 			`family      = "mysql8.0"`,
 			`db_subnet_group_name                  = "` + claim.Namespace + `-wordpress-db"`,
-			`password                              = (sensitive value)`,
+			`password_wo                           = (write-only attribute)`,
+			`password_wo_version                   = ` + version,
 		} {
 			Expect(squash(text)).To(ContainSubstring(squash(want)))
+		}
+		Expect(text).NotTo(ContainSubstring(password))
+		entries := planEntries(filepath.Join(suiteDir, "work"))
+		Expect(entries).NotTo(BeEmpty(), "the saved plan is in the run's workspace")
+		for _, e := range entries {
+			Expect(string(e)).NotTo(ContainSubstring(password), "a saved plan file holds the password")
 		}
 		Expect(api.Calls()).To(HaveEach("GetCallerIdentity"), "planning new objects calls no AWS API but STS")
 		Expect(api.Calls()).NotTo(BeEmpty(), "the provider reached the loopback endpoints")
@@ -120,6 +134,29 @@ var _ = Describe("aws-rds through a claim, planned with fake credentials and end
 		Eventually(gone(res), timeout, time.Second).Should(BeTrue())
 	})
 })
+
+// planEntries returns the unzipped entries of every saved plan file (conductor.tfplan) under dir.
+func planEntries(dir string) [][]byte {
+	var out [][]byte
+	Expect(filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "conductor.tfplan" {
+			return nil
+		}
+		zr, err := zip.OpenReader(path)
+		Expect(err).NotTo(HaveOccurred(), path)
+		defer zr.Close()
+		for _, f := range zr.File {
+			rc, err := f.Open()
+			Expect(err).NotTo(HaveOccurred())
+			b, err := io.ReadAll(rc)
+			Expect(err).NotTo(HaveOccurred())
+			_ = rc.Close()
+			out = append(out, b)
+		}
+		return nil
+	})).To(Succeed())
+	return out
+}
 
 // squash collapses runs of spaces, so that Terraform's column alignment does not matter.
 func squash(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -49,7 +49,9 @@ func CheckClassIdentities(class *v1alpha1.InfraClass) error {
 // CheckClassTemplate checks a class's variables against the module schema before any claim exists:
 // templates must parse and refer only to claim, class and resource; each name must be a declared input; typed
 // values, and templates whose type is known without a claim, must fit the input's type; required
-// inputs must be set. It returns a *ClassError (reason TemplateInvalid) listing every problem.
+// inputs must be set; a generated password's variable must be declared ephemeral, and neither it
+// nor its version variable set by variables too. It returns a *ClassError (reason
+// TemplateInvalid) listing every problem.
 func CheckClassTemplate(class *v1alpha1.InfraClass, schema *tfrunner.ModuleSchema) error {
 	tmpl, err := render.Compile(RawVariables(class.Spec.Variables))
 	if err != nil {
@@ -67,8 +69,34 @@ func CheckClassTemplate(class *v1alpha1.InfraClass, schema *tfrunner.ModuleSchem
 	for _, name := range tmpl.Names() {
 		values[name] = tmpl.Partial(ctx, name)
 	}
-	if problems := schema.Problems(values, secretInputNames(class.Spec.VariablesFrom)); problems != "" {
-		return &ClassError{v1alpha1.ReasonTemplateInvalid, problems}
+	also := secretInputNames(class.Spec.VariablesFrom)
+	var passwords []string
+	for _, p := range class.Spec.GeneratedPasswords {
+		also, passwords = append(also, p.Variable), append(passwords, p.Variable)
+		if p.VersionVariable != "" {
+			values[p.VersionVariable] = cty.UnknownVal(cty.Number)
+		}
+	}
+	var problems []string
+	if p := schema.Problems(values, also); p != "" {
+		problems = append(problems, p)
+	}
+	if p := schema.NotEphemeral(passwords); p != "" {
+		problems = append(problems, p)
+	}
+	fromSecrets := secretInputNames(class.Spec.VariablesFrom)
+	for _, p := range class.Spec.GeneratedPasswords {
+		for _, name := range []string{p.Variable, p.VersionVariable} {
+			if _, set := class.Spec.Variables[name]; set && name != "" {
+				problems = append(problems, fmt.Sprintf("variable %q is set by generatedPasswords and by variables", name))
+			}
+			if slices.Contains(fromSecrets, name) && name != "" {
+				problems = append(problems, fmt.Sprintf("variable %q is set by generatedPasswords and by variablesFrom", name))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return &ClassError{v1alpha1.ReasonTemplateInvalid, strings.Join(problems, "; ")}
 	}
 	return nil
 }

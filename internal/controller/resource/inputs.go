@@ -35,7 +35,7 @@ func className(res *v1alpha1.InfraResource) string {
 }
 
 // runSpec assembles what a run needs: the module, the backend, the rendered variables, the
-// Secret inputs read now (never stored), and the Kubernetes credentials and cloud identity the
+// Secret inputs read now (never stored), the generated passwords (made when due, passwords.go), and the Kubernetes credentials and cloud identity the
 // resource grants its runs (kubernetesAccess, workloadIdentity), requested now. It returns an *provision.InputError when a Secret or key is
 // missing or the ServiceAccount gets no token.
 func (r *resourceSecrets) runSpec(ctx context.Context, res *v1alpha1.InfraResource) (tfrunner.Spec, error) {
@@ -54,6 +54,9 @@ func (r *resourceSecrets) runSpec(ctx context.Context, res *v1alpha1.InfraResour
 	}
 	err := r.readSecretInputs(ctx, res, &spec)
 	if err != nil {
+		return spec, err
+	}
+	if err := r.passwordInputs(ctx, res, &spec, true); err != nil {
 		return spec, err
 	}
 	if spec.SourceCredentials, err = provision.ReadModuleCredentials(ctx, r.reader, r.config.Namespace, res.Spec.ModuleCredentials); err != nil {

@@ -83,7 +83,8 @@ func (r *resourceSecrets) writeConnectionSecret(ctx context.Context, res *v1alph
 
 // keepConnectionSecret runs on a sync without a run, once the resource was applied: when the
 // connection Secret status records is missing, or the target moved (the claim renamed it), it
-// writes the outputs of the resource's state there (stateOutputs) and deletes the old one. A
+// writes the outputs of the resource's state there (stateOutputs), with its generated passwords,
+// and deletes the old one. A
 // Secret that is present is left as it is: one GET per sync, no state read.
 func (r *resourceSecrets) keepConnectionSecret(ctx context.Context, s *resourceScope) error {
 	res := s.res
@@ -105,7 +106,11 @@ func (r *resourceSecrets) keepConnectionSecret(ctx context.Context, s *resourceS
 	if err != nil {
 		return err
 	}
-	if err := r.putConnectionSecret(ctx, res, target, owner, outs); err != nil {
+	pw := tfrunner.Spec{}
+	if err := r.passwordInputs(ctx, res, &pw, false); err != nil {
+		return err
+	}
+	if err := r.putConnectionSecret(ctx, res, target, owner, withPasswords(res, outs, pw.EphemeralVariables)); err != nil {
 		return err
 	}
 	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonConnectionSecretWritten, "KeepConnectionSecret",

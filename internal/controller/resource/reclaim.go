@@ -138,6 +138,9 @@ func (r *reclaimer) reclaim(ctx context.Context, s *resourceScope) (bool, error)
 		if err := s.state.Orphan(ctx, statebackend.LabelValue(res.Name)); err != nil {
 			return true, err
 		}
+		if err := r.secrets.reclaimPasswords(ctx, res); err != nil {
+			return true, err
+		}
 		r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateOrphaned, "Reclaim",
 			"reclaim policy Retain: infrastructure kept, state Secret %s labelled %s=%s",
 			res.Status.State.SecretName, statebackend.LabelOrphanedFrom, statebackend.LabelValue(res.Name))
@@ -155,6 +158,10 @@ func (r *reclaimer) reclaim(ctx context.Context, s *resourceScope) (bool, error)
 			return true, err
 		}
 		return true, nil
+	}
+	// The infrastructure is gone and so is its state: its passwords go too.
+	if err := r.secrets.reclaimPasswords(ctx, res); err != nil {
+		return true, err
 	}
 	return false, nil
 }

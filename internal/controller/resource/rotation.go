@@ -25,13 +25,14 @@ import (
 // notice a rotation, when Reconciler.SecretCheckInterval is zero.
 const DefaultSecretCheckInterval = time.Minute
 
-// hasSecretInputs reports whether the resource reads any Secret (variablesFrom or env).
+// hasSecretInputs reports whether the resource reads any Secret (variablesFrom, env, or its
+// generated passwords').
 func hasSecretInputs(res *v1alpha1.InfraResource) bool {
-	return len(res.Spec.VariablesFrom) > 0 || len(res.Spec.Env) > 0
+	return len(res.Spec.VariablesFrom) > 0 || len(res.Spec.Env) > 0 || len(res.Spec.GeneratedPasswords) > 0
 }
 
 // inputsHash is "sha256:" and the hex SHA-256 of a run's Secret inputs: the values of the
-// resource's variablesFrom and env names in spec (and nothing else the run's environment holds, such
+// resource's variablesFrom and env names and of its generated passwords in spec (and nothing else the run's environment holds, such
 // as its per-run state credentials), by name; "" when the resource has none. Status records it,
 // never a value.
 func inputsHash(res *v1alpha1.InfraResource, spec tfrunner.Spec) string {
@@ -43,7 +44,7 @@ func inputsHash(res *v1alpha1.InfraResource, spec tfrunner.Spec) string {
 		kind   string
 		inputs []v1alpha1.SecretInput
 		values map[string]string
-	}{{"var", res.Spec.VariablesFrom, spec.SensitiveVariables}, {"env", res.Spec.Env, spec.Env}} {
+	}{{"var", res.Spec.VariablesFrom, spec.SensitiveVariables}, {"env", res.Spec.Env, spec.Env}, {"password", passwordInputs(res), spec.EphemeralVariables}} {
 		names := make([]string, 0, len(part.inputs))
 		for _, in := range part.inputs {
 			names = append(names, in.Name)
@@ -59,6 +60,15 @@ func inputsHash(res *v1alpha1.InfraResource, spec tfrunner.Spec) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
+// passwordInputs names the generated passwords' variables as inputs, for inputsHash.
+func passwordInputs(res *v1alpha1.InfraResource) []v1alpha1.SecretInput {
+	out := make([]v1alpha1.SecretInput, len(res.Spec.GeneratedPasswords))
+	for i, p := range res.Spec.GeneratedPasswords {
+		out[i].Name = p.Variable
+	}
+	return out
+}
+
 func writeLen(h interface{ Write([]byte) (int, error) }, s string) {
 	var n [8]byte
 	for i, l := 0, uint64(len(s)); i < 8; i++ {
@@ -71,9 +81,16 @@ func writeLen(h interface{ Write([]byte) (int, error) }, s string) {
 // secretInputsRotated reads the resource's Secret inputs now and reports whether their hash differs
 // from the one its last apply recorded. A resource applied before hashes were recorded gets the
 // current hash recorded and is not run for it. A missing Secret or key counts as a change: the run
-// then fails with SecretNotFound, as any run would.
+// then fails with SecretNotFound, as any run would. Generated passwords that are missing or asked
+// to rotate (passwordsDue) count as a change too: the run makes them.
 func (r *syncer) secretInputsRotated(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
+	if due, err := r.secrets.passwordsDue(ctx, res); err != nil || due {
+		return due, err
+	}
 	spec := tfrunner.Spec{SensitiveVariables: map[string]string{}, Env: map[string]string{}}
+	if err := r.secrets.passwordInputs(ctx, res, &spec, false); err != nil {
+		return false, err
+	}
 	if err := r.secrets.readSecretInputs(ctx, res, &spec); err != nil {
 		var ie *provision.InputError
 		if errors.As(err, &ie) {
@@ -98,5 +115,5 @@ func rotated(res *v1alpha1.InfraResource, spec tfrunner.Spec) bool {
 // noteRotation records the event of a rotation noticed by a sync.
 func (r *syncer) noteRotation(res *v1alpha1.InfraResource) {
 	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonSecretInputsChanged, "Sync",
-		"a Secret input (variablesFrom or env) changed since the last apply: planning and applying once")
+		"a Secret input (variablesFrom, env or a generated password) changed since the last apply: planning and applying once")
 }

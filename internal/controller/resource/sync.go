@@ -253,7 +253,7 @@ func runEvents(ctx context.Context, s *resourceScope) tfrunner.Events {
 // status (outputs, state, Synced and Ready, drift corrected); the next sync after the interval.
 func (r *syncer) applied(ctx context.Context, s *resourceScope, out *tfrunner.ApplyResult, done time.Time) error {
 	res := s.res
-	if err := r.secrets.writeConnectionSecret(ctx, res, out.Outputs); err != nil {
+	if err := r.secrets.writeConnectionSecret(ctx, res, withPasswords(res, out.Outputs, s.spec.EphemeralVariables)); err != nil {
 		r.setRunFailed(res, "output", v1alpha1.ReasonApplyFailed, err.Error(), done)
 		return err
 	}

@@ -1547,8 +1547,11 @@ type Spec struct {
 	Identity *Identity `protobuf:"bytes,8,opt,name=identity,proto3" json:"identity,omitempty"`
 	// What fetching the module needs (init only), or unset.
 	SourceCredentials *SourceCredentials `protobuf:"bytes,9,opt,name=source_credentials,json=sourceCredentials,proto3" json:"source_credentials,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Input variables the module declares ephemeral (the controller's generated passwords): name →
+	// string value, given to every command as TF_VAR_<name>, never written into a file.
+	EphemeralVariables map[string]string `protobuf:"bytes,10,rep,name=ephemeral_variables,json=ephemeralVariables,proto3" json:"ephemeral_variables,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Spec) Reset() {
@@ -1640,6 +1643,13 @@ func (x *Spec) GetIdentity() *Identity {
 func (x *Spec) GetSourceCredentials() *SourceCredentials {
 	if x != nil {
 		return x.SourceCredentials
+	}
+	return nil
+}
+
+func (x *Spec) GetEphemeralVariables() map[string]string {
+	if x != nil {
+		return x.EphemeralVariables
 	}
 	return nil
 }
@@ -3349,7 +3359,7 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\trendering\x18\x03 \x01(\tR\trendering\x12\x1c\n" +
 	"\tdiscarded\x18\x04 \x01(\tR\tdiscarded\x12\x12\n" +
 	"\x04rule\x18\x05 \x01(\tR\x04rule\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\tR\amessage\"\xdc\x05\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\"\x87\a\n" +
 	"\x04Spec\x123\n" +
 	"\x06module\x18\x01 \x01(\v2\x1b.conductor.runner.v1.ModuleR\x06module\x126\n" +
 	"\abackend\x18\x02 \x01(\v2\x1c.conductor.runner.v1.BackendR\abackend\x12F\n" +
@@ -3361,7 +3371,9 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"kubeconfig\x12\x16\n" +
 	"\x06tenant\x18\a \x01(\tR\x06tenant\x129\n" +
 	"\bidentity\x18\b \x01(\v2\x1d.conductor.runner.v1.IdentityR\bidentity\x12U\n" +
-	"\x12source_credentials\x18\t \x01(\v2&.conductor.runner.v1.SourceCredentialsR\x11sourceCredentials\x1a<\n" +
+	"\x12source_credentials\x18\t \x01(\v2&.conductor.runner.v1.SourceCredentialsR\x11sourceCredentials\x12b\n" +
+	"\x13ephemeral_variables\x18\n" +
+	" \x03(\v21.conductor.runner.v1.Spec.EphemeralVariablesEntryR\x12ephemeralVariables\x1a<\n" +
 	"\x0eVariablesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\x1aE\n" +
@@ -3369,6 +3381,9 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aE\n" +
+	"\x17EphemeralVariablesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xad\x02\n" +
 	"\x11SourceCredentials\x12c\n" +
@@ -3528,7 +3543,7 @@ func file_conductor_runner_v1_runner_proto_rawDescGZIP() []byte {
 }
 
 var file_conductor_runner_v1_runner_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_conductor_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_conductor_runner_v1_runner_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_conductor_runner_v1_runner_proto_goTypes = []any{
 	(Operation)(0),            // 0: conductor.runner.v1.Operation
 	(ErrorKind)(0),            // 1: conductor.runner.v1.ErrorKind
@@ -3577,12 +3592,13 @@ var file_conductor_runner_v1_runner_proto_goTypes = []any{
 	nil,                       // 44: conductor.runner.v1.Spec.VariablesEntry
 	nil,                       // 45: conductor.runner.v1.Spec.SensitiveVariablesEntry
 	nil,                       // 46: conductor.runner.v1.Spec.EnvEntry
-	nil,                       // 47: conductor.runner.v1.SourceCredentials.RegistryTokensEntry
-	nil,                       // 48: conductor.runner.v1.Identity.EnvEntry
-	nil,                       // 49: conductor.runner.v1.Backend.ConfigEntry
-	nil,                       // 50: conductor.runner.v1.StringMap.EntriesEntry
-	nil,                       // 51: conductor.runner.v1.ApplyResult.OutputsEntry
-	nil,                       // 52: conductor.runner.v1.StreamResult.OutputsEntry
+	nil,                       // 47: conductor.runner.v1.Spec.EphemeralVariablesEntry
+	nil,                       // 48: conductor.runner.v1.SourceCredentials.RegistryTokensEntry
+	nil,                       // 49: conductor.runner.v1.Identity.EnvEntry
+	nil,                       // 50: conductor.runner.v1.Backend.ConfigEntry
+	nil,                       // 51: conductor.runner.v1.StringMap.EntriesEntry
+	nil,                       // 52: conductor.runner.v1.ApplyResult.OutputsEntry
+	nil,                       // 53: conductor.runner.v1.StreamResult.OutputsEntry
 }
 var file_conductor_runner_v1_runner_proto_depIdxs = []int32{
 	4,  // 0: conductor.runner.v1.RunnerMessage.hello:type_name -> conductor.runner.v1.Hello
@@ -3615,42 +3631,43 @@ var file_conductor_runner_v1_runner_proto_depIdxs = []int32{
 	46, // 27: conductor.runner.v1.Spec.env:type_name -> conductor.runner.v1.Spec.EnvEntry
 	21, // 28: conductor.runner.v1.Spec.identity:type_name -> conductor.runner.v1.Identity
 	20, // 29: conductor.runner.v1.Spec.source_credentials:type_name -> conductor.runner.v1.SourceCredentials
-	47, // 30: conductor.runner.v1.SourceCredentials.registry_tokens:type_name -> conductor.runner.v1.SourceCredentials.RegistryTokensEntry
-	48, // 31: conductor.runner.v1.Identity.env:type_name -> conductor.runner.v1.Identity.EnvEntry
-	22, // 32: conductor.runner.v1.Identity.google:type_name -> conductor.runner.v1.GoogleIdentity
-	49, // 33: conductor.runner.v1.Backend.config:type_name -> conductor.runner.v1.Backend.ConfigEntry
-	26, // 34: conductor.runner.v1.BackendValue.string_map:type_name -> conductor.runner.v1.StringMap
-	50, // 35: conductor.runner.v1.StringMap.entries:type_name -> conductor.runner.v1.StringMap.EntriesEntry
-	29, // 36: conductor.runner.v1.ModuleSchema.inputs:type_name -> conductor.runner.v1.Input
-	30, // 37: conductor.runner.v1.ModuleSchema.outputs:type_name -> conductor.runner.v1.ModuleOutput
-	32, // 38: conductor.runner.v1.Plan.summary:type_name -> conductor.runner.v1.Summary
-	33, // 39: conductor.runner.v1.Plan.changes:type_name -> conductor.runner.v1.Change
-	35, // 40: conductor.runner.v1.Result.apply:type_name -> conductor.runner.v1.ApplyResult
-	38, // 41: conductor.runner.v1.Result.drift:type_name -> conductor.runner.v1.StreamResult
-	39, // 42: conductor.runner.v1.Result.error:type_name -> conductor.runner.v1.Error
-	28, // 43: conductor.runner.v1.ApplyResult.schema:type_name -> conductor.runner.v1.ModuleSchema
-	36, // 44: conductor.runner.v1.ApplyResult.imports:type_name -> conductor.runner.v1.ImportResult
-	31, // 45: conductor.runner.v1.ApplyResult.plan:type_name -> conductor.runner.v1.Plan
-	51, // 46: conductor.runner.v1.ApplyResult.outputs:type_name -> conductor.runner.v1.ApplyResult.OutputsEntry
-	18, // 47: conductor.runner.v1.ApplyResult.held:type_name -> conductor.runner.v1.Hold
-	17, // 48: conductor.runner.v1.ApplyResult.resolutions:type_name -> conductor.runner.v1.Resolution
-	39, // 49: conductor.runner.v1.ImportResult.error:type_name -> conductor.runner.v1.Error
-	31, // 50: conductor.runner.v1.StreamResult.plan:type_name -> conductor.runner.v1.Plan
-	32, // 51: conductor.runner.v1.StreamResult.applied:type_name -> conductor.runner.v1.Summary
-	52, // 52: conductor.runner.v1.StreamResult.outputs:type_name -> conductor.runner.v1.StreamResult.OutputsEntry
-	1,  // 53: conductor.runner.v1.Error.kind:type_name -> conductor.runner.v1.ErrorKind
-	40, // 54: conductor.runner.v1.Error.run:type_name -> conductor.runner.v1.RunError
-	41, // 55: conductor.runner.v1.Error.lock:type_name -> conductor.runner.v1.LockError
-	25, // 56: conductor.runner.v1.Backend.ConfigEntry.value:type_name -> conductor.runner.v1.BackendValue
-	37, // 57: conductor.runner.v1.ApplyResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
-	37, // 58: conductor.runner.v1.StreamResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
-	2,  // 59: conductor.runner.v1.Runs.Run:input_type -> conductor.runner.v1.RunnerMessage
-	3,  // 60: conductor.runner.v1.Runs.Run:output_type -> conductor.runner.v1.ManagerMessage
-	60, // [60:61] is the sub-list for method output_type
-	59, // [59:60] is the sub-list for method input_type
-	59, // [59:59] is the sub-list for extension type_name
-	59, // [59:59] is the sub-list for extension extendee
-	0,  // [0:59] is the sub-list for field type_name
+	47, // 30: conductor.runner.v1.Spec.ephemeral_variables:type_name -> conductor.runner.v1.Spec.EphemeralVariablesEntry
+	48, // 31: conductor.runner.v1.SourceCredentials.registry_tokens:type_name -> conductor.runner.v1.SourceCredentials.RegistryTokensEntry
+	49, // 32: conductor.runner.v1.Identity.env:type_name -> conductor.runner.v1.Identity.EnvEntry
+	22, // 33: conductor.runner.v1.Identity.google:type_name -> conductor.runner.v1.GoogleIdentity
+	50, // 34: conductor.runner.v1.Backend.config:type_name -> conductor.runner.v1.Backend.ConfigEntry
+	26, // 35: conductor.runner.v1.BackendValue.string_map:type_name -> conductor.runner.v1.StringMap
+	51, // 36: conductor.runner.v1.StringMap.entries:type_name -> conductor.runner.v1.StringMap.EntriesEntry
+	29, // 37: conductor.runner.v1.ModuleSchema.inputs:type_name -> conductor.runner.v1.Input
+	30, // 38: conductor.runner.v1.ModuleSchema.outputs:type_name -> conductor.runner.v1.ModuleOutput
+	32, // 39: conductor.runner.v1.Plan.summary:type_name -> conductor.runner.v1.Summary
+	33, // 40: conductor.runner.v1.Plan.changes:type_name -> conductor.runner.v1.Change
+	35, // 41: conductor.runner.v1.Result.apply:type_name -> conductor.runner.v1.ApplyResult
+	38, // 42: conductor.runner.v1.Result.drift:type_name -> conductor.runner.v1.StreamResult
+	39, // 43: conductor.runner.v1.Result.error:type_name -> conductor.runner.v1.Error
+	28, // 44: conductor.runner.v1.ApplyResult.schema:type_name -> conductor.runner.v1.ModuleSchema
+	36, // 45: conductor.runner.v1.ApplyResult.imports:type_name -> conductor.runner.v1.ImportResult
+	31, // 46: conductor.runner.v1.ApplyResult.plan:type_name -> conductor.runner.v1.Plan
+	52, // 47: conductor.runner.v1.ApplyResult.outputs:type_name -> conductor.runner.v1.ApplyResult.OutputsEntry
+	18, // 48: conductor.runner.v1.ApplyResult.held:type_name -> conductor.runner.v1.Hold
+	17, // 49: conductor.runner.v1.ApplyResult.resolutions:type_name -> conductor.runner.v1.Resolution
+	39, // 50: conductor.runner.v1.ImportResult.error:type_name -> conductor.runner.v1.Error
+	31, // 51: conductor.runner.v1.StreamResult.plan:type_name -> conductor.runner.v1.Plan
+	32, // 52: conductor.runner.v1.StreamResult.applied:type_name -> conductor.runner.v1.Summary
+	53, // 53: conductor.runner.v1.StreamResult.outputs:type_name -> conductor.runner.v1.StreamResult.OutputsEntry
+	1,  // 54: conductor.runner.v1.Error.kind:type_name -> conductor.runner.v1.ErrorKind
+	40, // 55: conductor.runner.v1.Error.run:type_name -> conductor.runner.v1.RunError
+	41, // 56: conductor.runner.v1.Error.lock:type_name -> conductor.runner.v1.LockError
+	25, // 57: conductor.runner.v1.Backend.ConfigEntry.value:type_name -> conductor.runner.v1.BackendValue
+	37, // 58: conductor.runner.v1.ApplyResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
+	37, // 59: conductor.runner.v1.StreamResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
+	2,  // 60: conductor.runner.v1.Runs.Run:input_type -> conductor.runner.v1.RunnerMessage
+	3,  // 61: conductor.runner.v1.Runs.Run:output_type -> conductor.runner.v1.ManagerMessage
+	61, // [61:62] is the sub-list for method output_type
+	60, // [60:61] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_conductor_runner_v1_runner_proto_init() }
@@ -3689,7 +3706,7 @@ func file_conductor_runner_v1_runner_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_conductor_runner_v1_runner_proto_rawDesc), len(file_conductor_runner_v1_runner_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   51,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

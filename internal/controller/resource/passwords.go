@@ -1,0 +1,272 @@
+package resource
+
+// Generated passwords (spec.generatedPasswords): the controller makes them, keeps them in a Secret
+// of its namespace, and hands them to runs only as ephemeral variables (tfrunner.Spec
+// .EphemeralVariables), so no plan or state holds them; the connection Secret gets them beside
+// the outputs. The Secret is the password's only copy besides the infrastructure itself: it is
+// not owned by the resource (reclaim Retain keeps it, labelled as the state is; Delete deletes it
+// once the infrastructure is destroyed).
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+)
+
+// Keys and annotations of a password Secret: data "password.<variable>" holds the password and
+// "version.<variable>" its version (decimal Unix seconds of its generation); the annotation
+// annotationRotationHandled is the last conductor.io/rotate-passwords value acted on.
+const (
+	passwordKeyPrefix         = "password."
+	versionKeyPrefix          = "version."
+	annotationRotationHandled = "conductor.io/rotation-handled"
+)
+
+// passwordAlphabet is what generated passwords are made of: letters and digits, which every
+// database and URL accepts unquoted (RDS refuses '/', '@', '"' and spaces).
+const passwordAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// passwordSecretName is the resource's password Secret in the controller's namespace:
+// "tfpassword-" and its state Secret's name, "" before the resource has a state name.
+func passwordSecretName(res *v1alpha1.InfraResource) string {
+	if suffix(res) == "" {
+		return ""
+	}
+	return "tfpassword-" + statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
+}
+
+// generatePassword returns n characters of passwordAlphabet from crypto/rand; bytes ≥ 248 (4 × 62)
+// are drawn again, so each character is uniform.
+func generatePassword(n int) string {
+	out := make([]byte, 0, n)
+	buf := make([]byte, 2*n)
+	for len(out) < n {
+		_, _ = rand.Read(buf) // never fails (crypto/rand, Go ≥ 1.24)
+		for _, b := range buf {
+			if b < 248 && len(out) < n {
+				out = append(out, passwordAlphabet[int(b)%len(passwordAlphabet)])
+			}
+		}
+	}
+	return string(out)
+}
+
+// passwordLength is p's length, 32 when unset (the CRD's default, for objects made without it).
+func passwordLength(p v1alpha1.GeneratedPassword) int {
+	if p.Length < 16 {
+		return 32
+	}
+	return int(p.Length)
+}
+
+// readPasswordSecret reads the resource's password Secret from the API server; nil when it does
+// not exist (or the resource has no state name yet).
+func (r *resourceSecrets) readPasswordSecret(ctx context.Context, res *v1alpha1.InfraResource) (*corev1.Secret, error) {
+	name := passwordSecretName(res)
+	if name == "" {
+		return nil, nil
+	}
+	s := &corev1.Secret{}
+	err := r.reader.Get(ctx, types.NamespacedName{Namespace: r.config.Namespace, Name: name}, s)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading password Secret %s/%s: %w", r.config.Namespace, name, err)
+	}
+	return s, nil
+}
+
+// passwordsDue reports whether the resource's generated passwords must be made (a password or
+// the Secret is missing) or made again (conductor.io/rotate-passwords differs from what the
+// Secret records as handled), without changing anything: a sync that finds them due runs.
+func (r *resourceSecrets) passwordsDue(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
+	if len(res.Spec.GeneratedPasswords) == 0 {
+		return false, nil
+	}
+	s, err := r.readPasswordSecret(ctx, res)
+	if err != nil || s == nil {
+		return s == nil, err
+	}
+	return rotationAsked(res, s) || len(missingPasswords(res, s)) > 0, nil
+}
+
+// rotationAsked reports whether conductor.io/rotate-passwords asks for a value the Secret has not
+// handled.
+func rotationAsked(res *v1alpha1.InfraResource, s *corev1.Secret) bool {
+	v := res.Annotations[v1alpha1.AnnotationRotatePasswords]
+	return v != "" && v != s.Annotations[annotationRotationHandled]
+}
+
+// missingPasswords are the variables of spec.generatedPasswords the Secret has no password or no
+// valid version for.
+func missingPasswords(res *v1alpha1.InfraResource, s *corev1.Secret) []string {
+	var out []string
+	for _, p := range res.Spec.GeneratedPasswords {
+		_, ok := s.Data[passwordKeyPrefix+p.Variable]
+		if _, err := strconv.ParseInt(string(s.Data[versionKeyPrefix+p.Variable]), 10, 64); !ok || err != nil {
+			out = append(out, p.Variable)
+		}
+	}
+	return out
+}
+
+// passwordInputs puts the resource's generated passwords into spec: each password as an
+// ephemeral variable, each version into its version variable. With ensure (a run's inputs) it
+// first makes those missing, and all of them again when a rotation is asked (an event says so),
+// and writes the Secret; without (a sync's rotation check) it only reads, and a missing Secret or
+// password leaves the variable out.
+func (r *resourceSecrets) passwordInputs(ctx context.Context, res *v1alpha1.InfraResource, spec *tfrunner.Spec, ensure bool) error {
+	if len(res.Spec.GeneratedPasswords) == 0 {
+		return nil
+	}
+	s, err := r.readPasswordSecret(ctx, res)
+	if err != nil {
+		return err
+	}
+	if ensure {
+		if s, err = r.ensurePasswords(ctx, res, s); err != nil {
+			return err
+		}
+	}
+	if s == nil {
+		return nil
+	}
+	if spec.EphemeralVariables == nil {
+		spec.EphemeralVariables = map[string]string{}
+	}
+	for _, p := range res.Spec.GeneratedPasswords {
+		pw, ok := s.Data[passwordKeyPrefix+p.Variable]
+		version, err := strconv.ParseInt(string(s.Data[versionKeyPrefix+p.Variable]), 10, 64)
+		if !ok || err != nil {
+			continue
+		}
+		spec.EphemeralVariables[p.Variable] = string(pw)
+		if p.VersionVariable != "" {
+			if spec.Variables == nil {
+				spec.Variables = map[string]any{}
+			}
+			spec.Variables[p.VersionVariable] = version
+		}
+	}
+	return nil
+}
+
+// ensurePasswords makes the passwords s lacks (s nil: all of them, in a new Secret), or all of
+// them again when a rotation is asked, and writes the Secret (create, or update at s's
+// resourceVersion: a conflict is retried by the work queue). Each new password's version is the
+// Unix time in seconds, above the one it replaces. It returns the Secret as written, or s when
+// nothing was due.
+func (r *resourceSecrets) ensurePasswords(ctx context.Context, res *v1alpha1.InfraResource, s *corev1.Secret) (*corev1.Secret, error) {
+	name := passwordSecretName(res)
+	if name == "" {
+		return nil, fmt.Errorf("generated passwords: the resource has no state Secret name yet")
+	}
+	create := s == nil
+	if create {
+		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.config.Namespace, Name: name,
+			Labels: map[string]string{statebackend.LabelResource: statebackend.LabelValue(res.Name)}}, Type: corev1.SecretTypeOpaque}
+	}
+	rotate := !create && rotationAsked(res, s)
+	due := missingPasswords(res, s)
+	if rotate {
+		due = nil
+		for _, p := range res.Spec.GeneratedPasswords {
+			due = append(due, p.Variable)
+		}
+	}
+	if len(due) == 0 {
+		return s, nil
+	}
+	if s.Data == nil {
+		s.Data = map[string][]byte{}
+	}
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	now := time.Now().Unix()
+	for _, p := range res.Spec.GeneratedPasswords {
+		if !slices.Contains(due, p.Variable) {
+			continue
+		}
+		version := now
+		if old, err := strconv.ParseInt(string(s.Data[versionKeyPrefix+p.Variable]), 10, 64); err == nil && old >= version {
+			version = old + 1
+		}
+		s.Data[passwordKeyPrefix+p.Variable] = []byte(generatePassword(passwordLength(p)))
+		s.Data[versionKeyPrefix+p.Variable] = []byte(strconv.FormatInt(version, 10))
+	}
+	if v := res.Annotations[v1alpha1.AnnotationRotatePasswords]; v != "" {
+		s.Annotations[annotationRotationHandled] = v
+	}
+	var err error
+	if create {
+		err = r.api.Create(ctx, s)
+	} else {
+		err = r.api.Update(ctx, s)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing password Secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	if rotate {
+		r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonPasswordsRotated, "Rotate",
+			"%d generated password(s) made again as %s=%q asked; the next apply sends them", len(due),
+			v1alpha1.AnnotationRotatePasswords, res.Annotations[v1alpha1.AnnotationRotatePasswords])
+	}
+	return s, nil
+}
+
+// withPasswords is outs and, under each password's connection Secret key (replacing an output of
+// that name), the passwords of passwords (variable → password) that spec.generatedPasswords
+// names: what the connection Secret holds.
+func withPasswords(res *v1alpha1.InfraResource, outs map[string]tfrunner.Output, passwords map[string]string) map[string]tfrunner.Output {
+	if len(res.Spec.GeneratedPasswords) == 0 {
+		return outs
+	}
+	all := make(map[string]tfrunner.Output, len(outs)+len(res.Spec.GeneratedPasswords))
+	for k, v := range outs {
+		all[k] = v
+	}
+	for _, p := range res.Spec.GeneratedPasswords {
+		if pw, ok := passwords[p.Variable]; ok {
+			all[p.SecretKey()] = tfrunner.Output{Value: []byte(strconv.Quote(pw)), Sensitive: true}
+		}
+	}
+	return all
+}
+
+// reclaimPasswords carries out the reclaim policy on the password Secret once the state's is
+// done: Delete deletes it, Retain labels it as the state (LabelOrphanedFrom set, LabelResource
+// removed) so that the infrastructure's password stays findable. A missing Secret is not an error.
+func (r *resourceSecrets) reclaimPasswords(ctx context.Context, res *v1alpha1.InfraResource) error {
+	name := passwordSecretName(res)
+	if len(res.Spec.GeneratedPasswords) == 0 || name == "" {
+		return nil
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.config.Namespace, Name: name}}
+	var err error
+	if res.Spec.ReclaimPolicy == v1alpha1.ReclaimRetain {
+		patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q,%q:null}}}`,
+			statebackend.LabelOrphanedFrom, statebackend.LabelValue(res.Name), statebackend.LabelResource)
+		err = r.api.Patch(ctx, s, client.RawPatch(types.MergePatchType, patch))
+	} else {
+		err = r.api.Delete(ctx, s)
+	}
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("reclaiming password Secret %s/%s: %w", r.config.Namespace, name, err)
+	}
+	return nil
+}
