@@ -22,7 +22,16 @@ import (
 //
 // extra are further terraform-exec options (Reattach, for warm providers).
 func (w *Workspace) ApplyJSON(ctx context.Context, onCreate CreateStartFunc, extra ...tfexec.ApplyOption) (*StreamResult, error) {
-	return w.streamApply(ctx, onCreate, append([]tfexec.ApplyOption{tfexec.VarFile(varsFile)}, extra...)...)
+	opts := []tfexec.ApplyOption{tfexec.VarFile(varsFile)}
+	eph, done, err := w.writeEphemeralVars()
+	defer done()
+	if err != nil {
+		return nil, err
+	}
+	if eph != nil {
+		opts = append(opts, eph)
+	}
+	return w.streamApply(ctx, onCreate, append(opts, extra...)...)
 }
 
 // streamApply runs apply -json with opts, reading its stream while it runs (see ApplyJSON).
@@ -87,7 +96,16 @@ func (w *Workspace) DriftCheck(ctx context.Context) (*StreamResult, error) {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	hasChanges, runErr := tf.PlanJSON(ctx, &buf, tfexec.VarFile(varsFile), tfexec.Lock(false))
+	planOpts := []tfexec.PlanOption{tfexec.VarFile(varsFile), tfexec.Lock(false)}
+	eph, done, err := w.writeEphemeralVars()
+	defer done()
+	if err != nil {
+		return nil, err
+	}
+	if eph != nil {
+		planOpts = append(planOpts, eph)
+	}
+	hasChanges, runErr := tf.PlanJSON(ctx, &buf, planOpts...)
 	res, _ := ReadStream(&buf)
 	if runErr != nil {
 		return res, classify("plan", streamError(runErr, res))

@@ -131,14 +131,13 @@ func installedProviders(dir string) []providerBinary {
 }
 
 // providerEnv is the environment a warm provider of a run gets: the run's, without what belongs to
-// one run only (the state server's credentials, the state encryption passphrases, its ephemeral
-// variables (TF_VAR_*: a provider never reads them), the workspace
+// one run only (the state server's credentials, the state encryption passphrases, the workspace
 // directory, its HOME and TMPDIR:
 // start gives the process its own), with EnvWorkspace naming the warm providers' directory.
 func (wp *WarmProviders) providerEnv(runEnv map[string]string) map[string]string {
 	env := maps.Clone(runEnv)
 	for k := range env {
-		if strings.HasPrefix(k, "TF_HTTP_") || strings.HasPrefix(k, "TF_REATTACH") || strings.HasPrefix(k, "TF_VAR_") || k == "TF_ENCRYPTION" || k == "HOME" || k == "TMPDIR" {
+		if strings.HasPrefix(k, "TF_HTTP_") || strings.HasPrefix(k, "TF_REATTACH") || k == "TF_ENCRYPTION" || k == "HOME" || k == "TMPDIR" {
 			delete(env, k)
 		}
 	}

@@ -15,10 +15,12 @@ import (
 
 // File names inside a workspace directory.
 const (
-	rootFile  = "main.tf"
-	varsFile  = "conductor.tfvars.json"
-	planFile  = "conductor.tfplan"
-	stampFile = ".conductor-init"
+	rootFile = "main.tf"
+	varsFile = "conductor.tfvars.json"
+	// ephemeralVarsFile holds Spec.EphemeralVariables while one command runs.
+	ephemeralVarsFile = "conductor.ephemeral.tfvars.json"
+	planFile          = "conductor.tfplan"
+	stampFile         = ".conductor-init"
 	// kubeconfigFile holds the Kubernetes credentials a run was granted (Spec.Kubeconfig); it
 	// exists only while an operation runs.
 	kubeconfigFile = "conductor.kubeconfig"
@@ -40,9 +42,11 @@ type Spec struct {
 	SensitiveVariables map[string]string
 	// EphemeralVariables are input variables the module declares `ephemeral = true` (the
 	// controller's generated passwords): declared ephemeral and sensitive in the root module and
-	// passed to every command as TF_VAR_<name> in its environment, never in the variables file, so
-	// that no plan file, state or workspace file holds them (a saved plan's apply is given them
-	// again, as Terraform requires). The module must declare each ephemeral (CheckInputs).
+	// given to each command that evaluates the configuration in a variables file of their own that
+	// exists only while that command runs (writeEphemeralVars), so that no plan file or state holds
+	// them (a saved plan's apply is given them again, as Terraform requires). Not in the
+	// environment: terraform-exec refuses TF_VAR_* there, and a command line is readable by every
+	// process. The module must declare each one ephemeral (CheckInputs).
 	EphemeralVariables map[string]string
 	// Env are extra environment variables of every command (provider credentials, the state
 	// server's per-run TF_HTTP_* settings).
@@ -189,6 +193,26 @@ func (w *Workspace) writeVars() error {
 	return writeFileAtomic(filepath.Join(w.dir, varsFile), data, 0o600)
 }
 
+// writeEphemeralVars writes the spec's ephemeral variables into ephemeralVarsFile (JSON, mode
+// 0600) for one command and returns the -var-file option for it — nil when the spec has none —
+// and done, which deletes the file and must be called when the command ends. A file a killed
+// manager left behind is overwritten by the next command and deleted with the workspace.
+func (w *Workspace) writeEphemeralVars() (opt *tfexec.VarFileOption, done func(), err error) {
+	done = func() {}
+	if len(w.spec.EphemeralVariables) == 0 {
+		return nil, done, nil
+	}
+	data, err := json.Marshal(w.spec.EphemeralVariables)
+	if err != nil {
+		return nil, done, fmt.Errorf("encoding ephemeral variables: %w", err)
+	}
+	path := filepath.Join(w.dir, ephemeralVarsFile)
+	if err := writeFileAtomic(path, data, 0o600); err != nil {
+		return nil, done, err
+	}
+	return tfexec.VarFile(ephemeralVarsFile), func() { _ = os.Remove(path) }, nil
+}
+
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, mode); err != nil {
@@ -244,7 +268,7 @@ func (w *Workspace) tfWith(extra map[string]string) (*tfexec.Terraform, error) {
 }
 
 // runEnv is the whole environment of the run's commands: the pool's, the run's own (provider
-// credentials, the state server's), its ephemeral variables (TF_VAR_<name>), the kubeconfig granted, EnvWorkspace, and HOME and TMPDIR of
+// credentials, the state server's), the kubeconfig granted, EnvWorkspace, and HOME and TMPDIR of
 // the workspace's own (runDir), whatever the others say.
 func (w *Workspace) runEnv() map[string]string {
 	env := maps.Clone(w.baseEnv)
@@ -252,9 +276,6 @@ func (w *Workspace) runEnv() map[string]string {
 		env = map[string]string{}
 	}
 	maps.Copy(env, w.spec.Env)
-	for name, v := range w.spec.EphemeralVariables {
-		env["TF_VAR_"+name] = v
-	}
 	env["HOME"], env["TMPDIR"] = w.runHome(), w.runTemp()
 	if len(w.spec.Kubeconfig) > 0 {
 		path := filepath.Join(w.dir, kubeconfigFile)

@@ -62,6 +62,14 @@ func (w *Workspace) Plan(ctx context.Context, opts PlanOptions) (*Plan, error) {
 		return nil, err
 	}
 	planOpts := []tfexec.PlanOption{tfexec.Out(planFile), tfexec.VarFile(varsFile)}
+	eph, done, err := w.writeEphemeralVars()
+	defer done()
+	if err != nil {
+		return nil, err
+	}
+	if eph != nil {
+		planOpts = append(planOpts, eph)
+	}
 	if opts.Destroy {
 		planOpts = append(planOpts, tfexec.Destroy(true))
 	}
@@ -94,7 +102,17 @@ func (w *Workspace) Apply(ctx context.Context, p *Plan, log io.Writer, onCreate 
 	if p == nil {
 		return nil, errors.New("apply: no plan")
 	}
-	res, err := w.streamApply(ctx, onCreate, tfexec.DirOrPlan(planFile))
+	// A saved plan holds no ephemeral variable's value: the apply is given them again.
+	applyOpts := []tfexec.ApplyOption{tfexec.DirOrPlan(planFile)}
+	eph, done, err := w.writeEphemeralVars()
+	defer done()
+	if err != nil {
+		return nil, err
+	}
+	if eph != nil {
+		applyOpts = append(applyOpts, eph)
+	}
+	res, err := w.streamApply(ctx, onCreate, applyOpts...)
 	if res == nil {
 		return nil, err
 	}
@@ -127,7 +145,16 @@ func (w *Workspace) Destroy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return classify("destroy", tf.Destroy(ctx, tfexec.VarFile(varsFile)))
+	destroyOpts := []tfexec.DestroyOption{tfexec.VarFile(varsFile)}
+	eph, done, err := w.writeEphemeralVars()
+	defer done()
+	if err != nil {
+		return err
+	}
+	if eph != nil {
+		destroyOpts = append(destroyOpts, eph)
+	}
+	return classify("destroy", tf.Destroy(ctx, destroyOpts...))
 }
 
 // Import imports the existing object id at address (inside the module: "module.main." is prefixed
@@ -137,7 +164,16 @@ func (w *Workspace) Import(ctx context.Context, address, id string) error {
 	if err != nil {
 		return err
 	}
-	return classify("import", tf.Import(ctx, ModuleAddress(address), id, tfexec.VarFile(varsFile)))
+	importOpts := []tfexec.ImportOption{tfexec.VarFile(varsFile)}
+	eph, done, err := w.writeEphemeralVars()
+	defer done()
+	if err != nil {
+		return err
+	}
+	if eph != nil {
+		importOpts = append(importOpts, eph)
+	}
+	return classify("import", tf.Import(ctx, ModuleAddress(address), id, importOpts...))
 }
 
 // ModuleAddress prefixes a resource address inside the module with "module.main.".

@@ -1548,7 +1548,7 @@ type Spec struct {
 	// What fetching the module needs (init only), or unset.
 	SourceCredentials *SourceCredentials `protobuf:"bytes,9,opt,name=source_credentials,json=sourceCredentials,proto3" json:"source_credentials,omitempty"`
 	// Input variables the module declares ephemeral (the controller's generated passwords): name →
-	// string value, given to every command as TF_VAR_<name>, never written into a file.
+	// string value, given to each command in a variables file that exists only while it runs.
 	EphemeralVariables map[string]string `protobuf:"bytes,10,rep,name=ephemeral_variables,json=ephemeralVariables,proto3" json:"ephemeral_variables,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
