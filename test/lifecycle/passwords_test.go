@@ -143,7 +143,7 @@ var _ = Describe("Generated passwords", func() {
 		Expect(secretData(s, s.ns, "db-conn", "secret")()).To(Equal(s.ns+"/db"), "the outputs are there too")
 		plain, err := stateServer.Store().Keyring().Open(readStateSecrets(s, stateSecrets(s, name)))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(string(plain)).To(MatchRegexp(`"data_wo_revision":\s*` + version + `\b`), "the version is in state")
+		Expect(string(plain)).To(MatchRegexp(`"data_wo_revision":\s*`+version+`\b`), "the version is in state")
 		Expect(string(plain)).NotTo(ContainSubstring(password), "the state holds the password")
 
 		// Rotation on request: new password and version, held as a plan, applied to the object
