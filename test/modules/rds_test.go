@@ -4,6 +4,8 @@ package modules_test
 
 import (
 	"archive/zip"
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"io/fs"
@@ -124,6 +126,22 @@ var _ = Describe("aws-rds through a claim, planned with fake credentials and end
 		Expect(entries).NotTo(BeEmpty(), "the saved plan is in the run's workspace")
 		for _, e := range entries {
 			Expect(string(e)).NotTo(ContainSubstring(password), "a saved plan file holds the password")
+		}
+		By("no Secret of the controller's but the password's own holds it: state, plan rendering, run log")
+		secrets := &corev1.SecretList{}
+		Expect(k8s.List(ctx, secrets, client.InNamespace(stateNamespace))).To(Succeed())
+		for _, sec := range secrets.Items {
+			if sec.Name == pw.Name {
+				continue
+			}
+			for key, v := range sec.Data {
+				if r, err := gzip.NewReader(bytes.NewReader(v)); err == nil {
+					if plain, err := io.ReadAll(r); err == nil {
+						v = plain
+					}
+				}
+				Expect(string(v)).NotTo(ContainSubstring(password), "Secret %s, key %s", sec.Name, key)
+			}
 		}
 		Expect(api.Calls()).To(HaveEach("GetCallerIdentity"), "planning new objects calls no AWS API but STS")
 		Expect(api.Calls()).NotTo(BeEmpty(), "the provider reached the loopback endpoints")
