@@ -87,7 +87,7 @@ func annotation(t *testing.T, name, key string) (string, bool) {
 
 func TestHelpNamesEveryCommandWithAnExample(t *testing.T) {
 	root := NewRootCommand(genericiooptions.NewTestIOStreamsDiscard())
-	want := []string{"adopt", "approve", "creates", "inputs", "logs", "pause", "plan", "restore-state", "resume", "runs", "sync", "unlock", "upgrade"}
+	want := []string{"adopt", "approve", "creates", "inputs", "logs", "pause", "plan", "restore-state", "resume", "rotate-passwords", "runs", "sync", "unlock", "upgrade"}
 	var got []string
 	for _, c := range root.Commands() {
 		got = append(got, c.Name())
@@ -200,6 +200,19 @@ func TestPauseResumeAndSyncAnnotateTheResource(t *testing.T) {
 		t.Errorf("%s still set after resume", v1alpha1.AnnotationPaused)
 	}
 	ok(t, []string{"InfraResource bucket-live is not paused."}, "resume", "bucket-live")
+}
+
+// rotate-passwords writes the request's time into conductor.io/rotate-passwords, and refuses a
+// resource that generates no password.
+func TestRotatePasswordsAnnotatesTheResource(t *testing.T) {
+	refused(t, []string{"has no generated passwords (spec.generatedPasswords): nothing to rotate"}, "rotate-passwords", "bucket-live")
+	if _, found := annotation(t, "bucket-live", v1alpha1.AnnotationRotatePasswords); found {
+		t.Fatal("a refused rotation annotated the resource")
+	}
+	ok(t, []string{"Requested new passwords for InfraResource team-a-bucket at "}, "rotate-passwords", "team-a-bucket")
+	if v, _ := annotation(t, "team-a-bucket", v1alpha1.AnnotationRotatePasswords); v != clock().UTC().Format(time.RFC3339Nano) {
+		t.Errorf("%s=%q, want the command's clock", v1alpha1.AnnotationRotatePasswords, v)
+	}
 }
 
 func TestCreatesShowsWhatIsInDoubtAndResolvesIt(t *testing.T) {

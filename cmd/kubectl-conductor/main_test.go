@@ -213,6 +213,7 @@ func makeFixtures(ctx context.Context) error {
 	}
 	res := resource("team-a-bucket")
 	res.Spec.ClaimRef = &v1alpha1.ClaimReference{Namespace: claimNS, Name: "bucket", UID: claimUIDs["bucket"]}
+	res.Spec.GeneratedPasswords = []v1alpha1.GeneratedPassword{{Variable: "secret_key", Length: 32}}
 	if err := createWithStatus(ctx, res, func() {
 		res.Status.Phase = v1alpha1.ResourceBound
 		res.Status.PendingPlan = &v1alpha1.PendingPlan{ID: planID, Reason: "DestructiveChange",

@@ -65,6 +65,42 @@ Example:
 	}
 }
 
+func newRotatePasswordsCommand(o *rootOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rotate-passwords " + targetArg,
+		Short: "Ask for new generated passwords (a class's generatedPasswords), applied at once",
+		Long: `Annotate the resource conductor.io/rotate-passwords=<now, RFC 3339>. The controller makes each of
+its generated passwords again with a new version, then plans and applies through the approval
+rules: the module's write-only attribute gets the new password, and the connection Secret gets it
+once the apply succeeds. A resource whose class generates no password is refused.
+
+Example:
+  kubectl conductor rotate-passwords my-database -n team-a`,
+		Args: cobra.ExactArgs(1),
+		RunE: o.run(func(cmd *cobra.Command, cl *Clients, args []string) error {
+			return runRotatePasswords(cmd.Context(), o.streams.Out, cl, args[0])
+		}),
+	}
+}
+
+// runRotatePasswords asks for new generated passwords of TARGET name and writes the request's
+// value to out. Errors: those of resolve; a resource with no generated passwords; the patch failed.
+func runRotatePasswords(ctx context.Context, out io.Writer, cl *Clients, name string) error {
+	t, err := resolve(ctx, cl, name)
+	if err != nil {
+		return err
+	}
+	if len(t.Resource.Spec.GeneratedPasswords) == 0 {
+		return fmt.Errorf("%s has no generated passwords (spec.generatedPasswords): nothing to rotate", t)
+	}
+	at := cl.Now().UTC().Format(time.RFC3339Nano)
+	if err := annotate(ctx, cl, t.Resource, v1alpha1.AnnotationRotatePasswords, at); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Requested new passwords for %s at %s: the event PasswordsRotated says when they are made; the next apply sends them.\n", t, at)
+	return nil
+}
+
 // runPause pauses (pause) or resumes TARGET name and writes what it did to out. Errors: those of
 // resolve; the patch failed.
 func runPause(ctx context.Context, out io.Writer, cl *Clients, name string, pause bool) error {

@@ -134,6 +134,6 @@ Example:
 		"namespace of the controller's state, plan and log Secrets and lock Leases")
 	root.AddCommand(newAdoptCommand(o), newPlanCommand(o), newApproveCommand(o), newCreatesCommand(o), newRunsCommand(o), newLogsCommand(o),
 		newUnlockCommand(o), newRestoreStateCommand(o), newInputsCommand(o), newUpgradeCommand(o),
-		newPauseCommand(o), newResumeCommand(o), newSyncCommand(o))
+		newPauseCommand(o), newResumeCommand(o), newSyncCommand(o), newRotatePasswordsCommand(o))
 	return root
 }
