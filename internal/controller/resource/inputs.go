@@ -56,7 +56,7 @@ func (r *resourceSecrets) runSpec(ctx context.Context, res *v1alpha1.InfraResour
 	if err != nil {
 		return spec, err
 	}
-	if err := r.passwordInputs(ctx, res, &spec, true); err != nil {
+	if _, err := r.passwordInputs(ctx, res, &spec, true); err != nil {
 		return spec, err
 	}
 	if spec.SourceCredentials, err = provision.ReadModuleCredentials(ctx, r.reader, r.config.Namespace, res.Spec.ModuleCredentials); err != nil {

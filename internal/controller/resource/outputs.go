@@ -107,7 +107,7 @@ func (r *resourceSecrets) keepConnectionSecret(ctx context.Context, s *resourceS
 		return err
 	}
 	pw := tfrunner.Spec{}
-	if err := r.passwordInputs(ctx, res, &pw, false); err != nil {
+	if _, err := r.passwordInputs(ctx, res, &pw, false); err != nil {
 		return err
 	}
 	if err := r.putConnectionSecret(ctx, res, target, owner, withPasswords(res, outs, pw.EphemeralVariables)); err != nil {

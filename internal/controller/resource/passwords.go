@@ -90,20 +90,6 @@ func (r *resourceSecrets) readPasswordSecret(ctx context.Context, res *v1alpha1.
 	return s, nil
 }
 
-// passwordsDue reports whether the resource's generated passwords must be made (a password or
-// the Secret is missing) or made again (conductor.io/rotate-passwords differs from what the
-// Secret records as handled), without changing anything: a sync that finds them due runs.
-func (r *resourceSecrets) passwordsDue(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
-	if len(res.Spec.GeneratedPasswords) == 0 {
-		return false, nil
-	}
-	s, err := r.readPasswordSecret(ctx, res)
-	if err != nil || s == nil {
-		return s == nil, err
-	}
-	return rotationAsked(res, s) || len(missingPasswords(res, s)) > 0, nil
-}
-
 // rotationAsked reports whether conductor.io/rotate-passwords asks for a value the Secret has not
 // handled.
 func rotationAsked(res *v1alpha1.InfraResource, s *corev1.Secret) bool {
@@ -125,26 +111,30 @@ func missingPasswords(res *v1alpha1.InfraResource, s *corev1.Secret) []string {
 }
 
 // passwordInputs puts the resource's generated passwords into spec: each password as an
-// ephemeral variable, each version into its version variable. With ensure (a run's inputs) it
-// first makes those missing, and all of them again when a rotation is asked (an event says so),
-// and writes the Secret; without (a sync's rotation check) it only reads, and a missing Secret or
-// password leaves the variable out.
-func (r *resourceSecrets) passwordInputs(ctx context.Context, res *v1alpha1.InfraResource, spec *tfrunner.Spec, ensure bool) error {
+// ephemeral variable, each version into its version variable (one GET of the password Secret).
+// With ensure (a run's inputs) it first makes those missing, and all of them again when a
+// rotation is asked (an event says so), and writes the Secret. Without (a sync's rotation check,
+// the connection Secret written again) it only reads: a missing Secret or password leaves the
+// variable out, and due reports that passwords must be made (a password or the Secret is missing)
+// or made again (conductor.io/rotate-passwords differs from what the Secret records as handled),
+// which makes a run due.
+func (r *resourceSecrets) passwordInputs(ctx context.Context, res *v1alpha1.InfraResource, spec *tfrunner.Spec, ensure bool) (due bool, err error) {
 	if len(res.Spec.GeneratedPasswords) == 0 {
-		return nil
+		return false, nil
 	}
 	s, err := r.readPasswordSecret(ctx, res)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if ensure {
 		if s, err = r.ensurePasswords(ctx, res, s); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if s == nil {
-		return nil
+		return true, nil
 	}
+	due = rotationAsked(res, s) || len(missingPasswords(res, s)) > 0
 	if spec.EphemeralVariables == nil {
 		spec.EphemeralVariables = map[string]string{}
 	}
@@ -162,7 +152,7 @@ func (r *resourceSecrets) passwordInputs(ctx context.Context, res *v1alpha1.Infr
 			spec.Variables[p.VersionVariable] = version
 		}
 	}
-	return nil
+	return due, nil
 }
 
 // ensurePasswords makes the passwords s lacks (s nil: all of them, in a new Secret), or all of

@@ -42,15 +42,12 @@ func TestGeneratedPasswords(t *testing.T) {
 	rec := events.NewFakeRecorder(10)
 	r := &resourceSecrets{api: c, reader: c, recorder: rec, config: statebackend.Config{Namespace: "conductor-system"}}
 
-	if due, err := r.passwordsDue(ctx, res); err != nil || !due {
-		t.Fatalf("before any run: due %v, %v; want due", due, err)
-	}
 	spec := tfrunner.Spec{}
-	if err := r.passwordInputs(ctx, res, &spec, false); err != nil || len(spec.EphemeralVariables) != 0 {
-		t.Fatalf("a read-only look makes nothing: %v, %v", spec.EphemeralVariables, err)
+	if due, err := r.passwordInputs(ctx, res, &spec, false); err != nil || !due || len(spec.EphemeralVariables) != 0 {
+		t.Fatalf("before any run, a read-only look: due %v, %v, %v; want due, nothing made", due, spec.EphemeralVariables, err)
 	}
 	first := tfrunner.Spec{}
-	if err := r.passwordInputs(ctx, res, &first, true); err != nil {
+	if _, err := r.passwordInputs(ctx, res, &first, true); err != nil {
 		t.Fatal(err)
 	}
 	master, replica := first.EphemeralVariables["master_password"], first.EphemeralVariables["replica_password"]
@@ -73,10 +70,10 @@ func TestGeneratedPasswords(t *testing.T) {
 	}
 
 	again := tfrunner.Spec{}
-	if err := r.passwordInputs(ctx, res, &again, true); err != nil || again.EphemeralVariables["master_password"] != master || again.Variables["master_password_version"] != version {
+	if _, err := r.passwordInputs(ctx, res, &again, true); err != nil || again.EphemeralVariables["master_password"] != master || again.Variables["master_password_version"] != version {
 		t.Fatalf("a second run made new passwords: %v, %v", again.EphemeralVariables, err)
 	}
-	if due, _ := r.passwordsDue(ctx, res); due {
+	if due, _ := r.passwordInputs(ctx, res, &tfrunner.Spec{}, false); due {
 		t.Fatal("kept passwords are due")
 	}
 	if h1, h2 := inputsHash(res, first), inputsHash(res, again); h1 != h2 || h1 == "" {
@@ -84,11 +81,11 @@ func TestGeneratedPasswords(t *testing.T) {
 	}
 
 	res.Annotations = map[string]string{v1alpha1.AnnotationRotatePasswords: "2026-11-29T16:00:00Z"}
-	if due, _ := r.passwordsDue(ctx, res); !due {
+	if due, _ := r.passwordInputs(ctx, res, &tfrunner.Spec{}, false); !due {
 		t.Fatal("a rotation asked is not due")
 	}
 	rotated := tfrunner.Spec{}
-	if err := r.passwordInputs(ctx, res, &rotated, true); err != nil {
+	if _, err := r.passwordInputs(ctx, res, &rotated, true); err != nil {
 		t.Fatal(err)
 	}
 	if rotated.EphemeralVariables["master_password"] == master || rotated.EphemeralVariables["replica_password"] == replica {
@@ -104,7 +101,7 @@ func TestGeneratedPasswords(t *testing.T) {
 		t.Fatalf("event %q", e)
 	}
 	same := tfrunner.Spec{}
-	if err := r.passwordInputs(ctx, res, &same, true); err != nil || same.EphemeralVariables["master_password"] != rotated.EphemeralVariables["master_password"] {
+	if _, err := r.passwordInputs(ctx, res, &same, true); err != nil || same.EphemeralVariables["master_password"] != rotated.EphemeralVariables["master_password"] {
 		t.Fatal("the same rotation value rotated twice")
 	}
 

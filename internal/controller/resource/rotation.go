@@ -82,14 +82,11 @@ func writeLen(h interface{ Write([]byte) (int, error) }, s string) {
 // from the one its last apply recorded. A resource applied before hashes were recorded gets the
 // current hash recorded and is not run for it. A missing Secret or key counts as a change: the run
 // then fails with SecretNotFound, as any run would. Generated passwords that are missing or asked
-// to rotate (passwordsDue) count as a change too: the run makes them.
+// to rotate (passwordInputs' due) count as a change too: the run makes them.
 func (r *syncer) secretInputsRotated(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
-	if due, err := r.secrets.passwordsDue(ctx, res); err != nil || due {
-		return due, err
-	}
 	spec := tfrunner.Spec{SensitiveVariables: map[string]string{}, Env: map[string]string{}}
-	if err := r.secrets.passwordInputs(ctx, res, &spec, false); err != nil {
-		return false, err
+	if due, err := r.secrets.passwordInputs(ctx, res, &spec, false); err != nil || due {
+		return due, err
 	}
 	if err := r.secrets.readSecretInputs(ctx, res, &spec); err != nil {
 		var ie *provision.InputError
