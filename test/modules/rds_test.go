@@ -115,7 +115,7 @@ var _ = Describe("aws-rds through a claim, planned with fake credentials and end
 			`engine_version                        = "8.0"`,
 			`backup_window                         = "02:00-03:00"`,
 			`family      = "mysql8.0"`,
-			`db_subnet_group_name                  = "` + claim.Namespace + `-wordpress-db"`,
+			`db_subnet_group_name                  = "` + res.Name + `"`, // the class names every object after ${resource.name}
 			`password_wo                           = (write-only attribute)`,
 			`password_wo_version                   = ` + version,
 		} {
