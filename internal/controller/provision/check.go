@@ -50,7 +50,7 @@ func CheckClassIdentities(class *v1alpha1.InfraClass) error {
 // templates must parse and refer only to claim, class and resource; each name must be a declared input; typed
 // values, and templates whose type is known without a claim, must fit the input's type; required
 // inputs must be set; a generated password's variable must be declared ephemeral, and neither it
-// nor its version variable set by variables too. It returns a *ClassError (reason
+// nor its version variable set by variables, variablesFrom or another generated password too. It returns a *ClassError (reason
 // TemplateInvalid) listing every problem.
 func CheckClassTemplate(class *v1alpha1.InfraClass, schema *tfrunner.ModuleSchema) error {
 	tmpl, err := render.Compile(RawVariables(class.Spec.Variables))
@@ -85,8 +85,12 @@ func CheckClassTemplate(class *v1alpha1.InfraClass, schema *tfrunner.ModuleSchem
 		problems = append(problems, p)
 	}
 	fromSecrets := secretInputNames(class.Spec.VariablesFrom)
+	named := map[string]int{}
 	for _, p := range class.Spec.GeneratedPasswords {
 		for _, name := range []string{p.Variable, p.VersionVariable} {
+			if named[name]++; name != "" && named[name] == 2 {
+				problems = append(problems, fmt.Sprintf("variable %q is named twice in generatedPasswords", name))
+			}
 			if _, set := class.Spec.Variables[name]; set && name != "" {
 				problems = append(problems, fmt.Sprintf("variable %q is set by generatedPasswords and by variables", name))
 			}

@@ -39,6 +39,8 @@ func TestCheckClassTemplateGeneratedPasswords(t *testing.T) {
 		{"a variable not declared ephemeral", class(map[string]string{"name": `"x"`, "password": `"p"`, "password_version": `1`},
 			v1alpha1.GeneratedPassword{Variable: "plain"}), `variable "plain" gets a generated password but the module does not declare it ephemeral = true`},
 		{"set by variables too", class(map[string]string{"name": `"x"`, "password_version": `1`}, ok), `variable "password_version" is set by generatedPasswords and by variables`},
+		{"two passwords with one version", class(map[string]string{"name": `"x"`, "plain": `"p"`},
+			ok, v1alpha1.GeneratedPassword{Variable: "plain", VersionVariable: "password_version"}), `variable "password_version" is named twice in generatedPasswords`},
 		{"an undeclared variable", class(map[string]string{"name": `"x"`, "password": `"p"`, "password_version": `1`},
 			v1alpha1.GeneratedPassword{Variable: "nope"}), `"nope"`},
 	}
