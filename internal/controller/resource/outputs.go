@@ -84,8 +84,8 @@ func (r *resourceSecrets) writeConnectionSecret(ctx context.Context, res *v1alph
 // keepConnectionSecret runs on a sync without a run, once the resource was applied: when the
 // connection Secret status records is missing, or the target moved (the claim renamed it), it
 // writes the outputs of the resource's state there (stateOutputs), with its generated passwords,
-// and deletes the old one. A
-// Secret that is present is left as it is: one GET per sync, no state read.
+// and deletes the old one. A Secret that is present is left as it is: one GET per sync, no state
+// read.
 func (r *resourceSecrets) keepConnectionSecret(ctx context.Context, s *resourceScope) error {
 	res := s.res
 	target, owner, err := r.connectionTarget(ctx, res)

@@ -32,9 +32,9 @@ func hasSecretInputs(res *v1alpha1.InfraResource) bool {
 }
 
 // inputsHash is "sha256:" and the hex SHA-256 of a run's Secret inputs: the values of the
-// resource's variablesFrom and env names and of its generated passwords in spec (and nothing else the run's environment holds, such
-// as its per-run state credentials), by name; "" when the resource has none. Status records it,
-// never a value.
+// resource's variablesFrom and env names and of its generated passwords in spec (and nothing else
+// the run's environment holds, such as its per-run state credentials), by name; "" when the
+// resource has none. Status records it, never a value.
 func inputsHash(res *v1alpha1.InfraResource, spec tfrunner.Spec) string {
 	if !hasSecretInputs(res) {
 		return ""
@@ -44,7 +44,7 @@ func inputsHash(res *v1alpha1.InfraResource, spec tfrunner.Spec) string {
 		kind   string
 		inputs []v1alpha1.SecretInput
 		values map[string]string
-	}{{"var", res.Spec.VariablesFrom, spec.SensitiveVariables}, {"env", res.Spec.Env, spec.Env}, {"password", passwordInputs(res), spec.EphemeralVariables}} {
+	}{{"var", res.Spec.VariablesFrom, spec.SensitiveVariables}, {"env", res.Spec.Env, spec.Env}, {"password", passwordNames(res), spec.EphemeralVariables}} {
 		names := make([]string, 0, len(part.inputs))
 		for _, in := range part.inputs {
 			names = append(names, in.Name)
@@ -60,8 +60,8 @@ func inputsHash(res *v1alpha1.InfraResource, spec tfrunner.Spec) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// passwordInputs names the generated passwords' variables as inputs, for inputsHash.
-func passwordInputs(res *v1alpha1.InfraResource) []v1alpha1.SecretInput {
+// passwordNames names the generated passwords' variables as inputs, for inputsHash.
+func passwordNames(res *v1alpha1.InfraResource) []v1alpha1.SecretInput {
 	out := make([]v1alpha1.SecretInput, len(res.Spec.GeneratedPasswords))
 	for i, p := range res.Spec.GeneratedPasswords {
 		out[i].Name = p.Variable
