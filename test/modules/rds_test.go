@@ -99,6 +99,7 @@ var _ = Describe("aws-rds through a claim, planned with fake credentials and end
 			"module.main.aws_security_group.this: create",
 		))
 		Expect(plan.Summary.Add).To(BeNumerically(">=", 4))
+		Expect(plan.Changes).NotTo(ContainElement(ContainSubstring("random_password")), "the password is the controller's, not in state")
 
 		By("the plan's rendering has the claim's sizes and the class's choices, and no password")
 		pw := &corev1.Secret{}
