@@ -22,14 +22,10 @@ import (
 //
 // extra are further terraform-exec options (Reattach, for warm providers).
 func (w *Workspace) ApplyJSON(ctx context.Context, onCreate CreateStartFunc, extra ...tfexec.ApplyOption) (*StreamResult, error) {
-	opts := []tfexec.ApplyOption{tfexec.VarFile(varsFile)}
-	eph, done, err := w.writeEphemeralVars()
+	opts, done, err := varFiles[tfexec.ApplyOption](w, true)
 	defer done()
 	if err != nil {
 		return nil, err
-	}
-	if eph != nil {
-		opts = append(opts, eph)
 	}
 	return w.streamApply(ctx, onCreate, append(opts, extra...)...)
 }
@@ -96,15 +92,12 @@ func (w *Workspace) DriftCheck(ctx context.Context) (*StreamResult, error) {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	planOpts := []tfexec.PlanOption{tfexec.VarFile(varsFile), tfexec.Lock(false)}
-	eph, done, err := w.writeEphemeralVars()
+	planOpts, done, err := varFiles[tfexec.PlanOption](w, true)
 	defer done()
 	if err != nil {
 		return nil, err
 	}
-	if eph != nil {
-		planOpts = append(planOpts, eph)
-	}
+	planOpts = append(planOpts, tfexec.Lock(false))
 	hasChanges, runErr := tf.PlanJSON(ctx, &buf, planOpts...)
 	res, _ := ReadStream(&buf)
 	if runErr != nil {

@@ -193,6 +193,23 @@ func (w *Workspace) writeVars() error {
 	return writeFileAtomic(filepath.Join(w.dir, varsFile), data, 0o600)
 }
 
+// varFiles returns the -var-file options of one command that evaluates the configuration, as
+// the command's option type O (terraform-exec's VarFileOption is an option of plan, apply,
+// destroy and import alike): the variables file when withVars (not for a saved plan's apply,
+// whose values are the plan's), and the file of the ephemeral variables written for this command
+// (writeEphemeralVars). done deletes the latter and must be called when the command ends, also
+// after an error.
+func varFiles[O any](w *Workspace, withVars bool) (opts []O, done func(), err error) {
+	if withVars {
+		opts = append(opts, any(tfexec.VarFile(varsFile)).(O))
+	}
+	eph, done, err := w.writeEphemeralVars()
+	if eph != nil {
+		opts = append(opts, any(eph).(O))
+	}
+	return opts, done, err
+}
+
 // writeEphemeralVars writes the spec's ephemeral variables into ephemeralVarsFile (JSON, mode
 // 0600) for one command and returns the -var-file option for it — nil when the spec has none —
 // and done, which deletes the file and must be called when the command ends. A file a killed

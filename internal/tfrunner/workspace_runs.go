@@ -61,15 +61,12 @@ func (w *Workspace) Plan(ctx context.Context, opts PlanOptions) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	planOpts := []tfexec.PlanOption{tfexec.Out(planFile), tfexec.VarFile(varsFile)}
-	eph, done, err := w.writeEphemeralVars()
+	planOpts, done, err := varFiles[tfexec.PlanOption](w, true)
 	defer done()
 	if err != nil {
 		return nil, err
 	}
-	if eph != nil {
-		planOpts = append(planOpts, eph)
-	}
+	planOpts = append(planOpts, tfexec.Out(planFile))
 	if opts.Destroy {
 		planOpts = append(planOpts, tfexec.Destroy(true))
 	}
@@ -102,16 +99,14 @@ func (w *Workspace) Apply(ctx context.Context, p *Plan, log io.Writer, onCreate 
 	if p == nil {
 		return nil, errors.New("apply: no plan")
 	}
-	// A saved plan holds no ephemeral variable's value: the apply is given them again.
-	applyOpts := []tfexec.ApplyOption{tfexec.DirOrPlan(planFile)}
-	eph, done, err := w.writeEphemeralVars()
+	// A saved plan holds no ephemeral variable's value: the apply is given them again (the other
+	// variables' values are the plan's).
+	applyOpts, done, err := varFiles[tfexec.ApplyOption](w, false)
 	defer done()
 	if err != nil {
 		return nil, err
 	}
-	if eph != nil {
-		applyOpts = append(applyOpts, eph)
-	}
+	applyOpts = append(applyOpts, tfexec.DirOrPlan(planFile))
 	res, err := w.streamApply(ctx, onCreate, applyOpts...)
 	if res == nil {
 		return nil, err
@@ -145,14 +140,10 @@ func (w *Workspace) Destroy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	destroyOpts := []tfexec.DestroyOption{tfexec.VarFile(varsFile)}
-	eph, done, err := w.writeEphemeralVars()
+	destroyOpts, done, err := varFiles[tfexec.DestroyOption](w, true)
 	defer done()
 	if err != nil {
 		return err
-	}
-	if eph != nil {
-		destroyOpts = append(destroyOpts, eph)
 	}
 	return classify("destroy", tf.Destroy(ctx, destroyOpts...))
 }
@@ -164,14 +155,10 @@ func (w *Workspace) Import(ctx context.Context, address, id string) error {
 	if err != nil {
 		return err
 	}
-	importOpts := []tfexec.ImportOption{tfexec.VarFile(varsFile)}
-	eph, done, err := w.writeEphemeralVars()
+	importOpts, done, err := varFiles[tfexec.ImportOption](w, true)
 	defer done()
 	if err != nil {
 		return err
-	}
-	if eph != nil {
-		importOpts = append(importOpts, eph)
 	}
 	return classify("import", tf.Import(ctx, ModuleAddress(address), id, importOpts...))
 }

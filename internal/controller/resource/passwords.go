@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -226,9 +227,9 @@ func withPasswords(res *v1alpha1.InfraResource, outs map[string]tfrunner.Output,
 	if len(res.Spec.GeneratedPasswords) == 0 {
 		return outs
 	}
-	all := make(map[string]tfrunner.Output, len(outs)+len(res.Spec.GeneratedPasswords))
-	for k, v := range outs {
-		all[k] = v
+	all := maps.Clone(outs)
+	if all == nil {
+		all = map[string]tfrunner.Output{}
 	}
 	for _, p := range res.Spec.GeneratedPasswords {
 		if pw, ok := passwords[p.Variable]; ok {
