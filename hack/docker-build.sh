@@ -8,11 +8,14 @@
 #                                     empty: the offline base (hack/base-image.sh)
 #   PROVIDER_MIRROR=true              bake the provider mirror (hack/tools.sh providers) into the
 #                                     image and point TF_CLI_CONFIG_FILE at it (`prebuilt-mirror`)
+#   CLOUD_PROVIDERS_IN_IMAGE="aws"    cloud providers to bake in too, when built (hack/tools.sh
+#                                     aws-provider): make test-e2e's workload identity image
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 IMG=${IMG:-conductor-tf/controller:dev}
 BASE_IMAGE=${BASE_IMAGE:-}
 PROVIDER_MIRROR=${PROVIDER_MIRROR:-false}
+CLOUD_PROVIDERS_IN_IMAGE=${CLOUD_PROVIDERS_IN_IMAGE:-}
 log() { printf '[docker-build] %s\n' "$*" >&2; }
 start=$(date +%s)
 
@@ -34,9 +37,12 @@ if [[ $PROVIDER_MIRROR == true ]]; then
   target=prebuilt-mirror
   # The image runs OpenTofu, which installs hashicorp/* from registry.opentofu.org: only that
   # hostname's plugins go in (a module naming registry.terraform.io/… installs from there).
-  # The cloud providers (make test-modules builds them into the same mirror: 1 GB with aws) stay out.
+  # The cloud providers (make test-modules builds them into the same mirror: 1 GB with aws) stay out
+  # unless CLOUD_PROVIDERS_IN_IMAGE names them.
   for dir in "$CONDUCTOR_TF_PROVIDER_MIRROR"/registry.opentofu.org/*/*; do
-    [[ " $CONDUCTOR_TF_CLOUD_PROVIDERS " == *" $(basename "$dir") "* ]] && continue
+    if [[ " $CONDUCTOR_TF_CLOUD_PROVIDERS " == *" $(basename "$dir") "* && " $CLOUD_PROVIDERS_IN_IMAGE " != *" $(basename "$dir") "* ]]; then
+      continue
+    fi
     ns=$stage/providers/mirror/registry.opentofu.org/$(basename "$(dirname "$dir")")
     mkdir -p "$ns"; cp -a "$dir" "$ns/"
   done

@@ -11,6 +11,10 @@
 # E2E_KEEP_CLUSTER=1     keep the cluster afterwards (its kubeconfig is printed)
 # E2E_FOCUS=regexp       run only the specs whose text matches
 # E2E_TIMEOUT=60m        the suite's go test -timeout
+#
+# Where the aws provider is built (hack/tools.sh aws-provider; CI does not build it), a second
+# controller image with it in its mirror (E2E_AWS_IMG) is loaded too, for the runner pool of the
+# workload identity spec; without it that spec is skipped.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,6 +62,15 @@ IMG=$IMG PROVIDER_MIRROR=true "$ROOT/hack/docker-build.sh"
 (cd "$ROOT" && make --no-print-directory build-installer IMG="$IMG" >/dev/null)
 info "built in $(( $(date +%s) - t ))s"
 
+AWS_IMG=
+if "$ROOT/hack/tools.sh" aws-provider-built; then
+  step "Controller image with the aws provider (the workload identity spec's runner pool)"
+  t=$(date +%s)
+  AWS_IMG=${IMG%:*}:e2e-aws
+  IMG=$AWS_IMG PROVIDER_MIRROR=true CLOUD_PROVIDERS_IN_IMAGE=aws "$ROOT/hack/docker-build.sh"
+  info "built in $(( $(date +%s) - t ))s"
+fi
+
 step "The rook-minio module's images (the MinIO server, cmd/s3client)"
 t=$(date +%s)
 mapfile -t WORKLOAD_IMAGES < <("$ROOT/hack/workload-images.sh")
@@ -74,11 +87,11 @@ kind_ create cluster --name "$CLUSTER" --image "$NODE_IMAGE" --config "$ROOT/tes
   --kubeconfig "$KUBECONFIG_E2E" --wait 5m
 info "created in $(( $(date +%s) - t ))s"
 t=$(date +%s)
-kind_ load docker-image "$IMG" "${WORKLOAD_IMAGES[@]}" --name "$CLUSTER"
+kind_ load docker-image "$IMG" ${AWS_IMG:+"$AWS_IMG"} "${WORKLOAD_IMAGES[@]}" --name "$CLUSTER"
 info "image loaded in $(( $(date +%s) - t ))s"
 
 step "The e2e suite"
 cd "$ROOT"
-E2E_KUBECONFIG=$KUBECONFIG_E2E E2E_IMG=$IMG E2E_CLUSTER=$CLUSTER \
+E2E_KUBECONFIG=$KUBECONFIG_E2E E2E_IMG=$IMG E2E_AWS_IMG=$AWS_IMG E2E_CLUSTER=$CLUSTER \
   go test -tags e2e ./test/e2e -count 1 -timeout "${E2E_TIMEOUT:-60m}" -v \
   -args -ginkgo.v ${E2E_FOCUS:+-ginkgo.focus="$E2E_FOCUS"}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds conductor-tf's real parts from the Go module proxy into a cache outside the repository.
 #
-#   hack/tools.sh [all|k8s|tofu|providers|cloud-providers|controller-gen|proto|kind|minio|cloud-providers-built|env]
+#   hack/tools.sh [all|k8s|tofu|providers|cloud-providers|controller-gen|proto|kind|minio|cloud-providers-built|aws-provider|aws-provider-built|env]
 #
 # `proto` (make generate-proto, and make test's verify-proto) builds buf, protoc-gen-go and
 # protoc-gen-go-grpc: buf compiles the .proto files itself (no protoc) and runs the two plugins as
@@ -11,6 +11,9 @@
 # kubelet, kubeadm, kube-scheduler, kube-proxy, CoreDNS and local-path-provisioner.
 #
 # `minio` (for make workload-images) builds the MinIO server that the rook-minio module runs.
+#
+# `aws-provider` builds the aws provider alone (make test-e2e's workload identity spec runs only
+# where it is built; `cloud-providers` builds it with google for make test-modules).
 #
 # Everything is version-pinned below, idempotent (a stamp file per part) and reused between runs.
 # Nothing is downloaded from anywhere but the Go module proxy.
@@ -283,6 +286,26 @@ build_cloud_providers() {
   link_opentofu_mirror
 }
 
+# build_aws_provider: only the aws provider of CLOUD_PROVIDERS (the e2e suite's workload identity
+# spec applies a bucket with it through MinIO's STS; about 30 minutes cold on one core). It builds
+# under a lock of its own, so that a make test beside it does not wait for it.
+build_aws_provider() {
+  local entry name mod pseudo ver
+  for entry in "${CLOUD_PROVIDERS[@]}"; do
+    read -r name mod pseudo <<<"$entry"
+    [[ $name == aws ]] || continue
+    local src; src=$(go mod download -json "$mod@$pseudo" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+    ver=$(sed -n 's/^## \([0-9][0-9.]*\).*/\1/p' "$src/CHANGELOG.md" | head -1)
+    [[ -n $ver ]] || { log "no release heading in $mod's CHANGELOG"; return 1; }
+    build_provider "$name" "$mod" "$pseudo" "$ver"
+  done
+}
+
+# aws_provider_built: exit 0 when the aws provider is in the mirror.
+aws_provider_built() {
+  compgen -G "$MIRROR/registry.terraform.io/hashicorp/aws/*/${GOOS}_$GOARCH/terraform-provider-aws_v*" >/dev/null
+}
+
 # cloud_providers_built: exit 0 when `cloud-providers` has built everything it builds (.ci/run runs
 # make test-modules only then: google and aws took 52 minutes here, cold, on 2 cores).
 cloud_providers_built() {
@@ -394,11 +417,13 @@ case "${1:-all}" in
   providers) locked providers build_providers ;;
   cloud-providers) locked providers build_providers build_cloud_providers; locked fake-gcs build_fake_gcs ;;
   cloud-providers-built) cloud_providers_built ;;
+  aws-provider) locked aws-provider build_aws_provider; locked providers link_opentofu_mirror ;;
+  aws-provider-built) aws_provider_built ;;
   controller-gen) locked controller-gen build_controller_gen ;;
   proto) locked proto build_proto ;;
   helm) locked helm build_helm ;;
   kind) locked k8s build_k8s; locked k8s-node build_k8s_node; locked kind build_kind; locked local-path build_local_path ;;
   minio) locked minio build_minio ;;
   env) print_env ;;
-  *) echo "usage: $0 [all|k8s|tofu|providers|cloud-providers|controller-gen|proto|helm|kind|minio|cloud-providers-built|env]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|k8s|tofu|providers|cloud-providers|controller-gen|proto|helm|kind|minio|cloud-providers-built|aws-provider|aws-provider-built|env]" >&2; exit 2 ;;
 esac

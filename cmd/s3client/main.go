@@ -8,6 +8,8 @@
 //	s3client get KEY                        print an object
 //	s3client list                           print the bucket's keys, one a line
 //	s3client roundtrip KEY TEXT             put, list and get back; fail unless all three agree
+//	s3client bucket-exists                  print true or false
+//	s3client add-policy NAME JSON           create or replace a MinIO IAM policy (admin API)
 //
 // Where to connect comes from a connection Secret mounted as a directory (--secret-dir, files
 // endpoint, bucket, access_key, secret_key: the module's outputs) or from the environment
@@ -41,7 +43,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	secretDir := fs.String("secret-dir", "", "a mounted connection Secret: files endpoint, bucket, access_key, secret_key")
 	wait := fs.Duration("wait", 0, "how long to retry while the server does not answer yet (e.g. 2m)")
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: s3client [--secret-dir DIR] [--wait D] make-bucket|put KEY TEXT|get KEY|list|roundtrip KEY TEXT")
+		fmt.Fprintln(stderr, "usage: s3client [--secret-dir DIR] [--wait D] make-bucket|put KEY TEXT|get KEY|list|roundtrip KEY TEXT|bucket-exists|add-policy NAME JSON")
 		return 2
 	}
 	cmd, rest := args[0], args[1:]
@@ -64,7 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	if err := dispatch(ctx, store, cmd, fs.Args(), stdout); err != nil {
+	if err := dispatch(ctx, store, conn, cmd, fs.Args(), stdout); err != nil {
 		fmt.Fprintln(stderr, "s3client:", err)
 		var usage usageError
 		if errors.As(err, &usage) {
@@ -80,8 +82,8 @@ type usageError string
 func (e usageError) Error() string { return string(e) }
 
 // dispatch runs one command against store.
-func dispatch(ctx context.Context, store *store, cmd string, args []string, out io.Writer) error {
-	want := map[string]int{"make-bucket": 0, "put": 2, "get": 1, "list": 0, "roundtrip": 2}
+func dispatch(ctx context.Context, store *store, conn connection, cmd string, args []string, out io.Writer) error {
+	want := map[string]int{"make-bucket": 0, "put": 2, "get": 1, "list": 0, "roundtrip": 2, "bucket-exists": 0, "add-policy": 2}
 	n, ok := want[cmd]
 	if !ok {
 		return usageError(fmt.Sprintf("unknown command %q", cmd))
@@ -121,6 +123,17 @@ func dispatch(ctx context.Context, store *store, cmd string, args []string, out 
 		}
 	case "roundtrip":
 		return store.roundtrip(ctx, args[0], args[1], out)
+	case "bucket-exists":
+		exists, err := store.bucketExists(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(out, exists)
+	case "add-policy":
+		if err := store.addPolicy(ctx, conn, args[0], args[1]); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "policy %s written at %s\n", args[0], store.endpoint)
 	}
 	return nil
 }

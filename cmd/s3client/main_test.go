@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,5 +57,41 @@ func TestRunUsageErrors(t *testing.T) {
 		if code := run(context.Background(), args, &out, &errs); code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", args, code, errs.String())
 		}
+	}
+}
+
+func TestAddPolicySignsAnAdminRequest(t *testing.T) {
+	var got *http.Request
+	var body string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r
+		b, _ := io.ReadAll(r.Body)
+		body = string(b)
+		if r.URL.Query().Get("name") == "refused" {
+			http.Error(w, `{"Code":"XMinioAdminNoSuchPolicy"}`, http.StatusBadRequest)
+		}
+	}))
+	defer srv.Close()
+	c := connection{Endpoint: srv.URL, Bucket: "b", AccessKey: "root", SecretKey: "secret"}
+	s, err := newStore(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"Version":"2012-10-17","Statement":[]}`
+	if err := s.addPolicy(context.Background(), c, "system:serviceaccount:ns:sa", doc); err != nil {
+		t.Fatal(err)
+	}
+	if got.Method != http.MethodPut || got.URL.Path != "/minio/admin/v3/add-canned-policy" ||
+		got.URL.Query().Get("name") != "system:serviceaccount:ns:sa" || body != doc {
+		t.Errorf("sent %s %s %q", got.Method, got.URL, body)
+	}
+	if a := got.Header.Get("Authorization"); !strings.HasPrefix(a, "AWS4-HMAC-SHA256 Credential=root/") {
+		t.Errorf("Authorization %q: want a Signature V4 of the connection's user", a)
+	}
+	if err := s.addPolicy(context.Background(), c, "refused", doc); err == nil || !strings.Contains(err.Error(), "400") {
+		t.Errorf("a refusal: got %v, want the server's status", err)
+	}
+	if err := s.addPolicy(context.Background(), c, "p", "not json"); err == nil {
+		t.Error("a document that is not JSON was sent")
 	}
 }
