@@ -22,7 +22,7 @@ import (
 type bench struct {
 	dir    string
 	env    *harness.Env
-	k8s    client.Client
+	k8s    client.WithWatch
 	ctx    context.Context
 	module string
 	tofu   string
@@ -37,7 +37,11 @@ func startBench(t *testing.T) *bench {
 	if b.env, err = harness.Start(b.dir, harness.CRDDir()); err != nil {
 		t.Fatal(err)
 	}
-	if b.k8s, err = b.env.Client(); err != nil {
+	k8s, err := b.env.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.k8s, err = client.NewWithWatch(b.env.Config, client.Options{Scheme: k8s.Scheme()}); err != nil {
 		t.Fatal(err)
 	}
 	for _, ns := range []string{stateNamespace, "bench", "baseline"} {
