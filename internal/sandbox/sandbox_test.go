@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestMain(m *testing.M) {
@@ -175,8 +176,17 @@ func TestSandboxKeepsOtherProcessesOutOfReach(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	// Unconfined, the same user reads the holder's environment: the checks below can fail.
-	if out, err := read(nil, "/bin/cat", proc+"/environ"); err != nil || !strings.Contains(out, "held-by-the-manager") {
+	// Unconfined, the same user reads the holder's environment: the checks below can fail. Start
+	// returns once execve has closed the child's close-on-exec pipe, before the kernel has set up the
+	// new environment's addresses, so environ reads empty for a moment on a busy machine (seen in CI).
+	var out string
+	for range 50 {
+		if out, err = read(nil, "/bin/cat", proc+"/environ"); err != nil || out != "" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil || !strings.Contains(out, "held-by-the-manager") {
 		t.Fatalf("without the sandbox, %s/environ: %q, %v", proc, out, err)
 	}
 	for _, p := range []string{proc + "/environ", proc + "/mem", proc + "/root/etc/hostname"} {
