@@ -172,7 +172,8 @@ var _ = Describe("Workload identity on the cluster: MinIO's STS verifies each ru
 		}{
 			{"e2e-sts-other", "E2EStsOther", "None of the given policies (`system:serviceaccount:" + system + ":" + other + "`) are defined",
 				&v1alpha1.WorkloadIdentity{ServiceAccountName: other, Audience: audience, AWS: &v1alpha1.AWSWorkloadIdentity{RoleARN: roleARN}}},
-			{"e2e-sts-audience", "E2EStsAudience", "`aud` claim invalid",
+			// MinIO checks aud, then azp, against its client ID, and names the last.
+			{"e2e-sts-audience", "E2EStsAudience", "must match configured OpenID Client ID",
 				&v1alpha1.WorkloadIdentity{ServiceAccountName: granted, AWS: &v1alpha1.AWSWorkloadIdentity{RoleARN: roleARN}}},
 		}
 		for _, c := range cases {
