@@ -130,7 +130,8 @@ var _ = Describe("Workload identity on the cluster: MinIO's STS verifies each ru
 		root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: stsNS},
 			StringData: map[string]string{"endpoint": endpoint, "bucket": "unused", "access_key": rootUser, "secret_key": rootPassword}}
 		Expect(k8s.Create(ctx, root)).To(Succeed())
-		s3(stsNS, root.Name, "add-policy", subject, policy)
+		// --wait: the Service may not route to the ready pod yet (connection refused, seen in CI).
+		s3(stsNS, root.Name, "add-policy", "--wait", "2m", subject, policy)
 
 		for _, sa := range []string{granted, other, pool + "-runner"} {
 			account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: system, Name: sa}}

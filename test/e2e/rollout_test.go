@@ -97,7 +97,7 @@ func rolloutDuringCreates(kind, prefix string) {
 	for _, c := range claims {
 		Expect(ledgerEntries(c)).To(Equal(1), "claim %s: created once", c.Name)
 	}
-	Expect(locksHeld()).To(BeEmpty())
+	Expect(locksHeld(claims...)).To(BeEmpty())
 }
 
 // boundResource is the claim's resource once bound, or nil.
