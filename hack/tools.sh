@@ -275,31 +275,31 @@ link_opentofu_mirror() {
 }
 
 build_cloud_providers() {
-  local entry name mod pseudo ver
+  local entry
   for entry in "${CLOUD_PROVIDERS[@]}"; do
-    read -r name mod pseudo <<<"$entry"
-    local src; src=$(go mod download -json "$mod@$pseudo" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
-    ver=$(sed -n 's/^## \([0-9][0-9.]*\).*/\1/p' "$src/CHANGELOG.md" | head -1)
-    [[ -n $ver ]] || { log "no release heading in $mod's CHANGELOG"; return 1; }
-    build_provider "$name" "$mod" "$pseudo" "$ver"
+    build_cloud_provider "${entry%% *}"
   done
   link_opentofu_mirror
 }
 
-# build_aws_provider: only the aws provider of CLOUD_PROVIDERS (the e2e suite's workload identity
-# spec applies a bucket with it through MinIO's STS; about 30 minutes cold on one core). It builds
-# under a lock of its own, so that a make test beside it does not wait for it.
-build_aws_provider() {
+# build_cloud_provider NAME: the provider NAME of CLOUD_PROVIDERS, published as the newest release
+# in its commit's CHANGELOG.
+build_cloud_provider() {
   local entry name mod pseudo ver
   for entry in "${CLOUD_PROVIDERS[@]}"; do
     read -r name mod pseudo <<<"$entry"
-    [[ $name == aws ]] || continue
+    [[ $name == "$1" ]] || continue
     local src; src=$(go mod download -json "$mod@$pseudo" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
     ver=$(sed -n 's/^## \([0-9][0-9.]*\).*/\1/p' "$src/CHANGELOG.md" | head -1)
     [[ -n $ver ]] || { log "no release heading in $mod's CHANGELOG"; return 1; }
     build_provider "$name" "$mod" "$pseudo" "$ver"
   done
 }
+
+# build_aws_provider: only the aws provider (the e2e suite's workload identity spec applies a bucket
+# with it through MinIO's STS; about 30 minutes cold on one core). It builds under a lock of its
+# own, so that a make test beside it does not wait for it.
+build_aws_provider() { build_cloud_provider aws; }
 
 # aws_provider_built: exit 0 when the aws provider is in the mirror.
 aws_provider_built() {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/minio/minio-go/v7/pkg/signer"
 )
@@ -28,13 +29,12 @@ func (s *store) addPolicy(ctx context.Context, c connection, name, document stri
 	u := *s.client.EndpointURL()
 	u.Path = "/minio/admin/v3/add-canned-policy"
 	u.RawQuery = url.Values{"name": {name}}.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u.String(), bytes.NewReader([]byte(document)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u.String(), strings.NewReader(document))
 	if err != nil {
 		return err
 	}
 	sum := sha256.Sum256([]byte(document))
 	req.Header.Set("X-Amz-Content-Sha256", hex.EncodeToString(sum[:]))
-	req.ContentLength = int64(len(document))
 	signed := signer.SignV4(*req, c.AccessKey, c.SecretKey, "", "us-east-1")
 	resp, err := http.DefaultClient.Do(signed)
 	if err != nil {

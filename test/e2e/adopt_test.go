@@ -48,11 +48,7 @@ var _ = Describe("The leader SIGKILLed mid-create on a runner pool of 2", Ordere
 			kubectl("-n", system, "scale", "deployment/"+deployment, "--replicas=1")
 			kubectl("-n", system, "rollout", "status", "deployment/"+deployment, "--timeout=5m")
 		})
-		eventually(func() int32 {
-			got := &v1alpha1.InfraRunnerPool{}
-			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
-			return got.Status.ConnectedRunners
-		}).Should(BeNumerically("==", 2), "both runner pods connect to the leader")
+		waitConnected(p, 2)
 	})
 
 	It("the next leader adopts the run: the same run finishes, each object created once, no hold, no lock", func() {

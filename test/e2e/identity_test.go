@@ -140,13 +140,7 @@ var _ = Describe("Workload identity on the cluster: MinIO's STS verifies each ru
 		}
 		p := &v1alpha1.InfraRunnerPool{ObjectMeta: metav1.ObjectMeta{Name: pool},
 			Spec: v1alpha1.InfraRunnerPoolSpec{Replicas: ptr.To[int32](1), Concurrency: 1, Image: awsImage, ServiceAccountName: pool + "-runner"}}
-		Expect(k8s.Create(ctx, p)).To(Succeed())
-		DeferCleanup(func() { _ = k8s.Delete(ctx, p) })
-		eventually(func() int32 {
-			got := &v1alpha1.InfraRunnerPool{}
-			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
-			return got.Status.ConnectedRunners
-		}).Should(BeNumerically("==", 1), "the pool's runner connects to the manager")
+		createPool(p, 1)
 	})
 
 	It("a run's AWS provider, given only its ServiceAccount's token, assumes the role and creates the bucket; the destroy deletes it", func() {

@@ -44,6 +44,23 @@ func runnerLogs(pool string) map[string]string {
 	return out
 }
 
+// createPool creates the runner pool p (deleted when the spec's container ends) and waits until
+// its runners, replicas of them, have connected to the manager.
+func createPool(p *v1alpha1.InfraRunnerPool, runners int32) {
+	Expect(k8s.Create(ctx, p)).To(Succeed())
+	DeferCleanup(func() { _ = k8s.Delete(ctx, p) })
+	waitConnected(p, runners)
+}
+
+// waitConnected waits until the pool's status counts runners connected to the manager (the leader).
+func waitConnected(p *v1alpha1.InfraRunnerPool, runners int32) {
+	eventually(func() int32 {
+		got := &v1alpha1.InfraRunnerPool{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
+		return got.Status.ConnectedRunners
+	}).Should(Equal(runners), "the pool's runners connect to the manager")
+}
+
 // pooledClaimReady publishes class (kind, the suite's module, its variable name from the claim) on
 // pool, claims it as name in a new namespace of prefix, and returns the claim once Ready is True.
 func pooledClaimReady(pool, class, kind, module, prefix, name string) *v1alpha1.InfraClaim {
@@ -81,13 +98,7 @@ var _ = Describe("Runner pools on the cluster", Ordered, func() {
 				Volumes: []corev1.Volume{{Name: "e2e-pool", VolumeSource: corev1.VolumeSource{
 					ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "e2e-pool"}}}}},
 				VolumeMounts: []v1alpha1.RunnerVolumeMount{{Name: "e2e-pool", MountPath: "/etc/e2e-pool"}}}}
-		Expect(k8s.Create(ctx, p)).To(Succeed())
-		DeferCleanup(func() { _ = k8s.Delete(ctx, p) })
-		eventually(func() int32 {
-			got := &v1alpha1.InfraRunnerPool{}
-			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(p), got)).To(Succeed())
-			return got.Status.ConnectedRunners
-		}).Should(BeNumerically("==", 2), "both runner pods connect to the manager")
+		createPool(p, 2)
 	})
 
 	It("provisions and reclaims a class's claim in a runner pod, whose local-exec finds no Kubernetes credentials", func() {
