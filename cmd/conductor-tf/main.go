@@ -59,6 +59,7 @@ type options struct {
 	sandboxRead            string
 	sandboxWrite           string
 	runEnv                 string
+	shardBuckets           int
 }
 
 // defaultWarmProviders are the providers kept warm unless --warm-providers says otherwise: those
@@ -125,6 +126,7 @@ func main() {
 	flag.StringVar(&o.sandboxRead, "run-sandbox-read", "", sandboxReadUsage)
 	flag.StringVar(&o.sandboxWrite, "run-sandbox-write", "", sandboxWriteUsage)
 	flag.StringVar(&o.runEnv, "run-env", "", runEnvUsage)
+	flag.IntVar(&o.shardBuckets, "shard-buckets", 0, shardFlagUsage)
 	zapOpts := zap.Options{Development: true}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

@@ -31,6 +31,7 @@ import (
 	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/runners"
+	"github.com/conductor-tf/conductor-tf/internal/shard"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
@@ -56,6 +57,7 @@ type manager struct {
 	stateServer *statebackend.Server
 	runs        *runners.Router
 	adopter     *adopterRef
+	shard       *shard.Coordinator // nil: no sharding (--shard-buckets=0)
 }
 
 // run is the manager's life: it builds the process (the steps below), starts it, and on its end
@@ -68,6 +70,9 @@ func run(o options) error {
 		return err
 	}
 	if err := m.newManager(); err != nil {
+		return err
+	}
+	if err := m.newShard(); err != nil {
 		return err
 	}
 	if err := m.newRunPool(context.Background()); err != nil {
@@ -224,7 +229,10 @@ func (m *manager) startStateServer(ctx context.Context) error {
 	m.stateServer.OnPending = func(suffix string, _ []byte, err error) {
 		stateLog.Error(err, "a run's state could not be saved; it is kept until it is", "state", suffix)
 	}
-	if m.o.leaderElect {
+	switch {
+	case m.shard != nil: // every replica serves the runs of its share
+		m.stateServer.Serves = m.servesRun
+	case m.o.leaderElect:
 		m.stateServer.Leading = m.leader.Leading
 	}
 	if err := m.stateServer.Start(ctx, m.o.stateServerAddr); err != nil {
@@ -301,6 +309,9 @@ func (m *manager) setupReconcilers() error {
 		MaxConcurrentDriftChecks: o.driftChecks, StaleLockAfter: o.staleLockAfter,
 		SyncInterval: o.syncInterval, SecretCheckInterval: o.secretCheck, KeepRunLogs: o.keepRunLogs, MaxConcurrentReconciles: o.resourceWorkers,
 	}
+	if m.shard != nil {
+		resources.Shard = m.shard
+	}
 	if err := resources.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -326,7 +337,7 @@ func (m *manager) setupReconcilers() error {
 // processes are killed at once and every credential revoked; then drain.
 func (m *manager) stop(err error) {
 	m.drainer.Interrupt()
-	if lostLeadership(err) {
+	if lostLeadership(err) || lostMembership(err) {
 		// Another replica may lead already: this one's runs stop at once (SIGKILL, no grace; what
 		// they had started creating is in doubt, and the next leader resolves it), and with them
 		// every credential this process issued (the state server refuses them already).

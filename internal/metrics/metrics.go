@@ -26,6 +26,10 @@
 //	conductor_tf_leader                                  gauge      1 while this manager is the leader
 //	conductor_tf_sync_interval_seconds                   gauge      the manager's --sync-interval
 //	conductor_tf_run_sandbox_info{mode,abi,signals_scoped,sockets_mediated}  gauge  how runs are confined
+//	conductor_tf_shard_members                           gauge      live replicas sharing resources (--shard-buckets)
+//	conductor_tf_shard_buckets{state}                    gauge      buckets held, releasing, total (this replica)
+//	conductor_tf_shard_reconciles_in_flight              gauge      resource reconciles under way in its buckets
+//	conductor_tf_shard_resources                         gauge      InfraResources in its buckets: its share
 //
 // The run's wait in line (conductor_tf_run_wait_seconds) and its duration
 // (conductor_tf_run_duration_seconds) are apart: a run's duration starts when it got its slot.

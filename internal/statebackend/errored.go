@@ -47,12 +47,15 @@ func (s *Server) KeepErrored(ctx context.Context, runID string, state []byte) er
 	if err != nil {
 		return &InvalidStateError{Err: err}
 	}
-	if !s.leads() {
-		return errNotLeading
-	}
 	rn, live := s.creds.find(runID)
 	if rn == nil {
+		if s.Leading != nil && !s.Leading() {
+			return errNotLeading
+		}
 		return &ErroredStateRefusedError{RunID: runID, Reason: "no run of that ID holds credentials of this state server"}
+	}
+	if err := s.leads(rn); err != nil {
+		return err
 	}
 	done := s.turns.take(rn.suffix)
 	defer done()

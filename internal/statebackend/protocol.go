@@ -24,8 +24,8 @@ type protocol struct {
 	pending *pendingStates
 	written *writtenStates
 	turns   *stateTurns
-	// leads says whether this process may serve its runs now (Server.Leading).
-	leads func() bool
+	// leads says whether this process may serve a run now, or why not (Server.leads).
+	leads func(rn *run) error
 	// onError is told of every request refused or failed once its run was authenticated
 	// (Server.OnError).
 	onError func(runID, suffix string, status int, err error)
@@ -90,8 +90,8 @@ func (p *protocol) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	done := p.turns.take(suffix)
 	defer done()
 	// Checked once the request's turn came (it may have waited behind another's).
-	if p.leads != nil && !p.leads() {
-		p.fail(w, rn, suffix, &httpError{status: http.StatusServiceUnavailable, err: errNotLeading})
+	if err := p.leads(rn); err != nil {
+		p.fail(w, rn, suffix, &httpError{status: http.StatusServiceUnavailable, err: err})
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), requestTimeout)

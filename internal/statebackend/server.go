@@ -60,6 +60,12 @@ type Server struct {
 	// write what that one's runs read. Nil: always leading (no leader election). Set it before
 	// Start.
 	Leading func() bool
+	// Serves, when set, says whether this process may serve a run whose state carries these labels
+	// now: with sharding, whether it holds the bucket of the run's resource (LabelResource) and
+	// renewed its membership in time. While it does not, the run's requests are refused with 503
+	// and no errored state of it is kept, as when leadership lapsed. Nil: every run. Set it before
+	// Start.
+	Serves func(labels map[string]string) bool
 
 	store   *Store
 	creds   *credentials
@@ -94,11 +100,25 @@ func NewServer(kube kubernetes.Interface, namespace string, historyLimit int) *S
 	return s
 }
 
-// leads reports whether this process may serve its runs (Leading; always without it).
-func (s *Server) leads() bool { return s.Leading == nil || s.Leading() }
+// leads reports whether this process may serve run rn now: it leads (Leading; always without it)
+// and serves its resource's share (Serves; always without it). It returns nil or the reason why
+// not (errNotLeading, errNotServing).
+func (s *Server) leads(rn *run) error {
+	if s.Leading != nil && !s.Leading() {
+		return errNotLeading
+	}
+	if s.Serves != nil && !s.Serves(rn.labels) {
+		return errNotServing
+	}
+	return nil
+}
 
 // errNotLeading refuses the requests of runs while this process's leadership has lapsed.
 var errNotLeading = errors.New("this controller no longer leads (its leader election lease was not renewed in time): its runs may not read or write state")
+
+// errNotServing refuses the requests of a run whose resource's bucket this replica no longer holds
+// (or whose membership has lapsed): another replica may serve that resource already.
+var errNotServing = errors.New("this controller replica no longer serves this resource's share (its bucket moved, or its membership was not renewed in time): its runs may not read or write state")
 
 // Store is the store the server serves.
 func (s *Server) Store() *Store { return s.store }

@@ -244,3 +244,34 @@ func TestLapsedLeaderServesNoRun(t *testing.T) {
 		t.Errorf("lock after RevokeAll: %+v; want released", l)
 	}
 }
+
+// Issue 51: with sharding, a run is served only while this replica serves its resource's share
+// (Serves, asked with the run's labels): another replica's run, or one whose bucket moved, is
+// refused (503) and keeps no errored state; the runs of the share still held are served.
+func TestRunOutsideTheShareIsRefused(t *testing.T) {
+	ctx := context.Background()
+	srv := startServer(t, fake.NewClientset(), "ns", 0)
+	var moved atomic.Bool
+	srv.Serves = func(labels map[string]string) bool { return labels[LabelResource] != "db" || !moved.Load() }
+	a, revokeA := srv.IssueRunAs("run-a", "db", map[string]string{LabelResource: "db"})
+	defer revokeA()
+	b, revokeB := srv.IssueRunAs("run-b", "cache", map[string]string{LabelResource: "cache"})
+	defer revokeB()
+	lockAs(t, a, "lock-a")
+	if st, out, _ := call(t, "POST", a.Address+"?ID=lock-a", a.Username, a.Password, stateJSON(t, "l", 1, nil)); st != 200 {
+		t.Fatalf("POST while serving the share: %d %s", st, out)
+	}
+	moved.Store(true)
+	if st, out, _ := call(t, "POST", a.Address+"?ID=lock-a", a.Username, a.Password, stateJSON(t, "l", 2, nil)); st != 503 || !strings.Contains(out, "no longer serves this resource's share") {
+		t.Errorf("POST after the bucket moved: %d %s; want 503", st, out)
+	}
+	if err := srv.KeepErrored(ctx, "run-a", stateJSON(t, "l", 2, nil)); !errors.Is(err, errNotServing) {
+		t.Errorf("errored state after the bucket moved: %v; want errNotServing", err)
+	}
+	if got := storedSerial(t, srv, "db"); got != 1 {
+		t.Errorf("stored serial %d, want 1", got)
+	}
+	if st, out, _ := call(t, "GET", b.Address, b.Username, b.Password, nil); st == 503 {
+		t.Errorf("GET of a run of a share still served: %d %s", st, out)
+	}
+}

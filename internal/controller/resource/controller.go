@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -95,6 +96,11 @@ type Reconciler struct {
 	// StaleLockAfter is how long a lock held by anyone but a live run of this deployment is held
 	// before status reports it as stale (DefaultStaleLockAfter when zero).
 	StaleLockAfter time.Duration
+	// Shard, when set, is this replica's share of the resources (sharding): a resource is
+	// reconciled only while its bucket is held here (Shard.Enter), its fences count from when this
+	// replica took the bucket, and the controller runs on every replica, not on the leader alone.
+	// Nil: the leader reconciles every resource.
+	Shard Shard
 	// KeepRunLogs keeps every run's log in its Secret; when false only the logs people need are
 	// written (keepRunLog): failed runs, plans waiting for approval, drift found.
 	KeepRunLogs bool
@@ -108,6 +114,9 @@ type Reconciler struct {
 	// adoptions wakes the resources whose runs were adopted (RunAdopted); set up with the
 	// controller.
 	adoptions chan event.GenericEvent
+	// shardEvents wakes the resources of buckets taken (BucketsTaken); set up with the controller
+	// when sharding.
+	shardEvents chan event.GenericEvent
 }
 
 // +kubebuilder:rbac:groups=conductor.io,resources=infraresources,verbs=get;list;watch;create;update;patch;delete
@@ -129,6 +138,11 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ctx, release := r.Drain.Detach(ctx)
 	defer release()
+	leave, ok := r.enterShard(req.Name)
+	if !ok {
+		return ctrl.Result{}, nil // another replica's share, or one handed over: its owner reconciles it
+	}
+	defer leave()
 	r.parts().fence.leadingSince()
 	s, err := r.openScope(ctx, req.NamespacedName)
 	if s == nil || err != nil {
@@ -293,7 +307,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 	r.parts() // the collaborators, built from the configuration as set up (state names included)
-	return ctrl.NewControllerManagedBy(mgr).
+	opts := controller.Options{
+		MaxConcurrentReconciles: workers,
+		// A failed Terraform run is retried after 1 s, doubling up to 5 min: not at the
+		// default's 5 ms, which would re-run a failing apply several times a second at first.
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](FailureBackoffBase, FailureBackoffMax),
+	}
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.Shard != nil {
+		// Every replica reconciles its share; the buckets it takes wake their resources.
+		opts.NeedLeaderElection = ptr.To(false)
+		r.shardEvents = make(chan event.GenericEvent, 1024)
+		b = b.WatchesRawSource(source.Channel(r.shardEvents, &handler.EnqueueRequestForObject{}))
+	}
+	return b.
 		// Status writes do not wake the resource up again: a failed run is retried by the work
 		// queue's backoff, not by its own status patch.
 		For(&v1alpha1.InfraResource{}, builder.WithPredicates(predicate.Or(
@@ -311,12 +338,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A class's new module version is told to the resources it provisioned (UpgradeAvailable).
 		Watches(&v1alpha1.InfraClass{}, handler.EnqueueRequestsFromMapFunc(r.resourcesOfClass),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: workers,
-			// A failed Terraform run is retried after 1 s, doubling up to 5 min: not at the
-			// default's 5 ms, which would re-run a failing apply several times a second at first.
-			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](FailureBackoffBase, FailureBackoffMax),
-		}).
+		WithOptions(opts).
 		// A run a runner resumed here and this manager adopted: its resource attaches to it now.
 		WatchesRawSource(source.Channel(r.adoptions, &handler.EnqueueRequestForObject{})).
 		Named("infraresource").

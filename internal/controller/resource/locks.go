@@ -51,11 +51,11 @@ func (r *stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) erro
 		// The dead run's lock, once its carrier can no longer write: no run starts meanwhile (it
 		// would only fail StateLocked, and its record would replace the dead run's, by which
 		// alone the lock is recovered).
-		if res.Spec.RunnerPool != "" && r.runnerFenced() {
-			return &lockFenced{lock: lock.ID, wait: r.fence.runnerWait()} // its runner may still carry it
+		if res.Spec.RunnerPool != "" && r.runnerFenced(res.Name) {
+			return &lockFenced{lock: lock.ID, wait: r.fence.runnerWait(res.Name)} // its runner may still carry it
 		}
-		if res.Spec.RunnerPool == "" && last.Controller != r.identity.Controller && r.leaderFenced() {
-			return &lockFenced{lock: lock.ID, wait: r.fence.leaderWait()} // its manager's credentials may not have lapsed yet
+		if res.Spec.RunnerPool == "" && last.Controller != r.identity.Controller && r.leaderFenced(res.Name) {
+			return &lockFenced{lock: lock.ID, wait: r.fence.leaderWait(res.Name)} // its manager's credentials may not have lapsed yet
 		}
 	} else if !statebackend.IsOwnStaleLock(lock, run, r.identity.who()) {
 		return nil
@@ -173,17 +173,17 @@ func (r *stateKeeper) stateStored(s *resourceScope) bool {
 
 // runnerFenced reports whether a run on a runner pool that this manager did not start (its
 // predecessor did, and died) may still be carried by its runner: until RunnerFence has passed since
-// this manager began reconciling (it leads), a runner cut off from the dead manager goes on under
+// this manager began serving resource name (it leads, or took its bucket), a runner cut off from the dead manager goes on under
 // its lease, then freezes and kills its run; only then may its lock be released. Runs this manager
 // started are known to the state server (runLive) and not concerned.
-func (r *stateKeeper) runnerFenced() bool {
-	return r.fence.runner > 0 && r.fence.runnerWait() > 0
+func (r *stateKeeper) runnerFenced(name string) bool {
+	return r.fence.runner > 0 && r.fence.runnerWait(name) > 0
 }
 
 // leaderFenced reports whether an in-process run another manager started may still write through
-// that manager's state server: until LeaderFence has passed since this manager began to lead, by
-// when that server refuses it (statebackend.Server.Leading) even if its process is alive, frozen
+// that manager's state server: until LeaderFence has passed since this manager began to serve
+// resource name (it leads, or took its bucket), by when that server refuses it (statebackend.Server.Leading) even if its process is alive, frozen
 // or partitioned.
-func (r *stateKeeper) leaderFenced() bool {
-	return r.fence.leader > 0 && r.fence.leaderWait() > 0
+func (r *stateKeeper) leaderFenced(name string) bool {
+	return r.fence.leader > 0 && r.fence.leaderWait(name) > 0
 }

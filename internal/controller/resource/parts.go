@@ -70,13 +70,15 @@ type (
 	}
 )
 
-// fence says since when this manager leads and how long it then leaves alone the locks of runs
-// an earlier manager started (Reconciler.RunnerFence, LeaderFence).
+// fence says since when this manager serves a resource and how long it then leaves alone the locks
+// of runs an earlier manager started (Reconciler.RunnerFence, LeaderFence).
 type fence struct {
 	once   sync.Once
 	since  time.Time
 	runner time.Duration
 	leader time.Duration
+	// taken, when set (sharding), is when this replica took a resource's bucket (Shard.Since).
+	taken func(name string) time.Time
 }
 
 // leadingSince is when this manager began reconciling resources (the first call): reconciles run
@@ -86,11 +88,27 @@ func (f *fence) leadingSince() time.Time {
 	return f.since
 }
 
-// runnerWait is how long the runner fence still holds (≤ 0: passed).
-func (f *fence) runnerWait() time.Duration { return f.runner - time.Since(f.leadingSince()) }
+// servingSince is when this manager began to serve resource name: when it began to lead, or with
+// sharding when it took the resource's bucket, whichever is later.
+func (f *fence) servingSince(name string) time.Time {
+	since := f.leadingSince()
+	if f.taken != nil {
+		if t := f.taken(name); t.After(since) {
+			since = t
+		}
+	}
+	return since
+}
 
-// leaderWait is how long the leader fence still holds (≤ 0: passed).
-func (f *fence) leaderWait() time.Duration { return f.leader - time.Since(f.leadingSince()) }
+// runnerWait is how long the runner fence still holds for resource name (≤ 0: passed).
+func (f *fence) runnerWait(name string) time.Duration {
+	return f.runner - time.Since(f.servingSince(name))
+}
+
+// leaderWait is how long the leader fence still holds for resource name (≤ 0: passed).
+func (f *fence) leaderWait(name string) time.Duration {
+	return f.leader - time.Since(f.servingSince(name))
+}
 
 // parts are the reconciler's collaborators.
 type parts struct {
@@ -105,6 +123,9 @@ type parts struct {
 // (DefaultSyncInterval, DefaultSecretCheckInterval, DefaultStaleLockAfter, one drift check).
 func (r *Reconciler) newParts() *parts {
 	f := &fence{runner: r.RunnerFence, leader: r.LeaderFence}
+	if r.Shard != nil {
+		f.taken = func(name string) time.Time { return r.Shard.Since(ShardKey(name)) }
+	}
 	k := &stateKeeper{api: r.Client, recorder: r.Recorder, config: r.State, clientset: r.Kube, server: r.StateServer,
 		names: r.names, fence: f, identity: r.Identity, staleLockAfter: r.StaleLockAfter}
 	if k.staleLockAfter <= 0 {

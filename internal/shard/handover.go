@@ -1,0 +1,140 @@
+package shard
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// keep handles bucket b when this replica holds it, and reports whether it does: a bucket whose
+// desired owner is another member (or any bucket while stopping) admits no new reconcile and is
+// handed back once those admitted are done; one another replica took (its Lease's transitions past
+// this replica's epoch: it judged this one dead) is dropped at once.
+func (c *Coordinator) keep(ctx context.Context, log logr.Logger, b int, lease *coordinationv1.Lease, desired string) bool {
+	c.mu.Lock()
+	h := c.owned[b]
+	if h == nil {
+		c.mu.Unlock()
+		return false
+	}
+	if lease != nil && holder(lease) != c.o.Identity && transitions(lease) > h.epoch {
+		delete(c.owned, b)
+		c.mu.Unlock()
+		log.Error(nil, "bucket taken over by another replica, which found this one's membership lapsed", "bucket", b, "holder", holder(lease))
+		return true
+	}
+	h.releasing = c.stopping || desired != c.o.Identity
+	release, base := h.releasing && h.inflight == 0, h.lease
+	c.mu.Unlock()
+	if release {
+		c.release(ctx, log, b, base)
+	}
+	return true
+}
+
+// release clears bucket b's holder (one more transition), so that its desired owner takes it.
+// On a conflict the Lease is read again: still this replica's, it is retried next period with
+// what was read; another's, it is dropped.
+func (c *Coordinator) release(ctx context.Context, log logr.Logger, b int, base *coordinationv1.Lease) {
+	ctx, cancel := context.WithTimeout(ctx, c.o.RenewDeadline/2)
+	defer cancel()
+	api := c.o.Kube.CoordinationV1().Leases(c.o.Namespace)
+	l := base.DeepCopy()
+	none, next := "", transitions(base)+1
+	l.Spec.HolderIdentity, l.Spec.LeaseTransitions = &none, &next
+	_, err := api.Update(ctx, l, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		fresh, gerr := api.Get(ctx, base.Name, metav1.GetOptions{})
+		if gerr != nil {
+			return
+		}
+		c.mu.Lock()
+		if h := c.owned[b]; h != nil {
+			if holder(fresh) == c.o.Identity {
+				h.lease = fresh
+			} else {
+				delete(c.owned, b)
+			}
+		}
+		c.mu.Unlock()
+		return
+	}
+	if err != nil {
+		log.Info("bucket not handed back; retrying", "bucket", b, "error", err.Error())
+		return
+	}
+	c.mu.Lock()
+	delete(c.owned, b)
+	c.mu.Unlock()
+	log.V(1).Info("bucket handed back", "bucket", b)
+}
+
+// take makes this replica bucket b's holder when the bucket has no Lease yet, its holder released
+// it, or its holder is dead; the write is conditioned on the Lease's resourceVersion (or its
+// absence), so that of two replicas only one takes a bucket. It reports whether it did.
+func (c *Coordinator) take(ctx context.Context, log logr.Logger, b int, lease *coordinationv1.Lease, now time.Time) bool {
+	c.mu.Lock()
+	ok := !c.stopping && c.liveLocked(now)
+	c.mu.Unlock()
+	if !ok {
+		return false
+	}
+	from := holder(lease)
+	if lease != nil && from != "" && from != c.o.Identity && !c.dead(from, now) {
+		return false // its holder hands it back once its reconciles are done
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.o.RenewDeadline/2)
+	defer cancel()
+	api := c.o.Kube.CoordinationV1().Leases(c.o.Namespace)
+	t := metav1.NewMicroTime(now)
+	seconds := int32(c.o.LeaseDuration / time.Second)
+	var l *coordinationv1.Lease
+	if lease == nil {
+		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: BucketLeaseName(b), Namespace: c.o.Namespace,
+			Labels: map[string]string{LabelShard: roleBucket}}}
+	} else {
+		l = lease.DeepCopy()
+	}
+	next := transitions(lease)
+	if lease != nil {
+		next++
+	}
+	l.Spec.HolderIdentity, l.Spec.LeaseTransitions = &c.o.Identity, &next
+	l.Spec.AcquireTime, l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = &t, &t, &seconds
+	var err error
+	if lease == nil {
+		l, err = api.Create(ctx, l, metav1.CreateOptions{})
+	} else {
+		l, err = api.Update(ctx, l, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+			log.Info("bucket not taken; retrying", "bucket", b, "error", err.Error())
+		}
+		return false
+	}
+	if from != "" && from != c.o.Identity {
+		log.Info("bucket taken from a replica found dead", "bucket", b, "from", from, "epoch", next)
+	}
+	c.mu.Lock()
+	c.owned[b] = &held{since: time.Now(), epoch: next, lease: l}
+	c.mu.Unlock()
+	return true
+}
+
+// leave deletes the member Lease once every bucket is handed back: the others stop counting this
+// replica at once instead of after LeaseDuration.
+func (c *Coordinator) leave(ctx context.Context, log logr.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, c.o.RenewDeadline/2)
+	defer cancel()
+	err := c.o.Kube.CoordinationV1().Leases(c.o.Namespace).Delete(ctx, MemberLeaseName(c.o.Pod), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		log.Info("member Lease not deleted: the other replicas count this one out after its duration", "error", err.Error())
+		return
+	}
+	log.Info("every bucket handed back; member Lease deleted")
+}

@@ -1,0 +1,169 @@
+package shard
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// period is one RetryPeriod's work: renew the member Lease, see who is live, then take, keep or
+// hand back each bucket. It returns ErrMembershipLost once the renewal has failed for
+// RenewDeadline; other API errors are logged and retried next period.
+func (c *Coordinator) period(ctx context.Context, log logr.Logger) error {
+	now := time.Now()
+	if err := c.renew(ctx, now); err != nil {
+		c.mu.Lock()
+		lapsed := !c.renewed.IsZero() && time.Since(c.renewed) >= c.o.RenewDeadline
+		c.mu.Unlock()
+		if lapsed {
+			return ErrMembershipLost
+		}
+		log.Info("member Lease not renewed; retrying", "error", err.Error())
+	}
+	all, err := c.leases.List(labels.Everything())
+	if err != nil {
+		return nil // the lister reads memory: not expected
+	}
+	members, buckets := c.observe(all, now)
+	c.mu.Lock()
+	c.members = len(members)
+	stopping, live := c.stopping, c.liveLocked(time.Now())
+	c.mu.Unlock()
+	if !live || stopping {
+		members = slices.DeleteFunc(members, func(m string) bool { return m == c.o.Identity })
+	}
+	var acquired []int
+	for b := range c.o.Buckets {
+		desired := owner(members, b)
+		if c.keep(ctx, log, b, buckets[BucketLeaseName(b)], desired) {
+			continue
+		}
+		if desired == c.o.Identity && c.take(ctx, log, b, buckets[BucketLeaseName(b)], now) {
+			acquired = append(acquired, b)
+		}
+	}
+	if len(acquired) > 0 {
+		log.Info("buckets taken", "count", len(acquired), "members", len(members))
+		if c.o.OnAcquired != nil {
+			c.o.OnAcquired(acquired)
+		}
+	}
+	return nil
+}
+
+// renew writes now as the member Lease's renewTime (creating the Lease when missing) and records
+// the renewal's start on success.
+func (c *Coordinator) renew(ctx context.Context, now time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, c.o.RenewDeadline/2)
+	defer cancel()
+	api := c.o.Kube.CoordinationV1().Leases(c.o.Namespace)
+	if c.self == nil {
+		l, err := api.Get(ctx, MemberLeaseName(c.o.Pod), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: MemberLeaseName(c.o.Pod), Namespace: c.o.Namespace,
+				Labels: map[string]string{LabelShard: roleMember}}}
+		case err != nil:
+			return err
+		}
+		c.self = l
+	}
+	l := c.self.DeepCopy()
+	seconds := int32(c.o.LeaseDuration / time.Second)
+	t := metav1.NewMicroTime(now)
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != c.o.Identity {
+		l.Spec.AcquireTime = &t
+	}
+	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &c.o.Identity, &seconds, &t
+	var err error
+	if l.ResourceVersion == "" {
+		l, err = api.Create(ctx, l, metav1.CreateOptions{})
+	} else {
+		l, err = api.Update(ctx, l, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		c.self = nil // read again next period (a conflict: someone else wrote it)
+		return err
+	}
+	c.self = l
+	c.mu.Lock()
+	c.renewed = now
+	c.mu.Unlock()
+	return nil
+}
+
+// observe returns the live members (identities, sorted) and the bucket Leases by name, from the
+// Leases listed, and records each member's sign of life: a member is live while its renewTime was
+// last seen to change less than LeaseDuration ago. This replica counts as live when its own
+// renewal is (liveLocked), whatever the lister shows yet.
+func (c *Coordinator) observe(all []*coordinationv1.Lease, now time.Time) (members []string, buckets map[string]*coordinationv1.Lease) {
+	buckets = map[string]*coordinationv1.Lease{}
+	present := map[string]bool{}
+	for _, l := range all {
+		switch l.Labels[LabelShard] {
+		case roleBucket:
+			buckets[l.Name] = l
+			if h := holder(l); h != "" {
+				if _, ok := c.seen[h]; !ok {
+					c.seen[h] = sighting{at: now} // a holder first noticed now: dead only after LeaseDuration
+				}
+				present[h] = true
+			}
+		case roleMember:
+			id := holder(l)
+			if id == "" {
+				continue
+			}
+			renew := ""
+			if l.Spec.RenewTime != nil {
+				renew = l.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
+			}
+			if s, ok := c.seen[id]; !ok || s.renew != renew {
+				c.seen[id] = sighting{renew: renew, at: now}
+			}
+			present[id] = true
+			if id != c.o.Identity && now.Sub(c.seen[id].at) < c.o.LeaseDuration {
+				members = append(members, id)
+			}
+		}
+	}
+	for id := range c.seen {
+		if !present[id] {
+			delete(c.seen, id)
+		}
+	}
+	c.mu.Lock()
+	if c.liveLocked(now) {
+		members = append(members, c.o.Identity)
+	}
+	c.mu.Unlock()
+	slices.Sort(members)
+	return members, buckets
+}
+
+func holder(l *coordinationv1.Lease) string {
+	if l == nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// dead reports whether identity id has shown no sign of life for LeaseDuration (this process's
+// clock): by then its own process has stopped serving what it held (RenewDeadline < LeaseDuration).
+func (c *Coordinator) dead(id string, now time.Time) bool {
+	s, ok := c.seen[id]
+	return ok && now.Sub(s.at) >= c.o.LeaseDuration
+}
+
+func transitions(l *coordinationv1.Lease) int32 {
+	if l == nil || l.Spec.LeaseTransitions == nil {
+		return 0
+	}
+	return *l.Spec.LeaseTransitions
+}

@@ -1,0 +1,272 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
+	"k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Labels and names of the Leases a Coordinator keeps in its namespace.
+const (
+	// LabelShard marks the shard Leases: "member" or "bucket".
+	LabelShard = "conductor.io/shard"
+	roleMember = "member"
+	roleBucket = "bucket"
+	// DefaultBuckets is how many buckets resources are divided into when Options.Buckets is zero.
+	DefaultBuckets = 256
+)
+
+// ErrMembershipLost is what Start returns when this replica could not renew its member Lease for
+// RenewDeadline: other replicas may take its buckets once LeaseDuration has passed, so it stops
+// serving them now and its process ends (as on a lost leader election).
+var ErrMembershipLost = errors.New("shard membership lost: this replica's member Lease was not renewed within the renew deadline")
+
+// Options configure a Coordinator. Durations are those of leader election (client-go's
+// leaderelection.LeaderElectionConfig), with the same meaning for the member Lease.
+type Options struct {
+	Kube      kubernetes.Interface
+	Namespace string
+	// Pod names this replica's member Lease (conductor-tf-member-<Pod>); Identity is what its
+	// holderIdentity and the bucket Leases it holds say (the pod and a random suffix, as the leader
+	// Lease's).
+	Pod, Identity string
+	// Buckets is how many buckets keys hash into (DefaultBuckets when zero). Every replica must use
+	// the same number.
+	Buckets int
+	// LeaseDuration: a member not seen renewing for this long is dead (15 s when zero).
+	// RenewDeadline: a replica that has not renewed for this long serves nothing (10 s when zero).
+	// RetryPeriod: how often the member Lease is renewed and the buckets reassigned (2 s when zero).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// OnAcquired, when set, is called from the Coordinator's goroutine with the buckets taken in
+	// one period (their resources have to be reconciled here now).
+	OnAcquired func(buckets []int)
+}
+
+// Coordinator keeps this replica's membership and its buckets (see the package documentation).
+// Start runs it; Enter, Serves and Since answer the reconciler and the state server.
+type Coordinator struct {
+	o      Options
+	leases coordinationlisters.LeaseNamespaceLister
+	synced cache.InformerSynced
+	start  func(stop <-chan struct{})
+
+	mu       sync.Mutex
+	renewed  time.Time     // when the last successful renewal of the member Lease began
+	owned    map[int]*held // buckets whose Lease names this replica
+	members  int           // live members at the last period, this one included
+	stopping bool          // shutting down: every bucket is being released
+
+	// Used by the Coordinator's goroutine only.
+	self *coordinationv1.Lease // the member Lease as last written
+	seen map[string]sighting   // the last sign of life of each identity, by this process's clock
+}
+
+// held is a bucket this replica holds.
+type held struct {
+	since     time.Time             // when it was taken (the reconciler's fences count from it)
+	epoch     int32                 // the bucket Lease's leaseTransitions when taken
+	lease     *coordinationv1.Lease // the bucket Lease as written then
+	releasing bool                  // no reconcile is admitted: it goes once inflight is 0
+	inflight  int                   // reconciles admitted (Enter) and not done
+}
+
+// sighting is when an identity's member Lease was first seen with its current renewTime (or, for
+// a holder without one, when that was first noticed).
+type sighting struct {
+	renew string
+	at    time.Time
+}
+
+// New returns a Coordinator for o (defaults applied); Start runs it.
+func New(o Options) *Coordinator {
+	if o.Buckets <= 0 {
+		o.Buckets = DefaultBuckets
+	}
+	o.LeaseDuration = orDefault(o.LeaseDuration, 15*time.Second)
+	o.RenewDeadline = orDefault(o.RenewDeadline, 10*time.Second)
+	o.RetryPeriod = orDefault(o.RetryPeriod, 2*time.Second)
+	f := informers.NewSharedInformerFactoryWithOptions(o.Kube, 0, informers.WithNamespace(o.Namespace),
+		informers.WithTweakListOptions(func(l *metav1.ListOptions) { l.LabelSelector = LabelShard }))
+	inf := f.Coordination().V1().Leases()
+	c := &Coordinator{o: o, leases: inf.Lister().Leases(o.Namespace), synced: inf.Informer().HasSynced,
+		owned: map[int]*held{}, seen: map[string]sighting{}}
+	c.start = f.Start
+	return c
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// NeedLeaderElection is false: every replica runs its Coordinator (controller-runtime's
+// LeaderElectionRunnable).
+func (c *Coordinator) NeedLeaderElection() bool { return false }
+
+// Buckets is the number of buckets.
+func (c *Coordinator) Buckets() int { return c.o.Buckets }
+
+// Identity is this replica's identity in the Leases.
+func (c *Coordinator) Identity() string { return c.o.Identity }
+
+// Bucket is the bucket of key (FNV-64a of key, modulo Buckets).
+func (c *Coordinator) Bucket(key string) int { return bucketOf(key, c.o.Buckets) }
+
+func bucketOf(key string, n int) int {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum64() % uint64(n))
+}
+
+// owner is the member of members (identities) that scores highest for bucket b: rendezvous
+// hashing, FNV-64a of "<identity>/<b>", ties to the smaller identity. "" when members is empty.
+func owner(members []string, b int) string {
+	best, bestScore := "", uint64(0)
+	suffix := "/" + strconv.Itoa(b)
+	for _, m := range members {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(m + suffix))
+		if s := h.Sum64(); best == "" || s > bestScore || (s == bestScore && m < best) {
+			best, bestScore = m, s
+		}
+	}
+	return best
+}
+
+// MemberLeaseName is the member Lease of the replica in pod.
+func MemberLeaseName(pod string) string { return "conductor-tf-member-" + pod }
+
+// BucketLeaseName is bucket b's Lease: conductor-tf-bucket-NNN.
+func BucketLeaseName(b int) string { return fmt.Sprintf("conductor-tf-bucket-%03d", b) }
+
+// Enter admits one reconcile of key's resource: ok when this replica holds key's bucket, is not
+// handing it over, and renewed its membership within RenewDeadline. done (when ok) must be called
+// when the reconcile ends; a bucket is handed over only once every admitted reconcile is done.
+func (c *Coordinator) Enter(key string) (done func(), ok bool) {
+	b := c.Bucket(key)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.owned[b]
+	if h == nil || h.releasing || !c.liveLocked(time.Now()) {
+		return nil, false
+	}
+	h.inflight++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			h.inflight--
+			c.mu.Unlock()
+		})
+	}, true
+}
+
+// Serves reports whether this replica may serve key's state now: it holds key's bucket (handing
+// it over included, while its reconciles end) and renewed its membership within RenewDeadline.
+func (c *Coordinator) Serves(key string) bool {
+	b := c.Bucket(key)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.owned[b] != nil && c.liveLocked(time.Now())
+}
+
+// Since is when this replica took key's bucket; the zero time when it does not hold it.
+func (c *Coordinator) Since(key string) time.Time {
+	b := c.Bucket(key)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h := c.owned[b]; h != nil {
+		return h.since
+	}
+	return time.Time{}
+}
+
+// Status is a Coordinator's view at its last period.
+type Status struct {
+	Members   int // live members, this one included
+	Buckets   int // buckets in all
+	Held      int // buckets this replica holds
+	Releasing int // of which being handed over
+	InFlight  int // reconciles admitted and not done
+}
+
+// Status reports the Coordinator's view now.
+func (c *Coordinator) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := Status{Members: c.members, Buckets: c.o.Buckets, Held: len(c.owned)}
+	for _, h := range c.owned {
+		if h.releasing {
+			s.Releasing++
+		}
+		s.InFlight += h.inflight
+	}
+	return s
+}
+
+// Held lists the buckets this replica holds, in order.
+func (c *Coordinator) Held() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]int, 0, len(c.owned))
+	for b := range c.owned {
+		out = append(out, b)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (c *Coordinator) liveLocked(now time.Time) bool {
+	return !c.renewed.IsZero() && now.Sub(c.renewed) < c.o.RenewDeadline
+}
+
+// Start runs the Coordinator until ctx ends (controller-runtime's Runnable): every RetryPeriod it
+// renews the member Lease and hands buckets over. When ctx ends it hands every bucket back (each
+// once its reconciles are done, renewing meanwhile) and deletes its member Lease, then returns nil.
+// It returns ErrMembershipLost when the member Lease could not be renewed for RenewDeadline.
+func (c *Coordinator) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("shard").WithValues("identity", c.o.Identity)
+	c.start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+		return ctx.Err()
+	}
+	log.Info("sharding resources among the live replicas", "buckets", c.o.Buckets, "memberLease", MemberLeaseName(c.o.Pod))
+	t := time.NewTicker(c.o.RetryPeriod)
+	defer t.Stop()
+	done := ctx.Done()
+	for {
+		stopping := ctx.Err() != nil
+		if stopping {
+			c.mu.Lock()
+			c.stopping = true
+			c.mu.Unlock()
+			done = nil // from now on, one period per tick until every bucket is handed back
+		}
+		if err := c.period(context.WithoutCancel(ctx), log); err != nil {
+			return err
+		}
+		if stopping && c.Status().Held == 0 {
+			c.leave(context.WithoutCancel(ctx), log)
+			return nil
+		}
+		select {
+		case <-t.C:
+		case <-done:
+		}
+	}
+}

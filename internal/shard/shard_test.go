@@ -1,0 +1,262 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Short timings, in the ratio of the manager's (15 s / 10 s / 2 s).
+const (
+	testLease   = 3 * time.Second
+	testRenew   = 2 * time.Second
+	testRetry   = 200 * time.Millisecond
+	testBuckets = 32
+)
+
+// replica is one Coordinator running in the test, as a manager replica runs it.
+type replica struct {
+	*Coordinator
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startReplica(t *testing.T, ns, pod string, kube kubernetes.Interface) *replica {
+	t.Helper()
+	if kube == nil {
+		kube = testKube
+	}
+	c := New(Options{Kube: kube, Namespace: ns, Pod: pod, Identity: pod + "_" + fmt.Sprint(time.Now().UnixNano()), Buckets: testBuckets,
+		LeaseDuration: testLease, RenewDeadline: testRenew, RetryPeriod: testRetry})
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &replica{Coordinator: c, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- c.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-r.done:
+		case <-time.After(10 * time.Second):
+		}
+	})
+	return r
+}
+
+// eventually polls cond every 50 ms until it holds or d passed.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// settled reports whether the replicas hold every bucket, each exactly once, each by its
+// rendezvous owner among them.
+func settled(rs ...*replica) bool {
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.Identity()
+	}
+	slices.Sort(ids)
+	for b := range testBuckets {
+		want := owner(ids, b)
+		for _, r := range rs {
+			if slices.Contains(r.Held(), b) != (r.Identity() == want) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// keyIn returns a key whose bucket the rendezvous hash gives to want among ids.
+func keyIn(t *testing.T, ids []string, want string) string {
+	t.Helper()
+	slices.Sort(ids)
+	for i := range 10000 {
+		k := fmt.Sprintf("resource-%d", i)
+		if owner(ids, bucketOf(k, testBuckets)) == want {
+			return k
+		}
+	}
+	t.Fatal("no key found")
+	return ""
+}
+
+func TestEveryReplicaHoldsItsShare(t *testing.T) {
+	ns := newNamespace(t)
+	rs := []*replica{startReplica(t, ns, "a", nil), startReplica(t, ns, "b", nil), startReplica(t, ns, "c", nil)}
+	eventually(t, 20*time.Second, "three replicas hold their rendezvous shares", func() bool { return settled(rs...) })
+	for _, r := range rs {
+		if n := len(r.Held()); n == 0 || n == testBuckets {
+			t.Errorf("%s holds %d of %d buckets", r.Identity(), n, testBuckets)
+		}
+		if s := r.Status(); s.Members != 3 {
+			t.Errorf("%s sees %d members, want 3", r.Identity(), s.Members)
+		}
+	}
+	// The Leases say the same: every bucket Lease names the one replica that holds it.
+	leases, err := testKube.CoordinationV1().Leases(ns).List(context.Background(), metav1.ListOptions{LabelSelector: LabelShard + "=" + roleBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(leases.Items) != testBuckets {
+		t.Fatalf("%d bucket Leases, want %d", len(leases.Items), testBuckets)
+	}
+	for _, l := range leases.Items {
+		var bucket int
+		if _, err := fmt.Sscanf(l.Name, "conductor-tf-bucket-%d", &bucket); err != nil {
+			t.Fatal(err)
+		}
+		holders := 0
+		for _, r := range rs {
+			if slices.Contains(r.Held(), bucket) {
+				holders++
+				if holder(&l) != r.Identity() {
+					t.Errorf("%s: the Lease names %q, held by %s", l.Name, holder(&l), r.Identity())
+				}
+			}
+		}
+		if holders != 1 {
+			t.Errorf("%s held by %d replicas", l.Name, holders)
+		}
+	}
+}
+
+// A joining replica gets its share only once the reconciles the old owner admitted are done: the
+// old owner admits no new one meanwhile, and goes on serving the state of the bucket's runs.
+func TestJoinWaitsForReconcilesUnderWay(t *testing.T) {
+	ns := newNamespace(t)
+	a := startReplica(t, ns, "a", nil)
+	eventually(t, 10*time.Second, "one replica holds every bucket", func() bool { return len(a.Held()) == testBuckets })
+	b := startReplica(t, ns, "b", nil)
+	key := keyIn(t, []string{a.Identity(), b.Identity()}, b.Identity())
+	bucket := a.Bucket(key)
+	leave, ok := a.Enter(key)
+	if !ok {
+		t.Fatal("the sole replica did not admit a reconcile")
+	}
+	eventually(t, 20*time.Second, "every other bucket settles", func() bool {
+		return len(a.Held())+len(b.Held()) == testBuckets && slices.Contains(a.Held(), bucket) && !slices.Contains(b.Held(), bucket)
+	})
+	time.Sleep(2 * testLease) // well past any lease: the bucket stays while the reconcile is under way
+	if slices.Contains(b.Held(), bucket) || !a.Serves(key) {
+		t.Fatalf("bucket %d moved under a reconcile: a serves it %v, b holds %v", bucket, a.Serves(key), b.Held())
+	}
+	if _, ok := a.Enter(key); ok {
+		t.Fatal("the old owner admitted a new reconcile of a bucket it hands over")
+	}
+	if _, ok := b.Enter(key); ok {
+		t.Fatal("the new owner admitted a reconcile before the bucket was handed over")
+	}
+	leave()
+	eventually(t, 5*time.Second, "the bucket moves once the reconcile is done", func() bool { return slices.Contains(b.Held(), bucket) })
+	if a.Serves(key) {
+		t.Fatal("the old owner still serves the bucket the new one holds")
+	}
+	if done, ok := b.Enter(key); !ok {
+		t.Fatal("the new owner does not admit reconciles of its bucket")
+	} else {
+		done()
+	}
+	if !settled(a, b) {
+		t.Fatalf("not the rendezvous shares: a %v, b %v", a.Held(), b.Held())
+	}
+}
+
+// A replica cut off from the API server stops serving its buckets at its renew deadline and ends
+// with ErrMembershipLost; the others take its buckets only after the lease duration, by when it no
+// longer serves them, and count the handover in the bucket Leases' transitions.
+func TestPartitionedReplicaIsFenced(t *testing.T) {
+	ns := newNamespace(t)
+	cut, kube := newPartition(t)
+	a := startReplica(t, ns, "a", kube)
+	b := startReplica(t, ns, "b", nil)
+	eventually(t, 20*time.Second, "two replicas hold their shares", func() bool { return settled(a, b) })
+	aHeld := a.Held()
+	key := keyIn(t, []string{a.Identity(), b.Identity()}, a.Identity())
+	cutAt := time.Now()
+	cut.Cut()
+	eventually(t, testRenew+time.Second, "the cut-off replica stops serving", func() bool { return !a.Serves(key) })
+	stopped := time.Since(cutAt)
+	if slices.ContainsFunc(aHeld, func(x int) bool { return slices.Contains(b.Held(), x) }) {
+		t.Fatalf("b took a's buckets %s after the cut, before a stopped serving", stopped)
+	}
+	select {
+	case err := <-a.done:
+		if !errors.Is(err, ErrMembershipLost) {
+			t.Fatalf("a ended with %v, want ErrMembershipLost", err)
+		}
+	case <-time.After(testRenew + 2*time.Second):
+		t.Fatal("a did not end")
+	}
+	eventually(t, testLease+5*time.Second, "b takes a's buckets", func() bool { return len(b.Held()) == testBuckets })
+	if took := time.Since(cutAt); took < testLease {
+		t.Fatalf("b took a's buckets %s after a's last renewal could have been, before the lease duration %s", took, testLease)
+	}
+	if s := b.Since(key); s.Sub(cutAt) < testLease {
+		t.Fatalf("b's fence for the bucket counts from %s after the cut, before the lease ran out", s.Sub(cutAt))
+	}
+	l, err := testKube.CoordinationV1().Leases(ns).Get(context.Background(), BucketLeaseName(b.Bucket(key)), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if holder(l) != b.Identity() || transitions(l) != 1 {
+		t.Fatalf("bucket Lease after the takeover: holder %q transitions %d, want %q and 1", holder(l), transitions(l), b.Identity())
+	}
+	t.Logf("a stopped serving %s after the cut; b took its %d buckets after %s", stopped.Round(time.Millisecond), len(aHeld), time.Since(cutAt).Round(time.Millisecond))
+}
+
+// A replica stopped gracefully hands its buckets back and deletes its member Lease: the others
+// take them at once, not after the lease duration.
+func TestGracefulStopHandsBackAtOnce(t *testing.T) {
+	ns := newNamespace(t)
+	a, b := startReplica(t, ns, "a", nil), startReplica(t, ns, "b", nil)
+	eventually(t, 20*time.Second, "two replicas hold their shares", func() bool { return settled(a, b) })
+	stopAt := time.Now()
+	a.cancel()
+	select {
+	case err := <-a.done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a did not stop")
+	}
+	eventually(t, testLease, "b takes every bucket before a's lease could run out", func() bool { return len(b.Held()) == testBuckets })
+	if _, err := testKube.CoordinationV1().Leases(ns).Get(context.Background(), MemberLeaseName("a"), metav1.GetOptions{}); err == nil {
+		t.Fatal("a's member Lease is still there")
+	}
+	t.Logf("b held every bucket %s after a was told to stop", time.Since(stopAt).Round(time.Millisecond))
+}
+
+// Rendezvous hashing moves only the joining member's share, and shares are even.
+func TestOwnerMovesOnlyTheNewShare(t *testing.T) {
+	three := []string{"m1", "m2", "m3"}
+	four := []string{"m1", "m2", "m3", "m4"}
+	counts := map[string]int{}
+	for b := range DefaultBuckets {
+		before, after := owner(three, b), owner(four, b)
+		if before != after && after != "m4" {
+			t.Errorf("bucket %d moved from %s to %s when m4 joined", b, before, after)
+		}
+		counts[after]++
+	}
+	for _, m := range four {
+		if n := counts[m]; n < DefaultBuckets/4/2 || n > DefaultBuckets/4*2 {
+			t.Errorf("%s owns %d of %d buckets", m, n, DefaultBuckets)
+		}
+	}
+	if owner(nil, 0) != "" {
+		t.Error("a bucket has an owner with no members")
+	}
+}
