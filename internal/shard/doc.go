@@ -10,7 +10,7 @@
 //     observer's own clock, as client-go's leader election judges a leader: no clocks compared).
 //   - Buckets: a resource's key (its LabelResource value) hashes to one of Buckets buckets
 //     (FNV-64a, modulo). A bucket's desired owner is the live member with the highest FNV-64a
-//     score of "<identity>/<bucket>": a member joining or leaving moves only its own share (1/N of
+//     score of the identity and the bucket (FNV-64a, mixed): a member joining or leaving moves only its own share (1/N of
 //     the buckets), and every replica computes the same owner from the same membership.
 //   - Fencing: a replica serves a bucket only while the bucket's Lease conductor-tf-bucket-NNN
 //     (label conductor.io/shard=bucket) names it holder, and its own member Lease was renewed less

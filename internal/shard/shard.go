@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
-	"strconv"
-	"sync"
+		"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -134,18 +133,29 @@ func bucketOf(key string, n int) int {
 }
 
 // owner is the member of members (identities) that scores highest for bucket b: rendezvous
-// hashing, FNV-64a of "<identity>/<b>", ties to the smaller identity. "" when members is empty.
+// hashing, the score being splitmix64's finalizer over FNV-64a of the identity mixed with b (FNV
+// alone spreads strings that differ in their last bytes badly over its high bits), ties to the
+// smaller identity. "" when members is empty.
 func owner(members []string, b int) string {
 	best, bestScore := "", uint64(0)
-	suffix := "/" + strconv.Itoa(b)
 	for _, m := range members {
 		h := fnv.New64a()
-		_, _ = h.Write([]byte(m + suffix))
-		if s := h.Sum64(); best == "" || s > bestScore || (s == bestScore && m < best) {
+		_, _ = h.Write([]byte(m))
+		if s := mix(h.Sum64() ^ (uint64(b)+1)*0x9e3779b97f4a7c15); best == "" || s > bestScore || (s == bestScore && m < best) {
 			best, bestScore = m, s
 		}
 	}
 	return best
+}
+
+// mix is splitmix64's finalizer (Steele, Lea and Flood, "Fast splittable pseudorandom number
+// generators", 2014): every input bit changes every output bit with probability about 1/2.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // MemberLeaseName is the member Lease of the replica in pod.
