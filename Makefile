@@ -23,7 +23,7 @@ help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 ##@ Development
-.PHONY: tools manifests generate generate-proto verify-proto docs fmt vet test bench bench-scale bench-encryption bench-pool
+.PHONY: tools manifests generate generate-proto verify-proto docs fmt vet test bench bench-scale bench-controlplane bench-encryption bench-pool
 tools: ## Build every pinned tool into the cache (idempotent).
 	@$(TOOLS) all
 
@@ -79,6 +79,11 @@ RUNNERS ?= 0
 bench-scale: tools ## N claims to Ready through the controller vs a naive init && apply loop and bare apply (N=200; RUNNERS=2: on a runner pool of 2 runner processes; CPUPROFILE=f: the manager's CPU profile; WARM=0: --warm-providers=none, warm providers being the default).
 	$(WITH_TOOLS) go test -tags scale ./test/scale -run TestBenchScale -count 1 -timeout 180m -v -args -n=$(N) -runners=$(RUNNERS) $(if $(CPUPROFILE),-cpuprofile=$(abspath $(CPUPROFILE))) -warm=$(if $(filter 0,$(WARM)),false,true) | grep -v '^=== RUN'
 
+
+REPLICAS ?= 1
+IDLE_SYNC ?= 2m
+bench-controlplane: tools ## The control plane alone, NO Terraform runs (a carrier that answers every run at once): N claims to Ready (N=200; REPLICAS=3: three managers sharding the resources), API requests per claim, RSS, API-server CPU per claim, and one idle sync of all (IDLE_SYNC=2m).
+	$(WITH_TOOLS) go test -tags scale ./test/scale -run TestBenchControlPlane -count 1 -timeout 240m -v -args -n=$(N) -replicas=$(REPLICAS) -idle-sync=$(IDLE_SYNC) | grep -v '^=== RUN'
 
 bench-encryption: tools ## N claims to Ready without state encryption, then N with it (--state-encryption-secret), in one run, and their ratio (N=200).
 	$(WITH_TOOLS) go test -tags scale ./test/scale -run TestBenchEncryption -count 1 -timeout 180m -v -args -n=$(N) | grep -v '^=== RUN'

@@ -27,7 +27,7 @@ func (c *Coordinator) keep(ctx context.Context, log logr.Logger, b int, lease *c
 		log.Error(nil, "bucket taken over by another replica, which found this one's membership lapsed", "bucket", b, "holder", holder(lease))
 		return true
 	}
-	h.releasing = c.stopping || desired != c.o.Identity
+	h.setReleasing(c.stopping || desired != c.o.Identity)
 	release, base := h.releasing && h.inflight == 0, h.lease
 	c.mu.Unlock()
 	if release {
@@ -121,7 +121,7 @@ func (c *Coordinator) take(ctx context.Context, log logr.Logger, b int, lease *c
 		log.Info("bucket taken from a replica found dead", "bucket", b, "from", from, "epoch", next)
 	}
 	c.mu.Lock()
-	c.owned[b] = &held{since: time.Now(), epoch: next, lease: l}
+	c.owned[b] = &held{since: time.Now(), epoch: next, lease: l, handover: make(chan struct{})}
 	c.mu.Unlock()
 	return true
 }

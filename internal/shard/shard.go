@@ -80,6 +80,20 @@ type held struct {
 	lease     *coordinationv1.Lease // the bucket Lease as written then
 	releasing bool                  // no reconcile is admitted: it goes once inflight is 0
 	inflight  int                   // reconciles admitted (Enter) and not done
+	// handover is closed when the bucket begins to be handed over (releasing set); a new one
+	// replaces it when the handover is called off.
+	handover chan struct{}
+}
+
+// setReleasing sets h.releasing, closing or replacing h.handover to match (under Coordinator.mu).
+func (h *held) setReleasing(v bool) {
+	switch {
+	case v && !h.releasing:
+		close(h.handover)
+	case !v && h.releasing:
+		h.handover = make(chan struct{})
+	}
+	h.releasing = v
 }
 
 // sighting is when an identity's member Lease was first seen with its current renewTime (or, for
@@ -167,13 +181,15 @@ func BucketLeaseName(b int) string { return fmt.Sprintf("conductor-tf-bucket-%03
 // Enter admits one reconcile of key's resource: ok when this replica holds key's bucket, is not
 // handing it over, and renewed its membership within RenewDeadline. done (when ok) must be called
 // when the reconcile ends; a bucket is handed over only once every admitted reconcile is done.
-func (c *Coordinator) Enter(key string) (done func(), ok bool) {
+// handover is closed if the bucket begins to be handed over meanwhile: a reconcile whose run has
+// not started yet should give it up then, so as not to hold the handover back.
+func (c *Coordinator) Enter(key string) (done func(), handover <-chan struct{}, ok bool) {
 	b := c.Bucket(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := c.owned[b]
 	if h == nil || h.releasing || !c.liveLocked(time.Now()) {
-		return nil, false
+		return nil, nil, false
 	}
 	h.inflight++
 	var once sync.Once
@@ -183,7 +199,7 @@ func (c *Coordinator) Enter(key string) (done func(), ok bool) {
 			h.inflight--
 			c.mu.Unlock()
 		})
-	}, true
+	}, h.handover, true
 }
 
 // Serves reports whether this replica may serve key's state now: it holds key's bucket (handing

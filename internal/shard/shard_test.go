@@ -142,7 +142,7 @@ func TestJoinWaitsForReconcilesUnderWay(t *testing.T) {
 	b := startReplica(t, ns, "b", nil)
 	key := keyIn(t, []string{a.Identity(), b.Identity()}, b.Identity())
 	bucket := a.Bucket(key)
-	leave, ok := a.Enter(key)
+	leave, handover, ok := a.Enter(key)
 	if !ok {
 		t.Fatal("the sole replica did not admit a reconcile")
 	}
@@ -153,10 +153,15 @@ func TestJoinWaitsForReconcilesUnderWay(t *testing.T) {
 	if slices.Contains(b.Held(), bucket) || !a.Serves(key) {
 		t.Fatalf("bucket %d moved under a reconcile: a serves it %v, b holds %v", bucket, a.Serves(key), b.Held())
 	}
-	if _, ok := a.Enter(key); ok {
+	select {
+	case <-handover:
+	default:
+		t.Fatal("the admitted reconcile was not told of the handover")
+	}
+	if _, _, ok := a.Enter(key); ok {
 		t.Fatal("the old owner admitted a new reconcile of a bucket it hands over")
 	}
-	if _, ok := b.Enter(key); ok {
+	if _, _, ok := b.Enter(key); ok {
 		t.Fatal("the new owner admitted a reconcile before the bucket was handed over")
 	}
 	leave()
@@ -164,7 +169,7 @@ func TestJoinWaitsForReconcilesUnderWay(t *testing.T) {
 	if a.Serves(key) {
 		t.Fatal("the old owner still serves the bucket the new one holds")
 	}
-	if done, ok := b.Enter(key); !ok {
+	if done, _, ok := b.Enter(key); !ok {
 		t.Fatal("the new owner does not admit reconciles of its bucket")
 	} else {
 		done()

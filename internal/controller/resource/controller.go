@@ -138,7 +138,7 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ctx, release := r.Drain.Detach(ctx)
 	defer release()
-	leave, ok := r.enterShard(req.Name)
+	leave, handover, ok := r.enterShard(req.Name)
 	if !ok {
 		return ctrl.Result{}, nil // another replica's share, or one handed over: its owner reconciles it
 	}
@@ -148,6 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if s == nil || err != nil {
 		return ctrl.Result{}, err
 	}
+	s.handover = handover
 	if !s.res.DeletionTimestamp.IsZero() {
 		rc := r.reclaimer()
 		return runPhases(ctx, s,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -50,6 +51,11 @@ type resourceScope struct {
 	reclaiming bool
 	// resumed: the resource was paused until this reconcile (holdWhilePaused): a run is due.
 	resumed bool
+
+	// handover is closed when this replica begins to hand the resource's bucket over (sharding;
+	// nil without); runState says whether the run started first (untilHandover, startRun).
+	handover <-chan struct{}
+	runState atomic.Int32
 
 	result ctrl.Result
 	gone   bool // the object was deleted in this reconcile: nothing to write

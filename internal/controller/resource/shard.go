@@ -2,6 +2,7 @@ package resource
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -15,8 +16,9 @@ import (
 // (internal/shard.Coordinator): keys are ShardKey(resource name).
 type Shard interface {
 	// Enter admits one reconcile of the resource whose key this is, when its bucket is held here
-	// and not being handed over; done must be called when the reconcile ends.
-	Enter(key string) (done func(), ok bool)
+	// and not being handed over; done must be called when the reconcile ends. handover is closed
+	// when the bucket begins to be handed over meanwhile.
+	Enter(key string) (done func(), handover <-chan struct{}, ok bool)
 	// Since is when this replica took the key's bucket (the zero time when it does not hold it).
 	Since(key string) time.Time
 	// Bucket is the key's bucket.
@@ -29,12 +31,65 @@ type Shard interface {
 func ShardKey(name string) string { return statebackend.LabelValue(name) }
 
 // enterShard admits the reconcile of resource name on this replica: always without sharding;
-// with it, only while the resource's bucket is held here (Shard.Enter). done ends the admission.
-func (r *Reconciler) enterShard(name string) (done func(), ok bool) {
+// with it, only while the resource's bucket is held here (Shard.Enter). done ends the admission;
+// handover (nil without sharding) is closed when the bucket begins to be handed over.
+func (r *Reconciler) enterShard(name string) (done func(), handover <-chan struct{}, ok bool) {
 	if r.Shard == nil {
-		return func() {}, true
+		return func() {}, nil, true
 	}
 	return r.Shard.Enter(ShardKey(name))
+}
+
+// errHandedOver ends a run that had not started when this replica began handing its resource's
+// bucket over: it gives its place in line up, and the bucket's next owner runs it. It wraps
+// context.Canceled (the run is recorded as Cancelled and started again by the new owner).
+var errHandedOver = fmt.Errorf("this controller replica is handing the resource's share over to another and starts no run of it; the other runs it: %w", context.Canceled)
+
+// Run starts under a handover (resourceScope.untilHandover): waiting for a slot, started, or
+// given up because the bucket is being handed over.
+const (
+	runWaiting int32 = iota
+	runStarted
+	runHandedOver
+)
+
+// untilHandover returns ctx cancelled when the resource's bucket begins to be handed over before
+// the run starts (the Started event calls startRun): a run waiting for a slot then gives its place
+// up rather than hold the handover back for as long as the runs ahead of it take. A run that
+// started is never cancelled by it. stop releases what it holds. Without sharding, ctx itself.
+func (s *resourceScope) untilHandover(ctx context.Context) (context.Context, func()) {
+	if s.handover == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-s.handover:
+			if s.runState.CompareAndSwap(runWaiting, runHandedOver) {
+				cancel(errHandedOver)
+			}
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}
+
+// startRun is told the run got its slot (the Started event): errHandedOver when the handover
+// came first, and the run must start no command.
+func (s *resourceScope) startRun() error {
+	if s.runState.CompareAndSwap(runWaiting, runStarted) || s.runState.Load() == runStarted {
+		return nil
+	}
+	return errHandedOver
+}
+
+// handedOver turns err into errHandedOver when the run was given up for a handover (its error is
+// then the slot wait's context.Canceled).
+func (s *resourceScope) handedOver(err error) error {
+	if err != nil && s.runState.Load() == runHandedOver {
+		return errHandedOver
+	}
+	return err
 }
 
 // BucketsTaken wakes the resources of buckets this replica has just taken (Shard's OnAcquired):

@@ -151,8 +151,10 @@ func (r *syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error)
 	handleReconcileRequest(res)
 	revoke := r.keeper.backend(s, &s.spec)
 	defer revoke()
-	out, err := r.runs.Apply(ctx, res.Name, s.spec, r.applyOptions(ctx, s, savedPlan))
-	return r.ranApply(ctx, s, out, err)
+	runCtx, stop := s.untilHandover(ctx)
+	defer stop()
+	out, err := r.runs.Apply(runCtx, res.Name, s.spec, r.applyOptions(ctx, s, savedPlan))
+	return r.ranApply(ctx, s, out, s.handedOver(err))
 }
 
 // ranApply records the outcome of an apply (or plan) run, out and err as Runs.Apply returned them:
@@ -231,6 +233,9 @@ func runEvents(ctx context.Context, s *resourceScope) tfrunner.Events {
 			}
 			return nil
 		case tfrunner.Started:
+			if err := s.startRun(); err != nil {
+				return err // handed over while it waited: no command runs
+			}
 			s.runStart = time.Now()
 			started(res.Status.LastRun, s.runStart)
 			if recorded {
