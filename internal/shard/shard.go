@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
-		"sync"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
