@@ -26,7 +26,7 @@
 //	conductor_tf_leader                                  gauge      1 while this manager is the leader
 //	conductor_tf_sync_interval_seconds                   gauge      the manager's --sync-interval
 //	conductor_tf_run_sandbox_info{mode,abi,signals_scoped,sockets_mediated}  gauge  how runs are confined
-//	conductor_tf_shard_members                           gauge      live replicas sharing resources (--shard-buckets)
+//	conductor_tf_shard_members                           gauge      live replicas sharing resources (--shard-buckets; 0 without)
 //	conductor_tf_shard_buckets{state}                    gauge      buckets held, releasing, total (this replica)
 //	conductor_tf_shard_reconciles_in_flight              gauge      resource reconciles under way in its buckets
 //	conductor_tf_shard_resources                         gauge      InfraResources in its buckets: its share
@@ -111,7 +111,7 @@ var registerOnce sync.Once
 // src.Elected is set, conductor_tf_leader turns 1 once it is closed.
 func Register(src Sources) {
 	registerOnce.Do(func() {
-		ctrlmetrics.Registry.MustRegister(runDuration, runsInFlight, runWait, claimReady, lockConflicts, locksRecovered, driftDetected, leader, runSandbox, readyPoolBinds, policyViolations)
+		ctrlmetrics.Registry.MustRegister(runDuration, runsInFlight, runWait, claimReady, lockConflicts, locksRecovered, driftDetected, leader, runSandbox, readyPoolBinds, policyViolations, shards)
 		// Every policy has a series from the start: a dashboard sees zero, not "no data".
 		for _, p := range []v1alpha1.DriftPolicy{v1alpha1.DriftCorrect, v1alpha1.DriftReport} {
 			driftDetected.WithLabelValues(string(p))

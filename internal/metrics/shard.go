@@ -1,8 +1,9 @@
 package metrics
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // ShardStatus is this replica's share of the resources when the manager shards them
@@ -27,17 +28,23 @@ var (
 		"InfraResources whose bucket this replica holds: its share.", nil, nil)
 )
 
-// shardCollector reads a replica's share at scrape time.
-type shardCollector struct{ status func() ShardStatus }
+// shardCollector reads a replica's share at scrape time, from the function RegisterShard set
+// (zeros until then: a manager that does not shard reports no share).
+type shardCollector struct{ status atomic.Pointer[func() ShardStatus] }
 
-func (c shardCollector) Describe(ch chan<- *prometheus.Desc) {
+var shards = &shardCollector{}
+
+func (c *shardCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{shardMembersDesc, shardBucketsDesc, shardInFlightDesc, shardResourcesDesc} {
 		ch <- d
 	}
 }
 
-func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.status()
+func (c *shardCollector) Collect(ch chan<- prometheus.Metric) {
+	var s ShardStatus
+	if f := c.status.Load(); f != nil {
+		s = (*f)()
+	}
 	ch <- prometheus.MustNewConstMetric(shardMembersDesc, prometheus.GaugeValue, float64(s.Members))
 	ch <- prometheus.MustNewConstMetric(shardBucketsDesc, prometheus.GaugeValue, float64(s.Held), "held")
 	ch <- prometheus.MustNewConstMetric(shardBucketsDesc, prometheus.GaugeValue, float64(s.Releasing), "releasing")
@@ -46,8 +53,8 @@ func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(shardResourcesDesc, prometheus.GaugeValue, float64(s.Resources))
 }
 
-// RegisterShard adds the shard series (conductor_tf_shard_*), read from status at every scrape,
-// to controller-runtime's registry. Call it once, when the manager shards resources.
+// RegisterShard makes the shard series (conductor_tf_shard_*, registered by Register, zero until
+// then) read status at every scrape: call it when the manager shards resources.
 func RegisterShard(status func() ShardStatus) {
-	ctrlmetrics.Registry.MustRegister(shardCollector{status: status})
+	shards.status.Store(&status)
 }
