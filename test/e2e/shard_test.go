@@ -96,7 +96,10 @@ var _ = Describe("Sharded replicas", Ordered, func() {
 	BeforeAll(func() {
 		old := setManagerArgs(func(args []string) []string {
 			args = slices.DeleteFunc(args, func(a string) bool { return strings.HasPrefix(a, "--run-protocol-address") })
-			return append(args, "--run-protocol-address=", "--shard-buckets=256")
+			// Four runs at once per replica: the creates mostly sleep, and 60 of them on two
+			// slots would keep the spec for a quarter of an hour.
+			args = slices.DeleteFunc(args, func(a string) bool { return strings.HasPrefix(a, "--max-concurrent-runs") })
+			return append(args, "--run-protocol-address=", "--shard-buckets=256", "--max-concurrent-runs=4")
 		})
 		DeferCleanup(func() {
 			setManagerArgs(func([]string) []string { return old })
@@ -107,7 +110,7 @@ var _ = Describe("Sharded replicas", Ordered, func() {
 
 	It("divides 60 claims among the replicas, and survives a scale-up, a replica deleted mid-apply and a scale-down: each created once, all Ready, no lock held", func() {
 		const kind = "E2EShard"
-		shardLedger("e2e-shard", kind, 20)
+		shardLedger("e2e-shard", kind, 10)
 		ns := newNamespace("e2e-shard-")
 		var claims []*v1alpha1.InfraClaim
 		start := time.Now()

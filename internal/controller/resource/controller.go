@@ -218,7 +218,7 @@ func (r *Reconciler) upgradeModule(ctx context.Context, s *resourceScope) (bool,
 
 // observeBinding reads the claim the resource names and the phase it gives the resource.
 func (r *Reconciler) observeBinding(ctx context.Context, s *resourceScope) (bool, error) {
-	claim, err := observeClaim(ctx, r.Client, s.res)
+	claim, err := observeClaim(ctx, r.Client, r.APIReader, s.res)
 	if err != nil {
 		return true, err
 	}
@@ -252,8 +252,12 @@ const (
 	claimReserved                   // pre-bound by name (no UID): a reservation, not a bind
 )
 
-// observeClaim reads the claim res's claimRef names, with c, and says what it found (claimState).
-func observeClaim(ctx context.Context, c client.Reader, res *v1alpha1.InfraResource) (claimState, error) {
+// observeClaim reads the claim res's claimRef names, with c (the cache), and says what it found
+// (claimState). A claim the cache does not have, or has with another UID, is read again with live
+// (the API server; nil: not read again) before it is called gone: the claim controller that
+// created the resource may run in another process (sharding: another replica), whose claim the
+// cache here has not seen yet, and a resource found Released is deleted.
+func observeClaim(ctx context.Context, c, live client.Reader, res *v1alpha1.InfraResource) (claimState, error) {
 	ref := res.Spec.ClaimRef
 	if ref == nil {
 		return claimNone, nil
@@ -263,8 +267,13 @@ func observeClaim(ctx context.Context, c client.Reader, res *v1alpha1.InfraResou
 		// whatever becomes of a claim of that name until the bind sets the UID.
 		return claimReserved, nil
 	}
+	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
 	claim := &v1alpha1.InfraClaim{}
-	err := c.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, claim)
+	err := c.Get(ctx, key, claim)
+	if live != nil && (apierrors.IsNotFound(err) || (err == nil && claim.UID != ref.UID)) {
+		claim = &v1alpha1.InfraClaim{}
+		err = live.Get(ctx, key, claim)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		return claimGone, nil

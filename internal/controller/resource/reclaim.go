@@ -39,7 +39,7 @@ func (r *reclaimer) protectInUse(ctx context.Context, s *resourceScope) (bool, e
 	if !controllerutil.ContainsFinalizer(res, v1alpha1.FinalizerInUse) {
 		return false, nil
 	}
-	claimState, err := observeClaim(ctx, r.api, res)
+	claimState, err := observeClaim(ctx, r.api, r.reader, res)
 	if err != nil {
 		return true, err
 	}
