@@ -30,7 +30,9 @@ var (
 
 // shardCollector reads a replica's share at scrape time, from the function RegisterShard set
 // (zeros until then: a manager that does not shard reports no share).
-type shardCollector struct{ status atomic.Pointer[func() ShardStatus] }
+type shardCollector struct {
+	status atomic.Pointer[func() ShardStatus]
+}
 
 var shards = &shardCollector{}
 

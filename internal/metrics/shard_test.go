@@ -19,7 +19,9 @@ conductor_tf_shard_members 0
 	if err := testutil.CollectAndCompare(c, strings.NewReader(zero), "conductor_tf_shard_members"); err != nil {
 		t.Error(err)
 	}
-	status := func() ShardStatus { return ShardStatus{Members: 3, Buckets: 256, Held: 90, Releasing: 2, InFlight: 5, Resources: 3400} }
+	status := func() ShardStatus {
+		return ShardStatus{Members: 3, Buckets: 256, Held: 90, Releasing: 2, InFlight: 5, Resources: 3400}
+	}
 	c.status.Store(&status)
 	want := `
 # HELP conductor_tf_shard_buckets Buckets of resources, by state: held (by this replica, handing over included), releasing (being handed over once its reconciles end), total (in all).
