@@ -31,6 +31,7 @@ func (c *Coordinator) period(ctx context.Context, log logr.Logger) error {
 		return nil // the lister reads memory: not expected
 	}
 	members, buckets := c.observe(all, now)
+	c.collectDead(ctx, all, buckets, now)
 	c.mu.Lock()
 	c.members = len(members)
 	stopping, live := c.stopping, c.liveLocked(time.Now())
@@ -145,6 +146,29 @@ func (c *Coordinator) observe(all []*coordinationv1.Lease, now time.Time) (membe
 	c.mu.Unlock()
 	slices.Sort(members)
 	return members, buckets
+}
+
+// collectDead deletes the member Leases of replicas dead for 4 × LeaseDuration that hold no bucket
+// (a pod killed without its graceful stop leaves its Lease behind); the delete is conditioned on
+// the Lease's resourceVersion, so a replica that renewed it meanwhile keeps it.
+func (c *Coordinator) collectDead(ctx context.Context, all []*coordinationv1.Lease, buckets map[string]*coordinationv1.Lease, now time.Time) {
+	holding := map[string]bool{}
+	for _, b := range buckets {
+		holding[holder(b)] = true
+	}
+	for _, l := range all {
+		id := holder(l)
+		if l.Labels[LabelShard] != roleMember || id == c.o.Identity || holding[id] {
+			continue
+		}
+		if s, ok := c.seen[id]; !ok || now.Sub(s.at) < 4*c.o.LeaseDuration {
+			continue
+		}
+		rv := l.ResourceVersion
+		dctx, cancel := context.WithTimeout(ctx, c.o.RenewDeadline/2)
+		_ = c.o.Kube.CoordinationV1().Leases(c.o.Namespace).Delete(dctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+		cancel()
+	}
 }
 
 func holder(l *coordinationv1.Lease) string {

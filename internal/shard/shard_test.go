@@ -224,6 +224,11 @@ func TestPartitionedReplicaIsFenced(t *testing.T) {
 		t.Fatalf("bucket Lease after the takeover: holder %q transitions %d, want %q and %d", holder(l), transitions(l), b.Identity(), transitions(before)+1)
 	}
 	t.Logf("a stopped serving %s after the cut; b took its %d buckets after %s", stopped.Round(time.Millisecond), len(aHeld), time.Since(cutAt).Round(time.Millisecond))
+	// The dead replica's member Lease is collected once it has been dead for 4 lease durations.
+	eventually(t, 4*testLease+5*time.Second, "a's member Lease deleted", func() bool {
+		_, err := testKube.CoordinationV1().Leases(ns).Get(context.Background(), MemberLeaseName("a"), metav1.GetOptions{})
+		return err != nil
+	})
 }
 
 // A replica stopped gracefully hands its buckets back and deletes its member Lease: the others
