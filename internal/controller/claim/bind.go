@@ -46,11 +46,11 @@ func (r *Reconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) (ctrl
 		return ctrl.Result{}, err
 	}
 	matcher.InNamespace(nsLabels).WithClasses(classes.Items)
-	resources := &v1alpha1.InfraResourceList{}
-	if err := r.List(ctx, resources, client.MatchingFields{shared.IndexResourceKind: claim.Spec.ResourceKind}); err != nil {
+	candidates, err := r.bindingCandidates(ctx, claim)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if res := matcher.Best(resources.Items); res != nil {
+	if res := matcher.Best(candidates); res != nil {
 		// Claim Pending, resource Available (or pre-bound to this claim): bind.
 		return r.bind(ctx, claim, res)
 	}
@@ -268,4 +268,19 @@ func reasonOf(err error) string {
 
 func wasBound(claim *v1alpha1.InfraClaim) bool {
 	return claim.Status.Phase == v1alpha1.ClaimBound || claim.Status.Phase == v1alpha1.ClaimLost
+}
+
+// bindingCandidates are the resources claim may bind to, from the cache's IndexResourceCandidates:
+// those of its kind that name no claim, and those whose claimRef names it. Two lookups, whatever
+// the number of resources bound to other claims.
+func (r *Reconciler) bindingCandidates(ctx context.Context, claim *v1alpha1.InfraClaim) ([]v1alpha1.InfraResource, error) {
+	var out []v1alpha1.InfraResource
+	for _, key := range []string{shared.FreeKey(claim.Spec.ResourceKind), shared.ClaimKey(claim.Spec.ResourceKind, claim.Namespace, claim.Name)} {
+		list := &v1alpha1.InfraResourceList{}
+		if err := r.List(ctx, list, client.MatchingFields{shared.IndexResourceCandidates: key}); err != nil {
+			return nil, err
+		}
+		out = append(out, list.Items...)
+	}
+	return out, nil
 }

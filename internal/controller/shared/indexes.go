@@ -12,8 +12,10 @@ import (
 
 // Cache indexes.
 const (
-	// IndexResourceKind indexes InfraResources by spec.resourceKind (binding candidates).
-	IndexResourceKind = "spec.resourceKind"
+	// IndexResourceCandidates indexes InfraResources a claim may bind to (CandidateKeys): a claim
+	// looks up the free ones of its kind and those naming it, not every resource of its kind —
+	// as the PV controller keeps an index of volumes by access modes rather than listing all.
+	IndexResourceCandidates = "conductor.io/binding-candidates"
 	// IndexClaimKind indexes InfraClaims by spec.resourceKind (claims to retry when a resource frees up).
 	IndexClaimKind = "spec.resourceKind"
 	// IndexResourceClass indexes InfraResources by spec.classRef.name (resources to tell of a class's
@@ -27,8 +29,8 @@ var indexOnce sync.Map // manager -> error
 func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	v, _ := indexOnce.LoadOrStore(mgr, sync.OnceValue(func() error {
 		idx := mgr.GetFieldIndexer()
-		if err := idx.IndexField(ctx, &v1alpha1.InfraResource{}, IndexResourceKind, func(o client.Object) []string {
-			return []string{o.(*v1alpha1.InfraResource).Spec.ResourceKind}
+		if err := idx.IndexField(ctx, &v1alpha1.InfraResource{}, IndexResourceCandidates, func(o client.Object) []string {
+			return CandidateKeys(o.(*v1alpha1.InfraResource))
 		}); err != nil {
 			return err
 		}
@@ -46,3 +48,25 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	}))
 	return v.(func() error)()
 }
+
+// CandidateKeys are resource res's keys in IndexResourceCandidates: FreeKey of its kind when it
+// names no claim and is no ready pool's (it may be Available to any claim of the kind), or
+// ClaimKey of the claim its claimRef names (pre-bound or bound to it). A resource bound to a claim
+// is no other claim's candidate, so a claim's lookup finds at most the free resources of its kind
+// and its own, whatever the number of bound ones.
+func CandidateKeys(res *v1alpha1.InfraResource) []string {
+	if ref := res.Spec.ClaimRef; ref != nil {
+		return []string{ClaimKey(res.Spec.ResourceKind, ref.Namespace, ref.Name)}
+	}
+	if res.Labels[v1alpha1.LabelReadyPool] != "" {
+		return nil
+	}
+	return []string{FreeKey(res.Spec.ResourceKind)}
+}
+
+// FreeKey is the IndexResourceCandidates key of the resources of kind that name no claim.
+func FreeKey(kind string) string { return "free/" + kind }
+
+// ClaimKey is the IndexResourceCandidates key of the resources of kind that name claim
+// namespace/name in their claimRef.
+func ClaimKey(kind, namespace, name string) string { return "claim/" + kind + "/" + namespace + "/" + name }
