@@ -69,4 +69,6 @@ func FreeKey(kind string) string { return "free/" + kind }
 
 // ClaimKey is the IndexResourceCandidates key of the resources of kind that name claim
 // namespace/name in their claimRef.
-func ClaimKey(kind, namespace, name string) string { return "claim/" + kind + "/" + namespace + "/" + name }
+func ClaimKey(kind, namespace, name string) string {
+	return "claim/" + kind + "/" + namespace + "/" + name
+}
