@@ -334,16 +334,17 @@ func (m *manager) setupReconcilers() error {
 }
 
 // stop ends the runs once the manager stopped with err: what is still running is interrupted now
-// (after SIGTERM the reconciles had until GracefulShutdownTimeout); on lost leadership the runs'
-// processes are killed at once and every credential revoked; then drain.
+// (after SIGTERM the reconciles had until GracefulShutdownTimeout); on lost leadership or a lapsed
+// shard membership the runs' processes are killed at once and every credential revoked; then drain.
 func (m *manager) stop(err error) {
 	m.drainer.Interrupt()
 	if lostLeadership(err) || lostMembership(err) {
-		// Another replica may lead already: this one's runs stop at once (SIGKILL, no grace; what
-		// they had started creating is in doubt, and the next leader resolves it), and with them
-		// every credential this process issued (the state server refuses them already).
+		// Another replica may lead, or hold this one's buckets, already: this one's runs stop at
+		// once (SIGKILL, no grace; what they had started creating is in doubt, and the next owner
+		// resolves it), and with them every credential this process issued (the state server
+		// refuses them already).
 		killed := tfrunner.Reap(m.runsDir, true)
-		m.log.Info("leadership lost: runs killed and their state credentials revoked", "processes", killed)
+		m.log.Info("leadership or shard membership lost: runs killed and their state credentials revoked", "processes", killed, "reason", err.Error())
 		m.stateServer.RevokeAll()
 	}
 	drain(m.pool, m.runs.Remote, m.stateServer, m.o.grace)
