@@ -3,8 +3,6 @@ package shard
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/url"
 	"os"
 	"sync"
@@ -16,6 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
 // The package's tests run against a real kube-apiserver and etcd (envtest), started once in
@@ -70,71 +70,25 @@ func newNamespace(t *testing.T) string {
 	return name
 }
 
-// partition is a TCP proxy to the API server that can be cut: a replica whose client goes through
-// it loses the API server as a network partition would, its process still running.
-type partition struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-	cut   bool
-}
-
-// newPartition proxies to the test API server and returns a client through it.
-func newPartition(t *testing.T) (*partition, kubernetes.Interface) {
+// newPartition proxies to the test API server (harness.Partition) and returns it and a client
+// through it: a replica with that client loses the API server at Cut, its process still running.
+func newPartition(t *testing.T) (*harness.Partition, kubernetes.Interface) {
 	t.Helper()
 	u, err := url.Parse(testCfg.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := harness.StartPartition(u.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &partition{ln: ln}
-	go p.serve(u.Host)
 	t.Cleanup(p.Cut)
 	cfg := rest.CopyConfig(testCfg)
-	cfg.Host = "https://" + ln.Addr().String()
+	cfg.Host = "https://" + p.Addr()
 	cfg.Timeout = 2 * time.Second
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p, kube
-}
-
-func (p *partition) serve(target string) {
-	for {
-		in, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		out, err := net.Dial("tcp", target)
-		if err != nil {
-			_ = in.Close()
-			continue
-		}
-		p.mu.Lock()
-		if p.cut {
-			p.mu.Unlock()
-			_ = in.Close()
-			_ = out.Close()
-			return
-		}
-		p.conns = append(p.conns, in, out)
-		p.mu.Unlock()
-		go func() { _, _ = io.Copy(out, in); _ = out.Close() }()
-		go func() { _, _ = io.Copy(in, out); _ = in.Close() }()
-	}
-}
-
-// Cut closes the proxy and every connection through it.
-func (p *partition) Cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = true
-	_ = p.ln.Close()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
 }

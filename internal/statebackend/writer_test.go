@@ -206,72 +206,74 @@ func TestErroredStateKeptOnlyForItsRun(t *testing.T) {
 	}
 }
 
-// Issue 46: while this process's leadership has lapsed (Leading false) every request of a run is
-// refused (503) and no errored state is kept; RevokeAll ends every credential and releases the
-// locks the (killed) runs held.
-func TestLapsedLeaderServesNoRun(t *testing.T) {
-	ctx := context.Background()
-	fk := fake.NewClientset()
-	srv := startServer(t, fk, "ns", 0)
-	var leading atomic.Bool
-	leading.Store(true)
-	srv.Leading = leading.Load
-	a, revoke := srv.IssueRunAs("run-a", "db", nil)
-	defer revoke()
-	lockAs(t, a, "lock-a")
-	if st, out, _ := call(t, "POST", a.Address+"?ID=lock-a", a.Username, a.Password, stateJSON(t, "l", 1, nil)); st != 200 {
-		t.Fatalf("POST while leading: %d %s", st, out)
+// Issues 46 and 51: a run is served only while this process may serve it — it leads (Leading), and
+// with sharding its resource's share is held here (Serves, asked with the run's labels). Once
+// either lapses every request of the run is refused (503) and no errored state is kept; then a
+// lapsed leader's RevokeAll ends every credential and releases the locks the (killed) runs held,
+// and a replica still serves the runs of the shares it holds.
+func TestRunRefusedOnceNotServed(t *testing.T) {
+	cases := []struct {
+		name  string
+		lapse func(srv *Server, lapsed *atomic.Bool)
+		says  string
+		then  func(t *testing.T, srv *Server, lapsed *atomic.Bool, a RunCredentials)
+	}{
+		{
+			name:  "the leadership lapsed",
+			lapse: func(srv *Server, lapsed *atomic.Bool) { srv.Leading = func() bool { return !lapsed.Load() } },
+			says:  "no longer leads",
+			then: func(t *testing.T, srv *Server, lapsed *atomic.Bool, a RunCredentials) {
+				srv.RevokeAll()
+				lapsed.Store(false)
+				if st, _, _ := call(t, "GET", a.Address, a.Username, a.Password, nil); st != 401 {
+					t.Errorf("GET after RevokeAll: %d; want 401", st)
+				}
+				if l, _ := srv.Store().For("db").InspectLock(context.Background()); l != nil {
+					t.Errorf("lock after RevokeAll: %+v; want released", l)
+				}
+			},
+		},
+		{
+			name: "the resource's bucket moved to another replica",
+			lapse: func(srv *Server, lapsed *atomic.Bool) {
+				srv.Serves = func(labels map[string]string) bool { return labels[LabelResource] != "db" || !lapsed.Load() }
+			},
+			says: "no longer serves this resource's share",
+			then: func(t *testing.T, srv *Server, _ *atomic.Bool, _ RunCredentials) {
+				b, revoke := srv.IssueRunAs("run-b", "cache", map[string]string{LabelResource: "cache"})
+				defer revoke()
+				if st, out, _ := call(t, "GET", b.Address, b.Username, b.Password, nil); st == 503 {
+					t.Errorf("GET of a run of a share still served: %d %s", st, out)
+				}
+			},
+		},
 	}
-	leading.Store(false)
-	if st, out, _ := call(t, "POST", a.Address+"?ID=lock-a", a.Username, a.Password, stateJSON(t, "l", 2, nil)); st != 503 || !strings.Contains(out, "no longer leads") {
-		t.Errorf("POST after leadership lapsed: %d %s; want 503", st, out)
-	}
-	if st, _, _ := call(t, "GET", a.Address, a.Username, a.Password, nil); st != 503 {
-		t.Errorf("GET after leadership lapsed: %d; want 503", st)
-	}
-	if err := srv.KeepErrored(ctx, "run-a", stateJSON(t, "l", 2, nil)); err == nil {
-		t.Error("an errored state was kept after leadership lapsed")
-	}
-	if got := storedSerial(t, srv, "db"); got != 1 {
-		t.Errorf("stored serial %d, want 1", got)
-	}
-	srv.RevokeAll()
-	leading.Store(true)
-	if st, _, _ := call(t, "GET", a.Address, a.Username, a.Password, nil); st != 401 {
-		t.Errorf("GET after RevokeAll: %d; want 401", st)
-	}
-	if l, _ := srv.Store().For("db").InspectLock(ctx); l != nil {
-		t.Errorf("lock after RevokeAll: %+v; want released", l)
-	}
-}
-
-// Issue 51: with sharding, a run is served only while this replica serves its resource's share
-// (Serves, asked with the run's labels): another replica's run, or one whose bucket moved, is
-// refused (503) and keeps no errored state; the runs of the share still held are served.
-func TestRunOutsideTheShareIsRefused(t *testing.T) {
-	ctx := context.Background()
-	srv := startServer(t, fake.NewClientset(), "ns", 0)
-	var moved atomic.Bool
-	srv.Serves = func(labels map[string]string) bool { return labels[LabelResource] != "db" || !moved.Load() }
-	a, revokeA := srv.IssueRunAs("run-a", "db", map[string]string{LabelResource: "db"})
-	defer revokeA()
-	b, revokeB := srv.IssueRunAs("run-b", "cache", map[string]string{LabelResource: "cache"})
-	defer revokeB()
-	lockAs(t, a, "lock-a")
-	if st, out, _ := call(t, "POST", a.Address+"?ID=lock-a", a.Username, a.Password, stateJSON(t, "l", 1, nil)); st != 200 {
-		t.Fatalf("POST while serving the share: %d %s", st, out)
-	}
-	moved.Store(true)
-	if st, out, _ := call(t, "POST", a.Address+"?ID=lock-a", a.Username, a.Password, stateJSON(t, "l", 2, nil)); st != 503 || !strings.Contains(out, "no longer serves this resource's share") {
-		t.Errorf("POST after the bucket moved: %d %s; want 503", st, out)
-	}
-	if err := srv.KeepErrored(ctx, "run-a", stateJSON(t, "l", 2, nil)); !errors.Is(err, errNotServing) {
-		t.Errorf("errored state after the bucket moved: %v; want errNotServing", err)
-	}
-	if got := storedSerial(t, srv, "db"); got != 1 {
-		t.Errorf("stored serial %d, want 1", got)
-	}
-	if st, out, _ := call(t, "GET", b.Address, b.Username, b.Password, nil); st == 503 {
-		t.Errorf("GET of a run of a share still served: %d %s", st, out)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			srv := startServer(t, fake.NewClientset(), "ns", 0)
+			var lapsed atomic.Bool
+			tc.lapse(srv, &lapsed)
+			a, revoke := srv.IssueRunAs("run-a", "db", map[string]string{LabelResource: "db"})
+			defer revoke()
+			lockAs(t, a, "lock-a")
+			if st, out, _ := call(t, "POST", a.Address+"?ID=lock-a", a.Username, a.Password, stateJSON(t, "l", 1, nil)); st != 200 {
+				t.Fatalf("POST while served: %d %s", st, out)
+			}
+			lapsed.Store(true)
+			if st, out, _ := call(t, "POST", a.Address+"?ID=lock-a", a.Username, a.Password, stateJSON(t, "l", 2, nil)); st != 503 || !strings.Contains(out, tc.says) {
+				t.Errorf("POST once %s: %d %s; want 503 saying %q", tc.name, st, out, tc.says)
+			}
+			if st, _, _ := call(t, "GET", a.Address, a.Username, a.Password, nil); st != 503 {
+				t.Errorf("GET once %s: %d; want 503", tc.name, st)
+			}
+			if err := srv.KeepErrored(ctx, "run-a", stateJSON(t, "l", 2, nil)); err == nil {
+				t.Errorf("an errored state was kept once %s", tc.name)
+			}
+			if got := storedSerial(t, srv, "db"); got != 1 {
+				t.Errorf("stored serial %d, want 1", got)
+			}
+			tc.then(t, srv, &lapsed, a)
+		})
 	}
 }

@@ -58,7 +58,10 @@ func greet(c *v1alpha1.InfraClaim, greeting string) {
 	c.Spec.Parameters["greeting"] = apiextensionsv1.JSON{Raw: []byte(fmt.Sprintf("%q", greeting))}
 }
 
-// converged reports whether the claim is Ready with its resource's last apply done for greeting.
+// converged reports whether the claim is Ready with its resource's last apply done for greeting:
+// the connection Secret holds greeting and the resource records its last run Succeeded. The
+// Secret alone is not enough: it is written before the run's outcome (a claim stays Ready through
+// an update), so for a moment it is new while status.lastRun still says Running.
 func converged(c *v1alpha1.InfraClaim, greeting string) func() string {
 	return func() string {
 		got := &v1alpha1.InfraClaim{}
@@ -69,6 +72,9 @@ func converged(c *v1alpha1.InfraClaim, greeting string) func() string {
 		}
 		if g := string(secret.Data["greeting"]); g != greeting {
 			return "connection Secret greeting " + g
+		}
+		if last := resourceOf(c).Status.LastRun; last == nil || last.Result != "Succeeded" {
+			return fmt.Sprintf("the resource's last run is not Succeeded: %+v", last)
 		}
 		return readyCondition(got.Status.Conditions)
 	}

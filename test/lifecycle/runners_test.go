@@ -204,8 +204,9 @@ var _ = Describe("Runner pools", Ordered, func() {
 	// releases its lock; the next run, on another runner, is then the only writer.
 	It("fences a runner cut off past its fence while its state server stays reachable: the run is dead before it is given up, and the next run is the only writer", func() {
 		s := newScenario()
-		link := startCutter(runProtocolAddr)
-		cutOff := startRunnerVia(bin, pool, "runner-cut", runnerToken(sa, runners.Audience), link.addr())
+		link, err := harness.StartPartition(runProtocolAddr)
+		Expect(err).NotTo(HaveOccurred())
+		cutOff := startRunnerVia(bin, pool, "runner-cut", runnerToken(sa, runners.Audience), link.Addr())
 		res, ledger := ledgerResource(s, "pooled-cut-"+s.ns, 30)
 		res.Spec.RunnerPool = pool
 		Expect(k8s.Create(s.ctx, res)).To(Succeed())
@@ -213,7 +214,7 @@ var _ = Describe("Runner pools", Ordered, func() {
 		Eventually(func() int { return ledgerLines(ledger) }, timeout, 100*time.Millisecond).Should(Equal(1))
 		Eventually(func() []string { return s.resource(res.Name)().Status.CreatesPending }, timeout, 100*time.Millisecond).
 			Should(ConsistOf("module.main.terraform_data.this"))
-		link.cutOff()
+		link.Cut()
 		cutAt := time.Now()
 		startRunner(bin, pool, "runner-d", runnerToken(sa, runners.Audience))
 

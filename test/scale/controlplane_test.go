@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,8 +55,9 @@ var (
 // one-resource state, and tells the events a real apply of one create tells. It stands for the
 // runs so that what is measured is the control plane's share alone: reconciles, status and run
 // records, the state server's Secrets and Leases, the API server. Applies and drift checks are
-// counted.
-type noTerraform struct{ applies, checks atomic.Int64 }
+// counted: applies asked for, those that started (the controller let them past their slot) and
+// those whose state I/O the state server refused (a share handed over, a membership lapsed).
+type noTerraform struct{ applies, started, refused, checks atomic.Int64 }
 
 // benchState is the state an apply of noTerraform writes: one random_pet, as module "one" has.
 const benchState = `{"version":4,"terraform_version":"1.12.6","serial":%d,"lineage":"bench-%s","outputs":{},` +
@@ -69,10 +71,12 @@ func (c *noTerraform) Apply(ctx context.Context, key string, spec tfrunner.Spec,
 	if err := opts.Events.Send(tfrunner.Started{}); err != nil {
 		return nil, err
 	}
+	c.started.Add(1)
 	if err := opts.Events.Send(tfrunner.CreateStarted{Address: "module.main.random_pet.this"}); err != nil {
 		return nil, err
 	}
 	if err := writeStateAsRun(ctx, spec.Env, key); err != nil {
+		c.refused.Add(1)
 		return nil, err
 	}
 	return &tfrunner.ApplyResult{Initialized: true, Applied: true, Ended: []string{"module.main.random_pet.this"},
@@ -264,6 +268,7 @@ func TestBenchControlPlane(t *testing.T) {
 			return held == shard.DefaultBuckets
 		})
 	}
+	handovers0 := bucketHandovers(t, ctx, k8s)
 	before, err := apiRequests(ctx, env.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -308,7 +313,7 @@ func TestBenchControlPlane(t *testing.T) {
 	fmt.Printf("\n## Control plane alone: %d claims, %d replica(s), runs carried by noTerraform (NO Terraform runs)\n\n", *n, *replicas)
 	fmt.Printf("| | figure |\n|---|---|\n")
 	fmt.Printf("| time to all Ready | %.1f s (claims created in %.1f s) |\n", elapsed.Seconds(), created.Seconds())
-	fmt.Printf("| applies carried | %d |\n", runs.applies.Load())
+	fmt.Printf("| applies asked / started / state I/O refused | %d / %d / %d |\n", runs.applies.Load(), runs.started.Load(), runs.refused.Load())
 	fmt.Printf("| API requests per claim (the managers') | %.1f |\n", total)
 	fmt.Printf("| RSS of the process (managers + the bench's watch) | %d MiB (peak %d MiB) |\n", rss>>20, hwm>>20)
 	fmt.Printf("| CPU per claim: managers | %.1f ms |\n", (selfAfter-selfBefore)/float64(*n)*1000)
@@ -324,7 +329,24 @@ func TestBenchControlPlane(t *testing.T) {
 		for i, r := range rs {
 			fmt.Printf("replica %d: %d buckets\n", i, len(r.shard.Held()))
 		}
+		fmt.Printf("bucket handovers while the claims were created, made Ready and synced: %d\n", bucketHandovers(t, ctx, k8s)-handovers0)
 	}
+}
+
+// bucketHandovers sums the leaseTransitions of the shard's bucket Leases (internal/shard: one per
+// handover of a bucket): 0 without sharding.
+func bucketHandovers(t *testing.T, ctx context.Context, k8s client.Client) int {
+	leases := &coordinationv1.LeaseList{}
+	if err := k8s.List(ctx, leases, client.InNamespace(stateNamespace), client.MatchingLabels{shard.LabelShard: "bucket"}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range leases.Items {
+		if l.Spec.LeaseTransitions != nil {
+			n += int(*l.Spec.LeaseTransitions)
+		}
+	}
+	return n
 }
 
 // createClaims creates n claims of kind Pet in ns, 16 at a time.
