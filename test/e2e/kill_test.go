@@ -73,7 +73,11 @@ func converged(c *v1alpha1.InfraClaim, greeting string) func() string {
 		if g := string(secret.Data["greeting"]); g != greeting {
 			return "connection Secret greeting " + g
 		}
-		if last := resourceOf(c).Status.LastRun; last == nil || last.Result != "Succeeded" {
+		res := &v1alpha1.InfraResource{}
+		if got.Spec.ResourceName != "" {
+			_ = k8s.Get(ctx, client.ObjectKey{Name: got.Spec.ResourceName}, res)
+		}
+		if last := res.Status.LastRun; last == nil || last.Result != "Succeeded" {
 			return fmt.Sprintf("the resource's last run is not Succeeded: %+v", last)
 		}
 		return readyCondition(got.Status.Conditions)
