@@ -129,8 +129,8 @@ func main() {
 	flag.StringVar(&o.sandboxWrite, "run-sandbox-write", "", sandboxWriteUsage)
 	flag.StringVar(&o.runEnv, "run-env", "", runEnvUsage)
 	flag.IntVar(&o.shardBuckets, "shard-buckets", 0, shardFlagUsage)
-	flag.Float64Var(&o.apiQPS, "kube-api-qps", 20, "Requests per second the manager's client may send to the API server, sustained (client-go's token bucket; controller-runtime's default). Drift checks of many resources need more: docs/runner-pools.md#the-arithmetic-for-10000-resources.")
-	flag.IntVar(&o.apiBurst, "kube-api-burst", 30, "Requests the manager's client may send to the API server in a burst above --kube-api-qps.")
+	flag.Float64Var(&o.apiQPS, "kube-api-qps", defaultKubeAPIQPS, kubeAPIQPSUsage)
+	flag.IntVar(&o.apiBurst, "kube-api-burst", defaultKubeAPIBurst, "Requests the manager's client may send to the API server in a burst above --kube-api-qps (when it sets a limit).")
 	zapOpts := zap.Options{Development: true}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

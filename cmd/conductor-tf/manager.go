@@ -65,7 +65,7 @@ type manager struct {
 // error, or the first step's that failed.
 func run(o options) error {
 	m := &manager{o: o, log: ctrl.Log.WithName("setup"), cfg: ctrl.GetConfigOrDie(), drainer: tfrunner.NewDrain(), adopter: &adopterRef{}}
-	m.cfg.QPS, m.cfg.Burst = float32(o.apiQPS), o.apiBurst
+	withClientLimits(m.cfg, o.apiQPS, o.apiBurst)
 	var err error
 	if m.kube, err = kubernetes.NewForConfig(m.cfg); err != nil {
 		return err
