@@ -92,6 +92,14 @@ info "image loaded in $(( $(date +%s) - t ))s"
 
 step "The e2e suite"
 cd "$ROOT"
-E2E_KUBECONFIG=$KUBECONFIG_E2E E2E_IMG=$IMG E2E_AWS_IMG=$AWS_IMG E2E_CLUSTER=$CLUSTER \
+# The suite's output goes to the terminal and to $DIR/suite.log; when it fails, what the failed
+# specs printed and their failure messages are printed again at the end (hack/lib/e2e-digest.sh).
+# shellcheck source=hack/lib/e2e-digest.sh
+source "$ROOT/hack/lib/e2e-digest.sh"
+if ! E2E_KUBECONFIG=$KUBECONFIG_E2E E2E_IMG=$IMG E2E_AWS_IMG=$AWS_IMG E2E_CLUSTER=$CLUSTER \
   go test -tags e2e ./test/e2e -count 1 -timeout "${E2E_TIMEOUT:-60m}" -v \
-  -args -ginkgo.v ${E2E_FOCUS:+-ginkgo.focus="$E2E_FOCUS"}
+  -args -ginkgo.v ${E2E_FOCUS:+-ginkgo.focus="$E2E_FOCUS"} 2>&1 | tee "$DIR/suite.log"; then
+  step "What the failed specs printed (the whole output: $DIR/suite.log)"
+  e2e_digest "$DIR/suite.log"
+  exit 1
+fi

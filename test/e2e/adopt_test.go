@@ -86,7 +86,7 @@ var _ = Describe("The leader SIGKILLed mid-create on a runner pool of 2", Ordere
 		GinkgoWriter.Printf("Ready %s after the kill; last run %s (%s) by %s; adoptions: %v; ledger %d; held %v\n",
 			time.Since(killed).Round(time.Second), res.Status.LastRun.ID, res.Status.LastRun.Result, res.Status.LastRun.Controller,
 			adopted, ledgerEntries(claim), held)
-		Expect(adopted).To(HaveLen(1), "the next leader adopted the run (RunAdopted)")
+		Expect(adopted).To(HaveLen(1), "the next leader adopted the run (RunAdopted) (%s)", leadership())
 		Expect(res.Status.LastRun.ID).To(Equal(run), "the run the killed leader started is the one that succeeded")
 		Expect(res.Status.LastRun.Result).To(Equal("Succeeded"))
 		Expect(held).To(BeEmpty(), "no plan was held")

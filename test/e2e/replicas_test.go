@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
@@ -30,6 +31,22 @@ func leader() string {
 		return ""
 	}
 	return *l.Spec.HolderIdentity
+}
+
+// leadership says who led and how often it changed: the leader Lease's holder and transitions, and
+// each manager pod's restarts, for the messages of specs that move the leadership.
+func leadership() string {
+	l, err := kube.CoordinationV1().Leases(system).Get(ctx, "conductor-tf.conductor.io", metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	out := fmt.Sprintf("leader Lease held by %s, %d transitions;", ptr.Deref(l.Spec.HolderIdentity, ""), ptr.Deref(l.Spec.LeaseTransitions, 0))
+	for _, p := range managerPods() {
+		restarts := int32(0)
+		for _, c := range p.Status.ContainerStatuses {
+			restarts += c.RestartCount
+		}
+		out += fmt.Sprintf(" pod %s: %d restarts;", p.Name, restarts)
+	}
+	return out
 }
 
 // startApply changes the claim's greeting and waits until its resource records the apply as Running.
@@ -214,15 +231,15 @@ var _ = Describe("Two replicas", Ordered, func() {
 			return readyCondition(got.Status.Conditions)
 		}).Should(HavePrefix("True"))
 		res := boundResource(claim)
-		GinkgoWriter.Printf("converged %s after the hand-over, last run %s by %s; lock recoveries: %v; approvals: %d; ledger %d\n",
-			time.Since(handed).Round(time.Second), res.Status.LastRun.ID, res.Status.LastRun.Controller, lockEvents(res.Name), len(approved), ledgerEntries(claim))
+		GinkgoWriter.Printf("converged %s after the hand-over, last run %s by %s; lock recoveries: %v; approvals: %d; ledger %d; %s\n",
+			time.Since(handed).Round(time.Second), res.Status.LastRun.ID, res.Status.LastRun.Controller, lockEvents(res.Name), len(approved), ledgerEntries(claim), leadership())
 		if ledgerEntries(claim) != 1 {
 			// The old leader's run is killed once it knows it lost: a create it had finished but
 			// not saved yet is in doubt, and made again only on a person's approval.
 			Expect(approved).NotTo(BeEmpty(), "the ledger ConfigMap was created twice without an approval")
 		}
 		Expect(locksHeld()).To(BeEmpty())
-		Expect(res.Status.LastRun.Controller).To(Equal(standby), "the standby, leader now, ran last")
+		Expect(res.Status.LastRun.Controller).To(Equal(standby), "the standby, leader now, ran last (%s)", leadership())
 	})
 
 	It("kubectl rollout restart during applies: every claim converges and no lock is held", func() {
