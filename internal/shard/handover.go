@@ -27,11 +27,54 @@ func (c *Coordinator) keep(ctx context.Context, log logr.Logger, b int, lease *c
 		log.Error(nil, "bucket taken over by another replica, which found this one's membership lapsed", "bucket", b, "holder", holder(lease))
 		return true
 	}
+	if replaced(lease, h.lease) {
+		delete(c.owned, b)
+		c.mu.Unlock()
+		log.Error(nil, "bucket Lease deleted or replaced under this replica: it no longer holds the bucket", "bucket", b)
+		return true
+	}
+	if lease == nil { // not in the lister: deleted, or created so lately that the lister lags
+		base := h.lease
+		c.mu.Unlock()
+		if c.gone(ctx, b, base) {
+			log.Error(nil, "bucket Lease deleted under this replica: it no longer holds the bucket", "bucket", b)
+			return true
+		}
+		c.mu.Lock()
+	}
 	h.setReleasing(c.stopping || desired != c.o.Identity)
 	release, base := h.releasing && h.inflight == 0, h.lease
 	c.mu.Unlock()
 	if release {
 		c.release(ctx, log, b, base)
+	}
+	return true
+}
+
+// replaced reports whether the bucket Lease observed is not the one this replica took or last
+// wrote (another UID: it was deleted and created again, by another replica or by hand).
+func replaced(observed, own *coordinationv1.Lease) bool {
+	return observed != nil && own != nil && observed.UID != own.UID
+}
+
+// gone reads bucket b's Lease from the API server when the lister lacks it, and drops the bucket
+// (true) when it was deleted or replaced under this replica: a replica must never go on serving a
+// bucket whose Lease, its fence, another replica may have created anew. Read errors keep it (false)
+// until the next period.
+func (c *Coordinator) gone(ctx context.Context, b int, own *coordinationv1.Lease) bool {
+	ctx, cancel := context.WithTimeout(ctx, c.o.RenewDeadline/2)
+	defer cancel()
+	l, err := c.o.Kube.CoordinationV1().Leases(c.o.Namespace).Get(ctx, BucketLeaseName(b), metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false
+	}
+	if err == nil && !replaced(l, own) {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h := c.owned[b]; h != nil && h.lease == own {
+		delete(c.owned, b)
 	}
 	return true
 }
@@ -47,9 +90,11 @@ func (c *Coordinator) release(ctx context.Context, log logr.Logger, b int, base 
 	none, next := "", transitions(base)+1
 	l.Spec.HolderIdentity, l.Spec.LeaseTransitions = &none, &next
 	_, err := api.Update(ctx, l, metav1.UpdateOptions{})
-	if apierrors.IsConflict(err) {
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		fresh, gerr := api.Get(ctx, base.Name, metav1.GetOptions{})
-		if gerr != nil {
+		if apierrors.IsNotFound(gerr) {
+			fresh = nil // deleted: nothing to hand back
+		} else if gerr != nil {
 			return
 		}
 		c.mu.Lock()

@@ -254,6 +254,51 @@ func TestGracefulStopHandsBackAtOnce(t *testing.T) {
 	t.Logf("b held every bucket %s after a was told to stop", time.Since(stopAt).Round(time.Millisecond))
 }
 
+// Bucket Leases deleted under their holders (by hand, or a cleanup): each holder drops what it no
+// longer has a fence for and takes it again under a new Lease, every bucket held once, and a
+// graceful stop still ends. Before, a holder kept a deleted bucket and its graceful stop retried
+// handing it back forever (a manager pod stayed Terminating, and leading, for its whole grace
+// period on kind).
+func TestDeletedBucketLeasesAreDroppedAndTakenAgain(t *testing.T) {
+	ns := newNamespace(t)
+	a, b := startReplica(t, ns, "a", nil), startReplica(t, ns, "b", nil)
+	eventually(t, 20*time.Second, "two replicas hold their shares", func() bool { return settled(a, b) })
+	leases := testKube.CoordinationV1().Leases(ns)
+	old, err := leases.List(context.Background(), metav1.ListOptions{LabelSelector: LabelShard + "=" + roleBucket})
+	if err != nil || len(old.Items) != testBuckets {
+		t.Fatalf("bucket Leases: %d, %v", len(old.Items), err)
+	}
+	uids := map[string]bool{}
+	for _, l := range old.Items {
+		uids[string(l.UID)] = true
+	}
+	if err := leases.DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: LabelShard + "=" + roleBucket}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "every bucket held again under a new Lease, by one replica", func() bool {
+		now, err := leases.List(context.Background(), metav1.ListOptions{LabelSelector: LabelShard + "=" + roleBucket})
+		if err != nil || len(now.Items) != testBuckets {
+			return false
+		}
+		for _, l := range now.Items {
+			if uids[string(l.UID)] {
+				return false
+			}
+		}
+		return settled(a, b)
+	})
+	a.cancel()
+	select {
+	case <-a.done:
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("a did not stop: it still holds %v", a.Held())
+	}
+	eventually(t, testLease, "b takes every bucket", func() bool { return len(b.Held()) == testBuckets })
+}
+
 // Rendezvous hashing moves only the joining member's share, and shares are even.
 func TestOwnerMovesOnlyTheNewShare(t *testing.T) {
 	three := []string{"m1", "m2", "m3"}

@@ -121,9 +121,6 @@ var _ = Describe("Sharded replicas", Ordered, func() {
 		DeferCleanup(func() {
 			setManagerArgs(func([]string) []string { return old })
 			scaleManager(1)
-			// The membership and bucket Leases of the sharded replicas, which no replica renews now.
-			Expect(kube.CoordinationV1().Leases(system).DeleteCollection(ctx, metav1.DeleteOptions{},
-				metav1.ListOptions{LabelSelector: "conductor.io/shard"})).To(Succeed())
 		})
 		scaleManager(2)
 	})
