@@ -28,6 +28,21 @@ type replica struct {
 	err    error
 }
 
+// stop stops the replica gracefully and fails t unless Start returns, without an error, within
+// 10 s (saying which buckets it still holds).
+func (r *replica) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	select {
+	case <-r.done:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not stop: it still holds %v", r.Identity(), r.Held())
+	}
+}
+
 func startReplica(t *testing.T, ns, pod string, kube kubernetes.Interface) *replica {
 	t.Helper()
 	if kube == nil {
@@ -238,15 +253,7 @@ func TestGracefulStopHandsBackAtOnce(t *testing.T) {
 	a, b := startReplica(t, ns, "a", nil), startReplica(t, ns, "b", nil)
 	eventually(t, 20*time.Second, "two replicas hold their shares", func() bool { return settled(a, b) })
 	stopAt := time.Now()
-	a.cancel()
-	select {
-	case <-a.done:
-		if a.err != nil {
-			t.Fatal(a.err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a did not stop")
-	}
+	a.stop(t)
 	eventually(t, testLease, "b takes every bucket before a's lease could run out", func() bool { return len(b.Held()) == testBuckets })
 	if _, err := testKube.CoordinationV1().Leases(ns).Get(context.Background(), MemberLeaseName("a"), metav1.GetOptions{}); err == nil {
 		t.Fatal("a's member Lease is still there")
@@ -287,15 +294,7 @@ func TestDeletedBucketLeasesAreDroppedAndTakenAgain(t *testing.T) {
 		}
 		return settled(a, b)
 	})
-	a.cancel()
-	select {
-	case <-a.done:
-		if a.err != nil {
-			t.Fatal(a.err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("a did not stop: it still holds %v", a.Held())
-	}
+	a.stop(t)
 	eventually(t, testLease, "b takes every bucket", func() bool { return len(b.Held()) == testBuckets })
 }
 
