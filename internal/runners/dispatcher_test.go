@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -566,5 +567,33 @@ func TestDispatcherStopsButFencesARunWhoseRunnerSaysSomethingUnknown(t *testing.
 	r.send(result(newResult(&tfrunner.ApplyResult{}, nil, context.Canceled)))
 	if got := <-done; !errors.Is(got.err, context.Canceled) || d.Busy("res-u") {
 		t.Fatalf("stopped run: %v, busy %v", got.err, d.Busy("res-u"))
+	}
+}
+
+// A manager that lost its leadership grants no lease: its runner's lease runs out, and the runner
+// freezes, then kills, the run before the next leader's fence ends. Before, every heartbeat was
+// answered whatever the leadership, and a run the old leader carried went on applying.
+func TestDispatcherGrantsNoLeaseOnceNotLeading(t *testing.T) {
+	var leading atomic.Bool
+	leading.Store(true)
+	d, conn := startDispatcher(t, DispatcherOptions{HeartbeatTimeout: 2 * time.Second, FenceGrace: 5 * time.Second, Leading: leading.Load})
+	applyAsync(d, context.Background(), "res-l", tfrunner.ApplyOptions{})
+	f, _ := openStream(t, conn, &runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Hello{Hello: &runnerpb.Hello{Runner: "r1", Pool: "p"}}})
+	if f.recv().GetRun() == nil {
+		t.Fatal("no run handed over")
+	}
+	msgs := pump(f)
+	f.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Heartbeat{Heartbeat: &runnerpb.Heartbeat{Seq: 1}}})
+	if m := <-msgs; m.GetLease().GetSeq() != 1 {
+		t.Fatalf("the leader answered heartbeat 1 with %v; want its lease", m)
+	}
+	leading.Store(false)
+	f.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Heartbeat{Heartbeat: &runnerpb.Heartbeat{Seq: 2}}})
+	select {
+	case m, ok := <-msgs:
+		if ok && m.GetLease() != nil {
+			t.Fatalf("a manager that no longer leads granted lease %v", m.GetLease())
+		}
+	case <-time.After(time.Second):
 	}
 }

@@ -38,7 +38,7 @@ func (d *Dispatcher) drive(stream runnerpb.Runs_RunServer, j *job) (*runnerpb.Re
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	v := &driver{ctx: ctx, j: j, msgs: make(chan received, 64), stream: stream, lastSeen: time.Now(),
-		lease: d.opts.HeartbeatTimeout, cancel: j.cancel,
+		lease: d.opts.HeartbeatTimeout, leading: d.opts.Leading, cancel: j.cancel,
 		events: j.opts.Events, sink: j.sink, attached: !j.adopted}
 	go v.read(stream, v.gen)
 	defer func() {
@@ -82,6 +82,7 @@ type driver struct {
 	lastSeen time.Time
 	broken   bool // the stream in use failed: nothing is sent until the runner resumes
 	lease    time.Duration
+	leading  func() bool // DispatcherOptions.Leading: no lease is granted while it says false
 
 	cancel        <-chan struct{} // the caller's cancel, nil once passed on
 	cancelPending bool            // a Cancel was sent (again on each resumed stream)
@@ -147,7 +148,9 @@ func (v *driver) attach(events tfrunner.Events) {
 }
 
 // receive handles one message of a stream: a heartbeat is answered with a Lease valid for the
-// heartbeat timeout, events go to the sink, and a Result ends the run (done). A message this
+// heartbeat timeout while this manager leads (a replica that lost its leadership grants none: the
+// runner freezes its run when the lease it has runs out and kills it within its freeze, before the
+// next leader's fence ends), events go to the sink, and a Result ends the run (done). A message this
 // manager does not know stops the run as a cancel does.
 func (v *driver) receive(r received) (res *runnerpb.Result, done bool) {
 	if r.stream != v.gen {
@@ -161,6 +164,9 @@ func (v *driver) receive(r received) (res *runnerpb.Result, done bool) {
 	m := r.m
 	switch {
 	case m.GetHeartbeat() != nil:
+		if v.leading != nil && !v.leading() {
+			return nil, false
+		}
 		v.send(&runnerpb.ManagerMessage{Message: &runnerpb.ManagerMessage_Lease{Lease: &runnerpb.Lease{
 			Seq: m.GetHeartbeat().GetSeq(), ValidForMs: v.lease.Milliseconds()}}})
 	case m.GetResult() != nil:
