@@ -20,6 +20,7 @@ import (
 	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
 	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/sandbox"
+	"github.com/conductor-tf/conductor-tf/internal/shard"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
@@ -185,14 +186,16 @@ func drain(pool *tfrunner.Pool, remote *runners.Dispatcher, server *statebackend
 	}
 }
 
-// leaderFence is how long a new leader leaves its predecessor's in-process runs' locks alone: the
-// renew deadline, past which the predecessor's state server refuses them; 0 without leader
-// election (one manager: its predecessor is dead).
+// leaderFence is how long a new leader (or a replica that took a bucket of resources) leaves its
+// predecessor's in-process runs' locks alone: the lease duration plus the worst latency of the
+// predecessor's kill (shard.Options.Fence): the predecessor stops serving at its renew deadline and
+// kills its runs within shard.KillLatency after it, before the lease duration has passed; 0
+// without leader election (one manager: its predecessor is dead).
 func leaderFence(o options) time.Duration {
 	if !o.leaderElect {
 		return 0
 	}
-	return renewDeadline
+	return shard.Options{LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod}.Fence()
 }
 
 // runnerFence is how long a new leader leaves its predecessor's runner-pool runs' locks alone: a

@@ -14,6 +14,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/shard"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
 // shardFlagUsage documents --shard-buckets.
@@ -40,6 +41,10 @@ func (m *manager) newShard() error {
 		return fmt.Errorf("--shard-buckets=%d with --run-protocol-address=%s: runner pools are served by one replica, not by shards; "+
 			"pass --run-protocol-address= (runs stay in each replica's own pool) or --shard-buckets=0", o.shardBuckets, o.runProtocolAddr)
 	}
+	so := shard.Options{LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod}
+	if err := so.Validate(); err != nil {
+		return err
+	}
 	cfg := rest.CopyConfig(m.cfg)
 	cfg = rest.AddUserAgent(cfg, "shard-membership")
 	cfg.Timeout = renewDeadline / 2
@@ -55,10 +60,66 @@ func (m *manager) newShard() error {
 				r.BucketsTaken(buckets)
 			}
 		},
+		OnLost: m.shardLost,
+		OnTake: func(int) {
+			if m.stateServer != nil {
+				m.stateServer.RelistPending()
+			}
+		},
+		Settle: m.settleBucket,
 	})
 	metrics.RegisterShard(m.shardStatus)
 	m.log.Info("sharding resources", "buckets", o.shardBuckets, "memberLease", o.namespace+"/"+shard.MemberLeaseName(o.podName), "identity", m.leader.Identity())
 	return m.mgr.Add(m.shard)
+}
+
+// shardLost kills the runs of the buckets this replica lost without handing them back
+// (shard.Options.OnLost): SIGKILL at once, as on lost leadership, since another replica may run
+// them soon. With the membership lapsed that is every run of the process, and the drain is
+// interrupted (every reconcile's context cancelled, no run starts); Start then returns
+// ErrMembershipLost and the process ends (stop). Otherwise only the runs whose workspace key (the
+// resource's name) hashes to a lost bucket. The state server already refuses their requests
+// (Serves).
+func (m *manager) shardLost(buckets []int, membership bool) {
+	if m.runsDir == "" {
+		return // no run started yet
+	}
+	if membership {
+		killed := tfrunner.Reap(m.runsDir, true)
+		m.drainer.Interrupt()
+		m.log.Error(shard.ErrMembershipLost, "every run killed", "processes", killed, "buckets", len(buckets))
+		return
+	}
+	lost := map[int]bool{}
+	for _, b := range buckets {
+		lost[b] = true
+	}
+	killed := tfrunner.ReapKeys(m.runsDir, func(key string) bool { return lost[m.shard.Bucket(resourcecontroller.ShardKey(key))] })
+	if m.stateServer != nil {
+		m.stateServer.ForgetPending(func(labels map[string]string) bool { return lost[m.shard.Bucket(labels[statebackend.LabelResource])] })
+	}
+	m.log.Error(nil, "buckets lost without a handover: their runs killed", "buckets", buckets, "processes", killed)
+}
+
+// settleBucket writes the pending states this replica's state server keeps for the resources of
+// bucket b (shard.Options.Settle), and reports whether none is left: a bucket is handed back only
+// with nothing of its states held here, since the next owner would otherwise run on an older
+// stored state. Each write is bounded by 5 s; what fails is tried again next period.
+func (m *manager) settleBucket(b int) bool {
+	if m.stateServer == nil {
+		return true
+	}
+	inBucket := func(labels map[string]string) bool { return m.shard.Bucket(labels[statebackend.LabelResource]) == b }
+	settled := true
+	for _, sfx := range m.stateServer.PendingWhere(inBucket) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if _, err := m.stateServer.RetryPending(ctx, sfx); err != nil {
+			m.log.Info("a pending state of a bucket being handed back is not stored yet; the bucket is kept", "bucket", b, "state", sfx, "error", err.Error())
+			settled = false
+		}
+		cancel()
+	}
+	return settled
 }
 
 // shardStatus is this replica's share for the metrics: the Coordinator's view, and the resources

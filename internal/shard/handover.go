@@ -22,15 +22,17 @@ func (c *Coordinator) keep(ctx context.Context, log logr.Logger, b int, lease *c
 		return false
 	}
 	if lease != nil && holder(lease) != c.o.Identity && transitions(lease) > h.epoch {
-		delete(c.owned, b)
+		c.dropLocked(b)
 		c.mu.Unlock()
 		log.Error(nil, "bucket taken over by another replica, which found this one's membership lapsed", "bucket", b, "holder", holder(lease))
+		c.lose(map[int]*held{b: h}, false)
 		return true
 	}
 	if replaced(lease, h.lease) {
-		delete(c.owned, b)
+		c.dropLocked(b)
 		c.mu.Unlock()
 		log.Error(nil, "bucket Lease deleted or replaced under this replica: it no longer holds the bucket", "bucket", b)
+		c.lose(map[int]*held{b: h}, false)
 		return true
 	}
 	if lease == nil { // not in the lister: deleted, or created so lately that the lister lags
@@ -45,6 +47,10 @@ func (c *Coordinator) keep(ctx context.Context, log logr.Logger, b int, lease *c
 	h.setReleasing(c.stopping || desired != c.o.Identity)
 	release, base := h.releasing && h.inflight == 0, h.lease
 	c.mu.Unlock()
+	if release && c.o.Settle != nil && !c.o.Settle(b) {
+		log.Info("bucket kept until what this replica holds for its resources is stored", "bucket", b)
+		return true
+	}
 	if release {
 		c.release(ctx, log, b, base)
 	}
@@ -72,10 +78,14 @@ func (c *Coordinator) gone(ctx context.Context, b int, own *coordinationv1.Lease
 		return false
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if h := c.owned[b]; h != nil && h.lease == own {
-		delete(c.owned, b)
+	h := c.owned[b]
+	if h != nil && h.lease == own {
+		c.dropLocked(b)
+		c.mu.Unlock()
+		c.lose(map[int]*held{b: h}, false)
+		return true
 	}
+	c.mu.Unlock()
 	return true
 }
 
@@ -98,14 +108,17 @@ func (c *Coordinator) release(ctx context.Context, log logr.Logger, b int, base 
 			return
 		}
 		c.mu.Lock()
-		if h := c.owned[b]; h != nil {
-			if holder(fresh) == c.o.Identity {
-				h.lease = fresh
-			} else {
-				delete(c.owned, b)
-			}
+		h := c.owned[b]
+		if h != nil && holder(fresh) == c.o.Identity {
+			h.lease = fresh
+			h = nil
+		} else if h != nil {
+			c.dropLocked(b)
 		}
 		c.mu.Unlock()
+		if h != nil {
+			c.lose(map[int]*held{b: h}, false)
+		}
 		return
 	}
 	if err != nil {
@@ -165,8 +178,11 @@ func (c *Coordinator) take(ctx context.Context, log logr.Logger, b int, lease *c
 	if from != "" && from != c.o.Identity {
 		log.Info("bucket taken from a replica found dead", "bucket", b, "from", from, "epoch", next)
 	}
+	if c.o.OnTake != nil {
+		c.o.OnTake(b)
+	}
 	c.mu.Lock()
-	c.owned[b] = &held{since: time.Now(), epoch: next, lease: l, handover: make(chan struct{})}
+	c.owned[b] = newHeld(time.Now(), next, l)
 	c.mu.Unlock()
 	return true
 }

@@ -7,28 +7,18 @@ import (
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// period is one RetryPeriod's work: renew the member Lease, see who is live, then take, keep or
-// hand back each bucket. It returns ErrMembershipLost once the renewal has failed for
-// RenewDeadline; other API errors are logged and retried next period.
-func (c *Coordinator) period(ctx context.Context, log logr.Logger) error {
+// period is one RetryPeriod's work: see who is live, then take, keep or hand back each bucket
+// (the member Lease is renewed on a goroutine of its own, renewLoop). API errors are logged and
+// retried next period; a lapse of the membership ends it early.
+func (c *Coordinator) period(ctx context.Context, log logr.Logger) {
 	now := time.Now()
-	if err := c.renew(ctx, now); err != nil {
-		c.mu.Lock()
-		lapsed := !c.renewed.IsZero() && time.Since(c.renewed) >= c.o.RenewDeadline
-		c.mu.Unlock()
-		if lapsed {
-			return ErrMembershipLost
-		}
-		log.Info("member Lease not renewed; retrying", "error", err.Error())
-	}
 	all, err := c.leases.List(labels.Everything())
 	if err != nil {
-		return nil // the lister reads memory: not expected
+		return // the lister reads memory: not expected
 	}
 	members, buckets := c.observe(all, now)
 	c.collectDead(ctx, all, buckets, now)
@@ -41,6 +31,9 @@ func (c *Coordinator) period(ctx context.Context, log logr.Logger) error {
 	}
 	var acquired []int
 	for b := range c.o.Buckets {
+		if c.Lapsed() {
+			return
+		}
 		desired := owner(members, b)
 		if c.keep(ctx, log, b, buckets[BucketLeaseName(b)], desired) {
 			continue
@@ -55,53 +48,13 @@ func (c *Coordinator) period(ctx context.Context, log logr.Logger) error {
 			c.o.OnAcquired(acquired)
 		}
 	}
-	return nil
-}
-
-// renew writes now as the member Lease's renewTime (creating the Lease when missing) and records
-// the renewal's start on success.
-func (c *Coordinator) renew(ctx context.Context, now time.Time) error {
-	ctx, cancel := context.WithTimeout(ctx, c.o.RenewDeadline/2)
-	defer cancel()
-	api := c.o.Kube.CoordinationV1().Leases(c.o.Namespace)
-	if c.self == nil {
-		l, err := api.Get(ctx, MemberLeaseName(c.o.Pod), metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: MemberLeaseName(c.o.Pod), Namespace: c.o.Namespace,
-				Labels: map[string]string{LabelShard: roleMember}}}
-		case err != nil:
-			return err
-		}
-		c.self = l
-	}
-	l := c.self.DeepCopy()
-	seconds := int32(c.o.LeaseDuration / time.Second)
-	t := metav1.NewMicroTime(now)
-	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != c.o.Identity {
-		l.Spec.AcquireTime = &t
-	}
-	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &c.o.Identity, &seconds, &t
-	var err error
-	if l.ResourceVersion == "" {
-		l, err = api.Create(ctx, l, metav1.CreateOptions{})
-	} else {
-		l, err = api.Update(ctx, l, metav1.UpdateOptions{})
-	}
-	if err != nil {
-		c.self = nil // read again next period (a conflict: someone else wrote it)
-		return err
-	}
-	c.self = l
-	c.mu.Lock()
-	c.renewed = now
-	c.mu.Unlock()
-	return nil
 }
 
 // observe returns the live members (identities, sorted) and the bucket Leases by name, from the
 // Leases listed, and records each member's sign of life: a member is live while its renewTime was
-// last seen to change less than LeaseDuration ago. This replica counts as live when its own
+// last seen to change less than LeaseDuration ago; one whose Lease is marked leaving
+// (AnnotationLeaving) is alive (what it holds stays its own until it hands it back) but owns
+// nothing more. This replica counts as live when its own
 // renewal is (liveLocked), whatever the lister shows yet.
 func (c *Coordinator) observe(all []*coordinationv1.Lease, now time.Time) (members []string, buckets map[string]*coordinationv1.Lease) {
 	buckets = map[string]*coordinationv1.Lease{}
@@ -129,7 +82,7 @@ func (c *Coordinator) observe(all []*coordinationv1.Lease, now time.Time) (membe
 				c.seen[id] = sighting{renew: renew, at: now}
 			}
 			present[id] = true
-			if id != c.o.Identity && now.Sub(c.seen[id].at) < c.o.LeaseDuration {
+			if id != c.o.Identity && now.Sub(c.seen[id].at) < c.o.LeaseDuration && l.Annotations[AnnotationLeaving] == "" {
 				members = append(members, id)
 			}
 		}

@@ -52,6 +52,47 @@ type Options struct {
 	// OnAcquired, when set, is called from the Coordinator's goroutine with the buckets taken in
 	// one period (their resources have to be reconciled here now).
 	OnAcquired func(buckets []int)
+	// OnLost, when set, is called with the buckets this replica stopped holding without handing
+	// them back: another replica took them, their Lease was deleted or replaced under it, or its
+	// membership lapsed (membership true: every bucket it held, and Start is about to return
+	// ErrMembershipLost). The runs of their resources must be killed at once (SIGKILL): another
+	// replica may run them soon. It is called before the lost channels of their admitted
+	// reconciles close, from the Coordinator's goroutines, and must not block.
+	OnLost func(buckets []int, membership bool)
+	// OnTake, when set, is called with a bucket just taken before it is served (Enter and Serves
+	// refuse it until OnTake returned): what the last holder left for its resources must be seen
+	// before the first reconcile of them (the state server lists pending states again).
+	OnTake func(bucket int)
+	// Settle, when set, is called before a bucket is handed back, once no reconcile of it is under
+	// way: it stores what this replica still holds for the bucket's resources (their pending
+	// states) and reports whether anything is left. A bucket not settled is kept, admitting no
+	// reconcile, and asked again next period.
+	Settle func(bucket int) bool
+}
+
+// KillLatency bounds how long after its renew deadline a replica takes to have killed the runs of
+// the buckets it lost (OnLost): the watchdog's timer firing late, and the runs' processes found in
+// /proc and sent SIGKILL. Fence adds it to the lease duration.
+const KillLatency = 2 * time.Second
+
+// Fence is how long a replica that took a bucket leaves the locks of its predecessor's runs alone,
+// counted from the take (Since): the lease duration (by then the predecessor has been past its
+// renew deadline for LeaseDuration − RenewDeadline) plus KillLatency, so that a dead run's lock is
+// released only once its process is dead. Durations as Options', defaults applied.
+func (o Options) Fence() time.Duration {
+	return orDefault(o.LeaseDuration, 15*time.Second) + KillLatency
+}
+
+// Validate returns an error unless RetryPeriod < RenewDeadline and RenewDeadline + KillLatency <
+// LeaseDuration (defaults applied): a replica must stop, and kill its runs, before the others may
+// take its buckets; client-go's leader election makes the same demand of its durations.
+func (o Options) Validate() error {
+	lease, renew, retry := orDefault(o.LeaseDuration, 15*time.Second), orDefault(o.RenewDeadline, 10*time.Second), orDefault(o.RetryPeriod, 2*time.Second)
+	if retry >= renew || renew+KillLatency >= lease {
+		return fmt.Errorf("shard durations: want retry period (%s) < renew deadline (%s) and renew deadline + kill latency (%s) < lease duration (%s)",
+			retry, renew, KillLatency, lease)
+	}
+	return nil
 }
 
 // Coordinator keeps this replica's membership and its buckets (see the package documentation).
@@ -67,10 +108,14 @@ type Coordinator struct {
 	owned    map[int]*held // buckets whose Lease names this replica
 	members  int           // live members at the last period, this one included
 	stopping bool          // shutting down: every bucket is being released
+	lapsed   bool          // the membership lapsed (watch): nothing is served any more
+	// lapse is closed when the membership lapsed: Start returns ErrMembershipLost.
+	lapse chan struct{}
 
-	// Used by the Coordinator's goroutine only.
+	// Used by the renewal's goroutine only (renewLoop).
 	self *coordinationv1.Lease // the member Lease as last written
-	seen map[string]sighting   // the last sign of life of each identity, by this process's clock
+	// Used by the Coordinator's goroutine only.
+	seen map[string]sighting // the last sign of life of each identity, by this process's clock
 }
 
 // held is a bucket this replica holds.
@@ -83,6 +128,13 @@ type held struct {
 	// handover is closed when the bucket begins to be handed over (releasing set); a new one
 	// replaces it when the handover is called off.
 	handover chan struct{}
+	// lost is closed when the bucket is dropped without being handed back (dropLocked): the
+	// admitted reconciles must stop, their runs are being killed.
+	lost chan struct{}
+}
+
+func newHeld(since time.Time, epoch int32, lease *coordinationv1.Lease) *held {
+	return &held{since: since, epoch: epoch, lease: lease, handover: make(chan struct{}), lost: make(chan struct{})}
 }
 
 // setReleasing sets h.releasing, closing or replacing h.handover to match (under Coordinator.mu).
@@ -115,7 +167,7 @@ func New(o Options) *Coordinator {
 		informers.WithTweakListOptions(func(l *metav1.ListOptions) { l.LabelSelector = LabelShard }))
 	inf := f.Coordination().V1().Leases()
 	c := &Coordinator{o: o, leases: inf.Lister().Leases(o.Namespace), synced: inf.Informer().HasSynced,
-		owned: map[int]*held{}, seen: map[string]sighting{}}
+		owned: map[int]*held{}, seen: map[string]sighting{}, lapse: make(chan struct{})}
 	c.start = f.Start
 	return c
 }
@@ -182,14 +234,17 @@ func BucketLeaseName(b int) string { return fmt.Sprintf("conductor-tf-bucket-%03
 // handing it over, and renewed its membership within RenewDeadline. done (when ok) must be called
 // when the reconcile ends; a bucket is handed over only once every admitted reconcile is done.
 // handover is closed if the bucket begins to be handed over meanwhile: a reconcile whose run has
-// not started yet should give it up then, so as not to hold the handover back.
-func (c *Coordinator) Enter(key string) (done func(), handover <-chan struct{}, ok bool) {
+// not started yet should give it up then, so as not to hold the handover back. lost is closed if
+// this replica stops holding the bucket without handing it over (taken by another replica, its
+// Lease gone, or the membership lapsed): the reconcile must stop at once and write nothing (its
+// runs are killed through OnLost).
+func (c *Coordinator) Enter(key string) (done func(), handover, lost <-chan struct{}, ok bool) {
 	b := c.Bucket(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := c.owned[b]
 	if h == nil || h.releasing || !c.liveLocked(time.Now()) {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	h.inflight++
 	var once sync.Once
@@ -199,7 +254,7 @@ func (c *Coordinator) Enter(key string) (done func(), handover <-chan struct{}, 
 			h.inflight--
 			c.mu.Unlock()
 		})
-	}, h.handover, true
+	}, h.handover, h.lost, true
 }
 
 // Serves reports whether this replica may serve key's state now: it holds key's bucket (handing
@@ -258,13 +313,47 @@ func (c *Coordinator) Held() []int {
 }
 
 func (c *Coordinator) liveLocked(now time.Time) bool {
-	return !c.renewed.IsZero() && now.Sub(c.renewed) < c.o.RenewDeadline
+	return !c.lapsed && !c.renewed.IsZero() && now.Sub(c.renewed) < c.o.RenewDeadline
 }
 
-// Start runs the Coordinator until ctx ends (controller-runtime's Runnable): every RetryPeriod it
-// renews the member Lease and hands buckets over. When ctx ends it hands every bucket back (each
-// once its reconciles are done, renewing meanwhile) and deletes its member Lease, then returns nil.
-// It returns ErrMembershipLost when the member Lease could not be renewed for RenewDeadline.
+// dropLocked forgets bucket b, held without having been handed back, and closes its handover; it
+// returns what was held (nil when b was not). Under c.mu; the caller then calls lose with it.
+func (c *Coordinator) dropLocked(b int) *held {
+	h := c.owned[b]
+	if h == nil {
+		return nil
+	}
+	delete(c.owned, b)
+	h.setReleasing(true)
+	return h
+}
+
+// lose tells OnLost of the buckets dropped (dropLocked), then closes their lost channels: the
+// runs are killed before their reconciles hear of it. Not under c.mu.
+func (c *Coordinator) lose(buckets map[int]*held, membership bool) {
+	if len(buckets) == 0 {
+		return
+	}
+	if c.o.OnLost != nil {
+		list := make([]int, 0, len(buckets))
+		for b := range buckets {
+			list = append(list, b)
+		}
+		slices.Sort(list)
+		c.o.OnLost(list, membership)
+	}
+	for _, h := range buckets {
+		close(h.lost)
+	}
+}
+
+// Start runs the Coordinator until ctx ends (controller-runtime's Runnable): it renews the member
+// Lease every RetryPeriod and watches the renewal's deadline on goroutines of their own (renew.go),
+// and every RetryPeriod hands buckets over (period). When ctx ends it hands every bucket back (each
+// once its reconciles are done, renewing meanwhile with the member Lease marked leaving, so that the
+// others take what it hands back at once) and deletes its member Lease, then returns nil. It
+// returns ErrMembershipLost once the member Lease went unrenewed for RenewDeadline, whatever the
+// period was doing: by then every bucket was dropped and OnLost told.
 func (c *Coordinator) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("shard").WithValues("identity", c.o.Identity)
 	c.start(ctx.Done())
@@ -272,6 +361,8 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		return ctx.Err()
 	}
 	log.Info("sharding resources among the live replicas", "buckets", c.o.Buckets, "memberLease", MemberLeaseName(c.o.Pod))
+	stopRenewing, renewing := c.startRenewal(context.WithoutCancel(ctx), log)
+	defer stopRenewing()
 	t := time.NewTicker(c.o.RetryPeriod)
 	defer t.Stop()
 	done := ctx.Done()
@@ -283,16 +374,28 @@ func (c *Coordinator) Start(ctx context.Context) error {
 			c.mu.Unlock()
 			done = nil // from now on, one period per tick until every bucket is handed back
 		}
-		if err := c.period(context.WithoutCancel(ctx), log); err != nil {
-			return err
+		c.period(context.WithoutCancel(ctx), log)
+		if c.Lapsed() {
+			return ErrMembershipLost
 		}
 		if stopping && c.Status().Held == 0 {
+			stopRenewing()
+			<-renewing
 			c.leave(context.WithoutCancel(ctx), log)
 			return nil
 		}
 		select {
 		case <-t.C:
 		case <-done:
+		case <-c.lapse:
 		}
 	}
+}
+
+// Lapsed reports whether this replica's membership lapsed (its renewal was not renewed for
+// RenewDeadline): it serves nothing any more, and Start returns ErrMembershipLost.
+func (c *Coordinator) Lapsed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lapsed
 }

@@ -45,11 +45,17 @@ func (r *replica) stop(t *testing.T) {
 
 func startReplica(t *testing.T, ns, pod string, kube kubernetes.Interface) *replica {
 	t.Helper()
+	return startReplicaWith(t, ns, pod, kube, nil)
+}
+
+// startReplicaWith starts a replica whose Coordinator tells onLost (when set) of the buckets it lost.
+func startReplicaWith(t *testing.T, ns, pod string, kube kubernetes.Interface, onLost func([]int, bool)) *replica {
+	t.Helper()
 	if kube == nil {
 		kube = testKube
 	}
 	c := New(Options{Kube: kube, Namespace: ns, Pod: pod, Identity: pod + "_" + fmt.Sprint(time.Now().UnixNano()), Buckets: testBuckets,
-		LeaseDuration: testLease, RenewDeadline: testRenew, RetryPeriod: testRetry})
+		LeaseDuration: testLease, RenewDeadline: testRenew, RetryPeriod: testRetry, OnLost: onLost})
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &replica{Coordinator: c, cancel: cancel, done: make(chan struct{})}
 	go func() { r.err = c.Start(ctx); close(r.done) }()
@@ -157,7 +163,7 @@ func TestJoinWaitsForReconcilesUnderWay(t *testing.T) {
 	b := startReplica(t, ns, "b", nil)
 	key := keyIn(t, []string{a.Identity(), b.Identity()}, b.Identity())
 	bucket := a.Bucket(key)
-	leave, handover, ok := a.Enter(key)
+	leave, handover, _, ok := a.Enter(key)
 	if !ok {
 		t.Fatal("the sole replica did not admit a reconcile")
 	}
@@ -173,10 +179,10 @@ func TestJoinWaitsForReconcilesUnderWay(t *testing.T) {
 	default:
 		t.Fatal("the admitted reconcile was not told of the handover")
 	}
-	if _, _, ok := a.Enter(key); ok {
+	if _, _, _, ok := a.Enter(key); ok {
 		t.Fatal("the old owner admitted a new reconcile of a bucket it hands over")
 	}
-	if _, _, ok := b.Enter(key); ok {
+	if _, _, _, ok := b.Enter(key); ok {
 		t.Fatal("the new owner admitted a reconcile before the bucket was handed over")
 	}
 	leave()
@@ -184,7 +190,7 @@ func TestJoinWaitsForReconcilesUnderWay(t *testing.T) {
 	if a.Serves(key) {
 		t.Fatal("the old owner still serves the bucket the new one holds")
 	}
-	if done, _, ok := b.Enter(key); !ok {
+	if done, _, _, ok := b.Enter(key); !ok {
 		t.Fatal("the new owner does not admit reconciles of its bucket")
 	} else {
 		done()

@@ -26,7 +26,9 @@ func (e *ErroredStateRefusedError) Error() string {
 // RetryPending before anything else runs on that state. The lock the run holds stays held until
 // the state is saved.
 //
-// In order, in the state's turn (stateTurns):
+// First, the server must lead or serve the run's share (Leading, Serves); else errNotLeading or
+// errNotServing, and the run is marked unkept, so that its locks outlive its revoke. Then, in
+// order, in the state's turn (stateTurns):
 //   - the run must be live (call it before revoke), or revoked after an earlier KeepErrored of it
 //     failed (revoke then kept its locks); else *ErroredStateRefusedError;
 //   - a stored state equal to it (the run's last write did reach the server) leaves nothing to
@@ -55,6 +57,9 @@ func (s *Server) KeepErrored(ctx context.Context, runID string, state []byte) er
 		return &ErroredStateRefusedError{RunID: runID, Reason: "no run of that ID holds credentials of this state server"}
 	}
 	if err := s.leads(rn); err != nil {
+		// Not this replica's to keep any more, but its run's locks must stay (revoke keeps those of
+		// an unkept errored state): released, the next owner would run on the older stored state.
+		s.creds.markUnkept(rn)
 		return err
 	}
 	done := s.turns.take(rn.suffix)

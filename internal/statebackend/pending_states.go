@@ -27,29 +27,65 @@ type pendingStates struct {
 
 	mu       sync.Mutex
 	bySuffix map[string]pendingState
-	// listed: the pending Secrets were listed into bySuffix (load).
-	listed bool
+	// gen counts the times the listing was made stale (relist); listed is the gen of the last
+	// listing into bySuffix (load), -1 before the first.
+	gen, listed int
 	// undecoded holds, by suffix, the pending Secrets that did not decode when listed.
 	undecoded map[string]error
 }
 
 // newPendingStates returns the pending states of store, none in memory and none listed yet.
 func newPendingStates(store *Store, notify func(suffix string, state []byte, err error)) *pendingStates {
-	return &pendingStates{store: store, notify: notify, bySuffix: map[string]pendingState{}}
+	return &pendingStates{store: store, notify: notify, bySuffix: map[string]pendingState{}, listed: -1}
 }
 
-// load puts the pending states a previous process of the controller left in their Secrets into
-// memory: the first call lists them all (one request, labelled LabelPendingState), instead of
-// reading one Secret per state. It is first called by the leader's first reconcile that runs
-// anything, after any earlier leader stopped serving. A state already pending in memory is kept.
+// relist makes the next load list the pending Secrets again: with sharding, a replica that takes
+// a bucket must see the pending states saved by its last holder since this one listed.
+func (p *pendingStates) relist() {
+	p.mu.Lock()
+	p.gen++
+	p.mu.Unlock()
+}
+
+// forget drops from memory (not from their Secrets) the pending states whose run's labels match
+// accepts: those of the buckets a replica lost, which their new owner keeps or writes from their
+// Secrets; a stale copy here must not be written over a newer state if the bucket comes back.
+func (p *pendingStates) forget(match func(labels map[string]string) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for sfx, ps := range p.bySuffix {
+		if match(ps.labels) {
+			delete(p.bySuffix, sfx)
+		}
+	}
+}
+
+// where returns the suffixes of the pending states in memory whose run's labels match accepts.
+func (p *pendingStates) where(match func(labels map[string]string) bool) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for sfx, ps := range p.bySuffix {
+		if match(ps.labels) {
+			out = append(out, sfx)
+		}
+	}
+	return out
+}
+
+// load puts the pending states a previous process of the controller (or, with sharding, the last
+// holder of a bucket) left in their Secrets into memory: the first call after a start or a relist
+// lists them all (one request, labelled LabelPendingState), instead of reading one Secret per
+// state. It is first called by the leader's first reconcile that runs anything, after any earlier
+// leader stopped serving. A state already pending in memory is kept.
 //
 // It returns the error of listing, or the error of suffix's own pending Secret when that did not
 // decode: such a Secret stops only its own state.
 func (p *pendingStates) load(ctx context.Context, suffix string) error {
 	p.mu.Lock()
-	listed, bad := p.listed, p.undecoded[suffix]
+	gen, listed, bad := p.gen, p.listed, p.undecoded[suffix]
 	p.mu.Unlock()
-	if listed {
+	if listed == gen {
 		return bad
 	}
 	found, undecoded, err := p.store.listPending(ctx)
@@ -58,7 +94,7 @@ func (p *pendingStates) load(ctx context.Context, suffix string) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.listed {
+	if p.listed >= gen {
 		return p.undecoded[suffix]
 	}
 	p.undecoded = undecoded
@@ -67,7 +103,7 @@ func (p *pendingStates) load(ctx context.Context, suffix string) error {
 			p.bySuffix[sfx] = ps
 		}
 	}
-	p.listed = true
+	p.listed = gen // a relist since this listing began lists again next time
 	return p.undecoded[suffix]
 }
 

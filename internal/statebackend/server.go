@@ -190,6 +190,23 @@ func (s *Server) Pending(suffix string) ([]byte, bool) {
 	return bytes.Clone(p.state), ok
 }
 
+// RelistPending makes the next request for a pending state list the pending state Secrets again
+// (LabelPendingState) instead of trusting the listing this process made: with sharding, call it
+// before a bucket taken is served, so that the pending states its last holder saved are written
+// before anything runs on their states.
+func (s *Server) RelistPending() { s.pending.relist() }
+
+// ForgetPending drops from memory, not from their Secrets, the pending states whose run's labels
+// match accepts: with sharding, those of the buckets this replica lost, which their new owner
+// writes from the Secrets.
+func (s *Server) ForgetPending(match func(labels map[string]string) bool) { s.pending.forget(match) }
+
+// PendingWhere returns the suffixes of the pending states this server keeps in memory whose run's
+// labels match accepts.
+func (s *Server) PendingWhere(match func(labels map[string]string) bool) []string {
+	return s.pending.where(match)
+}
+
 // RetryPending writes the pending state of suffix, if any — the one this server keeps, or, after a
 // restart, the one a killed controller left in its Secret (pending.go) — and forgets it once
 // written, releasing the lock of the run that sent it. The write is refused with a *ConflictError

@@ -22,14 +22,37 @@ const EnvWorkspace = "CONDUCTOR_TF_WORKSPACE"
 // how many processes it killed.
 func Reap(dir string, tree bool) int { return signalRun(dir, tree, syscall.SIGKILL) }
 
+// ReapKeys kills (SIGKILL) every process of a run in a workspace of dir (a Pool's Dir) whose key
+// (the directory under dir its EnvWorkspace names) match accepts, except the calling process: the
+// runs of the resources a replica stopped serving, killed at once. It returns how many it killed;
+// on what it sees, as Reap.
+func ReapKeys(dir string, match func(key string) bool) int {
+	prefix := []byte(EnvWorkspace + "=" + filepath.Clean(dir) + "/")
+	return signalWhere(func(env []byte) bool {
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if rest, ok := bytes.CutPrefix(kv, prefix); ok {
+				key, _, _ := bytes.Cut(rest, []byte{'/'})
+				return len(key) > 0 && match(string(key))
+			}
+		}
+		return false
+	}, syscall.SIGKILL)
+}
+
 // signalRun sends sig to every process that carries EnvWorkspace naming dir (or, with tree, a
 // directory under it), except the calling process; it returns how many it signalled.
 func signalRun(dir string, tree bool, sig syscall.Signal) int {
+	want := []byte(EnvWorkspace + "=" + filepath.Clean(dir))
+	return signalWhere(func(env []byte) bool { return carries(env, want, tree) }, sig)
+}
+
+// signalWhere sends sig to every process but the calling one whose NUL-separated environment
+// (/proc/<pid>/environ) picked accepts; it returns how many it signalled.
+func signalWhere(picked func(env []byte) bool, sig syscall.Signal) int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
 	}
-	want := []byte(EnvWorkspace + "=" + filepath.Clean(dir))
 	self := os.Getpid()
 	killed := 0
 	for _, e := range entries {
@@ -38,7 +61,7 @@ func signalRun(dir string, tree bool, sig syscall.Signal) int {
 			continue
 		}
 		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !carries(env, want, tree) {
+		if err != nil || !picked(env) {
 			continue
 		}
 		if syscall.Kill(pid, sig) == nil {

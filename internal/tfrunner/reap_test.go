@@ -124,3 +124,36 @@ func alive(procs map[int]string) map[int]string {
 	}
 	return out
 }
+
+// ReapKeys kills the processes of the runs of the keys it is given, under the pool's directory,
+// whichever subdirectory of their workspace they name, and leaves every other run alone: what a
+// replica kills of the resources whose share it lost.
+func TestReapKeysKillsOnlyTheKeysGiven(t *testing.T) {
+	dir := t.TempDir()
+	start := func(ws string) *os.Process {
+		p, err := os.StartProcess("/bin/sleep", []string{"sleep", "60"}, &os.ProcAttr{
+			Env: []string{tfrunner.EnvWorkspace + "=" + ws}, Files: []*os.File{nil, nil, nil}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Kill(); _, _ = p.Wait() })
+		return p
+	}
+	lost := []*os.Process{start(filepath.Join(dir, "res-a")), start(filepath.Join(dir, "res-b", "sub"))}
+	kept := []*os.Process{start(filepath.Join(dir, "res-c")), start(filepath.Join(dir+"x", "res-a"))}
+	killed := tfrunner.ReapKeys(dir, func(key string) bool { return key == "res-a" || key == "res-b" })
+	if killed != 2 {
+		t.Fatalf("ReapKeys killed %d processes, want 2", killed)
+	}
+	for _, p := range lost {
+		st, err := p.Wait()
+		if err != nil || st.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("process %d of a lost key: %v, %v", p.Pid, st, err)
+		}
+	}
+	for _, p := range kept {
+		if err := p.Signal(syscall.Signal(0)); err != nil {
+			t.Fatalf("process %d of another key was killed: %v", p.Pid, err)
+		}
+	}
+}

@@ -138,17 +138,19 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ctx, release := r.Drain.Detach(ctx)
 	defer release()
-	leave, handover, ok := r.enterShard(req.Name)
+	leave, handover, lost, ok := r.enterShard(req.Name)
 	if !ok {
 		return ctrl.Result{}, nil // another replica's share, or one handed over: its owner reconciles it
 	}
 	defer leave()
+	ctx, unwatch := untilLost(ctx, lost)
+	defer unwatch()
 	r.parts().fence.leadingSince()
 	s, err := r.openScope(ctx, req.NamespacedName)
 	if s == nil || err != nil {
 		return ctrl.Result{}, err
 	}
-	s.handover = handover
+	s.handover, s.lost = handover, lost
 	if !s.res.DeletionTimestamp.IsZero() {
 		rc := r.reclaimer()
 		return runPhases(ctx, s,

@@ -56,6 +56,11 @@ type resourceScope struct {
 	// nil without); runState says whether the run started first (untilHandover, startRun).
 	handover <-chan struct{}
 	runState atomic.Int32
+	// lost is closed when this replica lost the bucket without handing it over (sharding; nil
+	// without): nothing more is written (patch refuses, close skips).
+	lost <-chan struct{}
+	// reader reads the resource from the API server when a status write conflicts (patch).
+	reader client.Reader
 
 	result ctrl.Result
 	gone   bool // the object was deleted in this reconcile: nothing to write
@@ -78,7 +83,10 @@ func (r *Reconciler) openScope(ctx context.Context, name types.NamespacedName) (
 			return nil, client.IgnoreNotFound(err)
 		}
 	}
-	s := &resourceScope{c: r.Client, runs: r.Runs != nil, res: res, base: res.DeepCopy(), start: time.Now()}
+	s := &resourceScope{c: r.Client, reader: r.APIReader, runs: r.Runs != nil, res: res, base: res.DeepCopy(), start: time.Now()}
+	if s.reader == nil {
+		s.reader = r.Client
+	}
 	if suffix(res) != "" {
 		s.state = r.keeper().stateHandle(res)
 	}
@@ -112,25 +120,26 @@ func (s *resourceScope) checkpoint(ctx context.Context) error {
 }
 
 // close writes the status once at the end of the reconcile when it differs from what was last
-// written; nothing when it is unchanged or the object is gone. It writes even when the reconcile
-// was cancelled by shutdown (a run's outcome must not be lost), within 10 s.
+// written; nothing when it is unchanged, the object is gone, or the resource's bucket was lost
+// (another replica may write it now). It writes even when the reconcile was cancelled by shutdown
+// (a run's outcome must not be lost), within 10 s.
 func (s *resourceScope) close(ctx context.Context) error {
-	if s.gone {
+	if s.gone || s.bucketLost() {
 		return nil
 	}
 	return client.IgnoreNotFound(s.patch(ctx))
 }
 
-// patch computes the phase (phaseOf) and sends the status fields that changed since base as a
-// JSON merge patch, without a
-// resourceVersion: other writers of the object (the claim controller binding it, a person's
-// annotation) must not make a run's record fail. base then moves forward to what was written.
+// patch computes the phase (phaseOf) and writes the status (writeStatus); base then moves forward
+// to what was written. errBucketLost, writing nothing, once the resource's bucket was lost.
 func (s *resourceScope) patch(ctx context.Context) error {
+	if s.bucketLost() {
+		return errBucketLost
+	}
 	st := &s.res.Status
 	st.Phase = phaseOf(phaseInputs{deleting: s.reclaiming, binding: s.phase, runs: s.runs,
 		applied: everApplied(s.res), last: st.LastRun, previous: s.base.Status.Phase})
-	s.base.ResourceVersion = s.res.ResourceVersion
-	if _, err := shared.PatchStatus(ctx, s.c, s.res, s.base); err != nil {
+	if err := s.writeStatus(ctx); err != nil {
 		return err
 	}
 	s.base.ResourceVersion = s.res.ResourceVersion

@@ -17,8 +17,9 @@ import (
 type Shard interface {
 	// Enter admits one reconcile of the resource whose key this is, when its bucket is held here
 	// and not being handed over; done must be called when the reconcile ends. handover is closed
-	// when the bucket begins to be handed over meanwhile.
-	Enter(key string) (done func(), handover <-chan struct{}, ok bool)
+	// when the bucket begins to be handed over meanwhile; lost when this replica stopped holding
+	// it without handing it over (its runs are being killed): the reconcile writes nothing more.
+	Enter(key string) (done func(), handover, lost <-chan struct{}, ok bool)
 	// Since is when this replica took the key's bucket (the zero time when it does not hold it).
 	Since(key string) time.Time
 	// Bucket is the key's bucket.
@@ -32,12 +33,48 @@ func ShardKey(name string) string { return statebackend.LabelValue(name) }
 
 // enterShard admits the reconcile of resource name on this replica: always without sharding;
 // with it, only while the resource's bucket is held here (Shard.Enter). done ends the admission;
-// handover (nil without sharding) is closed when the bucket begins to be handed over.
-func (r *Reconciler) enterShard(name string) (done func(), handover <-chan struct{}, ok bool) {
+// handover and lost (nil without sharding) are closed when the bucket begins to be handed over,
+// and when it was lost without a handover.
+func (r *Reconciler) enterShard(name string) (done func(), handover, lost <-chan struct{}, ok bool) {
 	if r.Shard == nil {
-		return func() {}, nil, true
+		return func() {}, nil, nil, true
 	}
 	return r.Shard.Enter(ShardKey(name))
+}
+
+// errBucketLost ends a reconcile whose resource's bucket this replica lost without handing it
+// over (its membership lapsed, or another replica took the bucket): its runs were killed, and it
+// writes nothing more, since the bucket's new owner may write already. It wraps context.Canceled.
+var errBucketLost = fmt.Errorf("this controller replica lost the resource's share to another and writes nothing more of it: %w", context.Canceled)
+
+// untilLost returns ctx cancelled with errBucketLost once lost is closed (nil: never), and the
+// func that releases it.
+func untilLost(ctx context.Context, lost <-chan struct{}) (context.Context, func()) {
+	if lost == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-lost:
+			cancel(errBucketLost)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}
+
+// bucketLost reports whether s's bucket was lost (errBucketLost) since the reconcile was admitted.
+func (s *resourceScope) bucketLost() bool {
+	if s.lost == nil {
+		return false
+	}
+	select {
+	case <-s.lost:
+		return true
+	default:
+		return false
+	}
 }
 
 // errHandedOver ends a run that had not started when this replica began handing its resource's

@@ -21,10 +21,20 @@ const StatusWriteTimeout = 10 * time.Second
 //
 // Objects of this API (WithConditions) get their kstatus conditions first (SetHealthConditions).
 func PatchStatus(ctx context.Context, c client.Client, obj, before client.Object) (bool, error) {
+	return patchStatus(ctx, c, obj, client.MergeFrom(before))
+}
+
+// PatchStatusLocked is PatchStatus with before's resourceVersion in the patch (controller-runtime's
+// MergeFromWithOptimisticLock): the API server refuses it with a conflict (HTTP 409) when the object
+// changed since before was read. For a writer that must never overwrite a newer status.
+func PatchStatusLocked(ctx context.Context, c client.Client, obj, before client.Object) (bool, error) {
+	return patchStatus(ctx, c, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+}
+
+func patchStatus(ctx context.Context, c client.Client, obj client.Object, patch client.Patch) (bool, error) {
 	if wc, ok := obj.(WithConditions); ok {
 		SetHealthConditions(wc)
 	}
-	patch := client.MergeFrom(before)
 	data, err := patch.Data(obj)
 	if err != nil {
 		return false, err

@@ -1,0 +1,46 @@
+package resource
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
+)
+
+// statusWriteAttempts bounds how often writeStatus sends its patch again after conflicts with
+// writers of other fields than status.
+const statusWriteAttempts = 3
+
+// writeStatus sends the status fields that changed since base as a JSON merge patch conditioned on
+// the resourceVersion the reconcile last read or wrote (shared.PatchStatusLocked). A conflict reads
+// the resource from the API server: when its status is still base's, the object changed only
+// elsewhere (a person's annotation, the claim controller binding it: they must not make a run's
+// record fail) and the patch is sent again on the new resourceVersion; when its status changed,
+// another writer (a replica that took the resource's share, or this one's earlier reconcile the
+// cache had not shown) wrote after this reconcile read, and the conflict is returned (the reconcile
+// is requeued) instead of overwriting a newer status with an older one. The resource reconciler is
+// the only writer of an InfraResource's status.
+func (s *resourceScope) writeStatus(ctx context.Context) error {
+	var err error
+	for range statusWriteAttempts {
+		s.base.ResourceVersion = s.res.ResourceVersion
+		if _, err = shared.PatchStatusLocked(ctx, s.c, s.res, s.base); !kerrors.IsConflict(err) {
+			return err
+		}
+		fresh := &v1alpha1.InfraResource{}
+		if gerr := s.reader.Get(context.WithoutCancel(ctx), types.NamespacedName{Name: s.res.Name}, fresh); gerr != nil {
+			return err
+		}
+		if !equality.Semantic.DeepEqual(fresh.Status, s.base.Status) {
+			return fmt.Errorf("status of resource %s changed since this reconcile read it (resourceVersion %s, now %s): not overwritten: %w",
+				s.res.Name, s.base.ResourceVersion, fresh.ResourceVersion, err)
+		}
+		s.res.ResourceVersion = fresh.ResourceVersion
+	}
+	return err
+}
