@@ -23,7 +23,7 @@ help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 ##@ Development
-.PHONY: tools manifests generate generate-proto verify-proto docs fmt vet test bench bench-scale bench-controlplane bench-encryption bench-pool
+.PHONY: tools manifests generate generate-proto verify-proto docs fmt vet test test-faults bench bench-scale bench-controlplane bench-encryption bench-pool
 tools: ## Build every pinned tool into the cache (idempotent).
 	@$(TOOLS) all
 
@@ -70,6 +70,11 @@ test: tools manifests generate verify-proto fmt vet ## Unit tests and envtest su
 	$(WITH_TOOLS) go test ./... -timeout $(TEST_TIMEOUT) $(TESTFLAGS)
 	go test ./internal/scheduler -run '^$$' -fuzz '^FuzzClaimInput$$' -fuzztime $(FUZZTIME)
 	go test ./internal/runners -run '^$$' -fuzz '^FuzzRunnerResult$$' -fuzztime $(FUZZTIME)
+
+FAULT_ROUNDS ?= 6
+FAULT_SEED ?= 0
+test-faults: tools ## The fault suite (test/faults): three sharded replicas of the real reconcilers and state servers against a real API server through proxies the suite controls, faults drawn from a printed seed (FAULT_SEED replays one), FAULT_ROUNDS rounds, invariants checked after each.
+	$(WITH_TOOLS) go test -tags faults ./test/faults -count 1 -timeout 30m -v -args -rounds=$(FAULT_ROUNDS) -seed=$(FAULT_SEED)
 
 bench: tools ## Benchmarks (figures, not pass/fail).
 	$(WITH_TOOLS) go test ./... -run '^$$' -bench . -benchmem $(BENCHFLAGS)
