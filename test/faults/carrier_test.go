@@ -28,7 +28,7 @@ var errKilled = errors.New("signal: killed")
 
 // carrier carries one replica's runs, as its tofu processes would, without Terraform: each apply
 // locks the state at the replica's state server, reads it, and when the object is not in it
-// creates it in the world (a create of 1–4 s, announced with CreateStarted first, as tofu's
+// creates it in the world (a create of 1–4 s, or of 8–16 s for three in ten: longer than a takeover, announced with CreateStarted first, as tofu's
 // -json stream does), writes the state with it and unlocks. It honours the gate's creates in
 // doubt (a plan that would create one is held, InterruptedCreate, until approved by its id) and,
 // once approved, adopts an object the world already has instead of creating it again. kill ends
@@ -48,6 +48,9 @@ func newCarrier(name string, w *world, seed uint64) *carrier {
 	return &carrier{name: name, w: w, running: map[string]context.CancelCauseFunc{}, createTime: func() time.Duration {
 		mu.Lock()
 		defer mu.Unlock()
+		if rnd.IntN(10) < 3 { // a slow create (a database, a cluster), longer than a takeover
+			return 8*time.Second + time.Duration(rnd.Int64N(int64(8*time.Second)))
+		}
 		return time.Second + time.Duration(rnd.Int64N(int64(3*time.Second)))
 	}}
 }
