@@ -110,14 +110,9 @@ func (m *manager) settleBucket(b int) bool {
 		return true
 	}
 	inBucket := func(labels map[string]string) bool { return m.shard.Bucket(labels[statebackend.LabelResource]) == b }
-	settled := true
-	for _, sfx := range m.stateServer.PendingWhere(inBucket) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if _, err := m.stateServer.RetryPending(ctx, sfx); err != nil {
-			m.log.Info("a pending state of a bucket being handed back is not stored yet; the bucket is kept", "bucket", b, "state", sfx, "error", err.Error())
-			settled = false
-		}
-		cancel()
+	settled, err := m.stateServer.StorePendingWhere(inBucket, 5*time.Second)
+	if !settled {
+		m.log.Info("a pending state of a bucket being handed back is not stored yet; the bucket is kept", "bucket", b, "error", err.Error())
 	}
 	return settled
 }

@@ -201,10 +201,19 @@ func (s *Server) RelistPending() { s.pending.relist() }
 // writes from the Secrets.
 func (s *Server) ForgetPending(match func(labels map[string]string) bool) { s.pending.forget(match) }
 
-// PendingWhere returns the suffixes of the pending states this server keeps in memory whose run's
-// labels match accepts.
-func (s *Server) PendingWhere(match func(labels map[string]string) bool) []string {
-	return s.pending.where(match)
+// StorePendingWhere writes (RetryPending) every pending state this server keeps in memory whose
+// run's labels match accepts, each within perWrite, and reports whether none is left: with
+// sharding, what a bucket must settle before it is handed back.
+func (s *Server) StorePendingWhere(match func(labels map[string]string) bool, perWrite time.Duration) (settled bool, err error) {
+	settled = true
+	for _, sfx := range s.pending.where(match) {
+		ctx, cancel := context.WithTimeout(context.Background(), perWrite)
+		if _, werr := s.RetryPending(ctx, sfx); werr != nil {
+			settled, err = false, errors.Join(err, fmt.Errorf("pending state %s: %w", sfx, werr))
+		}
+		cancel()
+	}
+	return settled, err
 }
 
 // RetryPending writes the pending state of suffix, if any — the one this server keeps, or, after a

@@ -167,15 +167,8 @@ func (f *fleet) start(slot, gen int) *replica {
 		f.w.note(fmt.Sprintf("%s lost %d buckets (membership %v): %d runs killed", r.name, len(buckets), membership, n))
 	}
 	so.Settle = func(b int) bool {
-		for _, sfx := range server.PendingWhere(func(l map[string]string) bool { return r.shard.Bucket(l[statebackend.LabelResource]) == b }) {
-			sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_, err := server.RetryPending(sctx, sfx)
-			scancel()
-			if err != nil {
-				return false
-			}
-		}
-		return true
+		settled, _ := server.StorePendingWhere(func(l map[string]string) bool { return r.shard.Bucket(l[statebackend.LabelResource]) == b }, 2*time.Second)
+		return settled
 	}
 	r.shard = shard.New(so)
 	if err := mgr.Add(r.shard); err != nil {
