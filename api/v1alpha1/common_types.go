@@ -147,6 +147,10 @@ const (
 	ConditionSynced = "Synced"
 	// ConditionLifetimeEnding is True on a claim whose lifetime ends within its class's notice.
 	ConditionLifetimeEnding = "LifetimeEnding"
+	// ConditionClaimsEnding (a class's) is True while its maxLifetime ends claims within its
+	// lifetimeNotice (MaxLifetimeEndsClaims: the message says how many and which), False when it
+	// ends none so soon (NoClaimsEnding); absent without a maxLifetime.
+	ConditionClaimsEnding = "ClaimsEnding"
 	// ConditionResized is False while a bound claim's change of requests is refused
 	// (ExpansionNotAllowed, ShrinkNotSupported); an allowed growth is an Expanded event.
 	ConditionResized = "Resized"
@@ -241,6 +245,10 @@ const (
 	// or has ended.
 	ReasonLifetimeEnding = "LifetimeEnding"
 	ReasonExpired        = "Expired"
+	// ReasonMaxLifetimeEndsClaims (ClaimsEnding=True, a Warning event on the class) and
+	// ReasonNoClaimsEnding (ClaimsEnding=False).
+	ReasonMaxLifetimeEndsClaims = "MaxLifetimeEndsClaims"
+	ReasonNoClaimsEnding        = "NoClaimsEnding"
 	// ReasonReconcilePaused: the resource carries conductor.io/paused=true; no plan, apply or
 	// drift check runs until it is removed (Synced=False, as crossplane-runtime's ReconcilePaused).
 	ReasonReconcilePaused = "ReconcilePaused"
@@ -255,9 +263,12 @@ const (
 	// or the run protocol, which its runs could read; no Deployment is made.
 	ReasonVolumeRefused = "VolumeRefused"
 	// ReasonStateNotSaved: a run's state could not be saved; the controller keeps it and runs
-	// nothing until it is saved. ReasonStateSaved: it was saved later.
-	ReasonStateNotSaved = "StateNotSaved"
-	ReasonStateSaved    = "StateSaved"
+	// nothing until it is saved. ReasonStateSaved: it was saved later. ReasonPendingStateDiscarded:
+	// it was discarded, as the stored state is newer (a run that started after it wrote it) and
+	// records every resource it does, and kept in the state's history.
+	ReasonStateNotSaved         = "StateNotSaved"
+	ReasonStateSaved            = "StateSaved"
+	ReasonPendingStateDiscarded = "PendingStateDiscarded"
 	// ReasonStateMissing: a resource that was applied has no state; it is not planned from empty state.
 	ReasonStateMissing = "StateMissing"
 	// ReasonStateRestored and ReasonStateRestoreFailed: the restore annotation's outcome.

@@ -38,6 +38,10 @@ type leaderClock struct {
 	mu      sync.Mutex
 	holding bool      // the last successful write named this process holder
 	renewed time.Time // when that write began
+	// holder is the identity the Lease named when last read (Get), and seen when that record
+	// last changed (the holder renewed it): how a standby knows where the leader is.
+	holder resourcelock.LeaderElectionRecord
+	seen   time.Time
 }
 
 // newLeaderClock builds the Lease lock of the leader election in namespace, for the identity
@@ -91,6 +95,33 @@ func (l *leaderClock) record(start time.Time, ler resourcelock.LeaderElectionRec
 	if l.holding {
 		l.renewed = start
 	}
+}
+
+// Get reads the Lease (resourcelock.Interface), recording its holder and when its record last
+// changed, as client-go's elector observes it.
+func (l *leaderClock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	ler, raw, err := l.Interface.Get(ctx)
+	if err == nil && ler != nil {
+		l.mu.Lock()
+		if ler.HolderIdentity != l.holder.HolderIdentity || !ler.RenewTime.Equal(&l.holder.RenewTime) {
+			l.holder, l.seen = *ler, time.Now()
+		}
+		l.mu.Unlock()
+	}
+	return ler, raw, err
+}
+
+// Holder returns the identity of the leader as this process last read the Lease, when its
+// holder renewed it (the record changed) less than its lease duration ago by this process's
+// clock; ok is false otherwise (no holder, or one that stopped renewing: a takeover is under way).
+func (l *leaderClock) Holder() (identity string, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lease := time.Duration(l.holder.LeaseDurationSeconds) * time.Second
+	if l.holder.HolderIdentity == "" || time.Since(l.seen) >= lease {
+		return "", false
+	}
+	return l.holder.HolderIdentity, true
 }
 
 // Leading reports whether this process renewed its leadership less than the renew deadline ago

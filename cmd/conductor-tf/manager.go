@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -64,6 +65,12 @@ type manager struct {
 // (SIGTERM, lost leadership, an error) stops the runs in order (stop). It returns the manager's
 // error, or the first step's that failed.
 func run(o options) error {
+	// The handler comes first: the manager is PID 1 of its container, where a SIGTERM with no
+	// handler is ignored, so one that came during the steps below (a pod deleted as it starts: a
+	// scale-down right after a rollout) was lost, and the replica held its share of the buckets
+	// for its whole grace period (seen in the e2e sharding spec). Caught here, it ends the start
+	// at once: the manager starts with a done context and stops in order.
+	signals := ctrl.SetupSignalHandler()
 	m := &manager{o: o, log: ctrl.Log.WithName("setup"), cfg: ctrl.GetConfigOrDie(), drainer: tfrunner.NewDrain(), adopter: &adopterRef{}}
 	withClientLimits(m.cfg, o.apiQPS, o.apiBurst)
 	var err error
@@ -97,7 +104,6 @@ func run(o options) error {
 	}
 	m.log.Info("starting the manager", "maxConcurrentRuns", m.pool.MaxConcurrent(), "stateNamespace", o.namespace,
 		"lockHolder", statebackend.Who(), "pod", o.podName, "stateServer", m.stateServer.Addr())
-	signals := ctrl.SetupSignalHandler()
 	// SIGTERM drains: no run starts, runs under way finish or are interrupted at the deadline.
 	context.AfterFunc(signals, func() { m.drainer.Begin(o.drainTimeout) })
 	err = m.mgr.Start(signals)
@@ -275,12 +281,21 @@ func (m *manager) serveRunnerPools(ctx context.Context) error {
 	if o.runProtocolAddr == "" {
 		return nil
 	}
-	leading := elected(m.mgr)
+	leading, leader := elected(m.mgr), func() string { return "" }
 	if o.leaderElect {
+		// A run whose leader dies must outlive the next leader's takeover (runners.CheckTakeover).
+		if err := runners.CheckTakeover(o.heartbeatTimeout, runners.DefaultHeartbeatInterval, o.fenceGrace, leaseDuration, retryPeriod); err != nil {
+			return err
+		}
+		_, port, err := net.SplitHostPort(o.runProtocolAddr)
+		if err != nil {
+			return fmt.Errorf("--run-protocol-address: %w", err)
+		}
 		leading = m.leader.Leading
+		leader = (&leaderAddress{clock: m.leader, pods: m.kube.CoreV1().Pods(o.namespace), pod: o.podName, port: port}).Leader
 	}
 	var err error
-	if m.runs.Remote, err = startRunProtocol(ctx, o, m.kube, m.mgr, m.stateServer, m.drainer, m.adopter, leading); err != nil {
+	if m.runs.Remote, err = startRunProtocol(ctx, o, m.kube, m.mgr, m.stateServer, m.drainer, m.adopter, leading, leader); err != nil {
 		return fmt.Errorf("run protocol: %w", err)
 	}
 	m.log.Info("serving runner pools", "runProtocol", o.runProtocolAddr, "stateServer", o.runnerStateAddr)

@@ -41,16 +41,17 @@ func runnerHosts(o options) []string {
 //
 // leading says whether this replica leads (leaderClock.Leading with leader election): runners are
 // served from the moment it holds the Lease, before its controllers' caches are synced, so that a
-// run its predecessor left is adopted before the runner's fence kills it.
+// run its predecessor left is adopted before the runner's fence kills it. leader says, when it
+// does not lead, where the leader is (leaderAddress.Leader), which its refusals name.
 func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface, mgr ctrl.Manager, state *statebackend.Server, drain *tfrunner.Drain,
-	adopter *adopterRef, leading func() bool) (*runners.Dispatcher, error) {
+	adopter *adopterRef, leading func() bool, leader func() string) (*runners.Dispatcher, error) {
 	d, _, err := runners.Serve(ctx, runners.ServeOptions{
 		Kube: kube, Namespace: o.namespace, Hosts: runnerHosts(o),
 		Address: o.runProtocolAddr, StateAddress: o.runnerStateAddr, State: state,
 		Authorize: runners.PoolAuthorizer(mgr.GetClient(), o.namespace), HeartbeatTimeout: o.heartbeatTimeout, FenceGrace: o.fenceGrace,
 		CheckPool: runners.PoolChecker(mgr.GetClient()), StateURL: ownStateURL(o), Drain: drain, QueueTimeout: o.queueTimeout,
 		Adopt: adopter.adopt, OnAdopted: adopter.adopted, KeepErrored: state.KeepErrored,
-		Leading: leading,
+		Leading: leading, Leader: leader,
 	})
 	return d, err
 }

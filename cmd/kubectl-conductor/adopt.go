@@ -106,6 +106,9 @@ func runAdopt(ctx context.Context, out io.Writer, cl *Clients, source string, a 
 	if err != nil {
 		return err
 	}
+	if err := checkUnlocked(ctx, cl, src.state); err != nil {
+		return err
+	}
 	maps.Copy(src.vars, given)
 	class := &v1alpha1.InfraClass{}
 	if err := cl.Client.Get(ctx, client.ObjectKey{Name: a.class}, class); err != nil {

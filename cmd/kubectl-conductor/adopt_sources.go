@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,8 +28,9 @@ const (
 // terraformSource reads tofu-controller's Terraform namespace/name: its state is in its own
 // namespace under its workspace (spec.workspace, default "default") and suffix
 // (spec.backendConfig.secretSuffix, default its name); spec.vars[].value are its variables.
-// Errors: not found; a custom or disabled backend (the state is not in a Secret we can name);
-// a variable from valueFrom or varsFrom (not read: give it with --var).
+// Errors: not found; not suspended (spec.suspend), or destroyResourcesOnDeletion; a custom or
+// disabled backend (the state is not in a Secret we can name); a variable from valueFrom or
+// varsFrom (not read: give it with --var).
 func terraformSource(ctx context.Context, cl *Clients, name string) (*adoptSource, error) {
 	tf := &unstructured.Unstructured{}
 	tf.SetGroupVersionKind(terraformKind)
@@ -40,6 +42,12 @@ func terraformSource(ctx context.Context, cl *Clients, name string) (*adoptSourc
 	}
 	if off, _, _ := unstructured.NestedBool(tf.Object, "spec", "backendConfig", "disable"); off {
 		return nil, fmt.Errorf("terraform/%s has no backend (spec.backendConfig.disable): there is no state Secret to adopt", name)
+	}
+	if suspended, _, _ := unstructured.NestedBool(tf.Object, "spec", "suspend"); !suspended {
+		return nil, fmt.Errorf("terraform/%s is not suspended: tofu-controller still applies its state, and two controllers would apply one state; set spec.suspend: true, then adopt", name)
+	}
+	if destroys, _, _ := unstructured.NestedBool(tf.Object, "spec", "destroyResourcesOnDeletion"); destroys {
+		return nil, fmt.Errorf("terraform/%s has spec.destroyResourcesOnDeletion: true: deleting it would destroy what conductor-tf then manages; set it to false, then adopt", name)
 	}
 	suffix, _, _ := unstructured.NestedString(tf.Object, "spec", "backendConfig", "secretSuffix")
 	if suffix == "" {
@@ -73,19 +81,28 @@ func terraformSource(ctx context.Context, cl *Clients, name string) (*adoptSourc
 
 // workspaceSource reads provider-terraform's Workspace name: its state is the one Secret of
 // Terraform workspace crossplane.io/external-name (else its name), found by the backend's labels in
-// any namespace (the suffix is in its ProviderConfig's HCL); spec.forProvider.vars are its
-// variables (strings). Errors: not found; no state Secret, or several.
+// namespace cl.Namespace (the suffix is in its ProviderConfig's HCL); spec.forProvider.vars are its
+// variables (strings). Errors: not found; not paused (crossplane.io/paused), or a deletionPolicy
+// other than Orphan; no state Secret there, or several.
 func workspaceSource(ctx context.Context, cl *Clients, name string) (*adoptSource, error) {
 	w := &unstructured.Unstructured{}
 	w.SetGroupVersionKind(workspaceKind)
 	if err := cl.Client.Get(ctx, client.ObjectKey{Name: name}, w); err != nil {
 		return nil, fmt.Errorf("workspace/%s: %w", name, notInstalled(err, workspaceKind))
 	}
+	if w.GetAnnotations()["crossplane.io/paused"] != "true" {
+		return nil, fmt.Errorf("workspace/%s is not paused: provider-terraform still applies its state, and two controllers would apply one state; annotate it crossplane.io/paused=true, then adopt", name)
+	}
+	if policy, _, _ := unstructured.NestedString(w.Object, "spec", "deletionPolicy"); policy != "Orphan" {
+		return nil, fmt.Errorf("workspace/%s has deletionPolicy %q: deleting it would destroy what conductor-tf then manages; set spec.deletionPolicy: Orphan, then adopt", name, orDefault(policy, "Delete"))
+	}
 	ws := w.GetAnnotations()["crossplane.io/external-name"]
 	if ws == "" {
 		ws = name
 	}
-	list, err := cl.Kube.CoreV1().Secrets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: "tfstate=true," + labelStateWorkspace + "=" + ws})
+	// The namespace is the one named (-n, else the context's): never the only labelled Secret of
+	// some namespace.
+	list, err := cl.Kube.CoreV1().Secrets(cl.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "tfstate=true," + labelStateWorkspace + "=" + ws})
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +114,8 @@ func workspaceSource(ctx context.Context, cl *Clients, name string) (*adoptSourc
 		}
 	}
 	if len(found) != 1 {
-		return nil, fmt.Errorf("workspace/%s: %d state Secrets of Terraform workspace %q (%v): adopt secret/NAME -n NS", name, len(found), ws, found)
+		return nil, fmt.Errorf("workspace/%s: %d state Secrets of Terraform workspace %q in namespace %s (%v): name the namespace of its ProviderConfig's backend with -n, or adopt secret/NAME -n NS",
+			name, len(found), ws, cl.Namespace, found)
 	}
 	src := &adoptSource{name: name, state: found[0], vars: v1alpha1.Variables{}}
 	vars, _, _ := unstructured.NestedSlice(w.Object, "spec", "forProvider", "vars")
@@ -133,4 +151,31 @@ func notInstalled(err error, gvk schema.GroupVersionKind) error {
 		return fmt.Errorf("the kind %s is not served by this cluster (is its controller installed?)", gvk)
 	}
 	return err
+}
+
+// orDefault is s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// checkUnlocked refuses a foreign state whose kubernetes-backend lock (the Lease beside its Secret,
+// statebackend.LeaseName: Terraform's backend/remote-state/kubernetes layout) has a holder: a run
+// of the old controller, or a person, holds it now.
+func checkUnlocked(ctx context.Context, cl *Clients, f statebackend.ForeignState) error {
+	name := statebackend.LeaseName(f.Workspace, f.Suffix)
+	l, err := cl.Kube.CoordinationV1().Leases(f.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the state's lock Lease %s/%s: %w", f.Namespace, name, err)
+	}
+	if h := l.Spec.HolderIdentity; h != nil && *h != "" {
+		return fmt.Errorf("the state %s is locked (Lease %s/%s, holder %q): a run of its old controller, or a person, holds it; wait for it to end (or force-unlock it with terraform), then adopt",
+			f, f.Namespace, name, *h)
+	}
+	return nil
 }

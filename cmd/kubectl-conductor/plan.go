@@ -7,9 +7,11 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
 // planTextKey is the key of Terraform's rendering in a plan Secret.
@@ -92,7 +94,10 @@ func runPlan(ctx context.Context, out io.Writer, cl *Clients, name string) error
 			fmt.Fprintf(out, "(Terraform's rendering is unavailable: Secret %s: %v)\n", key, err)
 		} else {
 			fmt.Fprintf(out, "Terraform's plan (Secret %s, key %s):\n", key, planTextKey)
-			text := string(s.Data[planTextKey])
+			text, err := openRendering(ctx, cl, s.Data[planTextKey])
+			if err != nil {
+				fmt.Fprintf(out, "(the rendering is encrypted and could not be opened: %v)\n", err)
+			}
 			fmt.Fprint(out, text)
 			if len(text) > 0 && text[len(text)-1] != '\n' {
 				fmt.Fprintln(out)
@@ -172,4 +177,24 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// openRendering is a plan rendering as the controller stored it: as it is when states are not
+// encrypted, else opened with the state key Secret (cl.StateKeySecret in the controller's
+// namespace; reading it needs what reading state Secrets needs). Errors: reading the key Secret,
+// or a rendering no passphrase of it opens.
+func openRendering(ctx context.Context, cl *Clients, data []byte) (string, error) {
+	if !statebackend.IsEncrypted(data) {
+		return string(data), nil
+	}
+	s, err := cl.Kube.CoreV1().Secrets(cl.ControllerNamespace).Get(ctx, cl.StateKeySecret, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading the state key Secret %s/%s: %w", cl.ControllerNamespace, cl.StateKeySecret, err)
+	}
+	keys, err := statebackend.NewKeyring(string(s.Data[statebackend.KeyPassphrase]), string(s.Data[statebackend.KeyPreviousPassphrase]))
+	if err != nil {
+		return "", fmt.Errorf("the state key Secret %s/%s: %w", cl.ControllerNamespace, cl.StateKeySecret, err)
+	}
+	plain, err := keys.Open(data)
+	return string(plain), err
 }

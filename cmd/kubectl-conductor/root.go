@@ -19,6 +19,10 @@ import (
 // --controller-namespace says otherwise.
 const DefaultControllerNamespace = "conductor-system"
 
+// DefaultStateKeySecret is the state encryption key Secret the manifests and the chart name
+// (the controller's --state-encryption-secret).
+const DefaultStateKeySecret = "conductor-tf-state-key"
+
 // Clients is what every command works with: the clients, the namespaces and the clock. Commands
 // take it and an io.Writer, so that they run the same from the cobra tree and from tests.
 type Clients struct {
@@ -30,6 +34,9 @@ type Clients struct {
 	Namespace string
 	// ControllerNamespace holds the state, plan and log Secrets and the lock Leases.
 	ControllerNamespace string
+	// StateKeySecret names the state encryption key Secret in ControllerNamespace: what opens an
+	// encrypted plan rendering.
+	StateKeySecret string
 	// Now is the clock ages are shown against.
 	Now func() time.Time
 }
@@ -51,6 +58,7 @@ type rootOptions struct {
 	streams             genericiooptions.IOStreams
 	config              *genericclioptions.ConfigFlags
 	controllerNamespace string
+	stateKeySecret      string
 	now                 func() time.Time
 }
 
@@ -80,7 +88,8 @@ func (o *rootOptions) clients() (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("making a clientset: %w", err)
 	}
-	return &Clients{Client: c, Kube: kube, Namespace: ns, ControllerNamespace: o.controllerNamespace, Now: o.now}, nil
+	return &Clients{Client: c, Kube: kube, Namespace: ns, ControllerNamespace: o.controllerNamespace,
+		StateKeySecret: o.stateKeySecret, Now: o.now}, nil
 }
 
 // run adapts a command function to cobra: it builds the clients, then calls fn with the
@@ -132,6 +141,8 @@ Example:
 	o.config.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVar(&o.controllerNamespace, "controller-namespace", DefaultControllerNamespace,
 		"namespace of the controller's state, plan and log Secrets and lock Leases")
+	root.PersistentFlags().StringVar(&o.stateKeySecret, "state-key-secret", DefaultStateKeySecret,
+		"the state encryption key Secret in --controller-namespace (the controller's --state-encryption-secret): it opens encrypted plan renderings")
 	root.AddCommand(newAdoptCommand(o), newPlanCommand(o), newApproveCommand(o), newCreatesCommand(o), newRunsCommand(o), newLogsCommand(o),
 		newUnlockCommand(o), newRestoreStateCommand(o), newInputsCommand(o), newUpgradeCommand(o),
 		newPauseCommand(o), newResumeCommand(o), newSyncCommand(o), newRotatePasswordsCommand(o))

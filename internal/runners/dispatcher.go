@@ -60,9 +60,13 @@ type DispatcherOptions struct {
 	// the leader, which knows no run's credentials.
 	StateURL string
 	// Leading, when set, reports whether this manager is the leader; a replica that is not
-	// refuses runners (FailedPrecondition), which then connect again, through the Service, until
-	// they reach the leader.
+	// refuses runners (FailedPrecondition), naming the leader when Leader knows it (leader.go):
+	// the runners connect there next, else through the Service again.
 	Leading func() bool
+	// Leader, when set, returns the run protocol address (host:port) of the replica that leads,
+	// as this one, not leading, knows it; "" when it knows none (during a takeover). It is asked
+	// on each refusal and must answer within a second.
+	Leader func() string
 	// Drain, when set, is the manager's shutdown: once it begins, runs no runner took yet are
 	// withdrawn (tfrunner.ErrDraining) and runs under way go on (see tfrunner.Drain).
 	Drain *tfrunner.Drain

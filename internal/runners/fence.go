@@ -8,8 +8,8 @@ import (
 // Why a run's processes are stopped (session.holds): each reason is added and removed on its own,
 // and the processes run again only once none is left.
 const (
-	// holdLease: the lease expired (fence); a renewal ends it, and none within a quarter of the
-	// lease kills the run.
+	// holdLease: the lease expired (fence); a renewal ends it, and none within FrozenFor the
+	// fence grace kills the run.
 	holdLease = "lease"
 	// holdAnswer: an event (a create that starts, the plan to apply) has waited over answerWait
 	// for the manager's answer; the answer ends it.
@@ -25,9 +25,10 @@ const answerWait = time.Second
 
 // fence enforces the lease: once it expires the run's processes are frozen (SIGSTOP) and a
 // heartbeat asks for a lease at once; a lease that comes thaws them (SIGCONT, unless another hold
-// remains); none within half the manager's fence grace (a quarter of the lease when the manager
-// sends none) kills them (SIGKILL), well before the manager's fence ends (its grace after the
-// lease). A new leader that adopts the run renews the lease within that time.
+// remains); none within FrozenFor the manager's fence grace (a quarter of the lease when the
+// manager sends none) kills them (SIGKILL), KillLatency before the manager's fence ends (its grace
+// after the lease). A new leader that adopts the run renews the lease within that time
+// (takeover.go).
 func (s *session) fence(stop <-chan struct{}) {
 	t := time.NewTicker(max(s.leaseLen/40, 50*time.Millisecond))
 	defer t.Stop()

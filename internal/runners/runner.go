@@ -57,6 +57,11 @@ type Runner struct {
 	// swaps are the state credentials of adopted runs: the run's own username (as Terraform sends
 	// it) → the *url.Userinfo the adopting manager issued, which the proxy sends instead.
 	swaps sync.Map
+	// leader is the run protocol address of the replica a refusal named the leader, where new
+	// streams go instead of Manager (leader.go); nil: through Manager.
+	leader atomic.Pointer[string]
+	// dialOptions are added to every connection's (tests inject faults through them).
+	dialOptions []grpc.DialOption
 }
 
 // setStateTarget points the state proxy at rawURL (https://host:port).
@@ -103,8 +108,8 @@ func (r *Runner) Run(ctx context.Context) error {
 }
 
 // work serves runs one after the other on a connection of its own, until ctx is done. A refusal
-// by a manager replica that is not the leader closes the connection, so that the next one,
-// through the Service, may reach the leader.
+// by a manager replica that is not the leader closes the connection: the next goes to the leader
+// the refusal names, or through the Service (leader.go).
 func (r *Runner) work(ctx context.Context, proxy string) {
 	var conn *grpc.ClientConn
 	defer func() {
@@ -112,22 +117,24 @@ func (r *Runner) work(ctx context.Context, proxy string) {
 			_ = conn.Close()
 		}
 	}()
+	var target string
 	for ctx.Err() == nil {
 		if conn == nil {
 			var err error
-			conn, err = r.dial()
+			conn, target, err = r.dial()
 			if err != nil {
 				r.Log.Error("run protocol client", "error", err.Error())
 				return
 			}
 		}
-		err := r.serveOne(ctx, conn, proxy)
+		err := r.serveOne(ctx, conn, target, proxy)
 		// A stream that waited too long for a run is closed by the manager: open the next at once.
 		if err == nil || ctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded {
 			continue
 		}
 		r.Log.Info("run stream ended", "error", err.Error())
-		if status.Code(err) == codes.FailedPrecondition {
+		r.observe(err, target)
+		if status.Code(err) == codes.FailedPrecondition || r.leaderTarget() != target {
 			_ = conn.Close()
 			conn = nil
 		}
@@ -138,20 +145,37 @@ func (r *Runner) work(ctx context.Context, proxy string) {
 	}
 }
 
-// dial returns a new connection to the manager's run protocol (through the Service: each new
-// connection may reach another replica).
-func (r *Runner) dial() (*grpc.ClientConn, error) {
-	return grpc.NewClient(r.Manager,
-		grpc.WithTransportCredentials(credentials.NewTLS(r.TLS)),
+// dial returns a new connection to the manager's run protocol and its target: the leader a
+// refusal named, or Manager (the Service: each new connection may reach another replica). The
+// certificate of a named leader is verified against Manager's host name, as through the Service.
+func (r *Runner) dial() (*grpc.ClientConn, string, error) {
+	target := r.leaderTarget()
+	tlsConfig := r.TLS
+	if target != r.Manager && tlsConfig.ServerName == "" {
+		host, _, err := net.SplitHostPort(r.Manager)
+		if err != nil {
+			host = r.Manager
+		}
+		tlsConfig = tlsConfig.Clone()
+		tlsConfig.ServerName = host
+	}
+	opts := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(credentials.NewTLS(tlsConfig)),
+		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			d := net.Dialer{Timeout: leaderDialTimeout}
+			return d.DialContext(ctx, "tcp", addr)
+		}),
 		grpc.WithPerRPCCredentials(tokenFile(r.TokenFile)),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
-	)
+	}, r.dialOptions...)
+	conn, err := grpc.NewClient(target, opts...)
+	return conn, target, err
 }
 
-// serveOne opens one stream, waits for a run and carries it out. The stream outlives ctx while a
-// run is under way: the run is cancelled and its result still sent.
-func (r *Runner) serveOne(ctx context.Context, conn *grpc.ClientConn, proxy string) error {
+// serveOne opens one stream on conn (to target), waits for a run and carries it out. The stream
+// outlives ctx while a run is under way: the run is cancelled and its result still sent.
+func (r *Runner) serveOne(ctx context.Context, conn *grpc.ClientConn, target, proxy string) error {
 	streamCtx, closeStream := context.WithCancel(context.WithoutCancel(ctx))
 	defer closeStream()
 	stream, err := runnerpb.NewRunsClient(conn).Run(streamCtx)
@@ -165,17 +189,24 @@ func (r *Runner) serveOne(ctx context.Context, conn *grpc.ClientConn, proxy stri
 	// Waiting for work ends with ctx; a run, once given, does not.
 	stopWaiting := context.AfterFunc(ctx, closeStream)
 	first, err := stream.Recv()
-	if !stopWaiting() {
-		return ctx.Err()
-	}
+	waiting := stopWaiting()
 	if err != nil {
+		if !waiting {
+			return ctx.Err()
+		}
 		return err
 	}
 	if first.GetRun() == nil {
 		return errors.New("the manager's first message is not a run")
 	}
-	return r.execute(ctx, stream, closeStream, first.GetRun(), proxy)
+	// A run that came just as ctx ended (its stream closed under it) is not dropped: the manager
+	// handed it over and waits for it. execute answers it, on a resumed stream, with a Result that
+	// says it never started (issue 64).
+	return r.execute(ctx, stream, closeStream, first.GetRun(), target, proxy)
 }
+
+// errStopping is the outcome of a run a runner received as it began to stop: it never started.
+var errStopping = errors.New("the runner began to stop as it received the run: the run did not start and is tried again")
 
 // execute runs spec under its lease (session), sending its events over stream, or the streams
 // that resume it, and delivers its Result. Every file of the run (its variables, credentials,
@@ -183,7 +214,8 @@ func (r *Runner) serveOne(ctx context.Context, conn *grpc.ClientConn, proxy stri
 // gave the run up, and revoked the run's state credentials) leaves the workspace, errored state
 // included, until the next run of the key starts clean (startClean logs what it drops).
 func (r *Runner) execute(ctx context.Context, stream runnerpb.Runs_RunClient, closeStream context.CancelFunc,
-	spec *runnerpb.RunSpec, proxy string) error {
+	spec *runnerpb.RunSpec, target, proxy string) error {
+	stopping := ctx.Err() != nil
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
 	// A shutdown lets the run finish, up to DrainTimeout.
@@ -193,6 +225,7 @@ func (r *Runner) execute(ctx context.Context, stream runnerpb.Runs_RunClient, cl
 	})
 	defer stopOnShutdown()
 	s := newSession(r, stream, closeStream, spec, cancelRun)
+	s.target = target
 	stop := make(chan struct{})
 	defer s.close()
 	defer close(stop)
@@ -208,6 +241,8 @@ func (r *Runner) execute(ctx context.Context, stream runnerpb.Runs_RunClient, cl
 	var res *runnerpb.Result
 	if ts, err := specFromProto(spec.GetSpec()); err != nil {
 		res = newResult(nil, nil, err)
+	} else if stopping {
+		res = newResult(nil, nil, errStopping)
 	} else {
 		ts.Env = withStateProxy(ts.Env, proxy)
 		ts.RunID = spec.GetId() // tags what the run leaves (tfrunner's errored state)

@@ -37,7 +37,10 @@ type ServeOptions struct {
 	HeartbeatTimeout time.Duration
 	FenceGrace       time.Duration
 	OnRunnerLost     func(pool, runner, key string, err error)
-	Leading          func() bool
+	// Leading and Leader are the Dispatcher's: whether this replica leads, and where the leader
+	// is when it does not.
+	Leading func() bool
+	Leader  func() string
 	// CheckPool, StateURL, Drain and QueueTimeout are the Dispatcher's (see DispatcherOptions).
 	CheckPool    func(ctx context.Context, pool string) error
 	StateURL     string
@@ -63,7 +66,7 @@ func Serve(ctx context.Context, o ServeOptions) (*Dispatcher, string, error) {
 	}
 	d := NewDispatcher(DispatcherOptions{
 		Authenticator: &TokenReviewer{Kube: o.Kube}, Authorize: o.Authorize,
-		HeartbeatTimeout: o.HeartbeatTimeout, FenceGrace: o.FenceGrace, OnRunnerLost: o.OnRunnerLost, Leading: o.Leading,
+		HeartbeatTimeout: o.HeartbeatTimeout, FenceGrace: o.FenceGrace, OnRunnerLost: o.OnRunnerLost, Leading: o.Leading, Leader: o.Leader,
 		CheckPool: o.CheckPool, StateURL: o.StateURL, Drain: o.Drain, QueueTimeout: o.QueueTimeout,
 		Adopt: o.Adopt, OnAdopted: o.OnAdopted, KeepErrored: o.KeepErrored,
 	})

@@ -29,6 +29,7 @@ type session struct {
 
 	mu         sync.Mutex
 	resumeConn *grpc.ClientConn // the connection of the last resume, if any
+	target     string           // where stream goes: the Service, or a leader a refusal named
 	stream     runnerpb.Runs_RunClient
 	closeOld   context.CancelFunc // ends the current stream's context
 	up         chan struct{}      // closed and replaced when a resumed stream replaces stream
@@ -54,11 +55,11 @@ type session struct {
 func newSession(r *Runner, stream runnerpb.Runs_RunClient, closeStream context.CancelFunc,
 	spec *runnerpb.RunSpec, cancel context.CancelFunc) *session {
 	lease := time.Duration(spec.GetLeaseMs()) * time.Millisecond
-	// Killed well before the manager's fence ends (its grace after the lease): at half the grace,
-	// which leaves a new leader the other half of the wait to adopt the run (adopt.go).
+	// Killed KillLatency before the manager's fence ends (its grace after the lease), which leaves
+	// a new leader all the time it takes over to adopt the run (takeover.go).
 	frozen := lease / 4
 	if grace := time.Duration(spec.GetFenceGraceMs()) * time.Millisecond; grace > 0 {
-		frozen = grace / 2
+		frozen = FrozenFor(grace)
 	}
 	return &session{
 		frozenFor: frozen,
@@ -132,6 +133,10 @@ func (s *session) read(stop <-chan struct{}) {
 			s.giveUp(fmt.Errorf("the manager gave the run up: %w", err))
 			return
 		}
+		s.mu.Lock()
+		target := s.target
+		s.mu.Unlock()
+		s.r.observe(err, target) // a refusal naming the leader: the resume goes there
 		select {
 		case <-up: // replaced already
 			continue
@@ -152,12 +157,13 @@ func (s *session) read(stop <-chan struct{}) {
 }
 
 // resume opens a stream with Resume, on a new connection (the one that broke may lead to a
-// replica that is not the leader, which refuses it), and makes it the current one. It retries
+// replica that is not the leader, which refuses it naming the leader: the new one goes there,
+// leader.go), and makes it the current one. It retries
 // every second until it is open, the session stops, or the lease has been expired for over two
 // lease lengths (the manager gave the run up by then).
 func (s *session) resume(stop <-chan struct{}) bool {
 	for {
-		conn, err := s.r.dial()
+		conn, target, err := s.r.dial()
 		var st runnerpb.Runs_RunClient
 		ctx, cancel := context.WithCancel(context.Background())
 		if err == nil {
@@ -173,7 +179,7 @@ func (s *session) resume(stop <-chan struct{}) bool {
 			if s.resumeConn != nil {
 				_ = s.resumeConn.Close()
 			}
-			s.stream, s.closeOld, s.resumeConn = st, cancel, conn
+			s.stream, s.closeOld, s.resumeConn, s.target = st, cancel, conn, target
 			close(s.up)
 			s.up = make(chan struct{})
 			s.mu.Unlock()
@@ -187,6 +193,7 @@ func (s *session) resume(stop <-chan struct{}) bool {
 		if conn != nil {
 			_ = conn.Close()
 		}
+		s.r.observe(err, target)
 		s.mu.Lock()
 		expired := s.leaseLen > 0 && time.Since(s.leaseUntil) > 2*s.leaseLen
 		s.mu.Unlock()

@@ -22,7 +22,11 @@ import (
 func (d *Dispatcher) serveRun(stream runnerpb.Runs_RunServer) error {
 	ctx := stream.Context()
 	if d.opts.Leading != nil && !d.opts.Leading() {
-		return status.Error(codes.FailedPrecondition, "this manager replica is not the leader")
+		var leader string
+		if d.opts.Leader != nil {
+			leader = d.opts.Leader()
+		}
+		return notLeader(leader)
 	}
 	user, err := d.authenticate(ctx)
 	if err != nil {

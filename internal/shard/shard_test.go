@@ -117,13 +117,20 @@ func keyIn(t *testing.T, ids []string, want string) string {
 func TestEveryReplicaHoldsItsShare(t *testing.T) {
 	ns := newNamespace(t)
 	rs := []*replica{startReplica(t, ns, "a", nil), startReplica(t, ns, "b", nil), startReplica(t, ns, "c", nil)}
-	eventually(t, 20*time.Second, "three replicas hold their rendezvous shares", func() bool { return settled(rs...) })
+	// Each replica's lister may show the others' member Leases a period late (a replica that
+	// started first counts only itself until then; its takes of their buckets fail, the Leases
+	// exist): the steady state is both, every share held and every replica seeing three members.
+	eventually(t, 20*time.Second, "three replicas see each other and hold their rendezvous shares", func() bool {
+		for _, r := range rs {
+			if r.Status().Members != 3 {
+				return false
+			}
+		}
+		return settled(rs...)
+	})
 	for _, r := range rs {
 		if n := len(r.Held()); n == 0 || n == testBuckets {
 			t.Errorf("%s holds %d of %d buckets", r.Identity(), n, testBuckets)
-		}
-		if s := r.Status(); s.Members != 3 {
-			t.Errorf("%s sees %d members, want 3", r.Identity(), s.Members)
 		}
 	}
 	// The Leases say the same: every bucket Lease names the one replica that holds it.

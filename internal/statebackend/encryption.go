@@ -234,6 +234,15 @@ func (k *Keyring) Seal(state []byte) ([]byte, error) {
 	if err := json.Unmarshal(state, &pass); err != nil {
 		return nil, fmt.Errorf("encrypting a state: %w", err)
 	}
+	return k.seal(pass.Serial, pass.Lineage, state)
+}
+
+// SealDocument encrypts any document (a plan's rendering, a log) with the current passphrase in
+// the format of Seal, with no serial or lineage: Open reads it. Errors: only a failed derivation.
+func (k *Keyring) SealDocument(doc []byte) ([]byte, error) { return k.seal(nil, "", doc) }
+
+// seal encrypts plain with the current passphrase under a new salt and nonce.
+func (k *Keyring) seal(serial *int64, lineage string, plain []byte) ([]byte, error) {
 	meta := pbkdf2Meta{Salt: make([]byte, saltLength), Iterations: KeyIterations, HashFunction: KeyHash, KeyLength: keyLength}
 	_, _ = rand.Read(meta.Salt)
 	raw, err := json.Marshal(meta)
@@ -244,11 +253,11 @@ func (k *Keyring) Seal(state []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := sealAESGCM(key, state)
+	data, err := sealAESGCM(key, plain)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(encrypted{Serial: pass.Serial, Lineage: pass.Lineage,
+	return json.Marshal(encrypted{Serial: serial, Lineage: lineage,
 		Meta: map[string][]byte{k.keys[0].alias: raw}, Data: data, Version: encryptionVersion})
 }
 
@@ -267,8 +276,11 @@ func (k *Keyring) derive(p passphrase, raw []byte) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("key metadata of %s: hash function %q is not sha256 or sha512", p.alias, m.HashFunction)
 	}
-	if len(m.Salt) == 0 || m.Iterations <= 0 || m.KeyLength <= 0 || m.KeyLength > 64 {
-		return nil, fmt.Errorf("key metadata of %s is incomplete or out of range", p.alias)
+	// Only the settings this controller's runs write (writeRunConfig; SHA-512 before 824928e): a
+	// document a run wrote with `iterations: 1e15` must not pin a reconcile worker and a core.
+	if len(m.Salt) != saltLength || m.Iterations != KeyIterations || m.KeyLength != keyLength {
+		return nil, fmt.Errorf("key metadata of %s: salt %d bytes, %d iterations, key %d bytes: not the settings this controller writes (%d, %d, %d)",
+			p.alias, len(m.Salt), m.Iterations, m.KeyLength, saltLength, KeyIterations, keyLength)
 	}
 	id := p.alias + "/" + string(raw)
 	k.mu.Lock()

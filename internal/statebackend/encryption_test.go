@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -13,7 +14,9 @@ import (
 
 const plainState = `{"version":4,"terraform_version":"1.12.6","serial":7,"lineage":"l-1","outputs":{"password":{"value":"hunter2-secret","type":"string","sensitive":true}},"resources":[{"mode":"managed","type":"random_password","name":"p","instances":[]}]}`
 
-func TestKeyringSealOpen(t *testing.T) {
+// sealedPlain is a keyring of one passphrase and plainState sealed with it.
+func sealedPlain(t *testing.T) (*Keyring, []byte) {
+	t.Helper()
 	keys, err := NewKeyring("0123456789abcdef-current", "")
 	if err != nil {
 		t.Fatal(err)
@@ -22,6 +25,11 @@ func TestKeyringSealOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return keys, sealed
+}
+
+func TestKeyringSealOpen(t *testing.T) {
+	keys, sealed := sealedPlain(t)
 	if bytes.Contains(sealed, []byte("hunter2-secret")) || bytes.Contains(sealed, []byte("random_password")) {
 		t.Fatalf("sealed state holds plaintext: %s", sealed)
 	}
@@ -120,5 +128,39 @@ func TestRunConfig(t *testing.T) {
 	}
 	if !strings.Contains(cfg, "enforced") || strings.Contains(cfg, "unencrypted") || !strings.Contains(cfg, "fallback") || !strings.Contains(cfg, keys.KeyID()) {
 		t.Errorf("config:\n%s", cfg)
+	}
+}
+
+// Issue 65 item 3: the key parameters are read from the document a run writes; only the ones this
+// controller writes are accepted. Before, a state whose metadata said `iterations: 10^15` was
+// derived as asked, pinning a reconcile worker and a core for good.
+func TestKeyringRefusesKeyParametersItDoesNotWrite(t *testing.T) {
+	keys, sealed := sealedPlain(t)
+	var e encrypted
+	if err := json.Unmarshal(sealed, &e); err != nil {
+		t.Fatal(err)
+	}
+	var m pbkdf2Meta
+	if err := json.Unmarshal(e.Meta[keys.KeyID()], &m); err != nil {
+		t.Fatal(err)
+	}
+	for name, bad := range map[string]func(pbkdf2Meta) pbkdf2Meta{
+		"iterations 1e15": func(m pbkdf2Meta) pbkdf2Meta { m.Iterations = 1_000_000_000_000_000; return m },
+		"key length 64":   func(m pbkdf2Meta) pbkdf2Meta { m.KeyLength = 64; return m },
+		"a 1-byte salt":   func(m pbkdf2Meta) pbkdf2Meta { m.Salt = m.Salt[:1]; return m },
+	} {
+		raw, _ := json.Marshal(bad(m))
+		e.Meta[keys.KeyID()] = raw
+		doc, _ := json.Marshal(e)
+		done := make(chan error, 1)
+		go func() { _, err := keys.Open(doc); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "not the settings this controller writes") {
+				t.Errorf("%s: %v, want a refusal", name, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: Open still deriving after 30 s", name)
+		}
 	}
 }

@@ -152,7 +152,8 @@ func (p *pendingStates) drop(ctx context.Context, h *Handle) error {
 // flush writes h's pending state, if any, over the stored one (writePending: a *ConflictError when
 // it does not follow a readable stored state), then drops it and releases the lock of the run that
 // sent it (a lock held under another ID by now is left). It reports whether a pending state was
-// written. Call it in the state's turn (see Server.RetryPending).
+// written. One the stored state moved past is discarded instead (a *PendingDiscardedError,
+// pending_discard.go). Call it in the state's turn (see Server.RetryPending).
 func (p *pendingStates) flush(ctx context.Context, h *Handle) (bool, error) {
 	if err := p.load(ctx, h.suffix); err != nil {
 		return false, err
@@ -165,6 +166,9 @@ func (p *pendingStates) flush(ctx context.Context, h *Handle) (bool, error) {
 		h = h.WithLabels(ps.labels)
 	}
 	if err := writePending(ctx, h, ps.state); err != nil {
+		if conflict, ok := discardable(err); ok {
+			return false, p.discard(ctx, h, ps, conflict) // the stored state moved on (pending_discard.go)
+		}
 		return false, fmt.Errorf("writing the state received earlier, which could not be written then: %w", err)
 	}
 	if err := p.drop(ctx, h); err != nil {

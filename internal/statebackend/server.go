@@ -208,7 +208,8 @@ func (s *Server) StorePendingWhere(match func(labels map[string]string) bool, pe
 	settled = true
 	for _, sfx := range s.pending.where(match) {
 		ctx, cancel := context.WithTimeout(context.Background(), perWrite)
-		if _, werr := s.RetryPending(ctx, sfx); werr != nil {
+		var discarded *PendingDiscardedError
+		if _, werr := s.RetryPending(ctx, sfx); werr != nil && !errors.As(werr, &discarded) {
 			settled, err = false, errors.Join(err, fmt.Errorf("pending state %s: %w", sfx, werr))
 		}
 		cancel()
@@ -218,9 +219,11 @@ func (s *Server) StorePendingWhere(match func(labels map[string]string) bool, pe
 
 // RetryPending writes the pending state of suffix, if any — the one this server keeps, or, after a
 // restart, the one a killed controller left in its Secret (pending.go) — and forgets it once
-// written, releasing the lock of the run that sent it. The write is refused with a *ConflictError
-// when the stored state is readable and the pending one does not follow it (never overwritten);
-// an unreadable stored state is overwritten. It reports whether a pending state was written. Call
+// written, releasing the lock of the run that sent it. A pending state the stored one moved past
+// (its lineage, a serial as high or higher) is discarded, kept in the history, with a
+// *PendingDiscardedError that says what it held: nothing is pending after it. One of another
+// lineage is refused with a *ConflictError and stays pending (never overwritten); an unreadable
+// stored state is overwritten. It reports whether a pending state was written. Call
 // it before any other run of that state; any request of a run for that state does it first too.
 func (s *Server) RetryPending(ctx context.Context, suffix string) (bool, error) {
 	done := s.turns.take(suffix)

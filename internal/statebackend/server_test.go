@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -361,21 +363,68 @@ func TestPendingStateOutlivesTheServer(t *testing.T) {
 		t.Error("the pending state's Secret is still there after it was saved")
 	}
 
-	// A pending state older than what is stored now is a conflict, reported and never written.
+	// Issue 64: a pending state older than what is stored now (a run that started after it wrote
+	// serial 5) is never written over it, nor left stuck when the stored state records every
+	// resource it does: it is discarded, kept in the history under its serial, its Secret deleted.
+	// Before, RetryPending refused it with a *ConflictError on every call, its Secret stayed, and
+	// the resource stopped with StateNotSaved until a person deleted it.
 	h := NewStore(fk, "ns").For("delta")
+	h.store.HistoryLimit = 5
 	if err := h.Write(ctx, stateJSON(t, "lin-d", 5, map[string]int{"x": 5})); err != nil {
 		t.Fatal(err)
 	}
-	if err := savePending(ctx, h, stateJSON(t, "lin-d", 2, nil), ""); err != nil {
+	if err := savePending(ctx, h, stateJSON(t, "lin-d", 2, map[string]int{"x": 2}), "lock-old"); err != nil {
 		t.Fatal(err)
 	}
 	third := startServer(t, fk, "ns", 5)
-	var conflict *ConflictError
-	if _, err := third.RetryPending(ctx, "delta"); !errors.As(err, &conflict) {
-		t.Fatalf("flush of a pending state older than the stored one: %v, want a *ConflictError", err)
+	var discarded *PendingDiscardedError
+	if _, err := third.RetryPending(ctx, "delta"); !errors.As(err, &discarded) {
+		t.Fatalf("flush of a pending state older than the stored one: %v, want a *PendingDiscardedError", err)
+	}
+	if !discarded.KeptInHistory || discarded.Discarded.Serial != 2 || discarded.Stored.Serial != 5 {
+		t.Errorf("discarded: %+v; want serial 2 kept in history over stored 5", discarded)
 	}
 	if st, _, _ := readStatus(ctx, fk, "ns", DefaultWorkspace, "delta", nil); st.Serial != 5 {
-		t.Errorf("stored serial after a refused flush: %d, want 5", st.Serial)
+		t.Errorf("stored serial after the discard: %d, want 5", st.Serial)
+	}
+	if _, err := fk.CoreV1().Secrets("ns").Get(ctx, PendingSecretName(DefaultWorkspace, "delta"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the discarded pending state's Secret: %v; want it deleted", err)
+	}
+	if _, err := h.Version(ctx, 2); err != nil {
+		t.Errorf("the discarded state is not in the history: %v", err)
+	}
+	if saved, err := third.RetryPending(ctx, "delta"); err != nil || saved {
+		t.Errorf("after the discard: saved=%v, %v; want nothing pending", saved, err)
+	}
+
+	// One that records a resource the stored state does not is kept: discarded, the next run
+	// would create that object again.
+	if err := savePending(ctx, h, stateJSON(t, "lin-d", 3, map[string]int{"x": 3, "orphan": 3}), "lock-old"); err != nil {
+		t.Fatal(err)
+	}
+	var held *PendingHeldError
+	if _, err := startServer(t, fk, "ns", 5).RetryPending(ctx, "delta"); !errors.As(err, &held) ||
+		!reflect.DeepEqual(held.Only, []string{"terraform_data.orphan"}) {
+		t.Fatalf("flush of an older pending state with a resource the stored one lacks: %v; want a *PendingHeldError naming terraform_data.orphan", err)
+	}
+	if _, err := fk.CoreV1().Secrets("ns").Get(ctx, PendingSecretName(DefaultWorkspace, "delta"), metav1.GetOptions{}); err != nil {
+		t.Errorf("the held pending state was not kept: %v", err)
+	}
+	if err := deletePending(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+
+	// One of another lineage is another state: it stays pending, refused with a *ConflictError.
+	if err := savePending(ctx, h, stateJSON(t, "lin-other", 9, nil), ""); err != nil {
+		t.Fatal(err)
+	}
+	fourth := startServer(t, fk, "ns", 5)
+	var conflict *ConflictError
+	if _, err := fourth.RetryPending(ctx, "delta"); !errors.As(err, &conflict) {
+		t.Fatalf("flush of a pending state of another lineage: %v, want a *ConflictError", err)
+	}
+	if _, err := fk.CoreV1().Secrets("ns").Get(ctx, PendingSecretName(DefaultWorkspace, "delta"), metav1.GetOptions{}); err != nil {
+		t.Errorf("the pending state of another lineage was not kept: %v", err)
 	}
 }
 

@@ -74,6 +74,18 @@ func TestPoolConfinedRunsApply(t *testing.T) {
 			t.Errorf("%s: no HOME of its own: %v", key, err)
 		}
 	}
+	// Issue 65 items 1 and 7: a run's variables do not outlive it, and the shared init, which runs
+	// of every class naming the module read, holds no resource's values. Before, the shared
+	// directory kept the first run's conductor.tfvars.json, and each workspace its own.
+	shared, _ := filepath.Glob(filepath.Join(runs, tfrunner.SharedDirName, "*", "*"))
+	for _, f := range shared {
+		if data, err := os.ReadFile(f); err == nil && strings.Contains(string(data), "confined-a") {
+			t.Errorf("the shared init's %s holds a resource's value: %s", filepath.Base(f), data)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(runs, "*", "conductor.tfvars.json")); len(left) > 0 {
+		t.Errorf("variables files left after their runs ended: %v", left)
+	}
 }
 
 // TestPoolRefusesASharedInitChangedAfterInit: a file of a module version's shared init changed

@@ -113,11 +113,12 @@ func (w *Workspace) writeCredentials() error {
 	return writeFileAtomic(filepath.Join(w.dir, googleCredentialsFile), cfg, 0o600)
 }
 
-// dropCredentials deletes the run's granted kubeconfig and cloud identity files: the Pool calls it
-// when an operation ends, however it ended. It returns the first error other than a missing file.
+// dropCredentials deletes the run's granted kubeconfig and cloud identity files and its rendered
+// variables (sensitive ones included): the Pool calls it when an operation ends, however it ended;
+// the next operation's Prepare writes them again. It returns the errors other than a missing file.
 func (w *Workspace) dropCredentials() error {
 	var errs []error
-	for _, name := range []string{kubeconfigFile, identityTokenFile, googleCredentialsFile} {
+	for _, name := range []string{kubeconfigFile, identityTokenFile, googleCredentialsFile, varsFile, ephemeralVarsFile} {
 		if err := os.Remove(filepath.Join(w.dir, name)); err != nil && !os.IsNotExist(err) {
 			errs = append(errs, err)
 		}
@@ -199,7 +200,7 @@ func (c *SourceCredentials) write(dir string) (func(), error) {
 		if len(data) == 0 {
 			continue
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+		if err := writeFileIn(dir, name, data, 0o600); err != nil {
 			remove()
 			return nil, err
 		}

@@ -29,11 +29,11 @@ func (p *Pool) ErroredState(key string) (ErroredState, bool) {
 		return ErroredState{}, false
 	}
 	dir := filepath.Join(p.opts.Dir, key)
-	data, err := os.ReadFile(filepath.Join(dir, erroredStateFile))
+	data, err := readFileIn(dir, erroredStateFile)
 	if err != nil || len(data) == 0 {
-		return ErroredState{}, false
+		return ErroredState{}, false // none, or not a file the run's Terraform wrote (a link, a hard link)
 	}
-	runID, _ := os.ReadFile(filepath.Join(dir, erroredRunFile))
+	runID, _ := readFileIn(dir, erroredRunFile)
 	return ErroredState{RunID: string(runID), State: data}, true
 }
 
@@ -45,13 +45,13 @@ func (p *Pool) tagErrored(key, runID string) {
 		return
 	}
 	dir := filepath.Join(p.opts.Dir, key)
-	if _, err := os.Stat(filepath.Join(dir, erroredStateFile)); err != nil {
+	if fi, err := os.Lstat(filepath.Join(dir, erroredStateFile)); err != nil || !oneLinkRegular(fi) {
 		return
 	}
-	if _, err := os.Stat(filepath.Join(dir, erroredRunFile)); err == nil {
+	if _, err := os.Lstat(filepath.Join(dir, erroredRunFile)); err == nil {
 		return
 	}
-	_ = os.WriteFile(filepath.Join(dir, erroredRunFile), []byte(runID), 0o600)
+	_ = writeFileIn(dir, erroredRunFile, []byte(runID), 0o600)
 }
 
 // ClearErroredState removes key's errored.tfstate (and its tag) once its state is saved.

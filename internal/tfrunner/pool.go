@@ -179,9 +179,9 @@ func (p *Pool) do(ctx context.Context, key, tenant string, queued func(position,
 		s.ws = ws
 	}
 	err = fn(s.ws)
-	// Granted credentials live only as long as the operation.
+	// Granted credentials and the rendered variables live only as long as the operation.
 	if derr := s.ws.dropCredentials(); derr != nil && err == nil {
-		err = fmt.Errorf("deleting the run's kubeconfig: %w", derr)
+		err = fmt.Errorf("deleting the run's credentials and variables: %w", derr)
 	}
 	if err != nil {
 		// Nothing of a run outlives it: plugins a killed or interrupted Terraform left are killed

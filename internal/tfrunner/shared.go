@@ -96,8 +96,11 @@ func (p *Pool) shared(ctx context.Context, ws *Workspace, spec Spec) (*sharedIni
 		return nil, false, err
 	}
 	init.initializer = true
-	// init talks to no cluster and no cloud: the shared directory never holds credentials.
+	// init talks to no cluster and no cloud, and evaluates no variable: the shared directory, which
+	// runs of every class that names this module read, never holds credentials nor any class's or
+	// resource's values (its variables file is "{}").
 	spec.Kubeconfig, spec.Identity = nil, nil
+	spec.Variables, spec.SensitiveVariables, spec.EphemeralVariables = nil, nil, nil
 	needsInit, err := init.Prepare(spec)
 	if err != nil {
 		return nil, false, err
@@ -131,7 +134,7 @@ func (w *Workspace) link(s *sharedInit) error {
 	if err := os.Symlink(filepath.Join(s.dir, ".terraform"), data); err != nil {
 		return fmt.Errorf("linking the shared init: %w", err)
 	}
-	lock, err := os.ReadFile(filepath.Join(s.dir, lockFile))
+	lock, err := readFileIn(s.dir, lockFile)
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}

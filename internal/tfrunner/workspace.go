@@ -118,13 +118,17 @@ func (w *Workspace) Binary() Binary { return w.bin }
 
 // Prepare writes the root module and the variables file for spec and reports whether Init must run
 // before the next plan: the first time, and whenever the module address, backend or binary changed.
+// It first removes the links and special files an earlier run may have planted (dropPlanted).
 func (w *Workspace) Prepare(spec Spec) (needsInit bool, err error) {
 	w.spec = spec
+	if _, err := w.dropPlanted(); err != nil {
+		return false, fmt.Errorf("clearing workspace %s: %w", w.dir, err)
+	}
 	want, err := w.initKey()
 	if err != nil {
 		return false, err
 	}
-	have, _ := os.ReadFile(filepath.Join(w.dir, stampFile))
+	have, _ := readFileIn(w.dir, stampFile)
 	needsInit = string(have) != want
 	if needsInit {
 		w.schema = nil
@@ -228,14 +232,6 @@ func (w *Workspace) writeEphemeralVars() (opt *tfexec.VarFileOption, done func()
 		return nil, done, err
 	}
 	return tfexec.VarFile(ephemeralVarsFile), func() { _ = os.Remove(path) }, nil
-}
-
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 func (w *Workspace) tf() (*tfexec.Terraform, error) { return w.tfWith(nil) }

@@ -57,14 +57,20 @@ var _ = Describe("What a run may see", func() {
 		other := newTeam(ctx)
 		probe := class(ctx, "envprobe", nil, "report")
 		dir := reportDir()
-		// Another tenant's run, whose working directory (its variables) stays on disk.
+		// Another tenant's run, whose working directory stays on disk.
 		victim := other.claim(ctx, "victim", probe, map[string]string{"report": filepath.Join(dir, "victim-env")})
 		Eventually(other.resourceOf(ctx, victim), timeout, time.Second).Should(WithTransform(ready, Equal(v1alpha1.ReasonApplied)))
 
 		t := newTeam(ctx)
 		hunt := class(ctx, "filehunt", nil, "report", "paths", "kubeconfig")
 		report := filepath.Join(dir, "found")
-		others, err := filepath.Glob(filepath.Join(workDir, "runs", "*", "conductor.tfvars.json"))
+		// A run's rendered variables (sensitive ones included) do not outlive it (issue 65 item 1):
+		// what stays of the other tenant's run is its working directory, root module and all.
+		// (Other classes' runs may be running now, with their variables: the victim's has ended.)
+		victimDir := filepath.Join(workDir, "runs", other.resourceOf(ctx, victim)().Name)
+		Expect(victimDir).To(BeADirectory())
+		Expect(filepath.Join(victimDir, "conductor.tfvars.json")).NotTo(BeAnExistingFile(), "no variables file is left once its run ended")
+		others, err := filepath.Glob(filepath.Join(workDir, "runs", "*", "main.tf"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(others).NotTo(BeEmpty(), "the other tenant's working directory is on disk")
 		c := t.claim(ctx, "hunt", hunt, map[string]string{"report": report, "paths": strings.Join(others, " "), "kubeconfig": env.Kubeconfig})

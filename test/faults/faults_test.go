@@ -87,6 +87,9 @@ var faults = []fault{
 		r.faults.secretsFail.Store(true)
 		time.AfterFunc(20*time.Second, func() { r.faults.secretsFail.Store(false) })
 	}},
+	{"bucket-move", func(f *fleet, rnd *rand.Rand) { // a fourth replica joins: buckets move to it mid-create, and back when it leaves at the round's end
+		f.join(slotCount)
+	}},
 	{"partition", func(f *fleet, rnd *rand.Rand) { // cut off from the API server for 10 s, its process still running
 		r := f.replicaIn(victim(rnd))
 		r.faults.cut.Store(true)
@@ -175,6 +178,7 @@ func TestFaults(t *testing.T) {
 		}
 		t.Logf("round %d: %d claims Ready %s after it began, %d held plans approved", round, len(names), time.Since(start).Round(time.Second), len(approvals))
 		clearFaults(f)
+		f.leave(slotCount) // a replica that joined leaves gracefully: its buckets move back before the deletes
 		if err := k8s.DeleteAllOf(ctx, &v1alpha1.InfraClaim{}, client.InNamespace("faults")); err != nil {
 			t.Fatal(err)
 		}

@@ -65,6 +65,7 @@ type fleet struct {
 	mu       sync.Mutex
 	current  map[int]*replica
 	stopping bool
+	joins    int // replicas joined (join), for their generations
 	wg       sync.WaitGroup
 }
 
@@ -86,6 +87,43 @@ func (f *fleet) supervise(slot int) {
 			time.Sleep(time.Second)
 		}
 	}()
+}
+
+// join starts a replica in slot, once (not started again when it ends): with a fourth member the
+// Coordinators move buckets to it at once, mid-create. A replica joined already is left.
+func (f *fleet) join(slot int) {
+	f.mu.Lock()
+	_, in := f.current[slot]
+	if !in && !f.stopping {
+		f.joins++
+	}
+	gen := f.joins
+	f.mu.Unlock()
+	if in {
+		return
+	}
+	f.wg.Add(1)
+	r := f.start(slot, gen)
+	go func() {
+		defer f.wg.Done()
+		<-r.done
+		f.w.note(fmt.Sprintf("%s ended: %v", r.name, r.err))
+	}()
+}
+
+// leave stops the replica joined in slot, if any, gracefully (its buckets move back, with what
+// they hold), and waits for it.
+func (f *fleet) leave(slot int) {
+	f.mu.Lock()
+	r := f.current[slot]
+	delete(f.current, slot)
+	f.mu.Unlock()
+	if r == nil {
+		return
+	}
+	r.drain.Begin(30 * time.Second)
+	r.cancel()
+	<-r.done
 }
 
 // replicaIn returns the replica in slot now.

@@ -9,8 +9,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
@@ -65,14 +68,47 @@ var _ = Describe("Adopting another controller's state", func() {
 		}
 		Expect(k8s.Create(s.ctx, class)).To(Succeed())
 
-		By("kubectl conductor adopt terraform/legacy creates the resource; it adopts the state and plans no change")
 		plugin, err := harness.BuildPlugin(GinkgoT().TempDir())
 		Expect(err).NotTo(HaveOccurred())
 		name := "adopted-" + s.ns
-		out, err := exec.Command(plugin, "adopt", "terraform/legacy", "-n", s.ns, "--class", class.Name, "--name", name,
-			"--kubeconfig", env.Kubeconfig, "--controller-namespace", stateNamespace).CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), string(out))
-		Expect(string(out)).To(ContainSubstring("Created resource " + name))
+		adopt := func() (string, error) {
+			out, err := exec.Command(plugin, "adopt", "terraform/legacy", "-n", s.ns, "--class", class.Name, "--name", name,
+				"--kubeconfig", env.Kubeconfig, "--controller-namespace", stateNamespace).CombinedOutput()
+			return string(out), err
+		}
+		setSpec := func(field string, value any) {
+			Expect(k8s.Get(s.ctx, client.ObjectKeyFromObject(tf), tf)).To(Succeed())
+			Expect(unstructured.SetNestedField(tf.Object, value, "spec", field)).To(Succeed())
+			Expect(k8s.Update(s.ctx, tf)).To(Succeed())
+		}
+		refused := func(why string) {
+			out, err := adopt()
+			Expect(err).To(HaveOccurred(), out)
+			Expect(out).To(ContainSubstring(why))
+			Expect(k8s.Get(s.ctx, client.ObjectKey{Name: name}, &v1alpha1.InfraResource{})).To(Satisfy(apierrors.IsNotFound), "nothing created")
+		}
+
+		By("issue 65 item 6: adopt refuses a state its old controller still manages, saying which")
+		refused("terraform/legacy is not suspended")
+		setSpec("suspend", true)
+		setSpec("destroyResourcesOnDeletion", true)
+		refused("destroyResourcesOnDeletion: true")
+		setSpec("destroyResourcesOnDeletion", false)
+		// OpenTofu's apply left the backend's Lease with no holder; a run of the old controller holds it.
+		holder := "tofu-controller-runner"
+		lock := &coordinationv1.Lease{}
+		Expect(k8s.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: statebackend.LeaseName("default", "legacy")}, lock)).To(Succeed())
+		Expect(ptr.Deref(lock.Spec.HolderIdentity, "")).To(BeEmpty())
+		lock.Spec.HolderIdentity = &holder
+		Expect(k8s.Update(s.ctx, lock)).To(Succeed())
+		refused(`is locked (Lease ` + s.ns + `/lock-tfstate-default-legacy, holder "tofu-controller-runner")`)
+		lock.Spec.HolderIdentity = nil // Terraform's unlock clears the holder and keeps the Lease
+		Expect(k8s.Update(s.ctx, lock)).To(Succeed())
+
+		By("kubectl conductor adopt terraform/legacy creates the resource; it adopts the state and plans no change")
+		out, err := adopt()
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("Created resource " + name))
 		Eventually(func() v1alpha1.ResourcePhase { return s.resource(name)().Status.Phase }, timeout, time.Second).Should(Equal(v1alpha1.ResourceAvailable))
 		res := s.resource(name)()
 		Expect(res.Spec.ReclaimPolicy).To(Equal(v1alpha1.ReclaimRetain))
@@ -95,10 +131,9 @@ var _ = Describe("Adopting another controller's state", func() {
 		Expect(outputs["name"]).To(HavePrefix("legacy-"))
 
 		By("adopting again refuses: the name is taken")
-		out, err = exec.Command(plugin, "adopt", "terraform/legacy", "-n", s.ns, "--class", class.Name, "--name", name,
-			"--kubeconfig", env.Kubeconfig, "--controller-namespace", stateNamespace).CombinedOutput()
+		out, err = adopt()
 		Expect(err).To(HaveOccurred())
-		Expect(string(out)).To(ContainSubstring("already exists"))
+		Expect(out).To(ContainSubstring("already exists"))
 		Expect(k8s.Delete(s.ctx, &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
 		Eventually(gone(func() error { return k8s.Get(s.ctx, client.ObjectKey{Name: name}, &v1alpha1.InfraResource{}) }), timeout, time.Second).Should(BeTrue())
 	})

@@ -28,11 +28,21 @@ func pendingPlan(s *scenario, name string) func() *v1alpha1.PendingPlan {
 	return func() *v1alpha1.PendingPlan { return s.resource(name)().Status.PendingPlan }
 }
 
-// planText reads Terraform's rendering of a pending plan from its Secret.
+// planText reads Terraform's rendering of a pending plan from its Secret. Issue 65 item 7: with
+// state encryption on (the suite's default) the Secret holds it encrypted as states are, and it
+// names no resource address in plain; before, the saved plan was ciphertext and its rendering not.
 func planText(s *scenario, pp *v1alpha1.PendingPlan) string {
 	sec, err := kube.CoreV1().Secrets(stateNamespace).Get(s.ctx, pp.Secret, metav1.GetOptions{})
 	Expect(err).NotTo(HaveOccurred())
-	return string(sec.Data["plan.txt"])
+	data := sec.Data["plan.txt"]
+	if plainStates.Load() {
+		return string(data)
+	}
+	Expect(statebackend.IsEncrypted(data)).To(BeTrue(), "the plan's rendering is stored encrypted")
+	Expect(string(data)).NotTo(ContainSubstring("module.main"))
+	plain, err := stateServer.Store().Keyring().Open(data)
+	Expect(err).NotTo(HaveOccurred())
+	return string(plain)
 }
 
 var _ = Describe("Day-2 operations", func() {

@@ -199,9 +199,10 @@ var _ = Describe("Runner pools", Ordered, func() {
 	})
 
 	// Issue 46 item 7: a live runner cut off from the run protocol (a proxy the test controls)
-	// while its state server stays reachable: the runner freezes its run, and kills it at half the
-	// fence grace after its lease, before the manager gives the run up (lease + grace) and
-	// releases its lock; the next run, on another runner, is then the only writer.
+	// while its state server stays reachable: the runner freezes its run, and kills it at the
+	// fence grace less runners.KillLatency after its lease (8 s here), before the manager gives
+	// the run up (lease + grace) and releases its lock; the next run, on another runner, is then
+	// the only writer.
 	It("fences a runner cut off past its fence while its state server stays reachable: the run is dead before it is given up, and the next run is the only writer", func() {
 		s := newScenario()
 		link, err := harness.StartPartition(runProtocolAddr)

@@ -18,52 +18,31 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
 	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
 )
-
-// DefaultLifetimeNotice is how long before a claim's end LifetimeEnding comes, when its class sets
-// no lifetimeNotice.
-const DefaultLifetimeNotice = time.Hour
-
-// lifetimeOf is a claim's lifetime: spec.lifetime bounded by the class's maxLifetime (class nil:
-// no bound); 0 when it has none. bounded says the class's maximum cut it.
-func lifetimeOf(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (lifetime time.Duration, bounded bool) {
-	if claim.Spec.Lifetime != nil {
-		lifetime = claim.Spec.Lifetime.Duration
-	}
-	if class != nil && class.Spec.MaxLifetime != nil && class.Spec.MaxLifetime.Duration > 0 {
-		if bound := class.Spec.MaxLifetime.Duration; lifetime <= 0 || lifetime > bound {
-			return bound, claim.Spec.Lifetime != nil
-		}
-	}
-	return max(lifetime, 0), false
-}
-
-// noticeOf is how long before the end a claim of class is told: its lifetimeNotice, else
-// DefaultLifetimeNotice.
-func noticeOf(class *v1alpha1.InfraClass) time.Duration {
-	if class != nil && class.Spec.LifetimeNotice != nil && class.Spec.LifetimeNotice.Duration > 0 {
-		return class.Spec.LifetimeNotice.Duration
-	}
-	return DefaultLifetimeNotice
-}
 
 // expire applies the claim's lifetime at now: status.expiresAt, LifetimeEnding within the notice
 // (a Warning event when it turns True), and at the end a Warning event and the claim's deletion
 // (UID precondition: never another claim of the name). It returns gone when the claim was deleted,
 // and when to look again (0: no lifetime). Errors: reading the class, or the deletion's.
+//
+// The end is provision.EndOf's: never earlier than a whole notice after the claim was told of it, so a
+// class's new or shorter maxLifetime deletes no claim at once (a changed setting never destroys
+// without notice).
 func (r *Reconciler) expire(ctx context.Context, claim *v1alpha1.InfraClaim, now time.Time) (gone bool, wait time.Duration, err error) {
 	class, err := r.classOf(ctx, claim)
 	if err != nil {
 		return false, 0, err
 	}
-	lifetime, bounded := lifetimeOf(claim, class)
+	lifetime, bounded := provision.LifetimeOf(claim, class)
 	if lifetime == 0 {
 		claim.Status.ExpiresAt = nil
 		meta.RemoveStatusCondition(&claim.Status.Conditions, v1alpha1.ConditionLifetimeEnding)
 		return false, 0, nil
 	}
-	end := claim.CreationTimestamp.Add(lifetime)
+	notice := provision.NoticeOf(class)
+	end, held := provision.EndOf(claim, lifetime, notice, now)
 	claim.Status.ExpiresAt = &metav1.Time{Time: end}
 	if !now.Before(end) {
 		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, v1alpha1.ReasonExpired, "Expire",
@@ -71,15 +50,17 @@ func (r *Reconciler) expire(ctx context.Context, claim *v1alpha1.InfraClaim, now
 		err := r.Delete(ctx, claim, client.Preconditions{UID: &claim.UID})
 		return true, 0, client.IgnoreNotFound(err)
 	}
-	notice := noticeOf(class)
 	if left := end.Sub(now); left > notice {
 		meta.RemoveStatusCondition(&claim.Status.Conditions, v1alpha1.ConditionLifetimeEnding)
 		return false, left - notice, nil
 	}
 	msg := fmt.Sprintf("the claim's lifetime (%s) ends at %s: it is then deleted and its resource reclaimed by its reclaim policy; "+
 		"raise spec.lifetime to extend it", lifetime, end.UTC().Format(time.RFC3339))
-	if bounded {
+	if bounded || lifetime != provision.ClaimLifetime(claim) {
 		msg += fmt.Sprintf(" (up to class %s's maxLifetime %s)", class.Name, class.Spec.MaxLifetime.Duration)
+	}
+	if held {
+		msg += fmt.Sprintf("; its end moved earlier after the claim was told of it, so it is held a whole notice (%s) after that", notice)
 	}
 	if !meta.IsStatusConditionTrue(claim.Status.Conditions, v1alpha1.ConditionLifetimeEnding) {
 		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, v1alpha1.ReasonLifetimeEnding, "Expire", "%s", msg)

@@ -2,6 +2,7 @@ package claim_test
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -9,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
@@ -86,5 +88,89 @@ var _ = Describe("Claim lifetimes", func() {
 		got.Spec.Lifetime = &metav1.Duration{Duration: 24 * time.Hour}
 		Expect(k8s.Update(ctx, got)).To(Succeed())
 		Eventually(expiresAfter(none), timeout).Should(Equal(24*time.Hour), "an edit moves the end")
+	})
+})
+
+// Issue 65 item 4: no retroactive lifetimes. Before, a class's new maxLifetime ended every claim
+// older than it at once: the end was the claim's creation plus the class's current maximum, and
+// the deletion came before any notice.
+var _ = Describe("A class's new maxLifetime", func() {
+	It("deletes no older claim at once: each is told a whole notice before, and expiresAt is at least a notice away", func() {
+		ctx := context.Background()
+		ns, kind := newNamespace(ctx), uniqueKind()
+		class := newClass("newmax-"+ns, kind, true)
+		Expect(k8s.Create(ctx, class)).To(Succeed())
+		claim := newClaim(ns, "old", kind, "5Gi")
+		Expect(k8s.Create(ctx, claim)).To(Succeed())
+		Eventually(getClaim(ctx, claim), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
+		Expect(getClaim(ctx, claim)().Status.ExpiresAt).To(BeNil())
+		time.Sleep(2 * time.Second) // the claim is now older than the class's new maximum
+
+		By("the class gets maxLifetime 1s (notice 1h, the default): the claim is 2 s old")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(class), class)).To(Succeed())
+		class.Spec.MaxLifetime = &metav1.Duration{Duration: time.Second}
+		Expect(k8s.Update(ctx, class)).To(Succeed())
+		told := time.Now()
+		// The class's change reaches its claims at their next reconcile: an edit of the claim makes one.
+		got := getClaim(ctx, claim)()
+		got.Labels = map[string]string{"touched": "yes"}
+		Expect(k8s.Update(ctx, got)).To(Succeed())
+		Eventually(func() bool {
+			return meta.IsStatusConditionTrue(getClaim(ctx, claim)().Status.Conditions, v1alpha1.ConditionLifetimeEnding)
+		}, timeout).Should(BeTrue())
+		got = getClaim(ctx, claim)()
+		Expect(got.DeletionTimestamp).To(BeNil())
+		Expect(got.Status.ExpiresAt).NotTo(BeNil())
+		Expect(got.Status.ExpiresAt.Time).To(BeTemporally(">=", told.Add(time.Hour-2*time.Second)), "at least a whole notice after it was told")
+		Expect(meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionLifetimeEnding).Message).To(ContainSubstring("held a whole notice"))
+		Eventually(func() []string { return warningReasons(ctx, got) }, timeout).Should(ContainElement(v1alpha1.ReasonLifetimeEnding))
+
+		By("it stays put across reconciles: not deleted, the same end")
+		end := got.Status.ExpiresAt.Time
+		got.Labels["touched"] = "again"
+		Expect(k8s.Update(ctx, got)).To(Succeed())
+		Consistently(func() (time.Time, error) {
+			c := &v1alpha1.InfraClaim{}
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(claim), c); err != nil {
+				return time.Time{}, err
+			}
+			if c.Status.ExpiresAt == nil {
+				return time.Time{}, nil
+			}
+			return c.Status.ExpiresAt.Time, nil
+		}, 3*time.Second, 500*time.Millisecond).Should(BeTemporally("~", end, time.Second))
+	})
+})
+
+// Issue 65 item 5: every lifetime the API admits is one the controller decodes. Before,
+// `lifetime: 9999999h` matched the CRD's pattern but not Go's duration range: the claim informer
+// failed to list, and no claim in any namespace was reconciled until it was deleted; `0s` silently
+// meant no lifetime.
+var _ = Describe("A lifetime out of Go's range", func() {
+	It("is refused at admission, as is 0s", func() {
+		ctx := context.Background()
+		ns := newNamespace(ctx)
+		for _, bad := range []string{"9999999h", "0s"} {
+			claim := newClaim(ns, "bad", uniqueKind(), "5Gi")
+			u := map[string]any{}
+			raw, err := json.Marshal(claim)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(json.Unmarshal(raw, &u)).To(Succeed())
+			u["spec"].(map[string]any)["lifetime"] = bad
+			obj := &unstructured.Unstructured{Object: u}
+			obj.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("InfraClaim"))
+			err = k8s.Create(ctx, obj)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "lifetime %s: %v", bad, err)
+			Expect(err.Error()).To(ContainSubstring("lifetime must be a duration above 0s"))
+		}
+		class := newClass("badmax-"+ns, uniqueKind(), false)
+		raw, err := json.Marshal(class)
+		Expect(err).NotTo(HaveOccurred())
+		u := map[string]any{}
+		Expect(json.Unmarshal(raw, &u)).To(Succeed())
+		u["spec"].(map[string]any)["maxLifetime"] = "9999999h"
+		obj := &unstructured.Unstructured{Object: u}
+		obj.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("InfraClass"))
+		Expect(apierrors.IsInvalid(k8s.Create(ctx, obj))).To(BeTrue())
 	})
 })

@@ -48,6 +48,7 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=conductor.io,resources=infraclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=conductor.io,resources=infraclasses/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=conductor.io,resources=infraclaims,verbs=get;list;watch
 
 // Reconcile validates one class and records the outcome in its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -80,6 +81,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Claims of a class that is not Ready are not provisioned: nothing to check at admission.
 		meta.RemoveStatusCondition(&class.Status.Conditions, v1alpha1.ConditionAdmissionChecked)
 		err = r.deleteAdmission(ctx, class.Name)
+	}
+	if recheck, lerr := r.observeEndings(ctx, class, time.Now()); lerr != nil {
+		err = errors.Join(err, lerr)
+	} else if recheck > 0 && (result.RequeueAfter == 0 || recheck < result.RequeueAfter) {
+		result.RequeueAfter = recheck
 	}
 	if _, perr := shared.PatchStatus(ctx, r.Client, class, before); client.IgnoreNotFound(perr) != nil {
 		err = errors.Join(err, perr)

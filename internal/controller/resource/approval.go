@@ -157,7 +157,11 @@ func (r *syncer) holdPlan(ctx context.Context, res *v1alpha1.InfraResource, h *t
 		return an
 	}
 	secret := planSecretName(res)
-	if err := r.secrets.writeTextSecret(ctx, secret, res, "plan.txt", h.Rendering); err != nil {
+	rendering, err := r.keeper.sealText(h.Rendering)
+	if err != nil {
+		return fmt.Errorf("encrypting the plan's rendering: %w", err)
+	}
+	if err := r.secrets.writeTextSecret(ctx, secret, res, "plan.txt", rendering); err != nil {
 		return err
 	}
 	pending := &v1alpha1.PendingPlan{ID: p.ID, Reason: h.Reason, Rule: h.Rule, Message: h.Message, Summary: *summaryOf(p),

@@ -10,6 +10,7 @@ package resource
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -81,6 +82,11 @@ func (r *stateKeeper) putBackState(ctx context.Context, s *resourceScope) error 
 	res, sfx := s.res, s.state.Suffix()
 	// Kept in memory, or in its Secret by a controller that was killed since.
 	saved, err := r.server.RetryPending(ctx, sfx)
+	var discarded *statebackend.PendingDiscardedError
+	if errors.As(err, &discarded) {
+		r.recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonPendingStateDiscarded, "SaveState", "%s", discarded.Error())
+		return nil
+	}
 	if err != nil {
 		return &stateError{v1alpha1.ReasonStateNotSaved, fmt.Sprintf(
 			"the state the last run produced could not be saved to %s and is kept by the controller in %s (%v); its lock is kept and nothing runs until it is saved",
@@ -150,6 +156,22 @@ func serialOf(res *v1alpha1.InfraResource) int64 {
 	return res.Status.State.Serial
 }
 
+// sealText is text encrypted as the states are (statebackend.Keyring.SealDocument: OpenTofu's
+// encrypted document format, with the current passphrase), for a Secret that shows people what a
+// state holds (a plan's rendering); text itself when states are not encrypted (no state server, or
+// no key). `kubectl conductor plan` opens it with the state key Secret.
+func (r *stateKeeper) sealText(text string) (string, error) {
+	if r.server == nil || text == "" {
+		return text, nil
+	}
+	keys := r.server.Store().Keyring()
+	if keys == nil {
+		return text, nil
+	}
+	sealed, err := keys.SealDocument([]byte(text))
+	return string(sealed), err
+}
+
 // stateChecks runs the state phases after putBackState (which beforeRun runs first, before lock
 // recovery), in order, before a run.
 func (r *stateKeeper) stateChecks(ctx context.Context, s *resourceScope) error {
@@ -164,7 +186,7 @@ func (r *stateKeeper) stateChecks(ctx context.Context, s *resourceScope) error {
 // removeAnnotation deletes one annotation of the resource (a merge patch: no conflict with other
 // writers) and from the object in memory. The patch is sent on a copy: the server's answer carries
 // the stored status, which must not replace the status this reconcile holds in memory (a run's
-// outcome not written yet).
+// outcome not written yet), nor a spec another writer set meanwhile the one it runs.
 func removeAnnotation(ctx context.Context, c client.Client, res *v1alpha1.InfraResource, key string) error {
 	obj := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: res.Name}}
 	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType,
@@ -172,7 +194,7 @@ func removeAnnotation(ctx context.Context, c client.Client, res *v1alpha1.InfraR
 		return err
 	}
 	delete(res.Annotations, key)
-	res.ResourceVersion = obj.ResourceVersion
+	takeVersion(res, obj)
 	return nil
 }
 

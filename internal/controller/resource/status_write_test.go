@@ -83,3 +83,55 @@ func TestStatusWriteNeverReplacesANewerStatus(t *testing.T) {
 		t.Fatalf("lastRun %+v, %v after a lost reconcile closed; want it untouched", got.Status.LastRun, err)
 	}
 }
+
+// A status write mid-run does not move the reconcile's resource to a spec it did not read. Seen in
+// CI (test/lifecycle modules_test.go, "A class that moves to a newer module version"): a retry of a
+// failed upgrade to v9.9.9 checkpointed its start after `kubectl conductor upgrade --to v1.1.0`
+// set the spec; the status patch's response carried the new spec and generation into the
+// reconcile, and the run of v9.9.9 recorded its failure as generation 3's (v1.1.0's), so the
+// upgrade's --wait reported v1.1.0 as failed. An apply would likewise have recorded the spec it did
+// not apply as applied (observedGeneration, moduleVersion).
+func TestStatusWriteKeepsTheSpecTheReconcileRead(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = v1alpha1.AddToScheme(scheme)
+	res := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: "db", Generation: 2},
+		Spec: v1alpha1.InfraResourceSpec{Module: v1alpha1.ModuleSource{Source: "git::file:///m", Version: "v9.9.9"}}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.InfraResource{}).WithObjects(res).Build()
+	ctx := context.Background()
+
+	s := statusScope(t, c, "db")
+	moved := s.res.DeepCopy()
+	moved.Spec.Module.Version = "v1.1.0"
+	moved.Generation = 3
+	if err := c.Update(ctx, moved); err != nil {
+		t.Fatal(err)
+	}
+	s.res.Status.LastRun = &v1alpha1.RunStatus{ID: "run-1", Result: RunRunning, Generation: 2}
+	if err := s.checkpoint(ctx); err != nil {
+		t.Fatalf("a checkpoint after another writer changed the spec: %v, want it written", err)
+	}
+	if v := s.res.Spec.Module.Version; v != "v9.9.9" || s.res.Generation != 2 {
+		t.Fatalf("after the checkpoint the reconcile holds version %s, generation %d; want v9.9.9, 2 (what it read and runs)", v, s.res.Generation)
+	}
+	got := &v1alpha1.InfraResource{}
+	if err := c.Get(ctx, types.NamespacedName{Name: "db"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Module.Version != "v1.1.0" || got.Status.LastRun == nil || got.Status.LastRun.ID != "run-1" {
+		t.Fatalf("stored: version %s, lastRun %+v; want v1.1.0 kept and the run recorded", got.Spec.Module.Version, got.Status.LastRun)
+	}
+
+	// A metadata write after it (a finalizer removed) must not send the old spec back: it conflicts.
+	s.res.Finalizers = nil
+	if err := c.Update(ctx, s.res); !apierrors.IsConflict(err) {
+		t.Fatalf("an update of the reconcile's resource after the spec moved: %v, want a conflict", err)
+	}
+	// The next checkpoint still goes through.
+	s.res.Status.LastRun.Result = RunFailed
+	if err := s.checkpoint(ctx); err != nil {
+		t.Fatalf("a second checkpoint: %v", err)
+	}
+	if err := c.Get(ctx, types.NamespacedName{Name: "db"}, got); err != nil || got.Status.LastRun.Result != RunFailed || got.Spec.Module.Version != "v1.1.0" {
+		t.Fatalf("stored after the second checkpoint: %+v, %v", got, err)
+	}
+}

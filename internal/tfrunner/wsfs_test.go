@@ -1,0 +1,97 @@
+package tfrunner
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// plant makes a victim file outside the workspace (another tenant's variables, a shared provider
+// binary) and returns its path and content.
+func plant(t *testing.T, name, content string) (string, string) {
+	t.Helper()
+	victim := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(victim, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return victim, content
+}
+
+// Issue 65 item 1: the manager never writes through a link a run planted in its workspace. Before,
+// the root module and the variables went through "<file>.tmp": a run that made that name a link
+// had the unconfined manager overwrite the link's target (a shared provider binary, another
+// workspace's file) with the next run's variables.
+func TestPrepareWritesThroughNoPlantedLink(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "runs", "res-a")
+	w, err := NewWorkspace(dir, Binary{Path: "/bin/false"}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	provider, was := plant(t, "terraform-provider-random", "the shared provider binary")
+	other, otherWas := plant(t, "conductor.tfvars.json", `{"password":"another tenant's"}`)
+	for link, target := range map[string]string{
+		varsFile + ".tmp": provider, rootFile + ".tmp": provider, // the old temporary names
+		varsFile: other, // the name itself
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "trap"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Module: Module{Source: "./m"}, Variables: map[string]any{"name": "a"},
+		SensitiveVariables: map[string]string{"password": "s3cret"}}
+	if _, err := w.Prepare(spec); err != nil {
+		t.Fatal(err)
+	}
+	for path, content := range map[string]string{provider: was, other: otherWas} {
+		if got, _ := os.ReadFile(path); string(got) != content {
+			t.Errorf("%s now holds %q: the manager wrote through a planted link", path, got)
+		}
+	}
+	for _, name := range []string{varsFile, rootFile} {
+		if fi, err := os.Lstat(filepath.Join(dir, name)); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("%s: %v %v, want the workspace's own regular file", name, fi, err)
+		}
+	}
+	for _, name := range []string{varsFile + ".tmp", rootFile + ".tmp", "trap"} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s still in the workspace (%v): planted links and special files are removed before a run", name, err)
+		}
+	}
+}
+
+// Nor reads through one: an errored.tfstate that is a link (or a hard link) to another tenant's
+// file is not taken as the run's errored state. Before, the manager read it and kept it as state.
+func TestErroredStateIsNoPlantedLink(t *testing.T) {
+	runs := t.TempDir()
+	p := &Pool{opts: PoolOptions{Dir: runs}}
+	other, _ := plant(t, "conductor.tfvars.json", `{"password":"another tenant's"}`)
+	for _, tc := range []struct {
+		name, key string
+		make      func(target, at string) error
+	}{{"symlink", "res-s", os.Symlink}, {"hard link", "res-h", os.Link}} {
+		key := tc.key
+		if err := os.MkdirAll(filepath.Join(runs, key), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.make(other, filepath.Join(runs, key, erroredStateFile)); err != nil {
+			t.Fatal(err)
+		}
+		if e, ok := p.ErroredState(key); ok {
+			t.Errorf("%s: errored state %q read through a planted %s", key, e.State, tc.name)
+		}
+	}
+	// The run's own errored state is read.
+	if err := os.MkdirAll(filepath.Join(runs, "res-own"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(runs, "res-own", erroredStateFile), []byte(`{"version":4}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := p.ErroredState("res-own"); !ok || string(e.State) != `{"version":4}` {
+		t.Errorf("the run's own errored state: %q %v", e.State, ok)
+	}
+}
