@@ -49,6 +49,10 @@ const (
 	// check describes (or the API server refused the policy); claims are checked when they render
 	// (AdmissionChecked=False).
 	ReasonNotExpressible = "NotExpressible"
+	// ReasonAdmissionPolicyConflict: a ValidatingAdmissionPolicy or binding of the class's name
+	// exists and is not the class's (no owner reference to it); it is left as it is and claims
+	// are checked when they render (AdmissionChecked=False).
+	ReasonAdmissionPolicyConflict = "AdmissionPolicyConflict"
 )
 
 // TerminalReasons are the Ready reasons that no retry clears: only a change of the spec, of a

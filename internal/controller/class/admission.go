@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -61,7 +62,7 @@ func (r *Reconciler) keepAdmission(ctx context.Context, class *v1alpha1.InfraCla
 	}
 	validations := admissionValidations(class, uses)
 	if err != nil || len(validations) == 0 {
-		if derr := r.deleteAdmission(ctx, class.Name); derr != nil {
+		if derr := r.deleteAdmission(ctx, class.Name); derr != nil && !errors.As(derr, new(*notOursError)) {
 			return derr
 		}
 		if err != nil {
@@ -75,6 +76,12 @@ func (r *Reconciler) keepAdmission(ctx context.Context, class *v1alpha1.InfraCla
 	err = r.apply(ctx, class, policy)
 	if err == nil {
 		err = r.apply(ctx, class, binding)
+	}
+	var taken *notOursError
+	if errors.As(err, &taken) {
+		// Another's object under the name: never overwritten nor deleted; rendering checks claims.
+		set(metav1.ConditionFalse, v1alpha1.ReasonAdmissionPolicyConflict, taken.Error()+"; claims of this class are checked when they render, not at admission")
+		return nil
 	}
 	if apierrors.IsInvalid(err) {
 		// The API server's CEL refused an expression: say so; rendering still checks claims.
@@ -92,9 +99,11 @@ func (r *Reconciler) keepAdmission(ctx context.Context, class *v1alpha1.InfraCla
 	return nil
 }
 
-// apply creates obj, owned by class, or updates the one there to it.
+// apply creates obj, controlled by class, or updates the one there to it when it is the class's
+// (ownedByClass). Errors: a *notOursError when an object of the name is another's (left as is),
+// else the API server's.
 func (r *Reconciler) apply(ctx context.Context, class *v1alpha1.InfraClass, obj client.Object) error {
-	if err := controllerutil.SetOwnerReference(class, obj, r.Scheme()); err != nil {
+	if err := controllerutil.SetControllerReference(class, obj, r.Scheme()); err != nil {
 		return err
 	}
 	err := r.Create(ctx, obj)
@@ -105,19 +114,64 @@ func (r *Reconciler) apply(ctx context.Context, class *v1alpha1.InfraClass, obj 
 	if err := r.Secrets.Get(ctx, client.ObjectKeyFromObject(obj), current); err != nil {
 		return err
 	}
+	if !ownedByClass(current, class.Name) {
+		return &notOursError{kind: kindOf(obj), name: obj.GetName()}
+	}
 	obj.SetResourceVersion(current.GetResourceVersion())
 	return r.Update(ctx, obj)
 }
 
-// deleteAdmission deletes the class's policy and binding, if there are any.
+// deleteAdmission deletes the class's policy and binding, if there are any and they are the
+// class's (ownedByClass); another's object of the name is left, with a *notOursError.
 func (r *Reconciler) deleteAdmission(ctx context.Context, class string) error {
 	meta := metav1.ObjectMeta{Name: admissionName(class)}
+	var errs []error
 	for _, obj := range []client.Object{&admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: meta}, &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: meta}} {
-		if err := r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+		err := r.Secrets.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if !ownedByClass(obj, class) {
+			errs = append(errs, &notOursError{kind: kindOf(obj), name: obj.GetName()})
+			continue
+		}
+		// Preconditioned on what was read: one replaced meanwhile by another's is not deleted.
+		pre := client.Preconditions{UID: ptr.To(obj.GetUID()), ResourceVersion: ptr.To(obj.GetResourceVersion())}
+		if err := r.Delete(ctx, obj, pre); client.IgnoreNotFound(err) != nil {
 			return err
 		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// ownedByClass reports whether obj is a class's: an owner reference of it names an InfraClass of
+// this name (any UID: a class deleted and created again takes back what the garbage collector has
+// not removed yet; a plain owner reference: what earlier versions of the controller made). An object of the name
+// that someone else made is never the class's.
+func ownedByClass(obj client.Object, class string) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Kind == "InfraClass" && ref.Name == class && strings.HasPrefix(ref.APIVersion, v1alpha1.GroupVersion.Group+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func kindOf(obj client.Object) string {
+	if _, ok := obj.(*admissionv1.ValidatingAdmissionPolicy); ok {
+		return "ValidatingAdmissionPolicy"
+	}
+	return "ValidatingAdmissionPolicyBinding"
+}
+
+// notOursError is an admission object of the class's name that is not the class's: the
+// controller neither overwrites nor deletes it.
+type notOursError struct{ kind, name string }
+
+func (e *notOursError) Error() string {
+	return fmt.Sprintf("%s %s exists and is not this class's (no owner reference to it): left as it is", e.kind, e.name)
 }
 
 // admissionObjects are the class's ValidatingAdmissionPolicy and its binding (Deny). It matches

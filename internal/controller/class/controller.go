@@ -80,7 +80,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if invalid != nil {
 		// Claims of a class that is not Ready are not provisioned: nothing to check at admission.
 		meta.RemoveStatusCondition(&class.Status.Conditions, v1alpha1.ConditionAdmissionChecked)
-		err = r.deleteAdmission(ctx, class.Name)
+		if derr := r.deleteAdmission(ctx, class.Name); !errors.As(derr, new(*notOursError)) {
+			err = derr // another's object of the name is left, and nothing to retry
+		}
 	}
 	if recheck, lerr := r.observeEndings(ctx, class, time.Now()); lerr != nil {
 		err = errors.Join(err, lerr)
