@@ -62,7 +62,8 @@ func (r *Reconciler) secretCheck() time.Duration {
 
 // setChangePending says on a bound claim what change its resource holds for a person, and how to
 // move it on (kubectl conductor …), in the ChangePending condition; it removes the condition when
-// nothing waits. In order: a plan waiting for approval or creates in doubt (status.pendingPlan, or
+// nothing waits. In order: the resource paused (conductor.io/paused=true: nothing runs, whatever
+// else waits, ReconcilePaused), a plan waiting for approval or creates in doubt (status.pendingPlan, or
 // Synced's reason InterruptedCreate) or refused by a Deny rule of the class's policy
 // (PolicyDenied), then a newer module version the class offers (UpgradeAvailable=True).
 func setChangePending(claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) {
@@ -73,6 +74,9 @@ func setChangePending(claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) {
 	synced := meta.FindStatusCondition(res.Status.Conditions, v1alpha1.ConditionSynced)
 	pp := res.Status.PendingPlan
 	switch {
+	case res.Annotations[v1alpha1.AnnotationPaused] == "true" || (synced != nil && synced.Reason == v1alpha1.ReasonReconcilePaused):
+		set(v1alpha1.ReasonReconcilePaused, fmt.Sprintf("resource %s is paused (annotation %s=true): no plan, apply or drift check runs, so a change of this claim waits until it is resumed "+
+			"(kubectl conductor resume %s)", res.Name, v1alpha1.AnnotationPaused, target))
 	case (pp != nil && pp.Reason == tfrunner.HoldInterruptedCreate) || (synced != nil && synced.Reason == v1alpha1.ReasonInterruptedCreate):
 		set(v1alpha1.ReasonInterruptedCreate, fmt.Sprintf("resource %s holds its next apply: a run that died had started creates that may exist (status.createsPending). "+
 			"See them with kubectl conductor creates %s, then --import ADDRESS=ID, --approve (create again) or --abandon", res.Name, target))

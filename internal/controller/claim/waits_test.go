@@ -42,6 +42,9 @@ func TestSetChangePending(t *testing.T) {
 		{"a newer module version", v1alpha1.InfraResourceStatus{Conditions: []metav1.Condition{
 			{Type: v1alpha1.ConditionUpgradeAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonNewerVersion, Message: "class db offers 1.2.0"}}},
 			v1alpha1.ReasonNewerVersion, []string{"class db offers 1.2.0", "kubectl conductor upgrade claim/db -n team-a"}},
+		{"resource paused", v1alpha1.InfraResourceStatus{PendingPlan: plan(tfrunner.HoldManual), Conditions: []metav1.Condition{
+			{Type: v1alpha1.ConditionSynced, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReconcilePaused}}}, v1alpha1.ReasonReconcilePaused,
+			[]string{"resource db-1a2b3 is paused", "kubectl conductor resume claim/db -n team-a"}},
 		{"up to date", v1alpha1.InfraResourceStatus{Conditions: []metav1.Condition{
 			{Type: v1alpha1.ConditionUpgradeAvailable, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonUpToDate}}}, "", nil},
 	}
