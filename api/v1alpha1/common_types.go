@@ -213,9 +213,12 @@ const (
 	ReasonReleased                  = "Released"
 	ReasonAvailable                 = "Available"
 	ReasonApplied                   = "Applied"
-	ReasonRenderFailed              = "RenderFailed"
-	ReasonInvalidVariables          = "InvalidVariables"
-	ReasonSecretNotFound            = "SecretNotFound"
+	// ReasonOutputsNotInStatus (a Warning event on a resource): outputs larger than status keeps
+	// (16 KiB each, 128 KiB in all) are only in the connection Secret.
+	ReasonOutputsNotInStatus = "OutputsNotInStatus"
+	ReasonRenderFailed       = "RenderFailed"
+	ReasonInvalidVariables   = "InvalidVariables"
+	ReasonSecretNotFound     = "SecretNotFound"
 	// ReasonSecretInvalid: the moduleCredentials Secret holds keys it may not, or no credentials.
 	ReasonSecretInvalid   = "SecretInvalid"
 	ReasonInitFailed      = "InitFailed"

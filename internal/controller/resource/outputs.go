@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -21,18 +22,43 @@ import (
 
 // Outputs: non-sensitive ones in status, all of them in the connection Secret.
 
+// MaxStatusOutputBytes and MaxStatusOutputsBytes bound the non-sensitive outputs kept in status:
+// each value's JSON at most 16 KiB, all of them together at most 128 KiB. A module's output is
+// the module author's to size, and an InfraResource above the API server's request limit (etcd's
+// 1.5 MiB by default) could never have its status written again: its run's outcome would be lost.
+// What is left out is still in the connection Secret.
+const (
+	MaxStatusOutputBytes  = 16 << 10
+	MaxStatusOutputsBytes = 128 << 10
+)
+
 // setOutputs keeps the non-sensitive outputs in status; sensitive ones never reach any status.
-func setOutputs(res *v1alpha1.InfraResource, outs map[string]tfrunner.Output) {
+// Outputs above MaxStatusOutputBytes, and those past MaxStatusOutputsBytes in all (in name
+// order), are left out; their names are returned, sorted.
+func setOutputs(res *v1alpha1.InfraResource, outs map[string]tfrunner.Output) (omitted []string) {
 	res.Status.Outputs = nil
-	for name, o := range outs {
+	names := make([]string, 0, len(outs))
+	for name := range outs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	total := 0
+	for _, name := range names {
+		o := outs[name]
 		if o.Sensitive {
 			continue
 		}
+		if len(o.Value) > MaxStatusOutputBytes || total+len(o.Value) > MaxStatusOutputsBytes {
+			omitted = append(omitted, name)
+			continue
+		}
+		total += len(o.Value)
 		if res.Status.Outputs == nil {
 			res.Status.Outputs = v1alpha1.Variables{}
 		}
 		res.Status.Outputs[name] = jsonValue(o.Value)
 	}
+	return omitted
 }
 
 // connectionData turns outputs into Secret data: strings as they are, other values as JSON.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -273,7 +274,11 @@ func (r *syncer) applied(ctx context.Context, s *resourceScope, out *tfrunner.Ap
 		res.Status.ModuleVersion = out.Schema.Version // a registry constraint, resolved by init
 	}
 	res.Status.PendingPlan = nil
-	setOutputs(res, out.Outputs)
+	if omitted := setOutputs(res, out.Outputs); len(omitted) > 0 {
+		r.recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonOutputsNotInStatus, "Apply",
+			"outputs %s are not in status: each may take %d bytes and all %d together; they are in the connection Secret",
+			strings.Join(omitted, ", "), MaxStatusOutputBytes, MaxStatusOutputsBytes)
+	}
 	r.keeper.readState(ctx, s)
 	sum := v1alpha1.PlanSummary{}
 	if last.Summary != nil {
