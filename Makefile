@@ -73,8 +73,9 @@ test: tools manifests generate verify-proto fmt vet ## Unit tests and envtest su
 
 FAULT_ROUNDS ?= 6
 FAULT_SEED ?= 0
-test-faults: tools ## The fault suite (test/faults): three sharded replicas of the real reconcilers and state servers against a real API server through proxies the suite controls, faults drawn from a printed seed (FAULT_SEED replays one), FAULT_ROUNDS rounds, invariants checked after each.
-	$(WITH_TOOLS) go test -tags faults ./test/faults -count 1 -timeout 30m -v -args -rounds=$(FAULT_ROUNDS) -seed=$(FAULT_SEED)
+FAULT_ONLY ?=
+test-faults: tools ## The fault suite (test/faults): three sharded replicas of the real reconcilers and state servers against a real API server through proxies the suite controls, faults drawn from a printed seed (FAULT_SEED replays one; FAULT_ONLY=a,b draws only those faults), FAULT_ROUNDS rounds, invariants checked after each.
+	$(WITH_TOOLS) go test -tags faults ./test/faults -count 1 -timeout 30m -v -args -rounds=$(FAULT_ROUNDS) -seed=$(FAULT_SEED) -only=$(FAULT_ONLY)
 
 bench: tools ## Benchmarks (figures, not pass/fail).
 	$(WITH_TOOLS) go test ./... -run '^$$' -bench . -benchmem $(BENCHFLAGS)

@@ -43,6 +43,7 @@ var (
 	rounds       = flag.Int("rounds", 4, "rounds of faults (FAULT_ROUNDS)")
 	seedFlag     = flag.Uint64("seed", 0, "the seed faults are drawn from (FAULT_SEED); 0: from the clock, printed")
 	perRound     = flag.Int("claims", 8, "claims created in each round")
+	only         = flag.String("only", "", "comma-separated fault names to draw from (FAULT_ONLY); empty: every fault")
 	roundTimeout = flag.Duration("round-timeout", 3*time.Minute, "how long a round waits for every claim to be Ready")
 	slotCount    = 3
 )
@@ -149,8 +150,9 @@ func TestFaults(t *testing.T) {
 		t.Fatalf("round %d (seed %d): %s\nviolations:\n  %s\nledger (their objects and the faults):\n  %s", round, seed, fmt.Sprintf(format, a...),
 			strings.Join(violations, "\n  "), strings.Join(lines, "\n  "))
 	}
+	drawn := drawable(t)
 	for round := range *rounds {
-		picked := []fault{faults[rnd.IntN(len(faults))], faults[rnd.IntN(len(faults))]}
+		picked := []fault{drawn[rnd.IntN(len(drawn))], drawn[rnd.IntN(len(drawn))]}
 		at := []time.Duration{time.Duration(rnd.Int64N(int64(5 * time.Second))), time.Duration(rnd.Int64N(int64(7 * time.Second)))}
 		w.note(fmt.Sprintf("round %d: %s at +%s, %s at +%s", round, picked[0].name, at[0].Round(time.Millisecond), picked[1].name, at[1].Round(time.Millisecond)))
 		t.Logf("round %d: %s at +%s, %s at +%s", round, picked[0].name, at[0].Round(time.Millisecond), picked[1].name, at[1].Round(time.Millisecond))
@@ -192,6 +194,26 @@ func TestFaults(t *testing.T) {
 	w.mu.Lock()
 	t.Logf("%d rounds: %d creates (%d killed mid-create), %d existing objects adopted after approval, 0 violations", *rounds, w.creates, w.killed, w.adopted)
 	w.mu.Unlock()
+}
+
+// drawable is the faults rounds draw from: every fault, or those -only names.
+func drawable(t *testing.T) []fault {
+	if *only == "" {
+		return faults
+	}
+	var out []fault
+	for _, name := range strings.Split(*only, ",") {
+		n := len(out)
+		for _, f := range faults {
+			if f.name == strings.TrimSpace(name) {
+				out = append(out, f)
+			}
+		}
+		if len(out) == n {
+			t.Fatalf("-only: no fault %q", name)
+		}
+	}
+	return out
 }
 
 func mustClient(t *testing.T, env *harness.Env) client.Client {
