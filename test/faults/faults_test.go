@@ -147,8 +147,10 @@ func TestFaults(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(seed, 1))
 	fail := func(round int, format string, a ...any) {
 		violations, lines := w.violated()
-		t.Fatalf("round %d (seed %d): %s\nviolations:\n  %s\nledger (their objects and the faults):\n  %s", round, seed, fmt.Sprintf(format, a...),
-			strings.Join(violations, "\n  "), strings.Join(lines, "\n  "))
+		// What broke is said again after the ledger: CI shows the end of the output.
+		what := fmt.Sprintf("round %d (seed %d, FAULT_SEED=%d replays it): %s", round, seed, seed, fmt.Sprintf(format, a...))
+		t.Fatalf("%s\nledger (the objects of the violations and the faults):\n  %s\nviolations:\n  %s\n%s", what,
+			strings.Join(lines, "\n  "), strings.Join(violations, "\n  "), what)
 	}
 	drawn := drawable(t)
 	for round := range *rounds {
@@ -320,7 +322,13 @@ func leftovers(ctx context.Context, k8s client.Client) string {
 		return err.Error()
 	}
 	for _, r := range resources.Items {
-		out = append(out, "resource "+r.Name)
+		why := ""
+		for _, cond := range r.Status.Conditions {
+			if cond.Status != metav1.ConditionTrue {
+				why += fmt.Sprintf("; %s=%s %s", cond.Type, cond.Reason, cond.Message)
+			}
+		}
+		out = append(out, fmt.Sprintf("resource %s (finalizers %v, deleting %v%s)", r.Name, r.Finalizers, !r.DeletionTimestamp.IsZero(), why))
 	}
 	var leases coordinationv1.LeaseList
 	if err := k8s.List(ctx, &leases, client.InNamespace(stateNamespace)); err != nil {
@@ -328,7 +336,7 @@ func leftovers(ctx context.Context, k8s client.Client) string {
 	}
 	for _, l := range leases.Items {
 		if _, isShard := l.Labels[shard.LabelShard]; !isShard && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
-			out = append(out, "lock "+l.Name)
+			out = append(out, fmt.Sprintf("lock %s (held by %s)", l.Name, *l.Spec.HolderIdentity))
 		}
 	}
 	var secrets corev1.SecretList
@@ -336,7 +344,7 @@ func leftovers(ctx context.Context, k8s client.Client) string {
 		return err.Error()
 	}
 	for _, s := range secrets.Items {
-		out = append(out, "pending state "+s.Name)
+		out = append(out, fmt.Sprintf("pending state %s (of resource %s)", s.Name, s.Labels[statebackend.LabelResource]))
 	}
 	return strings.Join(out, ", ")
 }
