@@ -13,48 +13,56 @@ import (
 // keep handles bucket b when this replica holds it, and reports whether it does: a bucket whose
 // desired owner is another member (or any bucket while stopping) admits no new reconcile and is
 // handed back once those admitted are done; one another replica took (its Lease's transitions past
-// this replica's epoch: it judged this one dead) is dropped at once.
-func (c *Coordinator) keep(ctx context.Context, log logr.Logger, b int, lease *coordinationv1.Lease, desired string) bool {
+// this replica's epoch: it judged this one dead) is dropped at once. resumed reports a handover
+// called off (the desired owner is this replica again before the bucket was handed back, as when
+// a joining replica leaves at once): the reconciles Enter refused meanwhile were dropped, and the
+// bucket's resources must be reconciled here again (OnAcquired), or they wait for their next event.
+func (c *Coordinator) keep(ctx context.Context, log logr.Logger, b int, lease *coordinationv1.Lease, desired string) (holds, resumed bool) {
 	c.mu.Lock()
 	h := c.owned[b]
 	if h == nil {
 		c.mu.Unlock()
-		return false
+		return false, false
 	}
 	if lease != nil && holder(lease) != c.o.Identity && transitions(lease) > h.epoch {
 		c.dropLocked(b)
 		c.mu.Unlock()
 		log.Error(nil, "bucket taken over by another replica, which found this one's membership lapsed", "bucket", b, "holder", holder(lease))
 		c.lose(map[int]*held{b: h}, false)
-		return true
+		return true, false
 	}
 	if replaced(lease, h.lease) {
 		c.dropLocked(b)
 		c.mu.Unlock()
 		log.Error(nil, "bucket Lease deleted or replaced under this replica: it no longer holds the bucket", "bucket", b)
 		c.lose(map[int]*held{b: h}, false)
-		return true
+		return true, false
 	}
 	if lease == nil { // not in the lister: deleted, or created so lately that the lister lags
 		base := h.lease
 		c.mu.Unlock()
 		if c.gone(ctx, b, base) {
 			log.Error(nil, "bucket Lease deleted under this replica: it no longer holds the bucket", "bucket", b)
-			return true
+			return true, false
 		}
 		c.mu.Lock()
 	}
+	wasReleasing := h.releasing
 	h.setReleasing(c.stopping || desired != c.o.Identity)
+	resumed = wasReleasing && !h.releasing
 	release, base := h.releasing && h.inflight == 0, h.lease
 	c.mu.Unlock()
 	if release && c.o.Settle != nil && !c.o.Settle(b) {
 		log.Info("bucket kept until what this replica holds for its resources is stored", "bucket", b)
-		return true
+		return true, resumed
 	}
 	if release {
 		c.release(ctx, log, b, base)
 	}
-	return true
+	if resumed {
+		log.Info("bucket handover called off: its desired owner is this replica again", "bucket", b)
+	}
+	return true, resumed
 }
 
 // replaced reports whether the bucket Lease observed is not the one this replica took or last

@@ -35,7 +35,10 @@ func (c *Coordinator) period(ctx context.Context, log logr.Logger) {
 			return
 		}
 		desired := owner(members, b)
-		if c.keep(ctx, log, b, buckets[BucketLeaseName(b)], desired) {
+		if held, resumed := c.keep(ctx, log, b, buckets[BucketLeaseName(b)], desired); held {
+			if resumed {
+				acquired = append(acquired, b) // what Enter refused while it was handed over is reconciled here after all
+			}
 			continue
 		}
 		if desired == c.o.Identity && c.take(ctx, log, b, buckets[BucketLeaseName(b)], now) {
@@ -43,7 +46,7 @@ func (c *Coordinator) period(ctx context.Context, log logr.Logger) {
 		}
 	}
 	if len(acquired) > 0 {
-		log.Info("buckets taken", "count", len(acquired), "members", len(members))
+		log.Info("buckets taken or kept after all", "count", len(acquired), "members", len(members))
 		if c.o.OnAcquired != nil {
 			c.o.OnAcquired(acquired)
 		}

@@ -50,7 +50,8 @@ type Options struct {
 	// RetryPeriod: how often the member Lease is renewed and the buckets reassigned (2 s when zero).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// OnAcquired, when set, is called from the Coordinator's goroutine with the buckets taken in
-	// one period (their resources have to be reconciled here now).
+	// one period, and those whose handover was called off (Enter refused their reconciles while
+	// they were handed over): their resources have to be reconciled here now.
 	OnAcquired func(buckets []int)
 	// OnLost, when set, is called with the buckets this replica stopped holding without handing
 	// them back: another replica took them, their Lease was deleted or replaced under it, or its

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,11 +52,19 @@ func startReplica(t *testing.T, ns, pod string, kube kubernetes.Interface) *repl
 // startReplicaWith starts a replica whose Coordinator tells onLost (when set) of the buckets it lost.
 func startReplicaWith(t *testing.T, ns, pod string, kube kubernetes.Interface, onLost func([]int, bool)) *replica {
 	t.Helper()
+	return startReplicaOpts(t, ns, pod, kube, func(o *Options) { o.OnLost = onLost })
+}
+
+// startReplicaOpts starts a replica whose Options set changes (callbacks) before it starts.
+func startReplicaOpts(t *testing.T, ns, pod string, kube kubernetes.Interface, set func(*Options)) *replica {
+	t.Helper()
 	if kube == nil {
 		kube = testKube
 	}
-	c := New(Options{Kube: kube, Namespace: ns, Pod: pod, Identity: pod + "_" + fmt.Sprint(time.Now().UnixNano()), Buckets: testBuckets,
-		LeaseDuration: testLease, RenewDeadline: testRenew, RetryPeriod: testRetry, OnLost: onLost})
+	o := Options{Kube: kube, Namespace: ns, Pod: pod, Identity: pod + "_" + fmt.Sprint(time.Now().UnixNano()), Buckets: testBuckets,
+		LeaseDuration: testLease, RenewDeadline: testRenew, RetryPeriod: testRetry}
+	set(&o)
+	c := New(o)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &replica{Coordinator: c, cancel: cancel, done: make(chan struct{})}
 	go func() { r.err = c.Start(ctx); close(r.done) }()
@@ -205,6 +214,56 @@ func TestJoinWaitsForReconcilesUnderWay(t *testing.T) {
 	if !settled(a, b) {
 		t.Fatalf("not the rendezvous shares: a %v, b %v", a.Held(), b.Held())
 	}
+}
+
+// A handover called off — the replica a bucket was going to leaves before it got it — gives the
+// bucket's resources back to reconcile: the reconciles its holder refused while handing it over
+// were dropped (their owner-to-be was to reconcile them when it took the bucket), so OnAcquired is
+// told of the bucket again. Before, they were lost until the resources' next event: in the fault
+// suite (stop 73's CI) a resource whose claim was deleted just then was never destroyed.
+func TestCalledOffHandoverReconcilesWhatItRefused(t *testing.T) {
+	ns := newNamespace(t)
+	var mu sync.Mutex
+	var told []int
+	a := startReplicaOpts(t, ns, "a", nil, func(o *Options) {
+		o.OnAcquired = func(bs []int) { mu.Lock(); told = append(told, bs...); mu.Unlock() }
+	})
+	eventually(t, 10*time.Second, "one replica holds every bucket", func() bool { return len(a.Held()) == testBuckets })
+	b := startReplica(t, ns, "b", nil)
+	key := keyIn(t, []string{a.Identity(), b.Identity()}, b.Identity())
+	bucket := a.Bucket(key)
+	leave, handover, _, ok := a.Enter(key) // under way: the bucket is not handed back meanwhile
+	if !ok {
+		t.Fatal("the sole replica did not admit a reconcile")
+	}
+	defer leave()
+	eventually(t, 10*time.Second, "a hands the bucket over", func() bool {
+		select {
+		case <-handover:
+			return true
+		default:
+			return false
+		}
+	})
+	if _, _, _, ok := a.Enter(key); ok {
+		t.Fatal("a admitted a reconcile of a bucket it hands over")
+	}
+	mu.Lock()
+	told = nil
+	mu.Unlock()
+	b.stop(t) // the bucket's owner-to-be leaves before it got it
+	eventually(t, 10*time.Second, "a admits reconciles of the bucket again", func() bool {
+		done, _, _, ok := a.Enter(key)
+		if ok {
+			done()
+		}
+		return ok
+	})
+	eventually(t, 5*time.Second, "a is told to reconcile the bucket's resources", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(told, bucket)
+	})
 }
 
 // A replica cut off from the API server stops serving its buckets at its renew deadline and ends
