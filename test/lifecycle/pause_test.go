@@ -52,3 +52,33 @@ var _ = Describe("Pause and sync now", func() {
 		Expect(syncedReason(s, res.Name)()).NotTo(Equal(v1alpha1.ReasonReconcilePaused))
 	})
 })
+
+// Issue 65 item 8: a claim whose resource is paused says so (it read Ready=True with its change
+// waiting unsaid), and says nothing more once the resource is resumed and the change applied.
+var _ = Describe("A claim whose resource is paused", func() {
+	It("says ChangePending ReconcilePaused while its change waits, and applies it once resumed", func() {
+		s := newScenario()
+		class := fileClass("paused-claims-"+s.ns, s.kind, v1alpha1.ReclaimDelete)
+		Expect(k8s.Create(s.ctx, class)).To(Succeed())
+		DeferCleanup(func() { _ = k8s.Delete(s.ctx, class) })
+		claim := fileClaim(s.ns, "paused", s.kind, s.dir, "first")
+		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
+		_, res := s.ready(claim)
+		path := filepath.Join(s.dir, s.ns+"-paused.txt")
+		Expect(fileContent(path)).To(Equal("hello first"))
+
+		annotate(s, res.Name, v1alpha1.AnnotationPaused, "true")
+		setGreeting(s, claim, "second")
+		pending := func() string {
+			c := condition(s.claim(claim)().Status.Conditions, v1alpha1.ConditionChangePending)
+			return string(c.Status) + " " + c.Reason + ": " + c.Message
+		}
+		Eventually(pending, timeout, 200*time.Millisecond).Should(And(HavePrefix("True "+v1alpha1.ReasonReconcilePaused),
+			ContainSubstring("kubectl conductor resume claim/paused -n "+s.ns)))
+		Expect(fileContent(path)).To(Equal("hello first"))
+
+		removeAnnotation(s, res.Name, v1alpha1.AnnotationPaused)
+		Eventually(func() string { return fileContent(path) }, timeout, 200*time.Millisecond).Should(Equal("hello second"))
+		Eventually(pending, timeout, 200*time.Millisecond).Should(Equal(" : "))
+	})
+})
