@@ -167,7 +167,13 @@ var _ = Describe("The manager pod deleted in the middle of applies", Ordered, fu
 		first := password(claim)
 		approved := map[string]bool{}
 		start := time.Now()
-		for round := 1; round <= 5; round++ {
+		// A round counts when its kill landed mid-create. Under load the kubelet may stop the pod
+		// only after the 6 s create ended (seen in CI: "the run the kill was meant for finished
+		// first"); such a round proves nothing and is tried again, up to 3 more times in all.
+		landed, tries, want := 0, 0, "round-0"
+		for round := 1; landed < 5; round++ {
+			tries++
+			Expect(tries).To(BeNumerically("<=", 8), "5 of 8 kills land mid-create")
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
 			greet(claim, fmt.Sprintf("round-%d", round))
 			Expect(k8s.Update(ctx, claim)).To(Succeed())
@@ -190,11 +196,14 @@ var _ = Describe("The manager pod deleted in the middle of applies", Ordered, fu
 			GinkgoWriter.Printf("round %d: deleted %d manager pod(s) with grace 0 during %s\n", round, len(pods), resourceOf(claim).Status.LastRun.Operation)
 			kubectl("-n", system, "rollout", "status", "deployment/"+deployment, "--timeout=5m")
 			// The kill landed mid-create: the killed run never finished (no record of it succeeding).
-			if l := resourceOf(claim).Status.LastRun; l != nil && l.ID == killed {
-				Expect(l.Result).NotTo(Equal("Succeeded"), "round %d: the run the kill was meant for finished first", round)
+			if l := resourceOf(claim).Status.LastRun; l != nil && l.ID == killed && l.Result == "Succeeded" {
+				GinkgoWriter.Printf("round %d: the run the kill was meant for finished first; not counted\n", round)
+				eventually(converged(claim, fmt.Sprintf("round-%d", round))).Should(HavePrefix("True"))
+				continue
 			}
+			landed++
+			want = fmt.Sprintf("round-%d", round)
 		}
-		want := "round-5"
 		eventually(func() string {
 			approveHeld(resourceOf(claim), approved)
 			return converged(claim, want)()

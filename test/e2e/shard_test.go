@@ -208,7 +208,9 @@ var _ = Describe("Sharded replicas", Ordered, func() {
 		}
 		Expect(twice).To(BeEmpty(), "every claim's object created exactly once (the ledger), but for creates in doubt an operator approved")
 		Expect(locksHeld(claims...)).To(BeEmpty())
-		eventually(bucketHolders).Should(Equal(map[string]int{holderOf(pods[0]): 256}), "the last replica holds every bucket")
+		eventually(bucketHolders).Should(Equal(map[string]int{holderOf(pods[0]): 256}), func() string {
+			return "the last replica holds every bucket\n" + shardReport()
+		})
 	})
 })
 
@@ -231,6 +233,41 @@ func reclaimAll(ns, kind string) {
 		return left
 	}).WithTimeout(10*time.Minute).Should(BeEmpty(), "every resource of %s reclaimed", kind)
 	GinkgoWriter.Printf("the claims of %s reclaimed in %s\n", ns, time.Since(start).Round(time.Second))
+}
+
+// shardReport says, for a failed check of the buckets, what each replica is: every manager pod
+// (terminating ones too) with its deletion time and container state, every member Lease with its
+// renewal and leaving mark, and the end of the log of each pod that is not the survivor — a
+// replica that still holds buckets after its pod was deleted shows there what it was doing.
+func shardReport() string {
+	var b strings.Builder
+	pods := &corev1.PodList{}
+	Expect(k8s.List(ctx, pods, client.InNamespace(system), client.MatchingLabels{"control-plane": "controller-manager"})).To(Succeed())
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "pod %s: phase %s, deleted %v", p.Name, p.Status.Phase, p.DeletionTimestamp)
+		for _, cs := range p.Status.ContainerStatuses {
+			fmt.Fprintf(&b, ", %s restarts %d running %v terminated %v", cs.Name, cs.RestartCount, cs.State.Running != nil, cs.State.Terminated)
+		}
+		b.WriteString("\n")
+		if p.DeletionTimestamp != nil {
+			tail := int64(60)
+			data, err := kube.CoreV1().Pods(system).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: &tail}).DoRaw(ctx)
+			fmt.Fprintf(&b, "  its log's end (err %v):\n%s\n", err, data)
+		}
+	}
+	leases, err := kube.CoordinationV1().Leases(system).List(ctx, metav1.ListOptions{LabelSelector: "conductor.io/shard=member"})
+	Expect(err).NotTo(HaveOccurred())
+	for _, l := range leases.Items {
+		fmt.Fprintf(&b, "member Lease %s: holder %v renewed %v annotations %v\n", l.Name, ptrString(l.Spec.HolderIdentity), l.Spec.RenewTime, l.Annotations)
+	}
+	return b.String()
+}
+
+func ptrString(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }
 
 // holderOf is the shard identity of the manager pod (its log's "sharding resources" line).
