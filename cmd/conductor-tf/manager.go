@@ -77,6 +77,9 @@ func run(o options) error {
 	if m.kube, err = kubernetes.NewForConfig(m.cfg); err != nil {
 		return err
 	}
+	// In a pod (the Deployment sets POD_NAME), its deletion stops the manager too, whether or not
+	// a SIGTERM came (poddeletion.go).
+	signals = stopOnPodDeletion(signals, m.kube, o.namespace, os.Getenv("POD_NAME"), podCheckPeriod, m.log)
 	if err := m.newManager(); err != nil {
 		return err
 	}
