@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -34,6 +35,9 @@ import (
 type Reconciler struct {
 	client.Client
 	Recorder events.EventRecorder
+
+	// expect holds the creates and deletes the cache does not show yet (expectations.go).
+	expect expectations
 }
 
 // +kubebuilder:rbac:groups=conductor.io,resources=infraclasses,verbs=get;list;watch
@@ -47,12 +51,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	class := &v1alpha1.InfraClass{}
 	err := r.Get(ctx, req.NamespacedName, class)
 	if apierrors.IsNotFound(err) {
-		return ctrl.Result{}, r.empty(ctx, req.Name)
+		return shared.RequeueOnConflict(ctrl.Result{}, r.empty(ctx, req.Name))
 	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	members, err := r.members(ctx, class.Name)
+	members, creating, err := r.members(ctx, class.Name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -61,13 +65,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		want = int(p.Size)
 	}
 	keep, surplus := split(class, members, want)
-	for i := range surplus {
-		if err := r.Delete(ctx, &surplus[i], client.Preconditions{UID: &surplus[i].UID}); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("deleting pooled resource %s: %w", surplus[i].Name, err)
-		}
-	}
 	var errs []error
-	if missing := want - len(keep); missing > 0 && classReady(class) {
+	for i := range surplus {
+		errs = append(errs, r.deleteMember(ctx, class.Name, &surplus[i]))
+	}
+	if missing := want - len(keep) - creating; missing > 0 && classReady(class) {
 		for range missing {
 			res, err := r.provision(ctx, class)
 			if err != nil {
@@ -77,7 +79,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			keep = append(keep, *res)
 		}
 	}
-	if err := r.writeCounts(ctx, class, countOf(keep, want)); client.IgnoreNotFound(err) != nil {
+	st := countOf(keep, want)
+	if st != nil {
+		st.Provisioning += int32(creating)
+	}
+	if err := r.writeCounts(ctx, class, st); client.IgnoreNotFound(err) != nil {
 		errs = append(errs, err)
 	}
 	return shared.RequeueOnConflict(ctrl.Result{}, errors.Join(errs...))
@@ -100,15 +106,42 @@ func (r *Reconciler) writeCounts(ctx context.Context, class *v1alpha1.InfraClass
 }
 
 // members lists the class's pooled resources (label conductor.io/ready-pool=class) that no claim
-// holds and that are not being deleted, from the cache.
-func (r *Reconciler) members(ctx context.Context, class string) ([]v1alpha1.InfraResource, error) {
+// holds and that are not being deleted, from the cache, less the ones this reconciler deleted that
+// the cache still shows; creating is how many it created that the cache does not show yet
+// (expectations).
+func (r *Reconciler) members(ctx context.Context, class string) (members []v1alpha1.InfraResource, creating int, err error) {
 	list := &v1alpha1.InfraResourceList{}
 	if err := r.List(ctx, list, client.MatchingLabels{v1alpha1.LabelReadyPool: statebackend.LabelValue(class)}); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	listed := map[string]bool{}
+	for i := range list.Items {
+		listed[list.Items[i].Name] = list.Items[i].DeletionTimestamp.IsZero()
+	}
+	creating, deleting := r.expect.pending(class, listed, time.Now())
 	return slices.DeleteFunc(list.Items, func(res v1alpha1.InfraResource) bool {
-		return res.Spec.ClaimRef != nil || !res.DeletionTimestamp.IsZero() || res.Spec.ClassRef == nil || res.Spec.ClassRef.Name != class
-	}), nil
+		return res.Spec.ClaimRef != nil || !res.DeletionTimestamp.IsZero() || res.Spec.ClassRef == nil || res.Spec.ClassRef.Name != class ||
+			deleting[res.Name]
+	}), creating, nil
+}
+
+// deleteMember deletes a member the pool does not keep, conditioned on the UID and the
+// resourceVersion the cache listed: a member a claim has just taken (takeFromPool's Update, a new
+// resourceVersion) is never deleted; the conflict requeues the class, whose next read sees the
+// claim's. A member already gone is no error.
+func (r *Reconciler) deleteMember(ctx context.Context, class string, res *v1alpha1.InfraResource) error {
+	uid, rv := res.UID, res.ResourceVersion
+	err := r.Delete(ctx, res, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		return err
+	case err != nil:
+		return fmt.Errorf("deleting pooled resource %s: %w", res.Name, err)
+	}
+	r.expect.deleted(class, res.Name)
+	return nil
 }
 
 // split divides the members into those the pool keeps (at most want, of the class's current
@@ -150,21 +183,25 @@ func (r *Reconciler) provision(ctx context.Context, class *v1alpha1.InfraClass) 
 	if err := r.Create(ctx, res); err != nil {
 		return nil, fmt.Errorf("creating a pooled resource of class %s: %w", class.Name, err)
 	}
+	r.expect.created(class.Name, res.Name)
 	return res, nil
 }
 
-// empty deletes the unbound members of a class that is gone.
+// empty deletes the unbound members of a class that is gone, and forgets its expectations once
+// none is left.
 func (r *Reconciler) empty(ctx context.Context, class string) error {
-	members, err := r.members(ctx, class)
+	members, creating, err := r.members(ctx, class)
 	if err != nil {
 		return err
 	}
+	var errs []error
 	for i := range members {
-		if err := r.Delete(ctx, &members[i], client.Preconditions{UID: &members[i].UID}); client.IgnoreNotFound(err) != nil {
-			return err
-		}
+		errs = append(errs, r.deleteMember(ctx, class, &members[i]))
 	}
-	return nil
+	if len(members) == 0 && creating == 0 {
+		r.expect.forget(class)
+	}
+	return errors.Join(errs...)
 }
 
 func isReady(res *v1alpha1.InfraResource) bool { return res.Status.Phase == v1alpha1.ResourceAvailable }
