@@ -132,11 +132,12 @@ func (r *resourceSecrets) keepConnectionSecret(ctx context.Context, s *resourceS
 	if err != nil {
 		return err
 	}
-	pw := tfrunner.Spec{}
-	if _, err := r.passwordInputs(ctx, res, &pw, false); err != nil {
+	// The passwords the infrastructure has: a rotation not applied yet is not in it.
+	pw, err := r.appliedPasswords(ctx, res)
+	if err != nil {
 		return err
 	}
-	if err := r.putConnectionSecret(ctx, res, target, owner, withPasswords(res, outs, pw.EphemeralVariables)); err != nil {
+	if err := r.putConnectionSecret(ctx, res, target, owner, withPasswords(res, outs, pw)); err != nil {
 		return err
 	}
 	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonConnectionSecretWritten, "KeepConnectionSecret",

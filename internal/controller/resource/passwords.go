@@ -34,6 +34,9 @@ const (
 	passwordKeyPrefix         = "password."
 	versionKeyPrefix          = "version."
 	annotationRotationHandled = "conductor.io/rotation-handled"
+	// previousKeyPrefix holds the password a rotation replaced while no apply has sent the new one
+	// (the infrastructure still has it): removed once one did (passwordsApplied).
+	previousKeyPrefix = "previous."
 )
 
 // passwordAlphabet is what generated passwords are made of: letters and digits, which every
@@ -193,6 +196,11 @@ func (r *resourceSecrets) ensurePasswords(ctx context.Context, res *v1alpha1.Inf
 		if !slices.Contains(due, p.Variable) {
 			continue
 		}
+		if old, ok := s.Data[passwordKeyPrefix+p.Variable]; ok && rotate {
+			if _, kept := s.Data[previousKeyPrefix+p.Variable]; !kept {
+				s.Data[previousKeyPrefix+p.Variable] = old // an earlier rotation not applied yet keeps its older one
+			}
+		}
 		version := now
 		if old, err := strconv.ParseInt(string(s.Data[versionKeyPrefix+p.Variable]), 10, 64); err == nil && old >= version {
 			version = old + 1
@@ -218,6 +226,57 @@ func (r *resourceSecrets) ensurePasswords(ctx context.Context, res *v1alpha1.Inf
 			v1alpha1.AnnotationRotatePasswords, res.Annotations[v1alpha1.AnnotationRotatePasswords])
 	}
 	return s, nil
+}
+
+// appliedPasswords returns the passwords the infrastructure has (variable → password): for each
+// of spec.generatedPasswords the one a rotation replaced while no apply has sent the new one, else
+// the current one; nil without a password Secret. What the connection Secret gets when it is
+// written from the state without a run.
+func (r *resourceSecrets) appliedPasswords(ctx context.Context, res *v1alpha1.InfraResource) (map[string]string, error) {
+	if len(res.Spec.GeneratedPasswords) == 0 {
+		return nil, nil
+	}
+	s, err := r.readPasswordSecret(ctx, res)
+	if err != nil || s == nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, p := range res.Spec.GeneratedPasswords {
+		if pw, ok := s.Data[previousKeyPrefix+p.Variable]; ok {
+			out[p.Variable] = string(pw)
+		} else if pw, ok := s.Data[passwordKeyPrefix+p.Variable]; ok {
+			out[p.Variable] = string(pw)
+		}
+	}
+	return out, nil
+}
+
+// passwordsApplied records that an apply which sent the passwords sent (variable → password)
+// succeeded: the copies a rotation kept of the passwords they replaced are removed, for the
+// variables whose current password is the one sent (one Update at the resourceVersion read; a
+// conflict is retried by the work queue). Nothing is written when nothing was kept.
+func (r *resourceSecrets) passwordsApplied(ctx context.Context, res *v1alpha1.InfraResource, sent map[string]string) error {
+	if len(res.Spec.GeneratedPasswords) == 0 {
+		return nil
+	}
+	s, err := r.readPasswordSecret(ctx, res)
+	if err != nil || s == nil {
+		return err
+	}
+	changed := false
+	for _, p := range res.Spec.GeneratedPasswords {
+		if _, kept := s.Data[previousKeyPrefix+p.Variable]; kept && string(s.Data[passwordKeyPrefix+p.Variable]) == sent[p.Variable] {
+			delete(s.Data, previousKeyPrefix+p.Variable)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := r.api.Update(ctx, s); err != nil {
+		return fmt.Errorf("password Secret %s/%s: removing the passwords a rotation replaced, now applied: %w", s.Namespace, s.Name, err)
+	}
+	return nil
 }
 
 // withPasswords is outs and, under each password's connection Secret key (replacing an output of

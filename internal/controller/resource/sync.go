@@ -263,6 +263,9 @@ func (r *syncer) applied(ctx context.Context, s *resourceScope, out *tfrunner.Ap
 		r.setRunFailed(res, "output", v1alpha1.ReasonApplyFailed, err.Error(), done)
 		return err
 	}
+	if err := r.secrets.passwordsApplied(ctx, res, s.spec.EphemeralVariables); err != nil {
+		return err
+	}
 	if err := r.consumeAnnotations(ctx, res, out.Applied); err != nil {
 		return err
 	}
