@@ -16,13 +16,21 @@ package tfrunner
 // most MaxRuns runs and waits idle at most IdleTimeout.
 //
 // Reach: Terraform's reattach speaks plaintext gRPC and carries no credential (go-plugin's AutoMTLS
-// cannot be used: TF_REATTACH_PROVIDERS has no field for a certificate), so the socket's path is
-// the secret. Each process listens on a Unix socket in a directory of its own, named by 128 random
-// bits, inside the warm providers' directory, which the sandbox grants no run (a run cannot list it)
-// and hides; runs cannot read /proc (whose net/unix lists every bound socket) nor another process's
-// environment. Only the runs a process is checked out to are told the path (TF_REATTACH_PROVIDERS)
-// and granted it (sandbox.Access.Connect, enforced by the kernel from Landlock ABI 9). A binary is
-// started only when its package matches an h1 hash of the shared init's dependency lock file.
+// cannot be used: TF_REATTACH_PROVIDERS has no field for a certificate, nor can a descriptor be
+// handed over), so below Landlock ABI 9, where the kernel does not mediate connect(2) on a pathname
+// socket, the socket's path is the secret. The name a socket is bound to is public:
+// NETLINK_SOCK_DIAG (ss -xl) lists it to any process in the pod, with no capability, and Landlock
+// does not mediate it. So no run is ever told that name: once the process serves, its socket is
+// renamed into a directory named by 128 random bits (moveSocket; the process accepts on the inode,
+// and the bound name leads nowhere), and renamed again into a new one each time a run gives it
+// back, so the path a run was told is dead before another run is. The directories are inside the
+// warm providers' directory, which the sandbox grants no run (a run cannot list it) and hides; runs
+// cannot read /proc nor another process's environment. Only the run a process is checked out to
+// is told the current path (TF_REATTACH_PROVIDERS) and granted it (sandbox.Access.Connect,
+// enforced by the kernel from Landlock ABI 9 on: then no other run can connect even knowing it).
+// What this does not cover: a process of a run that outlives the run with a connection it opened
+// during the run (runs' processes are killed when they end, Reap). A binary is started only when
+// its package matches an h1 hash of the shared init's dependency lock file.
 
 import (
 	"context"
@@ -97,7 +105,8 @@ func NewWarmProviders(dir string) *WarmProviders {
 
 type warmProvider struct {
 	key     string
-	sockDir string         // the directory of its socket, named by a secret
+	home    string         // its working directory, HOME and TMPDIR, named by a secret
+	sockDir string         // the directory of its socket now, named by another (moveSocket)
 	cmd     *exec.Cmd      // the process, in a process group of its own
 	client  *plugin.Client // started cmd; reaps it and reports it exited
 	config  tfexec.ReattachConfig
@@ -218,6 +227,12 @@ func (wp *WarmProviders) checkin(p *warmProvider, healthy bool) {
 	wp.mu.Lock()
 	defer wp.mu.Unlock()
 	if wp.closed {
+		p.kill()
+		return
+	}
+	// The path the run was told reaches the process no more (a process the run left behind cannot
+	// come back to it while it serves another run).
+	if err := p.moveSocket(wp.dir); err != nil {
 		p.kill()
 		return
 	}

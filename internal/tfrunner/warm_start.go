@@ -139,7 +139,7 @@ func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key strin
 		StartTimeout:     warmStartTimeout,
 		Logger:           hclog.NewNullLogger(),
 	})
-	p := &warmProvider{key: key, sockDir: sockDir, cmd: cmd, client: client}
+	p := &warmProvider{key: key, home: sockDir, sockDir: sockDir, cmd: cmd, client: client}
 	started := make(chan error, 1)
 	go func() {
 		_, err := client.Start()
@@ -166,20 +166,53 @@ func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key strin
 		Protocol: string(rc.Protocol), ProtocolVersion: client.NegotiatedVersion(), Pid: rc.Pid, Test: true,
 		Addr: tfexec.ReattachConfigAddr{Network: rc.Addr.Network(), String: rc.Addr.String()},
 	}
+	// The name the socket was bound to (which sock_diag lists) is never one a run can connect to.
+	if err := p.moveSocket(wp.dir); err != nil {
+		p.kill()
+		return nil, fmt.Errorf("warm provider %s: %w", pb.address, err)
+	}
 	wp.mu.Lock()
 	wp.started++
 	wp.mu.Unlock()
 	return p, nil
 }
 
+// moveSocket renames the process's listening socket into a new directory of base named by 128
+// random bits (socketDir: where a socket's path fits), removes the directory it was in unless that
+// is the process's home, and records the new path in p.config and p.sockDir. The process goes on
+// accepting on the socket it bound (a rename keeps the inode, which connect(2) resolves), but no
+// earlier path reaches it: neither the name it was bound to, which NETLINK_SOCK_DIAG tells anyone
+// in the pod (ss -xl), nor a path an earlier run was told. It fails when the rename does.
+func (p *warmProvider) moveSocket(base string) error {
+	secret := make([]byte, 16)
+	if _, err := rand.Read(secret); err != nil {
+		return err
+	}
+	dir := socketDir(filepath.Join(base, base64.RawURLEncoding.EncodeToString(secret)))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	to := filepath.Join(dir, filepath.Base(p.config.Addr.String))
+	if err := os.Rename(p.config.Addr.String, to); err != nil {
+		_ = os.Remove(dir)
+		return fmt.Errorf("moving its socket: %w", err)
+	}
+	if p.sockDir != p.home {
+		_ = os.RemoveAll(p.sockDir)
+	}
+	p.sockDir, p.config.Addr.String = dir, to
+	return nil
+}
+
 // gone reports a process that has exited.
 func (p *warmProvider) gone() bool { return p.client.Exited() }
 
-// kill ends the process's group (SIGKILL) and removes its socket's directory; the go-plugin
-// client reaps the process.
+// kill ends the process's group (SIGKILL) and removes its home and its socket's directory; the
+// go-plugin client reaps the process.
 func (p *warmProvider) kill() {
 	if p.cmd.Process != nil {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	}
 	_ = os.RemoveAll(p.sockDir)
+	_ = os.RemoveAll(p.home)
 }
