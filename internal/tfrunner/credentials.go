@@ -1,12 +1,15 @@
 package tfrunner
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -206,4 +209,24 @@ func (c *SourceCredentials) write(dir string) (func(), error) {
 		}
 	}
 	return remove, nil
+}
+
+// Fingerprint identifies c in the keys of what a fetch with c makes and later calls reuse (the
+// module cache's directories, the shared init's): a SHA-256, hex, of every token, credential line
+// and key, in a fixed order; "" for nil or empty credentials. A module fetched with one set of
+// credentials is thus never served to a class that brings other credentials or none: it fetches
+// the module itself, and a private module it may not read stays refused.
+func (c *SourceCredentials) Fingerprint() string {
+	if c == nil || (len(c.RegistryTokens) == 0 && len(c.GitCredentials) == 0 && len(c.SSHPrivateKey) == 0 && len(c.KnownHosts) == 0) {
+		return ""
+	}
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(c.RegistryTokens)) {
+		fmt.Fprintf(h, "token %d:%s=%d:%s\n", len(k), k, len(c.RegistryTokens[k]), c.RegistryTokens[k])
+	}
+	for _, part := range [][]byte{c.GitCredentials, c.SSHPrivateKey, c.KnownHosts} {
+		fmt.Fprintf(h, "%d:", len(part))
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

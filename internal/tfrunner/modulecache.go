@@ -22,11 +22,13 @@ type ModuleCache struct {
 
 // Schema returns the module's declared inputs and outputs, fetching it first when needed with
 // creds (nil: none). It returns a *RunError with Terraform's message when the module cannot be
-// fetched. A module fetched once is read from the cache whatever creds a later call brings.
+// fetched. A module fetched once is read from the cache by later calls that bring the same creds
+// (the directory is keyed by source, version and creds.Fingerprint): a call with other creds or
+// none fetches it itself, so a private module is never read through another class's credentials.
 func (c *ModuleCache) Schema(ctx context.Context, m Module, creds *SourceCredentials) (*ModuleSchema, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sum := sha256.Sum256([]byte(m.Source + "\x00" + m.Version))
+	sum := sha256.Sum256([]byte(m.Source + "\x00" + m.Version + "\x00" + creds.Fingerprint()))
 	dir := filepath.Join(c.Dir, hex.EncodeToString(sum[:8]))
 	if _, err := InstalledModuleDir(dir); err == nil {
 		if s, err := (&Workspace{dir: dir}).loadSchema(); err == nil {

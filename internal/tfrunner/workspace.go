@@ -147,14 +147,16 @@ func (w *Workspace) Prepare(spec Spec) (needsInit bool, err error) {
 	return needsInit, w.writeVars()
 }
 
-// initKey identifies everything init depends on: binary, module address and backend.
+// initKey identifies everything init depends on: binary, module address, backend, and the source
+// credentials init fetches with (SourceCredentials.Fingerprint: a class with other credentials or
+// none never uses a directory another class's credentials fetched).
 func (w *Workspace) initKey() (string, error) {
 	root, err := RenderRoot(RootModule{Module: w.spec.Module, Backend: w.spec.Backend})
 	if err != nil {
 		return "", err
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n", w.bin.Path, w.bin.Version)
+	fmt.Fprintf(h, "%s\n%s\n%s\n", w.bin.Path, w.bin.Version, w.spec.SourceCredentials.Fingerprint())
 	h.Write(root)
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -100,6 +100,10 @@ var _ = Describe("Private module sources", func() {
 		Expect(env).NotTo(ContainSubstring("s3cret-git"))
 		Expect(env).NotTo(ContainSubstring("GIT_CONFIG"))
 		Expect(credentialFilesLeft()).To(BeEmpty())
+
+		By("another class naming the same source and version without the Secret is still refused: what the first fetched is its credentials' own")
+		again := classOf(source, "v1", nil)
+		Expect(readiness(again).Reason).To(Equal(v1alpha1.ReasonModuleInvalid), readiness(again).Message)
 	})
 
 	It("a registry that wants a token: refused without the Secret, Ready with TF_TOKEN_<host>, and no plan or apply sees it", func() {
@@ -121,5 +125,9 @@ var _ = Describe("Private module sources", func() {
 		env := provisioned(c)
 		Expect(env).NotTo(ContainSubstring("s3cret-registry"))
 		Expect(env).NotTo(ContainSubstring("TF_TOKEN_"))
+
+		By("another class naming the same module without the token is still refused: the module cache is keyed by the credentials")
+		again := classOf(source, "1.0.0", nil)
+		Expect(readiness(again).Reason).To(Equal(v1alpha1.ReasonModuleInvalid), readiness(again).Message)
 	})
 })
