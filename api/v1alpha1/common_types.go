@@ -194,6 +194,9 @@ const (
 	ReasonClassLimitReached = "ClassLimitReached"
 	// ReasonBoundFromPool: the claim took a ready resource of its class's ready pool (an event).
 	ReasonBoundFromPool = "BoundFromPool"
+	// ReasonApplyingClaimParameters: the claim took a member of its class's ready pool, applied
+	// with the pool's parameters; it is Ready once its own are applied (Ready False until then).
+	ReasonApplyingClaimParameters = "ApplyingClaimParameters"
 	// ReasonReadyPoolFailed: the class's ready pool could not provision a member (an event).
 	ReasonReadyPoolFailed = "ReadyPoolFailed"
 	// ReasonServiceAccountNotFound: spec.kubernetesAccess or spec.workloadIdentity names a ServiceAccount that does not
@@ -347,6 +350,10 @@ const (
 	LabelOrphanedFrom = "conductor.io/orphaned-from"
 	// AnnotationProvisionedBy marks a resource the controller provisioned for a claim.
 	AnnotationProvisionedBy = "conductor.io/provisioned-by"
+	// AnnotationTakenFromPool marks a resource a claim took from its class's ready pool, with the
+	// claim's UID, until the claim's own parameters are applied to it (status.observedGeneration
+	// reaches the resource's generation); the claim reads Ready only then, and removes it.
+	AnnotationTakenFromPool = "conductor.io/taken-from-pool"
 	// AnnotationRenderedGeneration records the claim generation a provisioned resource's variables
 	// were rendered from; a new claim generation renders them again.
 	AnnotationRenderedGeneration = "conductor.io/rendered-from-generation"

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,6 +65,15 @@ var _ = Describe("A ready pool", func() {
 		}
 		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
 		Eventually(func() string { return s.claim(claim)().Spec.ResourceName }, timeout, 100*time.Millisecond).Should(Equal(member))
+		By("the claim reads Ready only once its own parameter is applied, not the pool's apply")
+		Eventually(func() bool {
+			return meta.IsStatusConditionTrue(s.claim(claim)().Status.Conditions, v1alpha1.ConditionReady)
+		}, timeout, 50*time.Millisecond).Should(BeTrue())
+		conn := &corev1.Secret{}
+		Expect(k8s.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "quick-conn"}, conn)).To(Succeed(), "Ready before the connection Secret")
+		Expect(string(conn.Data["name"])).To(Equal("mine"), "Ready while the member held the pool's parameter")
+		Eventually(func() map[string]string { return s.resource(member)().Annotations }, timeout, time.Second).ShouldNot(
+			HaveKey(v1alpha1.AnnotationTakenFromPool))
 		Eventually(func() string {
 			conn := &corev1.Secret{}
 			if err := k8s.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "quick-conn"}, conn); err != nil {

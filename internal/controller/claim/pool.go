@@ -19,9 +19,10 @@ import (
 // claim is then provisioned as without a pool). The resource's one Update, carrying the
 // resourceVersion it was read at (two claims cannot take one member), writes the claimRef with
 // the claim's UID, the class's reclaim policy, the claim's labels, and removes
-// conductor.io/ready-pool (the pool reconciler then provisions the next). Its variables were
-// rendered for the pool: bind's rerender renders them for the claim, and the resource applies the
-// difference as an update. Errors: the List's and the Update's other than a conflict or a member
+// conductor.io/ready-pool (the pool reconciler then provisions the next), and marks it
+// conductor.io/taken-from-pool. Its variables were rendered for the pool: bind's rerender renders
+// them for the claim, the resource applies the difference as an update, and the claim is Ready
+// only once that is applied (setBound, poolTakeApplied). Errors: the List's and the Update's other than a conflict or a member
 // gone (the next member is tried).
 func (r *Reconciler) takeFromPool(ctx context.Context, claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (*v1alpha1.InfraResource, error) {
 	p := class.Spec.ReadyPool
@@ -46,6 +47,10 @@ func (r *Reconciler) takeFromPool(ctx context.Context, claim *v1alpha1.InfraClai
 			taken.Spec.ReclaimPolicy = v1alpha1.ReclaimDelete
 		}
 		delete(taken.Labels, v1alpha1.LabelReadyPool)
+		if taken.Annotations == nil {
+			taken.Annotations = map[string]string{}
+		}
+		taken.Annotations[v1alpha1.AnnotationTakenFromPool] = string(claim.UID)
 		taken.Labels[v1alpha1.LabelClaimNamespace] = claim.Namespace
 		taken.Labels[v1alpha1.LabelClaimName] = statebackend.LabelValue(claim.Name)
 		switch err := r.Update(ctx, taken); {
@@ -82,4 +87,29 @@ func sameRequests(a, b v1alpha1.Quantities) bool {
 		}
 	}
 	return true
+}
+
+// poolTakeApplied ends a take from the pool once the claim's own parameters are applied to the
+// resource (setBound then mirrors its Ready as for any claim): it removes
+// conductor.io/taken-from-pool with a merge patch at the resourceVersion read, so that a stale
+// copy, read before the claim's rendering reached the resource, never removes it (a conflict is
+// retried by the work queue). Nothing is written for a resource that is not marked for this claim
+// or not applied yet.
+func (r *Reconciler) poolTakeApplied(ctx context.Context, claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) error {
+	if res.Annotations[v1alpha1.AnnotationTakenFromPool] == "" || !ownParametersApplied(res) {
+		return nil
+	}
+	patched := res.DeepCopy()
+	delete(patched.Annotations, v1alpha1.AnnotationTakenFromPool)
+	if err := r.Patch(ctx, patched, client.MergeFromWithOptions(res, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("resource %s, taken from the ready pool by claim %s/%s: %w", res.Name, claim.Namespace, claim.Name, err)
+	}
+	*res = *patched
+	return nil
+}
+
+// ownParametersApplied reports whether a resource's current spec (its claim's rendering, for a
+// member taken from a pool) has been applied: status.observedGeneration is its generation.
+func ownParametersApplied(res *v1alpha1.InfraResource) bool {
+	return res.Status.ObservedGeneration == res.Generation
 }

@@ -1,6 +1,8 @@
 package claim
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -20,7 +22,9 @@ func setPending(claim *v1alpha1.InfraClaim, reason, message string) {
 	shared.SetCondition(&claim.Status.Conditions, claim.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
 }
 
-// setBound records the bind and mirrors the resource's Ready condition.
+// setBound records the bind and mirrors the resource's Ready condition; a resource taken from a
+// ready pool (conductor.io/taken-from-pool) whose spec, the claim's rendering, is not applied yet
+// makes Ready False (ApplyingClaimParameters), whatever the pool's apply left.
 func setBound(claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) {
 	claim.Status.Phase = v1alpha1.ClaimBound
 	claim.Status.ResourceName = res.Name
@@ -29,6 +33,10 @@ func setBound(claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) {
 		v1alpha1.ReasonBound, "bound to resource "+res.Name)
 	ready := meta.FindStatusCondition(res.Status.Conditions, v1alpha1.ConditionReady)
 	switch {
+	case res.Annotations[v1alpha1.AnnotationTakenFromPool] != "" && !ownParametersApplied(res):
+		shared.SetCondition(&claim.Status.Conditions, claim.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse,
+			v1alpha1.ReasonApplyingClaimParameters, fmt.Sprintf("resource %s was taken from the class's ready pool, applied with the pool's parameters: "+
+				"it is Ready once the claim's are applied (its generation %d, applied %d)", res.Name, res.Generation, res.Status.ObservedGeneration))
 	case ready == nil:
 		shared.SetCondition(&claim.Status.Conditions, claim.Generation, v1alpha1.ConditionReady, metav1.ConditionUnknown,
 			v1alpha1.ReasonResourceNotReady, "resource "+res.Name+" has not reported readiness yet")

@@ -84,3 +84,39 @@ func TestResizeCheckRefusesARemovedRequest(t *testing.T) {
 		t.Errorf("unchanged requests: %q", reason)
 	}
 }
+
+// TestClaimOfAPoolMemberIsReadyOnceItsParametersAreApplied: a claim that took a ready pool's
+// member, applied (Ready True) with the pool's parameters, is not Ready while its own rendering
+// (the resource's generation) waits to be applied; once status.observedGeneration reaches it, it
+// mirrors the resource's Ready. A resource not taken from a pool mirrors Ready during a change,
+// as before (its infrastructure was applied for this claim). Before, every claim mirrored Ready.
+func TestClaimOfAPoolMemberIsReadyOnceItsParametersAreApplied(t *testing.T) {
+	member := func(taken bool, generation, applied int64) *v1alpha1.InfraResource {
+		r := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: "m1", Generation: generation, Annotations: map[string]string{}},
+			Status: v1alpha1.InfraResourceStatus{ObservedGeneration: applied, Conditions: []metav1.Condition{
+				{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonApplied, ObservedGeneration: generation}}}}
+		if taken {
+			r.Annotations[v1alpha1.AnnotationTakenFromPool] = "uid-1"
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name   string
+		res    *v1alpha1.InfraResource
+		status metav1.ConditionStatus
+		reason string
+	}{
+		{"taken, the claim's rendering not applied", member(true, 3, 1), metav1.ConditionFalse, v1alpha1.ReasonApplyingClaimParameters},
+		{"taken, the claim's rendering applied", member(true, 3, 3), metav1.ConditionTrue, v1alpha1.ReasonApplied},
+		{"not from a pool, a change applying", member(false, 3, 2), metav1.ConditionTrue, v1alpha1.ReasonApplied},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &v1alpha1.InfraClaim{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
+			setBound(c, tc.res)
+			ready := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionReady)
+			if ready.Status != tc.status || ready.Reason != tc.reason {
+				t.Errorf("Ready %s/%s (%s), want %s/%s", ready.Status, ready.Reason, ready.Message, tc.status, tc.reason)
+			}
+		})
+	}
+}
