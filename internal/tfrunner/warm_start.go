@@ -111,13 +111,8 @@ func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key strin
 	if err := os.MkdirAll(wp.dir, 0o700); err != nil {
 		return nil, err
 	}
-	secret := make([]byte, 16)
-	if _, err := rand.Read(secret); err != nil {
-		return nil, err
-	}
-	// Named by the secret, in the warm providers' directory, or where a socket's path fits.
-	sockDir := socketDir(filepath.Join(wp.dir, base64.RawURLEncoding.EncodeToString(secret)))
-	if err := os.Mkdir(sockDir, 0o700); err != nil {
+	sockDir, err := secretDir(wp.dir)
+	if err != nil {
 		return nil, err
 	}
 	env = maps.Clone(env)
@@ -145,7 +140,6 @@ func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key strin
 		_, err := client.Start()
 		started <- err
 	}()
-	var err error
 	select {
 	case err = <-started:
 		if err != nil {
@@ -184,12 +178,8 @@ func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key strin
 // earlier path reaches it: neither the name it was bound to, which NETLINK_SOCK_DIAG tells anyone
 // in the pod (ss -xl), nor a path an earlier run was told. It fails when the rename does.
 func (p *warmProvider) moveSocket(base string) error {
-	secret := make([]byte, 16)
-	if _, err := rand.Read(secret); err != nil {
-		return err
-	}
-	dir := socketDir(filepath.Join(base, base64.RawURLEncoding.EncodeToString(secret)))
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	dir, err := secretDir(base)
+	if err != nil {
 		return err
 	}
 	to := filepath.Join(dir, filepath.Base(p.config.Addr.String))
@@ -215,4 +205,18 @@ func (p *warmProvider) kill() {
 	}
 	_ = os.RemoveAll(p.sockDir)
 	_ = os.RemoveAll(p.home)
+}
+
+// secretDir makes (mode 0700) and returns a new directory named by 128 random bits in base, or,
+// when a socket's path in it would not fit, in the temporary directory (socketDir).
+func secretDir(base string) (string, error) {
+	secret := make([]byte, 16)
+	if _, err := rand.Read(secret); err != nil {
+		return "", err
+	}
+	dir := socketDir(filepath.Join(base, base64.RawURLEncoding.EncodeToString(secret)))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", err
+	}
+	return dir, nil
 }
