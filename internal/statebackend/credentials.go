@@ -44,8 +44,9 @@ type RunCredentials struct {
 	Address, LockAddress, UnlockAddress string
 	// Username and Password are the run's HTTP basic auth credentials.
 	Username, Password string
-	// Encryption is the run's OpenTofu encryption configuration (TF_ENCRYPTION: Keyring.RunConfig),
-	// empty when the server's store has no keyring.
+	// Encryption is the run's OpenTofu encryption configuration (TF_ENCRYPTION: the RunConfig of
+	// its state's keyring, Keyring.ForState: that state's key only), empty when the server's
+	// store has no keyring.
 	Encryption string
 }
 
@@ -120,7 +121,7 @@ func (s *Server) IssueRunAs(runID, suffix string, labels map[string]string) (cre
 		Username: r.user, Password: password,
 	}
 	if keys := s.store.Keyring(); keys != nil {
-		creds.Encryption = keys.RunConfig()
+		creds.Encryption = keys.ForState(StateID(DefaultWorkspace, suffix)).RunConfig()
 	}
 	var once sync.Once
 	return creds, func() { once.Do(func() { s.revoke(r) }) }

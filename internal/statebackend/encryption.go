@@ -65,11 +65,19 @@ var ErrNoStateKey = errors.New("the state is encrypted with a key this controlle
 // re-encrypts each state at its next write (OpenTofu's `fallback`). It is safe for concurrent use.
 type Keyring struct {
 	keys []passphrase // current first
+	// state is the state whose keyring this is (ForState), "" for the install's keyring.
+	state string
 	// runConfig is RunConfig's result, made once.
-	runConfig string
-	mu        sync.Mutex
-	// derived holds keys derived for a metadata alias and salt.
-	derived map[string][]byte
+	runConfig func() string
+	// derived holds keys derived for a metadata alias and salt, shared by the install's keyring
+	// and the keyrings of its states.
+	derived *keyCache
+}
+
+// keyCache holds derived keys by metadata alias and salt (at most keyCacheSize).
+type keyCache struct {
+	mu sync.Mutex
+	m  map[string][]byte
 }
 
 // passphrase is one passphrase and the alias of its metadata in encrypted documents.
@@ -82,7 +90,7 @@ type passphrase struct {
 // It returns an error when a passphrase is shorter than MinPassphraseLength (OpenTofu refuses those)
 // or the two are equal.
 func NewKeyring(current, previous string) (*Keyring, error) {
-	k := &Keyring{derived: map[string][]byte{}}
+	k := &Keyring{derived: &keyCache{m: map[string][]byte{}}}
 	for i, p := range []string{current, previous} {
 		if p == "" && i == 1 {
 			break
@@ -95,7 +103,7 @@ func NewKeyring(current, previous string) (*Keyring, error) {
 	if len(k.keys) == 2 && k.keys[0].alias == k.keys[1].alias {
 		return nil, errors.New("the previous state encryption passphrase is the current one")
 	}
-	k.runConfig = k.writeRunConfig()
+	k.runConfig = sync.OnceValue(k.writeRunConfig)
 	return k, nil
 }
 
@@ -117,13 +125,14 @@ func keyAlias(p string) string {
 // KeyID is the alias of the current passphrase, as documents it encrypted name it (meta).
 func (k *Keyring) KeyID() string { return k.keys[0].alias }
 
-// RunConfig returns the TF_ENCRYPTION configuration (HCL, written with hclwrite) of a run: the
-// pbkdf2 key providers of the current and previous passphrases, an aes_gcm method for each, and
-// state and plan targets that encrypt with the current one and fall back to the previous one. The
-// targets are enforced: no unencrypted method (OpenTofu's migration path, which warns on every
-// command) is offered; a plain state is served encrypted instead (the server's GET), so it is
-// encrypted at its next write. It holds the passphrases: pass it to a run's process only.
-func (k *Keyring) RunConfig() string { return k.runConfig }
+// RunConfig returns the TF_ENCRYPTION configuration (HCL, written with hclwrite, once) of the
+// keyring's passphrases: a pbkdf2 key provider and an aes_gcm method for each, and state and plan
+// targets that encrypt with the first and fall back to the others. The targets are enforced: no
+// unencrypted method (OpenTofu's migration path, which warns on every command) is offered; a state
+// not under the run's key is served re-sealed instead (the server's GET), so it is under it at its
+// next write. A run gets the configuration of its state's keyring (ForState): that state's keys
+// only. It holds the passphrases: pass it to a run's process only.
+func (k *Keyring) RunConfig() string { return k.runConfig() }
 
 func (k *Keyring) writeRunConfig() string {
 	f := hclwrite.NewEmptyFile()
@@ -192,8 +201,10 @@ func IsEncrypted(doc []byte) bool {
 }
 
 // Open returns the plaintext of doc: doc itself when it is not encrypted, else the decrypted
-// document. It returns an error wrapping ErrNoStateKey when no passphrase of k (nil: none) opens
-// it, and an error for a malformed document or another format version.
+// document. The install's keyring opens what its passphrases sealed and what any state's key
+// sealed (it derives that key from the alias, statekeys.go); a state's keyring opens only what its
+// own key sealed. It returns an error wrapping ErrNoStateKey when no passphrase of k (nil: none)
+// opens it, and an error for a malformed document or another format version.
 func (k *Keyring) Open(doc []byte) ([]byte, error) {
 	if !IsEncrypted(doc) {
 		return doc, nil
@@ -208,12 +219,12 @@ func (k *Keyring) Open(doc []byte) ([]byte, error) {
 	if k == nil {
 		return nil, fmt.Errorf("%w (no state encryption key is configured)", ErrNoStateKey)
 	}
-	for _, p := range k.keys {
-		raw, ok := e.Meta[p.alias]
+	for _, alias := range slices.Sorted(maps.Keys(e.Meta)) {
+		p, ok := k.passphraseOf(alias)
 		if !ok {
 			continue
 		}
-		key, err := k.derive(p, raw)
+		key, err := k.derive(p, e.Meta[alias])
 		if err != nil {
 			return nil, err
 		}
@@ -282,10 +293,11 @@ func (k *Keyring) derive(p passphrase, raw []byte) ([]byte, error) {
 		return nil, fmt.Errorf("key metadata of %s: salt %d bytes, %d iterations, key %d bytes: not the settings this controller writes (%d, %d, %d)",
 			p.alias, len(m.Salt), m.Iterations, m.KeyLength, saltLength, KeyIterations, keyLength)
 	}
-	id := p.alias + "/" + string(raw)
-	k.mu.Lock()
-	key, ok := k.derived[id]
-	k.mu.Unlock()
+	id := p.alias + "\x00" + string(raw)
+	c := k.derived
+	c.mu.Lock()
+	key, ok := c.m[id]
+	c.mu.Unlock()
 	if ok {
 		return key, nil
 	}
@@ -293,12 +305,12 @@ func (k *Keyring) derive(p passphrase, raw []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("deriving the key of %s: %w", p.alias, err)
 	}
-	k.mu.Lock()
-	if len(k.derived) >= keyCacheSize {
-		clear(k.derived)
+	c.mu.Lock()
+	if len(c.m) >= keyCacheSize {
+		clear(c.m)
 	}
-	k.derived[id] = key
-	k.mu.Unlock()
+	c.m[id] = key
+	c.mu.Unlock()
 	return key, nil
 }
 

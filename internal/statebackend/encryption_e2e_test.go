@@ -2,6 +2,7 @@ package statebackend
 
 import (
 	"context"
+	"crypto/hkdf"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -87,6 +88,35 @@ func TestEncryptedStateWithTofu(t *testing.T) {
 	if s := stored(); strings.Contains(s, secret) || strings.Contains(s, "random_password") || !IsEncrypted([]byte(s)) || !strings.Contains(s, a.KeyID()) {
 		t.Fatalf("after migration the state Secret holds:\n%.400s", s)
 	}
+	// A key per state: the run was given its state's key, not the install's passphrase, and with
+	// its configuration tofu reads its own state and not another state's (a second resource's,
+	// applied through the server), through tofu's own kubernetes backend.
+	creds, revoke := srv.IssueRun(suffix, nil)
+	revoke()
+	if strings.Contains(creds.Encryption, "passphrase-a-0123456789") {
+		t.Fatal("a run's TF_ENCRYPTION holds the install passphrase")
+	}
+	if s := stored(); !strings.Contains(s, a.ForState(StateID(DefaultWorkspace, suffix)).KeyID()) {
+		t.Fatalf("the state is not under its own key:\n%.400s", s)
+	}
+	odir := writeModule(t, secretModule)
+	otherRun := func(args ...string) {
+		oc, orevoke := srv.IssueRun("neighbour", nil)
+		defer orevoke()
+		mustTF(t, tofu, odir, oc.EnvList(), args...)
+	}
+	otherRun("init", "-input=false")
+	otherRun("apply", "-auto-approve", "-input=false")
+	runEnv := []string{EnvEncryption + "=" + creds.Encryption}
+	own := writeModule(t, kubernetesBackend(ns, suffix, ""))
+	mustTF(t, tofu, own, runEnv, "init", "-input=false")
+	if list := mustTF(t, tofu, own, runEnv, "state", "list"); !strings.Contains(list, "random_password.p") {
+		t.Fatalf("the run's key does not read its own state:\n%s", list)
+	}
+	neighbour := writeModule(t, kubernetesBackend(ns, "neighbour", ""))
+	if out, err := runTF(t, tofu, neighbour, runEnv, "init", "-input=false"); err == nil || !strings.Contains(out, "decryption") {
+		t.Fatalf("one run's key opened another state (init: %v):\n%s", err, out)
+	}
 	st, found, err := h.Status(ctx)
 	if err != nil || !found || st.Resources != 2 {
 		t.Fatalf("status through the key: %+v, %v, %v", st, found, err)
@@ -148,17 +178,23 @@ func TestEncryptedStateWithTofu(t *testing.T) {
 	}
 
 	// A person with the passphrase reads the state with tofu's kubernetes backend and the
-	// configuration docs/state.md gives (the alias computed as its shell line computes it).
+	// configuration docs/state.md gives: the state's passphrase and alias computed as its shell
+	// lines compute them (HKDF-SHA256 of the install passphrase, info "conductor-tf state
+	// default/<suffix>"; the alias the install's, ":default/<suffix>" after it).
 	sum := sha256.Sum256([]byte("conductor-tf state key passphrase-b-0123456789"))
+	statePass, err := hkdf.Key(sha256.New, []byte("passphrase-b-0123456789"), nil, "conductor-tf state default/"+suffix, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
 	byHand := fmt.Sprintf(`key_provider "pbkdf2" "conductor" {
-  passphrase = "passphrase-b-0123456789"
+  passphrase = "%s"
   iterations = 200000
   hash_function = "sha256"
-  encrypted_metadata_alias = "conductor-%s"
+  encrypted_metadata_alias = "conductor-%s:default/%s"
 }
 method "aes_gcm" "conductor" { keys = key_provider.pbkdf2.conductor }
 state { method = method.aes_gcm.conductor }
-plan { method = method.aes_gcm.conductor }`, hex.EncodeToString(sum[:])[:12])
+plan { method = method.aes_gcm.conductor }`, hex.EncodeToString(statePass), hex.EncodeToString(sum[:])[:12], suffix)
 	kdir := writeModule(t, kubernetesBackend(ns, suffix, ""))
 	mustTF(t, tofu, kdir, []string{EnvEncryption + "=" + byHand}, "init", "-input=false")
 	if list := mustTF(t, tofu, kdir, []string{EnvEncryption + "=" + byHand}, "state", "list"); !strings.Contains(list, "random_password.p") {

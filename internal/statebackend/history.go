@@ -281,8 +281,8 @@ func (h *Handle) Restore(ctx context.Context, serial int64, runID string) error 
 	return h.Write(ctx, old)
 }
 
-// reserial returns the version state with its serial set (withSerial), encrypted with the store's
-// current key when the store has a keyring (an encrypted version is opened first, a plain one is
+// reserial returns the version state with its serial set (withSerial), encrypted with the state's
+// key (Keyring.ForState, under the store's current passphrase) when the store has a keyring (an encrypted version is opened first, a plain one is
 // encrypted as the next run would), plain when it has none. It returns an error wrapping
 // ErrNoStateKey when the version is encrypted with a key the keyring does not hold.
 func (h *Handle) reserial(state []byte, serial int64) ([]byte, error) {
@@ -294,7 +294,7 @@ func (h *Handle) reserial(state []byte, serial int64) ([]byte, error) {
 	if plain, err = withSerial(plain, serial); err != nil || keys == nil {
 		return plain, err
 	}
-	return keys.Seal(plain)
+	return keys.ForState(StateID(h.workspace, h.suffix)).Seal(plain)
 }
 
 // withSerial returns state JSON with its top-level "serial" set, the rest unchanged in value.

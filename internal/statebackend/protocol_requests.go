@@ -18,9 +18,8 @@ import (
 // delete refused, 423 with the holder's LockInfo for a state locked by another, 503 for an error of
 // the API server (the clients retry it).
 
-// get answers GET: the stored state JSON with its Content-MD5 (200), or 404 when there is none; a
-// plain state is sent encrypted when the store has a keyring (Keyring.Seal, the current
-// passphrase). A pending state is written first (pendingStates.flush); what was read is the run's seen state.
+// get answers GET: the stored state JSON with its Content-MD5 (200), or 404 when there is none;
+// when the store has a keyring, sealed with the state's key (Keyring.ServeSealed). A pending state is written first (pendingStates.flush); what was read is the run's seen state.
 func (p *protocol) get(w http.ResponseWriter, r *http.Request, h *Handle, rn *run) *httpError {
 	if _, err := p.pending.flush(r.Context(), h); err != nil {
 		return unavailable(err)
@@ -34,14 +33,10 @@ func (p *protocol) get(w http.ResponseWriter, r *http.Request, h *Handle, rn *ru
 		w.WriteHeader(http.StatusNotFound)
 		return nil
 	}
-	state := stored.plain
-	if keys := h.store.Keyring(); keys != nil && !IsEncrypted(state) {
-		// A state written before encryption (or adopted from elsewhere) goes to the run encrypted:
-		// the run's targets accept no plain state, and its next write stores it encrypted.
-		if sealed, err := keys.Seal(state); err == nil {
-			state = sealed
-		}
-	}
+	// A state written before encryption, before keys per state, under a rotated-away passphrase
+	// or adopted from another state goes to the run sealed with its state's key, the only one the
+	// run has: its targets accept nothing else, and its next write stores it under that key.
+	state := h.store.Keyring().ServeSealed(StateID(h.workspace, h.suffix), stored.plain)
 	sum := md5.Sum(state)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-MD5", base64.StdEncoding.EncodeToString(sum[:]))
