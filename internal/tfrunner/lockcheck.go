@@ -2,7 +2,6 @@ package tfrunner
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -16,7 +15,7 @@ import (
 // address (host/namespace/type), as written there ("h1:…", "zh:…"). It returns an error when the
 // file cannot be read or parsed, or does not name the provider.
 func lockedHashes(path, address string) ([]string, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFileIn(filepath.Dir(path), filepath.Base(path))
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package tfrunner
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -93,5 +94,38 @@ func TestErroredStateIsNoPlantedLink(t *testing.T) {
 	}
 	if e, ok := p.ErroredState("res-own"); !ok || string(e.State) != `{"version":4}` {
 		t.Errorf("the run's own errored state: %q %v", e.State, ok)
+	}
+}
+
+// Issue 65 item 1: what init left in a workspace (.terraform/modules/modules.json, the lock file)
+// is read through no link a run planted: a manifest linked to a file elsewhere (naming another
+// class's installed module) and a lock file linked to another class's are refused, not followed.
+// Before, os.ReadFile followed both.
+func TestInitFilesAreNoPlantedLinks(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, ".terraform", "modules"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	manifest, _ := plant(t, "modules.json", `{"Modules":[{"Key":"main","Source":"x","Dir":"/elsewhere/main"}]}`)
+	if err := os.Symlink(manifest, filepath.Join(ws, ".terraform", "modules", "modules.json")); err != nil {
+		t.Fatal(err)
+	}
+	if dir, err := InstalledModuleDir(ws); !errors.Is(err, ErrNotRegularFile) {
+		t.Errorf("the module manifest was read through a planted link: %q, %v", dir, err)
+	}
+	if _, err := readStateOnlyTypes(ws); !errors.Is(err, ErrNotRegularFile) {
+		t.Errorf("the state-only types were read through a planted link: %v", err)
+	}
+	lock, _ := plant(t, lockFile, `provider "registry.opentofu.org/hashicorp/random" {
+  version = "3.6.0"
+  hashes  = ["h1:planted"]
+}
+`)
+	linked := filepath.Join(ws, lockFile)
+	if err := os.Symlink(lock, linked); err != nil {
+		t.Fatal(err)
+	}
+	if hashes, err := lockedHashes(linked, "registry.opentofu.org/hashicorp/random"); !errors.Is(err, ErrNotRegularFile) {
+		t.Errorf("the lock file was read through a planted link: %v, %v", hashes, err)
 	}
 }
