@@ -123,7 +123,7 @@ func InstalledModuleDir(workDir string) (string, error) {
 // installedModule returns module "main"'s directory and, for a registry source, the exact version
 // init chose (Terraform's modules.json manifest: Key, Dir, Version).
 func installedModule(workDir string) (dir, version string, err error) {
-	data, err := readFileIn(workDir, filepath.Join(".terraform", "modules", "modules.json"))
+	data, err := readInitFile(workDir, filepath.Join("modules", "modules.json"))
 	if err != nil {
 		return "", "", fmt.Errorf("module manifest: %w", err)
 	}

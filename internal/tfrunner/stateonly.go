@@ -26,7 +26,7 @@ type stateOnlyTypes map[string]map[string]bool
 // implied hashicorp/<name>). A module that does not parse has none. It fails when the manifest
 // cannot be read.
 func readStateOnlyTypes(workDir string) (stateOnlyTypes, error) {
-	data, err := readFileIn(workDir, filepath.Join(".terraform", "modules", "modules.json"))
+	data, err := readInitFile(workDir, filepath.Join("modules", "modules.json"))
 	if err != nil {
 		return nil, fmt.Errorf("module manifest: %w", err)
 	}

@@ -47,7 +47,7 @@ func (wp *WarmProviders) warmable(workDir string, providers []providerBinary) []
 // declares a provider configuration with an alias or configuration_aliases; a module that cannot
 // be read counts as having them. Answers are kept by module directory.
 func (wp *WarmProviders) hasAliases(workDir string) bool {
-	data, err := readFileIn(workDir, filepath.Join(".terraform", "modules", "modules.json"))
+	data, err := readInitFile(workDir, filepath.Join("modules", "modules.json"))
 	if err != nil {
 		return true
 	}

@@ -118,14 +118,12 @@ func (w *Workspace) dropPlanted() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	shared := filepath.Join(filepath.Dir(w.dir), SharedDirName) + string(filepath.Separator)
 	var dropped []string
 	for _, e := range entries {
 		name, t := e.Name(), e.Type()
 		switch {
 		case t&os.ModeSymlink != 0 && name == ".terraform":
-			if target, err := os.Readlink(filepath.Join(w.dir, name)); err == nil && strings.HasPrefix(target, shared) &&
-				!strings.Contains(target[len(shared):], "..") {
+			if target, err := os.Readlink(filepath.Join(w.dir, name)); err == nil && intoSharedInits(w.dir, target) {
 				continue
 			}
 			_ = os.Remove(filepath.Join(w.dir, stampFile))
@@ -140,4 +138,34 @@ func (w *Workspace) dropPlanted() ([]string, error) {
 		dropped = append(dropped, name)
 	}
 	return dropped, nil
+}
+
+// intoSharedInits reports whether target, the .terraform link of the workspace dir, leads into the
+// pool's shared inits (<pool dir>/.modules/, the link shared.go makes) and not out of them.
+func intoSharedInits(dir, target string) bool {
+	shared := filepath.Join(filepath.Dir(dir), SharedDirName) + string(filepath.Separator)
+	return strings.HasPrefix(target, shared) && !strings.Contains(target[len(shared):], "..")
+}
+
+// readInitFile reads name (a path under .terraform: "modules/modules.json") of what init left for
+// workDir, through readFileIn: beneath workDir/.terraform when that is a directory, beneath the
+// shared init it links to when it is the link shared.go makes. A .terraform link elsewhere (a run
+// planted it) is refused with ErrNotRegularFile; other errors are readFileIn's.
+func readInitFile(workDir, name string) ([]byte, error) {
+	data := filepath.Join(workDir, ".terraform")
+	fi, err := os.Lstat(data)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		target, err := os.Readlink(data)
+		if err != nil {
+			return nil, err
+		}
+		if !intoSharedInits(workDir, target) {
+			return nil, fmt.Errorf("%s leads to %s, not into the shared inits: %w", data, target, ErrNotRegularFile)
+		}
+		data = target
+	}
+	return readFileIn(data, name)
 }

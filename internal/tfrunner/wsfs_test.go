@@ -116,6 +116,17 @@ func TestInitFilesAreNoPlantedLinks(t *testing.T) {
 	if _, err := readStateOnlyTypes(ws); !errors.Is(err, ErrNotRegularFile) {
 		t.Errorf("the state-only types were read through a planted link: %v", err)
 	}
+	// A .terraform that is itself a link, not the one into the shared inits, is refused too.
+	elsewhere := t.TempDir()
+	if err := os.Rename(filepath.Join(ws, ".terraform"), filepath.Join(elsewhere, ".terraform")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(elsewhere, ".terraform"), filepath.Join(ws, ".terraform")); err != nil {
+		t.Fatal(err)
+	}
+	if dir, err := InstalledModuleDir(ws); !errors.Is(err, ErrNotRegularFile) {
+		t.Errorf("the module manifest was read through a planted .terraform link: %q, %v", dir, err)
+	}
 	lock, _ := plant(t, lockFile, `provider "registry.opentofu.org/hashicorp/random" {
   version = "3.6.0"
   hashes  = ["h1:planted"]
