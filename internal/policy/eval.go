@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -62,10 +63,21 @@ func (v Violation) Message() string {
 	return msg
 }
 
-// Evaluate evaluates every rule of s on every change of p, in order, and returns the rules broken
-// (in the set's order; nil when the plan passes them all). An evaluation error (a missing key of
-// change.after, a cost over PerChangeCostLimit) breaks the rule for that change: rules fail closed.
+// Evaluate is EvaluateContext with a context that is never done.
 func (s *Set) Evaluate(p Plan, facts Facts) []Violation {
+	return s.EvaluateContext(context.Background(), p, facts)
+}
+
+// errPlanBudget is the evaluation error of a change left once a plan's evaluations have spent
+// PerPlanCostLimit.
+var errPlanBudget = fmt.Errorf("the plan's rules have spent their cost budget (%d units) on the changes before this one", PerPlanCostLimit)
+
+// EvaluateContext evaluates every rule of s on every change of p, in order, and returns the rules
+// broken (in the set's order; nil when the plan passes them all). An evaluation error (a missing
+// key of change.after, a cost over PerChangeCostLimit, ctx done — CEL checks it every 100
+// comprehension steps) breaks the rule for that change, and so does every evaluation left once
+// the plan's evaluations together have cost PerPlanCostLimit: rules fail closed.
+func (s *Set) EvaluateContext(ctx context.Context, p Plan, facts Facts) []Violation {
 	if s == nil || len(s.rules) == 0 || len(p.Changes) == 0 {
 		return nil
 	}
@@ -80,10 +92,16 @@ func (s *Set) Evaluate(p Plan, facts Facts) []Violation {
 		"resource": objectMap(facts.Resource, false),
 	}}
 	var out []Violation
+	var spent uint64
 	for _, r := range s.rules {
 		var v *Violation
 		for i, c := range p.Changes {
-			ok, err := r.eval(&activation{change: list[i], parent: base})
+			ok, err := false, errPlanBudget
+			if spent < PerPlanCostLimit {
+				var cost uint64
+				ok, cost, err = r.eval(ctx, &activation{change: list[i], parent: base})
+				spent += cost
+			}
 			if ok {
 				continue
 			}
@@ -125,16 +143,23 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 
 // eval runs the rule on one activation: true when the change passes; false with the error when
 // the evaluation failed.
-func (r compiled) eval(act interpreter.Activation) (bool, error) {
-	val, _, err := r.prg.Eval(act)
+// eval evaluates r on act and returns its verdict and its cost in CEL's units (PerChangeCostLimit
+// when CEL reports none). Errors: CEL's (a cost over the limit, ctx done, a missing key), or a
+// value that is not a bool.
+func (r compiled) eval(ctx context.Context, act interpreter.Activation) (bool, uint64, error) {
+	val, det, err := r.prg.ContextEval(ctx, act)
+	cost := uint64(PerChangeCostLimit)
+	if det != nil && det.ActualCost() != nil {
+		cost = *det.ActualCost()
+	}
 	if err != nil {
-		return false, err
+		return false, cost, err
 	}
 	b, ok := val.(types.Bool)
 	if !ok {
-		return false, errors.New("the expression did not evaluate to a bool")
+		return false, cost, errors.New("the expression did not evaluate to a bool")
 	}
-	return bool(b), nil
+	return bool(b), cost, nil
 }
 
 func changeMap(c Change) map[string]any {

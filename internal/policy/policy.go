@@ -49,6 +49,11 @@ const (
 // evaluation error: the change breaks the rule.
 const PerChangeCostLimit = 1_000_000
 
+// PerPlanCostLimit bounds the evaluations of one plan together (every rule on every change), in
+// CEL's cost units: 20 changes at PerChangeCostLimit each, so that a plan of thousands of changes
+// cannot pin a runner for thousands of limits. Once spent, every evaluation left breaks its rule.
+const PerPlanCostLimit = 20 * PerChangeCostLimit
+
 // MaxExpressionLength bounds a rule's expression, in bytes (also the CRD's maxLength).
 const MaxExpressionLength = 4096
 

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -130,5 +131,42 @@ func TestPlanVariableSeesEveryChange(t *testing.T) {
 	}
 	if got := set.Evaluate(Plan{Changes: []Change{bucket("a", false), bucket("b", false), bucket("c", false)}}, Facts{}); len(got) != 1 || len(got[0].Addresses) != 3 {
 		t.Errorf("three buckets: %+v", got)
+	}
+}
+
+// Issue 65 item 8: the cost of a plan's evaluations is bounded as a whole, not only per change. A
+// rule that costs about two thirds of PerChangeCostLimit on each change (about 650,000 units) passes a
+// plan of 35 such changes on the old code (22.9 million units, unbounded); now the changes after the
+// plan's budget is spent break the rule, and the first ones still pass. A done context breaks it
+// as well.
+func TestPlanCostBudgetBoundsAWholePlan(t *testing.T) {
+	ten := "[0,1,2,3,4,5,6,7,8,9]"
+	expr := "change.address != ''"
+	for i := 0; i < 5; i++ { // 10^5 iterations: under the per-change limit
+		expr = fmt.Sprintf("%s.all(x%d, %s)", ten, i, expr)
+	}
+	set, err := Compile([]Rule{{Name: "heavy", Action: ActionDeny, Expression: expr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := set.Evaluate(Plan{Changes: []Change{bucket("one", false)}}, Facts{}); got != nil {
+		t.Fatalf("one change: %+v, want it to pass (the rule is under the per-change limit)", got)
+	}
+	var plan Plan
+	for i := range 35 {
+		plan.Changes = append(plan.Changes, bucket(fmt.Sprintf("b%d", i), false))
+	}
+	got := set.Evaluate(plan, Facts{})
+	if len(got) != 1 || len(got[0].Addresses) == 0 || len(got[0].Addresses) == 35 ||
+		len(got[0].Errors) == 0 || !strings.Contains(got[0].Errors[0], "cost budget") {
+		t.Fatalf("violations = %+v, want the changes after the budget broken and the first ones passed", got)
+	}
+	if got[0].Addresses[0] == plan.Changes[0].Address {
+		t.Fatal("the first change broke the rule: the budget is spent before any")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got := set.EvaluateContext(ctx, Plan{Changes: []Change{bucket("one", false)}}, Facts{}); len(got) != 1 {
+		t.Fatalf("a done context: %+v, want the rule broken", got)
 	}
 }

@@ -157,7 +157,7 @@ func decide(ctx context.Context, ws *Workspace, gate *Gate, p *Plan) (*Hold, err
 	if gate == nil {
 		return nil, nil
 	}
-	h, err := gate.Decide(p)
+	h, err := gate.Decide(ctx, p)
 	if err != nil || h == nil || !gate.NeedsRendering(h) {
 		return h, err
 	}

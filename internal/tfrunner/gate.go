@@ -1,6 +1,7 @@
 package tfrunner
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -81,12 +82,13 @@ type Hold struct {
 	Discarded string
 }
 
-// Decide returns the Hold of plan p, nil when p may be applied. Rendering is left empty: the run
+// Decide returns the Hold of plan p, nil when p may be applied; ctx bounds the rules' evaluation
+// (policy.Set.EvaluateContext). Rendering is left empty: the run
 // fills it in only for a plan people have not seen yet (NeedsRendering). The error is a rule of
 // Policy that does not compile (the controller checks them before the run; this is the run's own
 // check, so that no plan is applied past a rule it could not read).
-func (g Gate) Decide(p *Plan) (*Hold, error) {
-	h, err := g.hold(p)
+func (g Gate) Decide(ctx context.Context, p *Plan) (*Hold, error) {
+	h, err := g.hold(ctx, p)
 	if h == nil || err != nil {
 		return nil, err
 	}
@@ -113,7 +115,7 @@ func (g Gate) NeedsRendering(h *Hold) bool {
 
 // hold says why p must wait (Plan, Reason, Addresses, and Rule and Message for a rule), nil
 // when it need not.
-func (g Gate) hold(p *Plan) (*Hold, error) {
+func (g Gate) hold(ctx context.Context, p *Plan) (*Hold, error) {
 	rules := slices.Clone(g.Policy)
 	if !g.AllowDestructive {
 		rules = append(rules, policy.DestructiveChange)
@@ -122,7 +124,7 @@ func (g Gate) hold(p *Plan) (*Hold, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the plan policy: %w", err)
 	}
-	violations := set.Evaluate(p.policyPlan(), g.Facts)
+	violations := set.EvaluateContext(ctx, p.policyPlan(), g.Facts)
 	ruled := func(reason string, v policy.Violation) *Hold {
 		return &Hold{Plan: p, Reason: reason, Addresses: v.Addresses, Rule: v.Rule.Name, Message: v.Message()}
 	}

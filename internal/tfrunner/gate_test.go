@@ -1,6 +1,7 @@
 package tfrunner
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -63,7 +64,7 @@ func TestGateDecide(t *testing.T) {
 		{name: "rules a plan passes hold nothing", gate: Gate{Policy: []policy.Rule{noZ, askY}}, plan: plan("p1", create)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, err := tc.gate.Decide(tc.plan)
+			h, err := tc.gate.Decide(context.Background(), tc.plan)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +87,7 @@ func TestGateDecide(t *testing.T) {
 // TestGateRefusesARuleItCannotCompile: a run never applies past a rule it could not read.
 func TestGateRefusesARuleItCannotCompile(t *testing.T) {
 	g := Gate{AllowDestructive: true, Policy: []policy.Rule{{Name: "broken", Expression: "change.type ==", Action: policy.ActionDeny}}}
-	h, err := g.Decide(&Plan{ID: "p1", HasChanges: true, Changes: []Change{{Address: "a.b", Actions: []string{"create"}}}})
+	h, err := g.Decide(context.Background(), &Plan{ID: "p1", HasChanges: true, Changes: []Change{{Address: "a.b", Actions: []string{"create"}}}})
 	if err == nil || h != nil || !strings.Contains(err.Error(), "rule 0 (broken)") {
 		t.Fatalf("hold %+v, error %v; want the rule's compile error", h, err)
 	}
