@@ -34,7 +34,8 @@ const (
 // Secret (SecretName) and which the state keeps when its resource's spec changes.
 func StateID(workspace, suffix string) string { return workspace + "/" + suffix }
 
-// ForState returns the keyring of the state id (StateID), the one a run of that state gets: the
+// ForState returns, for k the install's keyring, the keyring of the state id (StateID), the one a
+// run of that state gets: the
 // state's keys derived from k's passphrases (see the file's comment), the current one's sealing
 // and the previous one's opening too (a plan saved before a rotation), opening only what they
 // sealed. It shares k's cache of derived keys. nil for a nil k.
@@ -80,13 +81,15 @@ func (k *Keyring) passphraseOf(alias string) (passphrase, bool) {
 // SealedWithCurrent reports whether doc is an encrypted document sealed with k's current
 // passphrase alone (its metadata names that alias and no other).
 func (k *Keyring) SealedWithCurrent(doc []byte) bool {
-	if k == nil || !IsEncrypted(doc) {
+	if k == nil {
 		return false
 	}
+	// One decode for both questions: the server's GET asks this of every state it serves.
 	var probe struct {
-		Meta map[string]json.RawMessage `json:"meta"`
+		Version string                     `json:"encryption_version"`
+		Meta    map[string]json.RawMessage `json:"meta"`
 	}
-	if json.Unmarshal(doc, &probe) != nil || len(probe.Meta) != 1 {
+	if json.Unmarshal(doc, &probe) != nil || probe.Version == "" || len(probe.Meta) != 1 {
 		return false
 	}
 	_, ok := probe.Meta[k.keys[0].alias]
