@@ -35,10 +35,9 @@ const (
 func StateID(workspace, suffix string) string { return workspace + "/" + suffix }
 
 // ForState returns, for k the install's keyring, the keyring of the state id (StateID), the one a
-// run of that state gets: the
-// state's keys derived from k's passphrases (see the file's comment), the current one's sealing
-// and the previous one's opening too (a plan saved before a rotation), opening only what they
-// sealed. It shares k's cache of derived keys. nil for a nil k.
+// run of that state gets: the state's keys derived from k's passphrases (see the file's comment),
+// the current one's sealing and the previous one's opening too (a plan saved before a rotation),
+// opening only what they sealed. It shares k's cache of derived keys. nil for a nil k.
 func (k *Keyring) ForState(id string) *Keyring {
 	if k == nil {
 		return nil
