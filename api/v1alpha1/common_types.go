@@ -3,7 +3,6 @@ package v1alpha1
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ModuleSource pins a Terraform/OpenTofu module at a version.
@@ -250,7 +249,11 @@ const (
 	// Warning event as the claim is deleted): a claim's lifetime ends within the class's notice,
 	// or has ended.
 	ReasonLifetimeEnding = "LifetimeEnding"
-	ReasonExpired        = "Expired"
+	// ReasonInvalidDuration: a duration of the object (or of the class it reads) is one the
+	// controller cannot read, stored before the CRD refused it (LifetimeEnding or ClaimsEnding
+	// Unknown, a Warning event); it counts as unset, so it never ends a claim.
+	ReasonInvalidDuration = "InvalidDuration"
+	ReasonExpired         = "Expired"
 	// ReasonMaxLifetimeEndsClaims (ClaimsEnding=True, a Warning event on the class) and
 	// ReasonNoClaimsEnding (ClaimsEnding=False).
 	ReasonMaxLifetimeEndsClaims = "MaxLifetimeEndsClaims"
@@ -454,7 +457,7 @@ type Operations struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="syncInterval must be at least 10s"
-	SyncInterval *metav1.Duration `json:"syncInterval,omitempty"`
+	SyncInterval *Duration `json:"syncInterval,omitempty"`
 }
 
 // WarmProvidersPolicy says whether a resource's applies may use warm provider processes.

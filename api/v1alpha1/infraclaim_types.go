@@ -72,7 +72,7 @@ type InfraClaimSpec struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="lifetime must be a duration above 0s and at most 2562047h (what a Go duration holds)"
-	Lifetime *metav1.Duration `json:"lifetime,omitempty"`
+	Lifetime *Duration `json:"lifetime,omitempty"`
 }
 
 // ClaimPhase is where a claim is in its life, as PersistentVolumeClaimPhase.

@@ -132,7 +132,7 @@ type InfraClassSpec struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="maxLifetime must be a duration above 0s and at most 2562047h (what a Go duration holds)"
-	MaxLifetime *metav1.Duration `json:"maxLifetime,omitempty"`
+	MaxLifetime *Duration `json:"maxLifetime,omitempty"`
 	// LifetimeNotice is how long before a claim's end its LifetimeEnding condition and Warning
 	// event come (default 1h).
 	// +optional
@@ -140,7 +140,7 @@ type InfraClassSpec struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="lifetimeNotice must be a duration above 0s and at most 2562047h (what a Go duration holds)"
-	LifetimeNotice *metav1.Duration `json:"lifetimeNotice,omitempty"`
+	LifetimeNotice *Duration `json:"lifetimeNotice,omitempty"`
 
 	// ReadyPool keeps resources of this class provisioned before claims ask for them, so that a
 	// claim binds at once (docs/claims.md#ready-pools).

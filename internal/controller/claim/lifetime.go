@@ -35,6 +35,14 @@ func (r *Reconciler) expire(ctx context.Context, claim *v1alpha1.InfraClaim, now
 	if err != nil {
 		return false, 0, err
 	}
+	if problem := lifetimeProblem(claim, class); problem != "" {
+		if cond := meta.FindStatusCondition(claim.Status.Conditions, v1alpha1.ConditionLifetimeEnding); cond == nil || cond.Reason != v1alpha1.ReasonInvalidDuration {
+			r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, v1alpha1.ReasonInvalidDuration, "Expire", "%s", problem)
+		}
+		shared.SetCondition(&claim.Status.Conditions, claim.Generation, v1alpha1.ConditionLifetimeEnding, metav1.ConditionUnknown,
+			v1alpha1.ReasonInvalidDuration, problem)
+		return false, 0, nil
+	}
 	lifetime, bounded := provision.LifetimeOf(claim, class)
 	if lifetime == 0 {
 		claim.Status.ExpiresAt = nil
@@ -68,6 +76,21 @@ func (r *Reconciler) expire(ctx context.Context, claim *v1alpha1.InfraClaim, now
 	shared.SetCondition(&claim.Status.Conditions, claim.Generation, v1alpha1.ConditionLifetimeEnding, metav1.ConditionTrue,
 		v1alpha1.ReasonLifetimeEnding, msg)
 	return false, end.Sub(now), nil
+}
+
+// lifetimeProblem describes the claim's spec.lifetime, or its class's maxLifetime, when the
+// controller cannot read it (v1alpha1.Duration's Unparsed: stored before the CRD refused it), with
+// what follows: the claim is not ended by a lifetime until it is mended, so a value nobody can read
+// never deletes a claim. "" when both read (or are unset).
+func lifetimeProblem(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) string {
+	problem := claim.Spec.Lifetime.Problem("spec.lifetime")
+	if class != nil && problem == "" {
+		problem = class.Spec.MaxLifetime.Problem("class " + class.Name + "'s spec.maxLifetime")
+	}
+	if problem == "" {
+		return ""
+	}
+	return problem + "; no lifetime ends this claim meanwhile"
 }
 
 // classOf is the class whose maxLifetime and notice apply to the claim: spec.className, else the

@@ -9,8 +9,8 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
@@ -34,7 +34,7 @@ var _ = Describe("Claim lifetimes", func() {
 			c.Spec.ReclaimPolicy = v1alpha1.ReclaimRetain
 		}))).To(Succeed())
 		claim := newClaim(ns, "short", kind, "5Gi", func(c *v1alpha1.InfraClaim) {
-			c.Spec.Lifetime = &metav1.Duration{Duration: 8 * time.Second}
+			c.Spec.Lifetime = &v1alpha1.Duration{Duration: 8 * time.Second}
 		})
 		Expect(k8s.Create(ctx, claim)).To(Succeed())
 		Eventually(getClaim(ctx, claim), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
@@ -61,11 +61,11 @@ var _ = Describe("Claim lifetimes", func() {
 
 	It("bounds a lifetime by the class's maxLifetime, gives one to a claim without, and extends on an edit", func() {
 		Expect(k8s.Create(ctx, newClass("max-"+ns, kind, true, func(c *v1alpha1.InfraClass) {
-			c.Spec.MaxLifetime = &metav1.Duration{Duration: 48 * time.Hour}
-			c.Spec.LifetimeNotice = &metav1.Duration{Duration: time.Minute}
+			c.Spec.MaxLifetime = &v1alpha1.Duration{Duration: 48 * time.Hour}
+			c.Spec.LifetimeNotice = &v1alpha1.Duration{Duration: time.Minute}
 		}))).To(Succeed())
 		long := newClaim(ns, "long", kind, "5Gi", func(c *v1alpha1.InfraClaim) {
-			c.Spec.Lifetime = &metav1.Duration{Duration: 1000 * time.Hour}
+			c.Spec.Lifetime = &v1alpha1.Duration{Duration: 1000 * time.Hour}
 		})
 		none := newClaim(ns, "none", kind, "5Gi")
 		Expect(k8s.Create(ctx, long)).To(Succeed())
@@ -85,7 +85,7 @@ var _ = Describe("Claim lifetimes", func() {
 			"far from the end (notice 1m): no LifetimeEnding")
 
 		got := getClaim(ctx, none)()
-		got.Spec.Lifetime = &metav1.Duration{Duration: 24 * time.Hour}
+		got.Spec.Lifetime = &v1alpha1.Duration{Duration: 24 * time.Hour}
 		Expect(k8s.Update(ctx, got)).To(Succeed())
 		Eventually(expiresAfter(none), timeout).Should(Equal(24*time.Hour), "an edit moves the end")
 	})
@@ -108,7 +108,7 @@ var _ = Describe("A class's new maxLifetime", func() {
 
 		By("the class gets maxLifetime 1s (notice 1h, the default): the claim is 2 s old")
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(class), class)).To(Succeed())
-		class.Spec.MaxLifetime = &metav1.Duration{Duration: time.Second}
+		class.Spec.MaxLifetime = &v1alpha1.Duration{Duration: time.Second}
 		Expect(k8s.Update(ctx, class)).To(Succeed())
 		told := time.Now()
 		// The class's change reaches its claims at their next reconcile: an edit of the claim makes one.
@@ -174,3 +174,85 @@ var _ = Describe("A lifetime out of Go's range", func() {
 		Expect(apierrors.IsInvalid(k8s.Create(ctx, obj))).To(BeTrue())
 	})
 })
+
+// Issue 65 item 5: a claim stored with a lifetime Go cannot hold ("9999999h", admitted by the CRD
+// before its CEL rule) made the claims list undecodable ("time: invalid duration"): the cache
+// stalled, and no claim of any namespace was reconciled until it was deleted, while the bad claim
+// itself said nothing.
+var _ = Describe("A claim whose lifetime the controller cannot read", func() {
+	It("stops no other claim, says so on itself, and is not ended by it", func() {
+		ctx := context.Background()
+		ns, kind := newNamespace(ctx), uniqueKind()
+		Expect(k8s.Create(ctx, newClass("badlife-"+ns, kind, true))).To(Succeed())
+
+		By("the CRD as it was before its lifetime rule: 9999999h is admitted")
+		restore := dropLifetimeRule(ctx)
+		DeferCleanup(restore)
+		bad := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": v1alpha1.GroupVersion.String(), "kind": "InfraClaim",
+			"metadata": map[string]any{"namespace": ns, "name": "bad"},
+			"spec": map[string]any{"resourceKind": kind, "lifetime": "9999999h",
+				"resources": map[string]any{"requests": map[string]any{"storage": "5Gi"}}},
+		}}
+		Eventually(func() error { return k8s.Create(ctx, bad.DeepCopy()) }, timeout).Should(Succeed())
+
+		By("a claim made after it is bound (the claims list still decodes)")
+		good := newClaim(ns, "good", kind, "5Gi")
+		Expect(k8s.Create(ctx, good)).To(Succeed())
+		Eventually(getClaim(ctx, good), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
+
+		By("the bad claim says InvalidDuration, keeps what its author wrote, and is not deleted")
+		badClaim := &v1alpha1.InfraClaim{}
+		badClaim.Namespace, badClaim.Name = ns, "bad"
+		Eventually(func() string {
+			c := getClaim(ctx, badClaim)()
+			if cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionLifetimeEnding); cond != nil {
+				return string(cond.Status) + " " + cond.Reason + ": " + cond.Message
+			}
+			return ""
+		}, timeout).Should(And(HavePrefix("Unknown "+v1alpha1.ReasonInvalidDuration), ContainSubstring(`"9999999h"`)))
+		got := getClaim(ctx, badClaim)()
+		Expect(got.DeletionTimestamp).To(BeNil())
+		Expect(got.Status.ExpiresAt).To(BeNil())
+		Expect(got.Spec.Lifetime.Unparsed).To(Equal(`"9999999h"`))
+		Eventually(func() []string { return warningReasons(ctx, got) }, timeout).Should(ContainElement(v1alpha1.ReasonInvalidDuration))
+		raw := &unstructured.Unstructured{}
+		raw.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("InfraClaim"))
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(got), raw)).To(Succeed())
+		Expect(raw.Object["spec"].(map[string]any)["lifetime"]).To(Equal("9999999h"), "the controller's writes kept the value as written")
+		Expect(k8s.Delete(ctx, got)).To(Succeed())
+	})
+})
+
+// dropLifetimeRule removes the CEL rule of the InfraClaim CRD's spec.lifetime (as the CRD was before
+// issue 65), and returns what puts it back. Errors fail the spec.
+func dropLifetimeRule(ctx context.Context) func() {
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	key := client.ObjectKey{Name: "infraclaims." + v1alpha1.GroupVersion.Group}
+	Expect(k8s.Get(ctx, key, crd)).To(Succeed())
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	path := []string{"schema", "openAPIV3Schema", "properties", "spec", "properties", "lifetime", "x-kubernetes-validations"}
+	version := versions[0].(map[string]any)
+	rules, found, err := unstructured.NestedSlice(version, path...)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(found).To(BeTrue(), "the CRD's spec.lifetime has a CEL rule")
+	unstructured.RemoveNestedField(version, path...)
+	Expect(unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions")).To(Succeed())
+	Expect(k8s.Update(ctx, crd)).To(Succeed())
+	return func() {
+		Eventually(func() error {
+			if err := k8s.Get(ctx, key, crd); err != nil {
+				return err
+			}
+			versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+			if err := unstructured.SetNestedSlice(versions[0].(map[string]any), rules, path...); err != nil {
+				return err
+			}
+			if err := unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions"); err != nil {
+				return err
+			}
+			return k8s.Update(ctx, crd)
+		}, timeout).Should(Succeed())
+	}
+}

@@ -31,6 +31,15 @@ const namesShown = 10
 // (provision.EndOf). It returns when to count again (0: the class has no maxLifetime). Errors:
 // listing claims.
 func (r *Reconciler) observeEndings(ctx context.Context, class *v1alpha1.InfraClass, now time.Time) (time.Duration, error) {
+	if problem := class.Spec.MaxLifetime.Problem("spec.maxLifetime"); problem != "" {
+		problem += "; it ends no claim meanwhile"
+		if cond := meta.FindStatusCondition(class.Status.Conditions, v1alpha1.ConditionClaimsEnding); cond == nil || cond.Reason != v1alpha1.ReasonInvalidDuration {
+			r.Recorder.Eventf(class, nil, corev1.EventTypeWarning, v1alpha1.ReasonInvalidDuration, "Expire", "%s", problem)
+		}
+		shared.SetCondition(&class.Status.Conditions, class.Generation, v1alpha1.ConditionClaimsEnding, metav1.ConditionUnknown,
+			v1alpha1.ReasonInvalidDuration, problem)
+		return 0, nil
+	}
 	if class.Spec.MaxLifetime == nil || class.Spec.MaxLifetime.Duration <= 0 {
 		meta.RemoveStatusCondition(&class.Status.Conditions, v1alpha1.ConditionClaimsEnding)
 		return 0, nil
@@ -56,7 +65,7 @@ func (r *Reconciler) observeEndings(ctx context.Context, class *v1alpha1.InfraCl
 	}
 	if len(ending) == 0 {
 		shared.SetCondition(&class.Status.Conditions, class.Generation, v1alpha1.ConditionClaimsEnding, metav1.ConditionFalse,
-			v1alpha1.ReasonNoClaimsEnding, fmt.Sprintf("maxLifetime %s ends no claim of this class within its notice (%s)", class.Spec.MaxLifetime.Duration, notice))
+			v1alpha1.ReasonNoClaimsEnding, fmt.Sprintf("maxLifetime %s ends no claim of this class within its notice (%s)%s", class.Spec.MaxLifetime.Duration, notice, noticeProblem(class)))
 		return endingRecheck, nil
 	}
 	sort.Strings(ending)
@@ -66,11 +75,21 @@ func (r *Reconciler) observeEndings(ctx context.Context, class *v1alpha1.InfraCl
 	}
 	msg := fmt.Sprintf("maxLifetime %s ends %d claim(s) of this class within its notice (%s): %s; each says LifetimeEnding and is deleted "+
 		"no sooner than a whole notice after it was told, its resource reclaimed by its reclaim policy; raise or remove maxLifetime to keep them",
-		class.Spec.MaxLifetime.Duration, len(ending), notice, strings.Join(shown, ", "))
+		class.Spec.MaxLifetime.Duration, len(ending), notice, strings.Join(shown, ", ")) + noticeProblem(class)
 	if !meta.IsStatusConditionTrue(class.Status.Conditions, v1alpha1.ConditionClaimsEnding) {
 		r.Recorder.Eventf(class, nil, corev1.EventTypeWarning, v1alpha1.ReasonMaxLifetimeEndsClaims, "Expire", "%s", shared.Truncate(msg, 1024))
 	}
 	shared.SetCondition(&class.Status.Conditions, class.Generation, v1alpha1.ConditionClaimsEnding, metav1.ConditionTrue,
 		v1alpha1.ReasonMaxLifetimeEndsClaims, shared.Truncate(msg, 1024))
 	return endingRecheck, nil
+}
+
+// noticeProblem is "; " and what the controller cannot read of the class's lifetimeNotice
+// (v1alpha1.Duration's Unparsed: stored before the CRD refused it), for ClaimsEnding's message;
+// "" when it reads. An unread notice is the default one (provision.NoticeOf).
+func noticeProblem(class *v1alpha1.InfraClass) string {
+	if p := class.Spec.LifetimeNotice.Problem("spec.lifetimeNotice"); p != "" {
+		return "; " + p + " (the default notice applies)"
+	}
+	return ""
 }

@@ -27,7 +27,7 @@ func TestClaimsEndingCountsWhatANewMaximumEnds(t *testing.T) {
 		c.Spec.ClassName = class
 		c.Status.Phase = v1alpha1.ClaimBound
 		if own > 0 {
-			c.Spec.Lifetime = &metav1.Duration{Duration: own}
+			c.Spec.Lifetime = &v1alpha1.Duration{Duration: own}
 		}
 		return c
 	}
@@ -41,7 +41,7 @@ func TestClaimsEndingCountsWhatANewMaximumEnds(t *testing.T) {
 	rec := events.NewFakeRecorder(10)
 	r := &Reconciler{Client: c, Recorder: rec}
 	class := &v1alpha1.InfraClass{ObjectMeta: metav1.ObjectMeta{Name: "db"}}
-	class.Spec.MaxLifetime = &metav1.Duration{Duration: 24 * time.Hour}
+	class.Spec.MaxLifetime = &v1alpha1.Duration{Duration: 24 * time.Hour}
 
 	if _, err := r.observeEndings(context.Background(), class, now); err != nil {
 		t.Fatal(err)
@@ -76,5 +76,52 @@ func TestClaimsEndingCountsWhatANewMaximumEnds(t *testing.T) {
 	}
 	if cond := meta.FindStatusCondition(class.Status.Conditions, v1alpha1.ConditionClaimsEnding); cond != nil {
 		t.Fatalf("ClaimsEnding %+v without maxLifetime, want none", cond)
+	}
+}
+
+// Issue 65 item 5: a class whose maxLifetime the controller cannot read (stored before the CRD
+// refused it) ends no claim and says so; an unreadable notice is the default one, said too.
+func TestAnUnreadableMaxLifetimeEndsNoClaim(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = v1alpha1.AddToScheme(scheme)
+	now := time.Now()
+	old := &v1alpha1.InfraClaim{ObjectMeta: metav1.ObjectMeta{Name: "old-db", Namespace: "team-a",
+		CreationTimestamp: metav1.Time{Time: now.Add(-90 * 24 * time.Hour)}}}
+	old.Spec.ClassName = "db"
+	rec := events.NewFakeRecorder(10)
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(old).Build(), Recorder: rec}
+	class := &v1alpha1.InfraClass{ObjectMeta: metav1.ObjectMeta{Name: "db"}}
+	class.Spec.MaxLifetime = &v1alpha1.Duration{Unparsed: `"9999999h"`}
+
+	wait, err := r.observeEndings(context.Background(), class, now)
+	if err != nil || wait != 0 {
+		t.Fatalf("observeEndings: %s, %v", wait, err)
+	}
+	cond := meta.FindStatusCondition(class.Status.Conditions, v1alpha1.ConditionClaimsEnding)
+	if cond == nil || cond.Status != metav1.ConditionUnknown || cond.Reason != v1alpha1.ReasonInvalidDuration ||
+		!strings.Contains(cond.Message, `spec.maxLifetime: "9999999h"`) || !strings.Contains(cond.Message, "ends no claim") {
+		t.Fatalf("ClaimsEnding %+v, want Unknown InvalidDuration naming the value", cond)
+	}
+	if e := <-rec.Events; !strings.Contains(e, v1alpha1.ReasonInvalidDuration) {
+		t.Fatalf("event %q", e)
+	}
+	if _, err := r.observeEndings(context.Background(), class, now); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-rec.Events:
+		t.Fatalf("a second event for the same problem: %q", e)
+	default:
+	}
+
+	class.Spec.MaxLifetime = &v1alpha1.Duration{Duration: 24 * time.Hour}
+	class.Spec.LifetimeNotice = &v1alpha1.Duration{Unparsed: `"99999999999h"`}
+	if _, err := r.observeEndings(context.Background(), class, now); err != nil {
+		t.Fatal(err)
+	}
+	cond = meta.FindStatusCondition(class.Status.Conditions, v1alpha1.ConditionClaimsEnding)
+	if cond == nil || cond.Reason != v1alpha1.ReasonMaxLifetimeEndsClaims || !strings.Contains(cond.Message, "notice (1h0m0s)") ||
+		!strings.Contains(cond.Message, "spec.lifetimeNotice") || !strings.Contains(cond.Message, "the default notice applies") {
+		t.Fatalf("ClaimsEnding %+v, want the default notice and the unreadable one named", cond)
 	}
 }

@@ -187,13 +187,15 @@ func TestASyncRequestDoesNotReplanAPlanWaitingForApproval(t *testing.T) {
 // an hour is not checked (the manager's 10 minutes would have), and waits the rest of its hour;
 // with 5 minutes it is checked.
 func TestTheResourcesSyncIntervalReplacesTheManagers(t *testing.T) {
-	hour := func(res *v1alpha1.InfraResource) { res.Spec.SyncInterval = &metav1.Duration{Duration: time.Hour} }
+	hour := func(res *v1alpha1.InfraResource) { res.Spec.SyncInterval = &v1alpha1.Duration{Duration: time.Hour} }
 	r, runs, req := appliedResource(t, 20*time.Minute, nil, hour)
 	result, _ := reconcileAndGet(t, r, req)
 	if runs.drifts != 0 || result.RequeueAfter < 30*time.Minute {
 		t.Fatalf("interval 1h, 20m since the last run: %d drift checks, requeue %s; want none and about 40m", runs.drifts, result.RequeueAfter)
 	}
-	five := func(res *v1alpha1.InfraResource) { res.Spec.SyncInterval = &metav1.Duration{Duration: 5 * time.Minute} }
+	five := func(res *v1alpha1.InfraResource) {
+		res.Spec.SyncInterval = &v1alpha1.Duration{Duration: 5 * time.Minute}
+	}
 	r, runs, req = appliedResource(t, 20*time.Minute, nil, five)
 	reconcileAndGet(t, r, req)
 	if runs.drifts != 1 {
