@@ -35,8 +35,12 @@ type Plan struct {
 }
 
 // Facts are what a rule knows besides the plan. Claim is zero for a resource with no claim.
+// Namespace is the claim's namespace (Name, Labels; no Namespace), zero when no rule reads it
+// (ReadsNamespace) or with no claim; omitted from Facts' JSON when zero, so that a policy digest of
+// facts without it is what it was before the field existed.
 type Facts struct {
 	Claim, Class, Resource Object
+	Namespace              Object `json:",omitzero"`
 }
 
 // Violation is a rule that one or more changes of a plan broke.
@@ -86,10 +90,11 @@ func (s *Set) EvaluateContext(ctx context.Context, p Plan, facts Facts) []Violat
 		list[i] = changeMap(c)
 	}
 	base := &activation{vars: map[string]any{
-		"plan":     map[string]any{"changes": list},
-		"claim":    objectMap(facts.Claim, true),
-		"class":    objectMap(facts.Class, false),
-		"resource": objectMap(facts.Resource, false),
+		"plan":            map[string]any{"changes": list},
+		"claim":           objectMap(facts.Claim, true),
+		"namespaceObject": objectMap(facts.Namespace, false),
+		"class":           objectMap(facts.Class, false),
+		"resource":        objectMap(facts.Resource, false),
 	}}
 	var out []Violation
 	var spent uint64

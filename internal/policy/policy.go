@@ -9,13 +9,18 @@
 //
 // What a rule sees (variables; Fields names their keys):
 //
-//	change    the resource change: address, moduleAddress, mode, type, name, index, providerName,
-//	          actions (e.g. ["delete","create"]), before, after, afterUnknown (the values of
-//	          `terraform show -json`'s resource_changes[].change), importing
-//	plan      the whole plan: changes (every change, as above)
-//	claim     the bound claim: namespace, name, labels ("" and {} for a resource with no claim)
-//	class     the resource's class: name, labels
-//	resource  the resource: name, labels
+//	change           the resource change: address, moduleAddress, mode, type, name, index,
+//	                 providerName, actions (e.g. ["delete","create"]), before, after, afterUnknown
+//	                 (the values of `terraform show -json`'s resource_changes[].change), importing
+//	plan             the whole plan: changes (every change, as above)
+//	claim            the bound claim: namespace, name, labels ("" and {} for a resource with no
+//	                 claim)
+//	namespaceObject  the bound claim's namespace: name, labels (what the cluster's administrators
+//	                 set on it, where a claim's own labels are its tenant's to write; "" and {} with
+//	                 no claim). Named as ValidatingAdmissionPolicy names it: namespace is reserved
+//	                 in CEL.
+//	class            the resource's class: name, labels
+//	resource         the resource: name, labels
 //
 // A rule reads nothing else: no Secret, no state, no function that reaches outside the
 // expression (the environment has CEL's standard library, its strings and sets extensions, and
@@ -90,11 +95,12 @@ var DestructiveChange = Rule{
 // Fields are the keys of each variable a rule sees; selecting any other key of these variables
 // is a compile error (their values, change.before and change.after, are free).
 var Fields = map[string][]string{
-	"change":   {"address", "moduleAddress", "mode", "type", "name", "index", "providerName", "actions", "before", "after", "afterUnknown", "importing"},
-	"plan":     {"changes"},
-	"claim":    {"namespace", "name", "labels"},
-	"class":    {"name", "labels"},
-	"resource": {"name", "labels"},
+	"change":          {"address", "moduleAddress", "mode", "type", "name", "index", "providerName", "actions", "before", "after", "afterUnknown", "importing"},
+	"plan":            {"changes"},
+	"claim":           {"namespace", "name", "labels"},
+	"namespaceObject": {"name", "labels"},
+	"class":           {"name", "labels"},
+	"resource":        {"name", "labels"},
 }
 
 // CompileError is a rule that does not compile: its index in the list, its name, and CEL's
@@ -207,6 +213,7 @@ func celEnv() (*cel.Env, error) {
 			cel.Variable("change", obj),
 			cel.Variable("plan", obj),
 			cel.Variable("claim", obj),
+			cel.Variable("namespaceObject", obj),
 			cel.Variable("class", obj),
 			cel.Variable("resource", obj),
 			cel.CrossTypeNumericComparisons(true),
@@ -242,4 +249,31 @@ func checkFields(ast *cel.Ast) error {
 		errs = append(errs, fmt.Errorf("%s has no key %q (it has %s)", v, sel.FieldName(), strings.Join(keys, ", ")))
 	}))
 	return errors.Join(errs...)
+}
+
+// ReadsNamespace reports whether any of rules names the namespaceObject variable (its identifier
+// anywhere in the expression; a rule that does not parse counts as not reading it). The controller
+// reads the claim's Namespace, and keeps its labels in a held plan's policy digest, only then: a
+// class whose rules do not read it decides and digests exactly as before the variable existed.
+func ReadsNamespace(rules []Rule) bool {
+	e, err := celEnv()
+	if err != nil {
+		return false
+	}
+	for _, r := range rules {
+		ast, iss := e.Parse(r.Expression)
+		if iss.Err() != nil {
+			continue
+		}
+		found := false
+		celast.PostOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(x celast.Expr) {
+			if x.Kind() == celast.IdentKind && x.AsIdent() == "namespaceObject" {
+				found = true
+			}
+		}))
+		if found {
+			return true
+		}
+	}
+	return false
 }

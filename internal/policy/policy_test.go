@@ -170,3 +170,37 @@ func TestPlanCostBudgetBoundsAWholePlan(t *testing.T) {
 		t.Fatalf("a done context: %+v, want the rule broken", got)
 	}
 }
+
+// Issue 65 item 8: the namespaceObject variable (name, labels; `namespace` is reserved in CEL,
+// and ValidatingAdmissionPolicy names its variable so too) is what a rule reads of the claim's
+// namespace; it has no other key, and ReadsNamespace finds it anywhere in an expression.
+func TestNamespaceVariable(t *testing.T) {
+	set, err := Compile([]Rule{{Name: "prod-only-eu", Action: ActionDeny,
+		Expression: "!('env' in namespaceObject.labels) || namespaceObject.labels['env'] != 'prod' || change.after.location == 'EU'"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := Plan{Changes: []Change{{Address: "b.us", Type: "bucket", After: map[string]any{"location": "US"}, Actions: []string{"create"}}}}
+	prod := Facts{Claim: Object{Namespace: "shop", Name: "web", Labels: map[string]string{"env": "dev"}},
+		Namespace: Object{Name: "shop", Labels: map[string]string{"env": "prod"}}}
+	if v := set.Evaluate(plan, prod); len(v) != 1 {
+		t.Fatalf("a prod namespace's US bucket passed (the claim's own env=dev label must not decide): %+v", v)
+	}
+	if v := set.Evaluate(plan, Facts{}); v != nil {
+		t.Fatalf("no namespace (a resource with no claim): %+v", v)
+	}
+	if _, err := Compile([]Rule{{Name: "x", Action: ActionDeny, Expression: "namespaceObject.annotations.size() == 0"}}); err == nil ||
+		!strings.Contains(err.Error(), `namespaceObject has no key "annotations"`) {
+		t.Fatalf("namespaceObject.annotations compiled: %v", err)
+	}
+	for expr, want := range map[string]bool{
+		"namespaceObject.labels['env'] == 'prod'":            true,
+		"plan.changes.all(c, has(namespaceObject.labels.a))": true,
+		"claim.namespace == 'shop'":                          false,
+		"'namespace' in claim.labels":                        false,
+	} {
+		if got := ReadsNamespace([]Rule{{Name: "r", Expression: expr}}); got != want {
+			t.Errorf("ReadsNamespace(%s) = %v, want %v", expr, got, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -94,6 +95,56 @@ var _ = Describe("Plan policy", func() {
 			HaveField("Message", ContainSubstring(`rule 2 (typo): change has no key "afer"`))))
 	})
 })
+
+// Issue 65 item 8 with real plans: a rule reads the claim's namespace labels (the administrators'),
+// not only the claim's own (its tenant's), and a changed namespace label plans again at the
+// resource's next reconcile.
+var _ = Describe("Plan policy on namespace labels", func() {
+	It("refuses a plan for a claim in a frozen namespace whatever the claim's own labels say, and applies once the namespace is open", func() {
+		s := newScenario()
+		setNamespaceLabel(s, "tier", "frozen")
+		class := fileClass("nspolicy-"+s.ns, s.kind, v1alpha1.ReclaimDelete, func(c *v1alpha1.InfraClass) {
+			c.Spec.Policy = &v1alpha1.PlanPolicy{Rules: []v1alpha1.PolicyRule{
+				{Name: "frozen", Action: v1alpha1.PolicyDeny, Message: "the namespace is frozen",
+					Expression: "!('tier' in namespaceObject.labels) || namespaceObject.labels.tier != 'frozen'"},
+			}}
+		})
+		Expect(k8s.Create(s.ctx, class)).To(Succeed())
+		claim := fileClaim(s.ns, "app", s.kind, s.dir, "world")
+		claim.Labels = map[string]string{"tier": "open"}
+		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
+		path := filepath.Join(s.dir, s.ns+"-app.txt")
+
+		Eventually(func() string { return s.claim(claim)().Spec.ResourceName }, timeout, time.Second).ShouldNot(BeEmpty())
+		res := s.claim(claim)().Spec.ResourceName
+		Eventually(pendingPlan(s, res), timeout, time.Second).ShouldNot(BeNil())
+		pp := pendingPlan(s, res)()
+		Expect(pp.Reason).To(Equal(resourcecontroller.WaitPolicyDenied))
+		Expect(pp.Message).To(Equal("rule frozen: the namespace is frozen (module.main.local_file.this)"))
+		Expect(fileContent(path)).To(HavePrefix("<"), "nothing applied")
+
+		By("the namespace opened, and a sync asked: planned again under the new label, applied")
+		setNamespaceLabel(s, "tier", "open")
+		annotate(s, res, v1alpha1.AnnotationReconcileRequestedAt, "namespace-opened")
+		Eventually(func() string { return fileContent(path) }, timeout, time.Second).Should(Equal("hello world"))
+		readyAt(s, res)
+	})
+})
+
+// setNamespaceLabel sets a label of the scenario's namespace.
+func setNamespaceLabel(s *scenario, key, value string) {
+	Eventually(func() error {
+		ns := &corev1.Namespace{}
+		if err := k8s.Get(s.ctx, client.ObjectKey{Name: s.ns}, ns); err != nil {
+			return err
+		}
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		ns.Labels[key] = value
+		return k8s.Update(s.ctx, ns)
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+}
 
 // classCondition reads the class's condition of type typ (zero when it has none).
 func classCondition(s *scenario, name, typ string) func() metav1.Condition {

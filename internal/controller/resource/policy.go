@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -58,7 +59,8 @@ func policyMoved(s *resourceScope) bool {
 }
 
 // preparePolicy sets the run's rules and facts on s (the class's rules; the claim, class and
-// resource as rules see them), once the class is known. The error is an *invalidPolicy when a rule
+// resource as rules see them, and the claim's namespace when a rule reads it), once the class is
+// known. The error is an *invalidPolicy when a rule
 // does not compile, or the claim's read.
 func (r *syncer) preparePolicy(ctx context.Context, s *resourceScope) error {
 	s.policy, s.facts = provision.PolicyRules(s.class), policy.Facts{}
@@ -84,6 +86,16 @@ func (r *syncer) preparePolicy(ctx context.Context, s *resourceScope) error {
 			return err
 		}
 		s.facts.Claim = policy.Object{Namespace: ref.Namespace, Name: ref.Name, Labels: claim.Labels}
+		if policy.ReadsNamespace(s.policy) {
+			ns := &corev1.Namespace{}
+			if err := r.api.Get(ctx, types.NamespacedName{Name: ref.Namespace}, ns); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			s.facts.Namespace = policy.Object{Name: ref.Namespace}
+			if len(ns.Labels) > 0 {
+				s.facts.Namespace.Labels = ns.Labels
+			}
+		}
 	}
 	return nil
 }

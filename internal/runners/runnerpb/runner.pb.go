@@ -1241,10 +1241,13 @@ func (x *PolicyRule) GetMessage() string {
 
 // PolicyFacts is policy.Facts: the claim (empty when none), class and resource a rule sees.
 type PolicyFacts struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Claim         *PolicyObject          `protobuf:"bytes,1,opt,name=claim,proto3" json:"claim,omitempty"`
-	Class         *PolicyObject          `protobuf:"bytes,2,opt,name=class,proto3" json:"class,omitempty"`
-	Resource      *PolicyObject          `protobuf:"bytes,3,opt,name=resource,proto3" json:"resource,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Claim    *PolicyObject          `protobuf:"bytes,1,opt,name=claim,proto3" json:"claim,omitempty"`
+	Class    *PolicyObject          `protobuf:"bytes,2,opt,name=class,proto3" json:"class,omitempty"`
+	Resource *PolicyObject          `protobuf:"bytes,3,opt,name=resource,proto3" json:"resource,omitempty"`
+	// namespace is the claim's namespace (name and labels), set only when a rule reads it
+	// (policy.ReadsNamespace); a manager older than the field sends none, which rules see as "" and {}.
+	Namespace     *PolicyObject `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1296,6 +1299,13 @@ func (x *PolicyFacts) GetClass() *PolicyObject {
 func (x *PolicyFacts) GetResource() *PolicyObject {
 	if x != nil {
 		return x.Resource
+	}
+	return nil
+}
+
+func (x *PolicyFacts) GetNamespace() *PolicyObject {
+	if x != nil {
+		return x.Namespace
 	}
 	return nil
 }
@@ -3335,11 +3345,12 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"expression\x18\x02 \x01(\tR\n" +
 	"expression\x12\x16\n" +
 	"\x06action\x18\x03 \x01(\tR\x06action\x12\x18\n" +
-	"\amessage\x18\x04 \x01(\tR\amessage\"\xbe\x01\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"\xff\x01\n" +
 	"\vPolicyFacts\x127\n" +
 	"\x05claim\x18\x01 \x01(\v2!.conductor.runner.v1.PolicyObjectR\x05claim\x127\n" +
 	"\x05class\x18\x02 \x01(\v2!.conductor.runner.v1.PolicyObjectR\x05class\x12=\n" +
-	"\bresource\x18\x03 \x01(\v2!.conductor.runner.v1.PolicyObjectR\bresource\"\xc2\x01\n" +
+	"\bresource\x18\x03 \x01(\v2!.conductor.runner.v1.PolicyObjectR\bresource\x12?\n" +
+	"\tnamespace\x18\x04 \x01(\v2!.conductor.runner.v1.PolicyObjectR\tnamespace\"\xc2\x01\n" +
 	"\fPolicyObject\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12E\n" +
@@ -3623,51 +3634,52 @@ var file_conductor_runner_v1_runner_proto_depIdxs = []int32{
 	16, // 19: conductor.runner.v1.PolicyFacts.claim:type_name -> conductor.runner.v1.PolicyObject
 	16, // 20: conductor.runner.v1.PolicyFacts.class:type_name -> conductor.runner.v1.PolicyObject
 	16, // 21: conductor.runner.v1.PolicyFacts.resource:type_name -> conductor.runner.v1.PolicyObject
-	43, // 22: conductor.runner.v1.PolicyObject.labels:type_name -> conductor.runner.v1.PolicyObject.LabelsEntry
-	23, // 23: conductor.runner.v1.Spec.module:type_name -> conductor.runner.v1.Module
-	24, // 24: conductor.runner.v1.Spec.backend:type_name -> conductor.runner.v1.Backend
-	44, // 25: conductor.runner.v1.Spec.variables:type_name -> conductor.runner.v1.Spec.VariablesEntry
-	45, // 26: conductor.runner.v1.Spec.sensitive_variables:type_name -> conductor.runner.v1.Spec.SensitiveVariablesEntry
-	46, // 27: conductor.runner.v1.Spec.env:type_name -> conductor.runner.v1.Spec.EnvEntry
-	21, // 28: conductor.runner.v1.Spec.identity:type_name -> conductor.runner.v1.Identity
-	20, // 29: conductor.runner.v1.Spec.source_credentials:type_name -> conductor.runner.v1.SourceCredentials
-	47, // 30: conductor.runner.v1.Spec.ephemeral_variables:type_name -> conductor.runner.v1.Spec.EphemeralVariablesEntry
-	48, // 31: conductor.runner.v1.SourceCredentials.registry_tokens:type_name -> conductor.runner.v1.SourceCredentials.RegistryTokensEntry
-	49, // 32: conductor.runner.v1.Identity.env:type_name -> conductor.runner.v1.Identity.EnvEntry
-	22, // 33: conductor.runner.v1.Identity.google:type_name -> conductor.runner.v1.GoogleIdentity
-	50, // 34: conductor.runner.v1.Backend.config:type_name -> conductor.runner.v1.Backend.ConfigEntry
-	26, // 35: conductor.runner.v1.BackendValue.string_map:type_name -> conductor.runner.v1.StringMap
-	51, // 36: conductor.runner.v1.StringMap.entries:type_name -> conductor.runner.v1.StringMap.EntriesEntry
-	29, // 37: conductor.runner.v1.ModuleSchema.inputs:type_name -> conductor.runner.v1.Input
-	30, // 38: conductor.runner.v1.ModuleSchema.outputs:type_name -> conductor.runner.v1.ModuleOutput
-	32, // 39: conductor.runner.v1.Plan.summary:type_name -> conductor.runner.v1.Summary
-	33, // 40: conductor.runner.v1.Plan.changes:type_name -> conductor.runner.v1.Change
-	35, // 41: conductor.runner.v1.Result.apply:type_name -> conductor.runner.v1.ApplyResult
-	38, // 42: conductor.runner.v1.Result.drift:type_name -> conductor.runner.v1.StreamResult
-	39, // 43: conductor.runner.v1.Result.error:type_name -> conductor.runner.v1.Error
-	28, // 44: conductor.runner.v1.ApplyResult.schema:type_name -> conductor.runner.v1.ModuleSchema
-	36, // 45: conductor.runner.v1.ApplyResult.imports:type_name -> conductor.runner.v1.ImportResult
-	31, // 46: conductor.runner.v1.ApplyResult.plan:type_name -> conductor.runner.v1.Plan
-	52, // 47: conductor.runner.v1.ApplyResult.outputs:type_name -> conductor.runner.v1.ApplyResult.OutputsEntry
-	18, // 48: conductor.runner.v1.ApplyResult.held:type_name -> conductor.runner.v1.Hold
-	17, // 49: conductor.runner.v1.ApplyResult.resolutions:type_name -> conductor.runner.v1.Resolution
-	39, // 50: conductor.runner.v1.ImportResult.error:type_name -> conductor.runner.v1.Error
-	31, // 51: conductor.runner.v1.StreamResult.plan:type_name -> conductor.runner.v1.Plan
-	32, // 52: conductor.runner.v1.StreamResult.applied:type_name -> conductor.runner.v1.Summary
-	53, // 53: conductor.runner.v1.StreamResult.outputs:type_name -> conductor.runner.v1.StreamResult.OutputsEntry
-	1,  // 54: conductor.runner.v1.Error.kind:type_name -> conductor.runner.v1.ErrorKind
-	40, // 55: conductor.runner.v1.Error.run:type_name -> conductor.runner.v1.RunError
-	41, // 56: conductor.runner.v1.Error.lock:type_name -> conductor.runner.v1.LockError
-	25, // 57: conductor.runner.v1.Backend.ConfigEntry.value:type_name -> conductor.runner.v1.BackendValue
-	37, // 58: conductor.runner.v1.ApplyResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
-	37, // 59: conductor.runner.v1.StreamResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
-	2,  // 60: conductor.runner.v1.Runs.Run:input_type -> conductor.runner.v1.RunnerMessage
-	3,  // 61: conductor.runner.v1.Runs.Run:output_type -> conductor.runner.v1.ManagerMessage
-	61, // [61:62] is the sub-list for method output_type
-	60, // [60:61] is the sub-list for method input_type
-	60, // [60:60] is the sub-list for extension type_name
-	60, // [60:60] is the sub-list for extension extendee
-	0,  // [0:60] is the sub-list for field type_name
+	16, // 22: conductor.runner.v1.PolicyFacts.namespace:type_name -> conductor.runner.v1.PolicyObject
+	43, // 23: conductor.runner.v1.PolicyObject.labels:type_name -> conductor.runner.v1.PolicyObject.LabelsEntry
+	23, // 24: conductor.runner.v1.Spec.module:type_name -> conductor.runner.v1.Module
+	24, // 25: conductor.runner.v1.Spec.backend:type_name -> conductor.runner.v1.Backend
+	44, // 26: conductor.runner.v1.Spec.variables:type_name -> conductor.runner.v1.Spec.VariablesEntry
+	45, // 27: conductor.runner.v1.Spec.sensitive_variables:type_name -> conductor.runner.v1.Spec.SensitiveVariablesEntry
+	46, // 28: conductor.runner.v1.Spec.env:type_name -> conductor.runner.v1.Spec.EnvEntry
+	21, // 29: conductor.runner.v1.Spec.identity:type_name -> conductor.runner.v1.Identity
+	20, // 30: conductor.runner.v1.Spec.source_credentials:type_name -> conductor.runner.v1.SourceCredentials
+	47, // 31: conductor.runner.v1.Spec.ephemeral_variables:type_name -> conductor.runner.v1.Spec.EphemeralVariablesEntry
+	48, // 32: conductor.runner.v1.SourceCredentials.registry_tokens:type_name -> conductor.runner.v1.SourceCredentials.RegistryTokensEntry
+	49, // 33: conductor.runner.v1.Identity.env:type_name -> conductor.runner.v1.Identity.EnvEntry
+	22, // 34: conductor.runner.v1.Identity.google:type_name -> conductor.runner.v1.GoogleIdentity
+	50, // 35: conductor.runner.v1.Backend.config:type_name -> conductor.runner.v1.Backend.ConfigEntry
+	26, // 36: conductor.runner.v1.BackendValue.string_map:type_name -> conductor.runner.v1.StringMap
+	51, // 37: conductor.runner.v1.StringMap.entries:type_name -> conductor.runner.v1.StringMap.EntriesEntry
+	29, // 38: conductor.runner.v1.ModuleSchema.inputs:type_name -> conductor.runner.v1.Input
+	30, // 39: conductor.runner.v1.ModuleSchema.outputs:type_name -> conductor.runner.v1.ModuleOutput
+	32, // 40: conductor.runner.v1.Plan.summary:type_name -> conductor.runner.v1.Summary
+	33, // 41: conductor.runner.v1.Plan.changes:type_name -> conductor.runner.v1.Change
+	35, // 42: conductor.runner.v1.Result.apply:type_name -> conductor.runner.v1.ApplyResult
+	38, // 43: conductor.runner.v1.Result.drift:type_name -> conductor.runner.v1.StreamResult
+	39, // 44: conductor.runner.v1.Result.error:type_name -> conductor.runner.v1.Error
+	28, // 45: conductor.runner.v1.ApplyResult.schema:type_name -> conductor.runner.v1.ModuleSchema
+	36, // 46: conductor.runner.v1.ApplyResult.imports:type_name -> conductor.runner.v1.ImportResult
+	31, // 47: conductor.runner.v1.ApplyResult.plan:type_name -> conductor.runner.v1.Plan
+	52, // 48: conductor.runner.v1.ApplyResult.outputs:type_name -> conductor.runner.v1.ApplyResult.OutputsEntry
+	18, // 49: conductor.runner.v1.ApplyResult.held:type_name -> conductor.runner.v1.Hold
+	17, // 50: conductor.runner.v1.ApplyResult.resolutions:type_name -> conductor.runner.v1.Resolution
+	39, // 51: conductor.runner.v1.ImportResult.error:type_name -> conductor.runner.v1.Error
+	31, // 52: conductor.runner.v1.StreamResult.plan:type_name -> conductor.runner.v1.Plan
+	32, // 53: conductor.runner.v1.StreamResult.applied:type_name -> conductor.runner.v1.Summary
+	53, // 54: conductor.runner.v1.StreamResult.outputs:type_name -> conductor.runner.v1.StreamResult.OutputsEntry
+	1,  // 55: conductor.runner.v1.Error.kind:type_name -> conductor.runner.v1.ErrorKind
+	40, // 56: conductor.runner.v1.Error.run:type_name -> conductor.runner.v1.RunError
+	41, // 57: conductor.runner.v1.Error.lock:type_name -> conductor.runner.v1.LockError
+	25, // 58: conductor.runner.v1.Backend.ConfigEntry.value:type_name -> conductor.runner.v1.BackendValue
+	37, // 59: conductor.runner.v1.ApplyResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
+	37, // 60: conductor.runner.v1.StreamResult.OutputsEntry.value:type_name -> conductor.runner.v1.Output
+	2,  // 61: conductor.runner.v1.Runs.Run:input_type -> conductor.runner.v1.RunnerMessage
+	3,  // 62: conductor.runner.v1.Runs.Run:output_type -> conductor.runner.v1.ManagerMessage
+	62, // [62:63] is the sub-list for method output_type
+	61, // [61:62] is the sub-list for method input_type
+	61, // [61:61] is the sub-list for extension type_name
+	61, // [61:61] is the sub-list for extension extendee
+	0,  // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_conductor_runner_v1_runner_proto_init() }
