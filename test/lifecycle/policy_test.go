@@ -120,7 +120,7 @@ var _ = Describe("Plan policy on namespace labels", func() {
 		Eventually(pendingPlan(s, res), timeout, time.Second).ShouldNot(BeNil())
 		pp := pendingPlan(s, res)()
 		Expect(pp.Reason).To(Equal(resourcecontroller.WaitPolicyDenied))
-		Expect(pp.Message).To(Equal("rule frozen: the namespace is frozen (module.main.local_file.this)"))
+		Expect(pp.Message).To(HavePrefix("rule frozen: the namespace is frozen (module.main.local_file.this"))
 		Expect(fileContent(path)).To(HavePrefix("<"), "nothing applied")
 
 		By("the namespace opened, and a sync asked: planned again under the new label, applied")
