@@ -53,7 +53,7 @@ verify-proto: ## Fail when internal/runners/runnerpb is not what generate-proto 
 
 docs: ## Regenerate docs/reference/: conditions.md (condition and event reasons, from the code and hack/reasondoc/reasons.yaml) and flags.md (the manager's and runner's flags, from cmd/conductor-tf).
 	go run ./hack/reasondoc
-	go run ./hack/flagdoc
+	go test ./cmd/conductor-tf -run '^TestFlagsPage$$' -count 1 -args -update-flags-page
 
 fmt: ## gofmt the code.
 	gofmt -l -w $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -20,34 +19,18 @@ import (
 // manager's run protocol server and runs them with its own pool; it needs no Kubernetes
 // credentials, only the projected token of the run protocol's audience and the manager's CA.
 func runnerMain(args []string) error {
-	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
-	name := fs.String("name", envOr("POD_NAME", hostname()), "This runner's name, recorded with the runs it is given.")
-	pool := fs.String("pool", os.Getenv("RUNNER_POOL"), "The InfraRunnerPool this runner serves.")
-	manager := fs.String("manager", "", "The manager's run protocol address (host:port).")
-	stateURL := fs.String("state-url", "", "The manager's state server for runners (https://host:port).")
-	caFile := fs.String("ca-file", "", "PEM file of the manager's CA (the ConfigMap "+runners.CAName+").")
-	tokenFile := fs.String("token-file", "", "Projected ServiceAccount token of audience "+runners.Audience+".")
-	concurrency := fs.Int("concurrency", 1, "Runs this runner executes at once.")
-	heartbeat := fs.Duration("heartbeat-interval", runners.DefaultHeartbeatInterval, "How often a run reports it is alive.")
-	workDir := fs.String("work-dir", filepath.Join(os.TempDir(), "conductor-tf-runner"), "Working directories of runs and the plugin cache.")
-	terraformPath := fs.String("terraform-path", "", "The tofu or terraform binary; else tofu, then terraform, on PATH.")
-	grace := fs.Duration("grace-period", tfrunner.DefaultGracePeriod, "How long a run gets to stop after SIGINT on shutdown.")
-	runSandbox := fs.String("run-sandbox", sandboxAuto, sandboxFlagUsage)
-	sandboxRead := fs.String("run-sandbox-read", "", sandboxReadUsage)
-	sandboxWrite := fs.String("run-sandbox-write", "", sandboxWriteUsage)
-	runEnvNames := fs.String("run-env", "", runEnvUsage)
-	drainTimeout := fs.Duration("drain-timeout", DefaultDrainTimeout, "On SIGTERM, how long runs under way go on before they are interrupted (SIGINT, then --grace-period); no run is taken meanwhile. The pod's terminationGracePeriodSeconds must cover it and the grace period.")
+	fs, o := runnerFlags(thisMachine())
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *pool == "" || *manager == "" || *stateURL == "" || *caFile == "" || *tokenFile == "" {
+	if o.pool == "" || o.manager == "" || o.stateURL == "" || o.caFile == "" || o.tokenFile == "" {
 		return fmt.Errorf("runner: --pool, --manager, --state-url, --ca-file and --token-file are required")
 	}
-	ca, err := os.ReadFile(*caFile)
+	ca, err := os.ReadFile(o.caFile)
 	if err != nil {
 		return err
 	}
-	host, _, err := net.SplitHostPort(*manager)
+	host, _, err := net.SplitHostPort(o.manager)
 	if err != nil {
 		return fmt.Errorf("--manager: %w", err)
 	}
@@ -57,20 +40,20 @@ func runnerMain(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	bin, err := tfrunner.FindBinary(ctx, tfrunner.FindOptions{ExplicitPath: *terraformPath})
+	bin, err := tfrunner.FindBinary(ctx, tfrunner.FindOptions{ExplicitPath: o.terraformPath})
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("runner", *name, "pool", *pool)
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("runner", o.name, "pool", o.pool)
 	// The run-protocol token is this runner's identity: no run may read it.
-	runsDir := filepath.Join(*workDir, "runs")
-	env := runEnv(*workDir, splitList(*runEnvNames))
-	if _, err := ensureCLIConfig(env, *workDir); err != nil {
+	runsDir := filepath.Join(o.workDir, "runs")
+	env := runEnv(o.workDir, splitList(o.runEnv))
+	if _, err := ensureCLIConfig(env, o.workDir); err != nil {
 		return err
 	}
-	if bin.Sandbox, err = newSandbox(*runSandbox, sandboxSetup{
-		workDir: *workDir, binary: bin.Path, env: env,
-		hide: []string{*tokenFile}, read: splitList(*sandboxRead), write: splitList(*sandboxWrite),
+	if bin.Sandbox, err = newSandbox(o.runSandbox, sandboxSetup{
+		workDir: o.workDir, binary: bin.Path, env: env,
+		hide: []string{o.tokenFile}, read: splitList(o.sandboxRead), write: splitList(o.sandboxWrite),
 	}, func(f string, a ...any) { log.Info(fmt.Sprintf(f, a...)) }); err != nil {
 		return err
 	}
@@ -78,18 +61,18 @@ func runnerMain(args []string) error {
 		return err
 	}
 	runs, err := tfrunner.NewPool(tfrunner.PoolOptions{
-		Binary: bin, Dir: runsDir, Env: env, MaxConcurrent: *concurrency, GracePeriod: *grace,
+		Binary: bin, Dir: runsDir, Env: env, MaxConcurrent: o.concurrency, GracePeriod: o.grace,
 	})
 	if err != nil {
 		return err
 	}
-	log.Info("runner starting", "manager", *manager, "binary", bin.String(), "concurrency", *concurrency)
+	log.Info("runner starting", "manager", o.manager, "binary", bin.String(), "concurrency", o.concurrency)
 	r := &runners.Runner{
-		Name: *name, Pool: *pool, Manager: *manager, StateURL: *stateURL, TLS: tlsConfig, TokenFile: *tokenFile,
-		Runs: runs, Concurrency: *concurrency, HeartbeatInterval: *heartbeat, Log: log, DrainTimeout: *drainTimeout,
+		Name: o.name, Pool: o.pool, Manager: o.manager, StateURL: o.stateURL, TLS: tlsConfig, TokenFile: o.tokenFile,
+		Runs: runs, Concurrency: o.concurrency, HeartbeatInterval: o.heartbeat, Log: log, DrainTimeout: o.drain,
 	}
 	err = r.Run(ctx)
-	waitCtx, cancel := context.WithTimeout(context.Background(), *drainTimeout+*grace+10*time.Second)
+	waitCtx, cancel := context.WithTimeout(context.Background(), o.drain+o.grace+10*time.Second)
 	defer cancel()
 	runs.Wait(waitCtx)
 	return err

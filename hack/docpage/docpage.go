@@ -1,6 +1,6 @@
 // Package docpage holds what the generated reference pages under docs/reference/ share: the check
 // that a page is what its generator makes now, and the escaping of a Markdown table cell.
-// hack/reasondoc (conditions.md) and hack/flagdoc (flags.md) use it.
+// hack/reasondoc (conditions.md) and cmd/conductor-tf's flags page test (flags.md) use it.
 package docpage
 
 import (
