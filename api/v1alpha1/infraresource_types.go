@@ -195,9 +195,9 @@ type RunStatus struct {
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 	// Result: Running, Succeeded, Failed, Invalid (refused before planning: the variables do not
 	// fit the module; not retried until the spec changes) or WaitingForApproval (a plan waits for
-	// the approve-plan annotation).
+	// the approve-plan annotation). See RunResult.
 	// +optional
-	Result string `json:"result,omitempty"`
+	Result RunResult `json:"result,omitempty"`
 	// Summary of the plan the run applied.
 	// +optional
 	Summary *PlanSummary `json:"summary,omitempty"`

@@ -184,15 +184,15 @@ func makeFixtures(ctx context.Context) error {
 	}
 
 	ok := &v1alpha1.PlanSummary{Add: 2}
-	newest := v1alpha1.RunStatus{Operation: "plan", Result: "Succeeded", ID: "c4e8a2f6-3333-4b1d-9c7e-5a6b7c8d9e0f",
+	newest := v1alpha1.RunStatus{Operation: "plan", Result: v1alpha1.RunSucceeded, ID: "c4e8a2f6-3333-4b1d-9c7e-5a6b7c8d9e0f",
 		QueuedTime: before(10*time.Minute + 24*time.Second), StartTime: before(10 * time.Minute), CompletionTime: before(10*time.Minute - 41*time.Second), Generation: 3,
 		Summary: &v1alpha1.PlanSummary{Add: 1, Change: 1, Destroy: 1}, PlanID: planID,
 		Controller: "conductor-tf-7d9f8c6b5-x2k4p", LogSecret: "run-log-c4e8a2f6"}
-	failed := v1alpha1.RunStatus{Operation: "apply", Result: "Failed", ID: failedRun, StartTime: before(4 * time.Hour),
+	failed := v1alpha1.RunStatus{Operation: "apply", Result: v1alpha1.RunFailed, ID: failedRun, StartTime: before(4 * time.Hour),
 		CompletionTime: before(4*time.Hour - 95*time.Second), Generation: 2, PlanID: "aa11bb22cc33",
 		Controller: "conductor-tf-7d9f8c6b5-x2k4p", LogSecret: "run-log-9b2d4f10",
 		Message: "Error: creating bucket: AccessDenied: Access Denied\n  with minio_s3_bucket.this"}
-	first := v1alpha1.RunStatus{Operation: "apply", Result: "Succeeded", ID: "0a1b2c3d-2222-4e5f-8a9b-c0d1e2f3a4b5",
+	first := v1alpha1.RunStatus{Operation: "apply", Result: v1alpha1.RunSucceeded, ID: "0a1b2c3d-2222-4e5f-8a9b-c0d1e2f3a4b5",
 		StartTime: before(26 * time.Hour), CompletionTime: before(26*time.Hour - 3*time.Minute), Generation: 1, Summary: ok,
 		PlanID: "0f0e0d0c0b0a", Controller: "conductor-tf-7d9f8c6b5-q8z7m"}
 	// The claims first: the resource's claimRef names its claim by UID, as a bind leaves it.
@@ -229,7 +229,7 @@ func makeFixtures(ctx context.Context) error {
 		return err
 	}
 	live := resource("bucket-live")
-	running := v1alpha1.RunStatus{Operation: "apply", Result: "Running", ID: "e5f6a7b8-4444-4c9d-8e7f-6a5b4c3d2e1f",
+	running := v1alpha1.RunStatus{Operation: "apply", Result: v1alpha1.RunRunning, ID: "e5f6a7b8-4444-4c9d-8e7f-6a5b4c3d2e1f",
 		StartTime: before(2 * time.Minute), PlanID: "77aa88bb99cc", Controller: "conductor-tf-7d9f8c6b5-x2k4p"}
 	if err := createWithStatus(ctx, live, func() {
 		live.Status.Runs = []v1alpha1.RunStatus{running}
@@ -243,7 +243,7 @@ func makeFixtures(ctx context.Context) error {
 	doubt.Spec.Approval = ""
 	doubt.Spec.InterruptedCreates = v1alpha1.InterruptedCreatesResolve
 	doubt.Spec.ImportIdentities = map[string]string{"kubernetes_secret_v1.b": "team-a/b"}
-	checked := v1alpha1.RunStatus{Operation: "plan", Result: "Succeeded", ID: "abcdef12-5555-4c9d-8e7f-6a5b4c3d2e1f", StartTime: before(time.Minute),
+	checked := v1alpha1.RunStatus{Operation: "plan", Result: v1alpha1.RunSucceeded, ID: "abcdef12-5555-4c9d-8e7f-6a5b4c3d2e1f", StartTime: before(time.Minute),
 		Resolutions: []v1alpha1.CreateResolution{
 			{Address: "module.main.local_file.a", Decision: "Held", Reason: "no import identity is declared for it (importIdentities)"},
 			{Address: "module.main.kubernetes_secret_v1.b", Decision: "Adopted", ID: "team-a/b", Reason: "the object exists and was imported into state"}}}

@@ -51,7 +51,7 @@ func runPlan(ctx context.Context, out io.Writer, cl *Clients, name string) error
 	if p == nil {
 		fmt.Fprintf(out, "%s: no plan waits for approval.\n", t)
 		if lr := res.Status.LastRun; lr != nil {
-			fmt.Fprintf(out, "Last run: %s %s %s, run %s, plan %s\n", lr.Operation, orDash(lr.Result),
+			fmt.Fprintf(out, "Last run: %s %s %s, run %s, plan %s\n", lr.Operation, orDash(string(lr.Result)),
 				ago(now, lr.StartTime), short(lr.ID, 8), orDash(lr.PlanID))
 		}
 		return nil

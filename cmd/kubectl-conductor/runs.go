@@ -75,21 +75,21 @@ func runRuns(ctx context.Context, out io.Writer, cl *Clients, name string) error
 		switch {
 		case r.StartTime != nil && r.CompletionTime != nil:
 			took = duration.HumanDuration(r.CompletionTime.Sub(r.StartTime.Time))
-		case r.StartTime != nil && r.Result == "Running":
+		case r.StartTime != nil && r.Result == v1alpha1.RunRunning:
 			took = "running"
 		}
 		changes := "-"
 		if r.Summary != nil {
 			changes = summary(*r.Summary)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", short(r.ID, 8), orDash(r.Operation), orDash(r.Result),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", short(r.ID, 8), orDash(r.Operation), orDash(string(r.Result)),
 			ago(now, r.StartTime), waited, took, changes, orDash(r.PlanID), orDash(r.Controller))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, r := range list {
-		if r.Result != "Failed" {
+		if r.Result != v1alpha1.RunFailed {
 			continue
 		}
 		fmt.Fprintf(out, "\nRun %s (%s, %s) failed:\n", short(r.ID, 8), r.Operation, ago(now, r.StartTime))
@@ -152,7 +152,7 @@ func runLogs(ctx context.Context, out io.Writer, cl *Clients, name, runID string
 		return nil
 	}
 	if run.LogSecret == "" {
-		fmt.Fprintf(out, "%s: run %s (%s %s) kept no log.\n", t, short(run.ID, 8), run.Operation, orDash(run.Result))
+		fmt.Fprintf(out, "%s: run %s (%s %s) kept no log.\n", t, short(run.ID, 8), run.Operation, orDash(string(run.Result)))
 		return nil
 	}
 	key := types.NamespacedName{Namespace: cl.ControllerNamespace, Name: run.LogSecret}

@@ -176,7 +176,7 @@ func awaitUpgrade(ctx context.Context, out io.Writer, cl *Clients, m upgrade, ti
 			done = "plan"
 		case res.Status.ObservedGeneration >= gen && res.Status.ModuleVersion != "":
 			done = "applied"
-		case lr != nil && lr.Generation >= gen && lr.Result == "Failed":
+		case lr != nil && lr.Generation >= gen && lr.Result == v1alpha1.RunFailed:
 			done = "failed"
 		}
 		return done != "", nil

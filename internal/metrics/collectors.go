@@ -165,7 +165,7 @@ func (c *objectCollector) collectResources(ch chan<- prometheus.Metric, items []
 func lastSynced(res *v1alpha1.InfraResource) time.Time {
 	t := res.CreationTimestamp.Time
 	for _, run := range res.Status.RunHistory() {
-		if run.Result == "Succeeded" && run.CompletionTime != nil && run.CompletionTime.After(t) {
+		if run.Result == v1alpha1.RunSucceeded && run.CompletionTime != nil && run.CompletionTime.After(t) {
 			t = run.CompletionTime.Time
 		}
 	}

@@ -26,8 +26,8 @@ func TestObjectCollector(t *testing.T) {
 	synced := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: "synced", CreationTimestamp: *at(time.Hour)},
 		Status: v1alpha1.InfraResourceStatus{Phase: v1alpha1.ResourceBound,
 			// The last run failed: the last sync is the one before, in the history.
-			LastRun: &v1alpha1.RunStatus{Result: "Failed", CompletionTime: at(time.Minute)},
-			Runs:    []v1alpha1.RunStatus{{Result: "Succeeded", CompletionTime: at(10 * time.Minute)}, {Result: "Succeeded", CompletionTime: at(30 * time.Minute)}}}}
+			LastRun: &v1alpha1.RunStatus{Result: v1alpha1.RunFailed, CompletionTime: at(time.Minute)},
+			Runs:    []v1alpha1.RunStatus{{Result: v1alpha1.RunSucceeded, CompletionTime: at(10 * time.Minute)}, {Result: v1alpha1.RunSucceeded, CompletionTime: at(30 * time.Minute)}}}}
 	held := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: "held", CreationTimestamp: *at(2 * time.Hour)},
 		Status: v1alpha1.InfraResourceStatus{PendingPlan: &v1alpha1.PendingPlan{Reason: "DestructiveChange", CreatedAt: *at(90 * time.Second)}}}
 	c := &objectCollector{now: func() time.Time { return now }, reader: fake.NewClientBuilder().WithScheme(scheme).WithObjects(synced, held,

@@ -372,7 +372,7 @@ func createUnderWay(ctx context.Context, k8s client.Client, pod string) bool {
 		return false
 	}
 	for _, r := range list.Items {
-		if l := r.Status.LastRun; l != nil && l.Result == "Running" && l.Controller == pod && len(r.Status.CreatesPending) > 0 && r.Status.CreatesPendingRun == l.ID {
+		if l := r.Status.LastRun; l != nil && l.Result == v1alpha1.RunRunning && l.Controller == pod && len(r.Status.CreatesPending) > 0 && r.Status.CreatesPendingRun == l.ID {
 			return true
 		}
 	}

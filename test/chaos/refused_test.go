@@ -130,7 +130,7 @@ func TestStateRefusedThenRestartCreatesNothingTwice(t *testing.T) {
 		if err := r.k8s.Get(ctx, types.NamespacedName{Name: name}, got); err != nil {
 			t.Fatal(err)
 		}
-		if l := got.Status.LastRun; l != nil && l.Result == "Failed" {
+		if l := got.Status.LastRun; l != nil && l.Result == v1alpha1.RunFailed {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -150,7 +150,7 @@ func assertDrained(ctx context.Context, t *testing.T, k8s client.Client, ledger,
 		t.Fatal(err)
 	}
 	last := res.Status.LastRun
-	if last == nil || last.Result != "Succeeded" {
+	if last == nil || last.Result != v1alpha1.RunSucceeded {
 		t.Errorf("after SIGTERM mid-create: last run %+v; want Succeeded (the drain let it finish)", last)
 	}
 	if len(res.Status.CreatesPending) > 0 || res.Status.PendingPlan != nil {

@@ -70,7 +70,7 @@ var _ = Describe("The leader SIGKILLed mid-create on a runner pool of 2", Ordere
 		var run, leaderPod string
 		eventually(func() bool {
 			res := boundResource(claim)
-			if res == nil || len(res.Status.CreatesPending) == 0 || res.Status.LastRun == nil || res.Status.LastRun.Result != "Running" {
+			if res == nil || len(res.Status.CreatesPending) == 0 || res.Status.LastRun == nil || res.Status.LastRun.Result != v1alpha1.RunRunning {
 				return false
 			}
 			run, leaderPod = res.Status.LastRun.ID, res.Status.LastRun.Controller
@@ -97,7 +97,7 @@ var _ = Describe("The leader SIGKILLed mid-create on a runner pool of 2", Ordere
 			adopted, ledgerEntries(claim), held)
 		Expect(adopted).To(HaveLen(1), "the next leader adopted the run (RunAdopted) (%s)", leadership())
 		Expect(res.Status.LastRun.ID).To(Equal(run), "the run the killed leader started is the one that succeeded")
-		Expect(res.Status.LastRun.Result).To(Equal("Succeeded"))
+		Expect(res.Status.LastRun.Result).To(Equal(v1alpha1.RunSucceeded))
 		Expect(held).To(BeEmpty(), "no plan was held")
 		Expect(res.Status.CreatesPending).To(BeEmpty())
 		Expect(ledgerEntries(claim)).To(Equal(1), "created once")

@@ -77,7 +77,7 @@ func converged(c *v1alpha1.InfraClaim, greeting string) func() string {
 		if got.Spec.ResourceName != "" {
 			_ = k8s.Get(ctx, client.ObjectKey{Name: got.Spec.ResourceName}, res)
 		}
-		if last := res.Status.LastRun; last == nil || last.Result != "Succeeded" {
+		if last := res.Status.LastRun; last == nil || last.Result != v1alpha1.RunSucceeded {
 			return fmt.Sprintf("the resource's last run is not Succeeded: %+v", last)
 		}
 		return readyCondition(got.Status.Conditions)
@@ -183,7 +183,7 @@ var _ = Describe("The manager pod deleted in the middle of applies", Ordered, fu
 			eventually(func() string {
 				res := resourceOf(claim)
 				approveHeld(res, approved)
-				if l := res.Status.LastRun; l != nil && l.Result == "Running" && len(res.Status.CreatesPending) > 0 && res.Status.CreatesPendingRun == l.ID {
+				if l := res.Status.LastRun; l != nil && l.Result == v1alpha1.RunRunning && len(res.Status.CreatesPending) > 0 && res.Status.CreatesPendingRun == l.ID {
 					killed = l.ID
 				}
 				return killed
@@ -196,7 +196,7 @@ var _ = Describe("The manager pod deleted in the middle of applies", Ordered, fu
 			GinkgoWriter.Printf("round %d: deleted %d manager pod(s) with grace 0 during %s\n", round, len(pods), resourceOf(claim).Status.LastRun.Operation)
 			kubectl("-n", system, "rollout", "status", "deployment/"+deployment, "--timeout=5m")
 			// The kill landed mid-create: the killed run never finished (no record of it succeeding).
-			if l := resourceOf(claim).Status.LastRun; l != nil && l.ID == killed && l.Result == "Succeeded" {
+			if l := resourceOf(claim).Status.LastRun; l != nil && l.ID == killed && l.Result == v1alpha1.RunSucceeded {
 				GinkgoWriter.Printf("round %d: the run the kill was meant for finished first; not counted\n", round)
 				eventually(converged(claim, fmt.Sprintf("round-%d", round))).Should(HavePrefix("True"))
 				continue

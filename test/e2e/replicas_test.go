@@ -59,7 +59,7 @@ func startApply(claim *v1alpha1.InfraClaim, greeting string) {
 		if res.Status.LastRun == nil {
 			return ""
 		}
-		return res.Status.LastRun.Result
+		return string(res.Status.LastRun.Result)
 	}).Should(Equal("Running"))
 }
 
@@ -206,7 +206,7 @@ var _ = Describe("Two replicas", Ordered, func() {
 		var run, old string
 		eventually(func() bool {
 			res := boundResource(claim)
-			if res == nil || len(res.Status.CreatesPending) == 0 || res.Status.LastRun == nil || res.Status.LastRun.Result != "Running" {
+			if res == nil || len(res.Status.CreatesPending) == 0 || res.Status.LastRun == nil || res.Status.LastRun.Result != v1alpha1.RunRunning {
 				return false
 			}
 			run, old = res.Status.LastRun.ID, res.Status.LastRun.Controller

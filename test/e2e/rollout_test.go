@@ -65,7 +65,7 @@ func rolloutDuringCreates(kind, prefix string) {
 	underWay := func() int {
 		n := 0
 		for _, c := range claims {
-			if res := boundResource(c); res != nil && len(res.Status.CreatesPending) > 0 && res.Status.LastRun != nil && res.Status.LastRun.Result == "Running" {
+			if res := boundResource(c); res != nil && len(res.Status.CreatesPending) > 0 && res.Status.LastRun != nil && res.Status.LastRun.Result == v1alpha1.RunRunning {
 				n++
 			}
 		}

@@ -155,7 +155,7 @@ var _ = Describe("Runner pools on the cluster", Ordered, func() {
 				return ""
 			}
 			for name, log := range runnerLogs(pool) {
-				if res.Status.LastRun != nil && res.Status.LastRun.Result == "Running" &&
+				if res.Status.LastRun != nil && res.Status.LastRun.Result == v1alpha1.RunRunning &&
 					strings.Contains(log, `"run starting"`) && strings.Contains(log, res.Status.LastRun.ID) {
 					victim = name
 				}

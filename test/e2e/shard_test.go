@@ -68,7 +68,7 @@ func runsBy(claims []*v1alpha1.InfraClaim, seen map[string]bool) map[string]int 
 			continue
 		}
 		seen[res.Status.LastRun.Controller] = true
-		if res.Status.LastRun.Result == "Running" {
+		if res.Status.LastRun.Result == v1alpha1.RunRunning {
 			out[res.Status.LastRun.Controller]++
 		}
 	}
@@ -85,7 +85,7 @@ func createsBy(claims []*v1alpha1.InfraClaim) map[string]int {
 		if res == nil || res.Status.LastRun == nil {
 			continue
 		}
-		if last := res.Status.LastRun; last.Result == "Running" && last.StartTime != nil && len(res.Status.CreatesPending) > 0 {
+		if last := res.Status.LastRun; last.Result == v1alpha1.RunRunning && last.StartTime != nil && len(res.Status.CreatesPending) > 0 {
 			out[last.Controller]++
 		}
 	}

@@ -286,7 +286,7 @@ func notReady(ctx context.Context, k8s client.Client, names []string) []string {
 			}
 			phase, last := res.Status.Phase, "none"
 			if lr := res.Status.LastRun; lr != nil {
-				last = lr.Result + " " + lr.Controller + " " + lr.Message
+				last = string(lr.Result) + " " + lr.Controller + " " + lr.Message
 			}
 			out = append(out, fmt.Sprintf("%s (%s, phase %s, last run %s):%s", n, c.Status.ResourceName, phase, last, why))
 		}

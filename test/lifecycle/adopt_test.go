@@ -115,7 +115,7 @@ var _ = Describe("Adopting another controller's state", func() {
 		Expect(string(res.Spec.Variables["prefix"].Raw)).To(Equal(`"legacy"`))
 		// With state from the start the run plans first (the destructive-change guard's saved plan);
 		// a plan of no change is the whole run.
-		Expect(res.Status.LastRun).To(And(HaveField("Operation", BeElementOf("plan", "apply")), HaveField("Result", "Succeeded")))
+		Expect(res.Status.LastRun).To(And(HaveField("Operation", BeElementOf("plan", "apply")), HaveField("Result", v1alpha1.RunSucceeded)))
 		if sum := res.Status.LastRun.Summary; sum != nil {
 			Expect(*sum).To(Equal(v1alpha1.PlanSummary{}), "no change: the random_pet adopted, not created again")
 		}

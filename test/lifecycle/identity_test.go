@@ -127,7 +127,7 @@ var _ = Describe("Pod identity and state locks", func() {
 		lockID := holder(lease(s, res.Name)())
 		Expect(lockID).NotTo(BeEmpty())
 		got := s.resource(res.Name)()
-		got.Status.LastRun = &v1alpha1.RunStatus{Operation: "apply", StartTime: &started, Result: "Running", Generation: got.Generation,
+		got.Status.LastRun = &v1alpha1.RunStatus{Operation: "apply", StartTime: &started, Result: v1alpha1.RunRunning, Generation: got.Generation,
 			ID: "run-of-pod-a", Who: statebackend.Who(), Controller: "conductor-tf-7c9d5-pod-a"}
 		Expect(k8s.Status().Update(s.ctx, got)).To(Succeed())
 
@@ -141,7 +141,7 @@ var _ = Describe("Pod identity and state locks", func() {
 		Eventually(s.resource(res.Name), timeout, time.Second).Should(And(
 			WithTransform(syncedCondition, HaveField("Status", metav1.ConditionTrue)),
 			HaveField("Status.LastRun.Controller", podName),
-			HaveField("Status.LastRun.Result", "Succeeded"),
+			HaveField("Status.LastRun.Result", v1alpha1.RunSucceeded),
 			HaveField("Status.State.LockID", BeEmpty())))
 		Eventually(lease(s, res.Name), 30*time.Second, 200*time.Millisecond).Should(WithTransform(holder, BeEmpty()))
 		Eventually(func() []string { return eventReasons(s, res.Name) }, 30*time.Second, time.Second).Should(ContainElement(And(

@@ -93,7 +93,7 @@ var _ = Describe("Importing existing infrastructure", func() {
 		Eventually(func(g Gomega) {
 			got = s.resource(res.Name)()
 			g.Expect(synced(s, res.Name)()).To(reason(v1alpha1.ReasonApplied))
-			g.Expect(got.Status.LastRun).To(HaveField("Result", "Succeeded"))
+			g.Expect(got.Status.LastRun).To(HaveField("Result", v1alpha1.RunSucceeded))
 			g.Expect(got.Status.LastRun.Summary).NotTo(BeNil())
 			g.Expect(got.Status.LastRun.Summary.Import).To(Equal(int32(3)))
 		}, timeout, 100*time.Millisecond).Should(Succeed())
@@ -211,7 +211,7 @@ var _ = Describe("Adopting orphaned state", func() {
 		}
 		Expect(k8s.Create(s.ctx, adopter)).To(Succeed())
 		Eventually(func() *v1alpha1.RunStatus { return s.resource(adopter.Name)().Status.LastRun }, timeout, 100*time.Millisecond).Should(
-			And(HaveField("Result", "Succeeded"), HaveField("Operation", "plan"), HaveField("Summary", Equal(&v1alpha1.PlanSummary{}))),
+			And(HaveField("Result", v1alpha1.RunSucceeded), HaveField("Operation", "plan"), HaveField("Summary", Equal(&v1alpha1.PlanSummary{}))),
 			"the adopted state matches the infrastructure: the first plan changes nothing")
 		got := s.resource(adopter.Name)()
 		Expect(got.Status.State.AdoptedFrom).To(Equal(orphan))

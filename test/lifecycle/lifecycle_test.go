@@ -175,8 +175,8 @@ var _ = Describe("A claim through the file module", func() {
 		// The run's final status write carries its result, even though a Running record was
 		// written mid-run (no extra plan is needed to settle it).
 		Eventually(func() *v1alpha1.RunStatus { return s.resource(res.Name)().Status.LastRun }, timeout).Should(
-			And(HaveField("Operation", "apply"), HaveField("Result", "Succeeded")))
-		Consistently(func() string { return s.resource(res.Name)().Status.LastRun.Result }, 2*time.Second).Should(Equal("Succeeded"))
+			And(HaveField("Operation", "apply"), HaveField("Result", v1alpha1.RunSucceeded)))
+		Consistently(func() v1alpha1.RunResult { return s.resource(res.Name)().Status.LastRun.Result }, 2*time.Second).Should(Equal(v1alpha1.RunSucceeded))
 
 		By("deleting the claim destroys the file, then the state Secret, then the resource")
 		Expect(k8s.Delete(s.ctx, claim)).To(Succeed())
@@ -385,7 +385,7 @@ var _ = Describe("A failing apply", func() {
 		Expect(condition(res.Status.Conditions, v1alpha1.ConditionReady).Message).To(ContainSubstring("Error"))
 		Expect(res.Status.Phase).To(Equal(v1alpha1.ResourceFailed), "and stays Failed while it is retried")
 		// A retry records itself as Running before it starts; between retries the result is Failed.
-		Eventually(func() string { return s.resource(name)().Status.LastRun.Result }, timeout, 100*time.Millisecond).Should(Equal("Failed"))
+		Eventually(func() v1alpha1.RunResult { return s.resource(name)().Status.LastRun.Result }, timeout, 100*time.Millisecond).Should(Equal(v1alpha1.RunFailed))
 		Expect(readyStatus(s.claim(claim)())).To(Equal(metav1.ConditionFalse))
 
 		// Backoff: retries after 1 s, 2 s, 4 s, 8 s… allow a handful in 20 seconds; a loop driven by

@@ -88,9 +88,9 @@ var _ = Describe("Day-2 operations", func() {
 		Expect(got.Status.Runs).NotTo(ContainElement(HaveField("ID", got.Status.LastRun.ID)), "status.runs holds the runs before lastRun")
 		history := got.Status.RunHistory()
 		Expect(len(history)).To(BeNumerically(">=", 2))
-		Expect(history[0]).To(And(HaveField("Operation", "apply"), HaveField("Result", "Succeeded"), HaveField("PlanID", second.ID),
+		Expect(history[0]).To(And(HaveField("Operation", "apply"), HaveField("Result", v1alpha1.RunSucceeded), HaveField("PlanID", second.ID),
 			HaveField("LogSecret", ""), HaveField("Summary", Not(BeNil()))))
-		Expect(history[1].Result).To(Equal(resourcecontroller.RunWaitingForApproval))
+		Expect(history[1].Result).To(Equal(v1alpha1.RunWaitingForApproval))
 		Expect(history[1].LogSecret).NotTo(BeEmpty())
 		logSecret, err := kube.CoreV1().Secrets(stateNamespace).Get(s.ctx, history[1].LogSecret, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())

@@ -35,7 +35,7 @@ var _ = Describe("Pause and sync now", func() {
 			Should(Equal("request-1"))
 		Eventually(func() string {
 			last := s.resource(res.Name)().Status.LastRun
-			return last.Operation + " " + last.Result
+			return last.Operation + " " + string(last.Result)
 		}, timeout, 200*time.Millisecond).Should(Equal("drift Succeeded"))
 
 		By("paused: Synced says ReconcilePaused, and a new generation is not applied")

@@ -132,7 +132,7 @@ var _ = Describe("Interrupted creates resolved by the controller", func() {
 		Expect(approve(first.ID).Summary.Add).To(And(BeNumerically(">", 0), BeNumerically("<", 2000)))
 		readyAt(s, name)
 		Expect(heldForCreates(s, name)()).To(BeFalse())
-		Expect(s.resource(name)().Status.RunHistory()).To(ContainElement(HaveField("Result", "Failed")), "the killed apply is in the run history")
+		Expect(s.resource(name)().Status.RunHistory()).To(ContainElement(HaveField("Result", v1alpha1.RunFailed)), "the killed apply is in the run history")
 	})
 
 	It("adopts an object that exists (import identity): created once, no hold", func() {
@@ -265,7 +265,7 @@ var _ = Describe("A mistyped import of a create in doubt", func() {
 		}
 		setImport(s.ns + "/" + name + "-typo")
 		Eventually(func() []v1alpha1.ImportStatus { return s.resource(name)().Status.Imports }, timeout, 200*time.Millisecond).
-			Should(ContainElement(And(HaveField("Result", "Failed"), HaveField("Message", ContainSubstring("non-existent")))))
+			Should(ContainElement(And(HaveField("Result", v1alpha1.RunFailed), HaveField("Message", ContainSubstring("non-existent")))))
 		Expect(syncedReason(s, name)()).To(Equal(v1alpha1.ReasonImportFailed))
 		Consistently(ledger(s, name), 5*time.Second, 250*time.Millisecond).Should(Equal(1), "nothing created again")
 		Expect(s.resource(name)().Status.CreatesPending).To(ContainElement("module.main.kubernetes_secret_v1.token"), "still in doubt")

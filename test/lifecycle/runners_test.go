@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
 	runnerpoolcontroller "github.com/conductor-tf/conductor-tf/internal/controller/runnerpool"
 	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
@@ -184,7 +183,7 @@ var _ = Describe("Runner pools", Ordered, func() {
 
 		readyAt(s, res.Name)
 		got := s.resource(res.Name)()
-		Expect(got.Status.LastRun.Result).To(Equal(resourcecontroller.RunSucceeded))
+		Expect(got.Status.LastRun.Result).To(Equal(v1alpha1.RunSucceeded))
 		Expect(got.Status.CreatesPending).To(BeEmpty())
 		Expect(got.Status.PendingPlan).To(BeNil(), "nothing is held")
 		Consistently(func() int { return ledgerLines(ledger) }, 3*time.Second, 500*time.Millisecond).Should(Equal(1), "created once")

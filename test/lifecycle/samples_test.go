@@ -70,7 +70,7 @@ var _ = Describe("The worked example of the README", func() {
 		By("a new resource adopts the orphaned state and plans zero changes")
 		applySample(s, "adopt_orphaned_state.yaml")
 		Eventually(func() *v1alpha1.RunStatus { return s.resource("legacy-minio-again")().Status.LastRun }, timeout, time.Second).Should(
-			And(HaveField("Result", "Succeeded"), HaveField("Operation", "plan"), HaveField("Summary", Equal(&v1alpha1.PlanSummary{}))))
+			And(HaveField("Result", v1alpha1.RunSucceeded), HaveField("Operation", "plan"), HaveField("Summary", Equal(&v1alpha1.PlanSummary{}))))
 		Expect(s.resource("legacy-minio-again")().Status.State.AdoptedFrom).To(Equal(orphan.Name))
 	})
 })

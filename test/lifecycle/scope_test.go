@@ -22,7 +22,7 @@ var _ = Describe("One status write per reconcile", func() {
 		Eventually(func() int { return ledgerLines(ledger) }, timeout, 100*time.Millisecond).Should(Equal(1), "the create is under way")
 		running := s.resource(res.Name)()
 		Expect(running.Status.LastRun).NotTo(BeNil())
-		Expect(running.Status.LastRun.Result).To(Equal("Running"))
+		Expect(running.Status.LastRun.Result).To(Equal(v1alpha1.RunRunning))
 
 		By("an Update of labels and annotations (a new resourceVersion) while the create runs")
 		// The run's own status writes (the create's checkpoint lands as its provisioner starts)
@@ -38,7 +38,7 @@ var _ = Describe("One status write per reconcile", func() {
 		readyAt(s, res.Name)
 		got := s.resource(res.Name)()
 		Expect(got.Status.LastRun.ID).To(Equal(running.Status.LastRun.ID), "the run recorded Running is the one whose outcome is written")
-		Expect(got.Status.LastRun.Result).To(Equal("Succeeded"))
+		Expect(got.Status.LastRun.Result).To(Equal(v1alpha1.RunSucceeded))
 		Expect(got.Status.LastRun.CompletionTime).NotTo(BeNil())
 		Expect(got.Status.Phase).To(Equal(v1alpha1.ResourceAvailable))
 		Expect(got.Status.Outputs).To(HaveKey("name"))

@@ -25,7 +25,7 @@ func runTimes(t *testing.T, ctx context.Context, k8s client.Client, kind string)
 			continue
 		}
 		for _, x := range r.Status.RunHistory() {
-			if x.Operation != "apply" || x.Result != "Succeeded" || x.QueuedTime == nil || x.StartTime == nil || x.CompletionTime == nil {
+			if x.Operation != "apply" || x.Result != v1alpha1.RunSucceeded || x.QueuedTime == nil || x.StartTime == nil || x.CompletionTime == nil {
 				continue
 			}
 			wait = append(wait, x.StartTime.Sub(x.QueuedTime.Time))

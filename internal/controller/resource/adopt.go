@@ -88,7 +88,7 @@ func (r *Reconciler) RunAdopted(key string) {
 // adoptable reports a last run that a predecessor's runner may still carry and that this manager
 // adopts: an apply or plan recorded Running.
 func adoptable(last *v1alpha1.RunStatus) bool {
-	return last != nil && last.Result == RunRunning && (last.Operation == "apply" || last.Operation == "plan")
+	return last != nil && last.Result == v1alpha1.RunRunning && (last.Operation == "apply" || last.Operation == "plan")
 }
 
 // orUnknown is s, or "an unknown manager" when empty.

@@ -52,7 +52,7 @@ func runningOnPool(t *testing.T) (*Reconciler, *attachingRuns, ctrl.Request) {
 			Module: v1alpha1.ModuleSource{Source: "./m", Version: "v1"}},
 		Status: v1alpha1.InfraResourceStatus{Phase: v1alpha1.ResourceProvisioning,
 			State:   &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, sfx), Serial: 1},
-			LastRun: &v1alpha1.RunStatus{ID: "run-x", Operation: "apply", Result: RunRunning, Generation: 1, StartTime: &start, Controller: "old-pod"}},
+			LastRun: &v1alpha1.RunStatus{ID: "run-x", Operation: "apply", Result: v1alpha1.RunRunning, Generation: 1, StartTime: &start, Controller: "old-pod"}},
 	}
 	kube := kubefake.NewClientset()
 	if err := statebackend.NewStore(kube, reclaimNamespace).For(sfx).Write(context.Background(),
@@ -90,7 +90,7 @@ func TestAReconcileWaitsForThenAttachesToAnAdoptedRun(t *testing.T) {
 	if len(runs.attached) != 1 || !runs.events || runs.applies != 0 {
 		t.Fatalf("attached %v (events %v), applies %d; want one attach with the events sink and no apply", runs.attached, runs.events, runs.applies)
 	}
-	if last := got.Status.LastRun; last.ID != "run-x" || last.Result != RunSucceeded || last.Controller != "old-pod" {
+	if last := got.Status.LastRun; last.ID != "run-x" || last.Result != v1alpha1.RunSucceeded || last.Controller != "old-pod" {
 		t.Fatalf("last run %+v; want run-x Succeeded, as its starter recorded it", last)
 	}
 }
@@ -138,7 +138,7 @@ func TestAnAttachedRunOfAnOlderGenerationLeavesTheNewSpecToRun(t *testing.T) {
 	if err := r.Get(ctx, req.NamespacedName, got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Status.ObservedGeneration != 1 || got.Status.LastRun.Generation != 1 || got.Status.LastRun.Result != RunSucceeded {
+	if got.Status.ObservedGeneration != 1 || got.Status.LastRun.Generation != 1 || got.Status.LastRun.Result != v1alpha1.RunSucceeded {
 		t.Fatalf("observed generation %d, last run %+v; want generation 1 applied, not %d", got.Status.ObservedGeneration, got.Status.LastRun, got.Generation)
 	}
 	if run, _ := needsRun(got, time.Now(), time.Hour); !run || result.RequeueAfter > 2*time.Second {

@@ -33,7 +33,7 @@ const driftRetry = 5 * time.Second
 // applied and the last run (an apply or a check) succeeded; what is due is the sync interval.
 func isDriftCheck(res *v1alpha1.InfraResource) bool {
 	last := res.Status.LastRun
-	return last != nil && last.Result == RunSucceeded && last.Generation == res.Generation &&
+	return last != nil && last.Result == v1alpha1.RunSucceeded && last.Generation == res.Generation &&
 		res.Status.ObservedGeneration == res.Generation
 }
 
@@ -90,7 +90,7 @@ func (r *syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool
 	addresses := driftAddresses(check)
 	drifted := check.Plan.HasChanges || len(addresses) > 0
 	res.Status.Drift = &v1alpha1.DriftStatus{CheckedAt: metav1.NewTime(done), Drifted: drifted, Addresses: addresses}
-	res.Status.LastRun.Result = RunSucceeded
+	res.Status.LastRun.Result = v1alpha1.RunSucceeded
 	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
 	res.Status.LastRun.Summary = summaryOf(check.Plan)
 	res.Status.LastRun.PlanID = check.Plan.ID

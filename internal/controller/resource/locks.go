@@ -35,7 +35,7 @@ func (r *stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) erro
 		return err
 	}
 	run := &statebackend.RunRecord{Who: last.Who, Started: last.StartTime.Time, Alive: r.runLive(last.ID)}
-	if last.Result != RunRunning && last.CompletionTime != nil {
+	if last.Result != v1alpha1.RunRunning && last.CompletionTime != nil {
 		run.Ended = last.CompletionTime.Time
 	}
 	if r.server != nil {
@@ -94,7 +94,7 @@ func (e *lockFenced) Error() string {
 // for a lock, which saves a Lease read before most runs.
 func endedOnItsOwn(last *v1alpha1.RunStatus) bool {
 	switch last.Result {
-	case RunSucceeded, RunWaitingForApproval, RunInvalid:
+	case v1alpha1.RunSucceeded, v1alpha1.RunWaitingForApproval, v1alpha1.RunInvalid:
 		return true
 	}
 	return false

@@ -35,7 +35,7 @@ func reconcileRequested(res *v1alpha1.InfraResource) bool {
 // waits for a person, and a new plan would discard the one they are reviewing. A plan a Deny rule
 // refused waits for no one: a sync request plans it again (the world may have changed).
 func runAsked(s *resourceScope) bool {
-	if last := s.res.Status.LastRun; last != nil && last.Result == RunWaitingForApproval {
+	if last := s.res.Status.LastRun; last != nil && last.Result == v1alpha1.RunWaitingForApproval {
 		pp := s.res.Status.PendingPlan
 		return pp != nil && pp.Reason == WaitPolicyDenied && reconcileRequested(s.res)
 	}

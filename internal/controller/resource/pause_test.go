@@ -35,7 +35,7 @@ func appliedResource(t *testing.T, ago time.Duration, annotations map[string]str
 			Module: v1alpha1.ModuleSource{Source: "./m", Version: "v1"}},
 		Status: v1alpha1.InfraResourceStatus{Phase: v1alpha1.ResourceAvailable, ObservedGeneration: 1,
 			State: &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, sfx), Serial: 1},
-			LastRun: &v1alpha1.RunStatus{ID: "run-1", Operation: "apply", Result: RunSucceeded, Generation: 1,
+			LastRun: &v1alpha1.RunStatus{ID: "run-1", Operation: "apply", Result: v1alpha1.RunSucceeded, Generation: 1,
 				StartTime: &ended, CompletionTime: &ended}},
 	}
 	if edit != nil {
@@ -174,7 +174,7 @@ func TestASyncRequestDoesNotReplanAPlanWaitingForApproval(t *testing.T) {
 	r, runs, req := appliedResource(t, time.Minute, map[string]string{v1alpha1.AnnotationReconcileRequestedAt: "now"},
 		func(res *v1alpha1.InfraResource) {
 			res.Generation = 2
-			res.Status.LastRun.Generation, res.Status.LastRun.Result = 2, RunWaitingForApproval
+			res.Status.LastRun.Generation, res.Status.LastRun.Result = 2, v1alpha1.RunWaitingForApproval
 			res.Status.PendingPlan = &v1alpha1.PendingPlan{ID: "p-2", Generation: 2}
 		})
 	reconcileAndGet(t, r, req)

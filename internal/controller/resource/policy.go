@@ -49,7 +49,7 @@ func policyDigest(rules []policy.Rule, facts policy.Facts) string {
 // to run such a plan without its rules). Call it once preparePolicy has set s.policy and s.facts.
 func policyMoved(s *resourceScope) bool {
 	pp := s.res.Status.PendingPlan
-	if pp == nil || s.res.Status.LastRun == nil || s.res.Status.LastRun.Result != RunWaitingForApproval {
+	if pp == nil || s.res.Status.LastRun == nil || s.res.Status.LastRun.Result != v1alpha1.RunWaitingForApproval {
 		return false
 	}
 	if s.class == nil && s.res.Spec.ClassRef != nil {

@@ -30,7 +30,7 @@ func TestPlanPolicyReplans(t *testing.T) {
 	scope := func(reason string, annotations map[string]string) *resourceScope {
 		res := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: "r", Annotations: annotations},
 			Spec: v1alpha1.InfraResourceSpec{ClassRef: &v1alpha1.ClassReference{Name: "k"}},
-			Status: v1alpha1.InfraResourceStatus{LastRun: &v1alpha1.RunStatus{Result: RunWaitingForApproval},
+			Status: v1alpha1.InfraResourceStatus{LastRun: &v1alpha1.RunStatus{Result: v1alpha1.RunWaitingForApproval},
 				PendingPlan: &v1alpha1.PendingPlan{ID: "p1", Reason: reason, PolicyDigest: policyDigest(rules, facts)}}}
 		return &resourceScope{res: res, class: class, policy: rules, facts: facts}
 	}

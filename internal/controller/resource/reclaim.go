@@ -262,7 +262,7 @@ func (r *reclaimer) runDestroy(ctx context.Context, s *resourceScope, st stateba
 		r.sync.setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, terraformMessage(err), done)
 		return st, err
 	}
-	res.Status.LastRun.Result = RunSucceeded
+	res.Status.LastRun.Result = v1alpha1.RunSucceeded
 	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
 	if r.server != nil {
 		if written, ok := r.server.TakeWritten(s.state.Suffix()); ok {

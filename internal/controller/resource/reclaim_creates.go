@@ -47,7 +47,7 @@ func (r *reclaimer) resolveCreatesOnDelete(ctx context.Context, s *resourceScope
 		r.sync.setRunFailed(res, "plan", v1alpha1.ReasonPlanFailed, "resolving the creates in doubt before destroy: "+terraformMessage(err), done)
 		return true, nil
 	}
-	res.Status.LastRun.Result = RunSucceeded
+	res.Status.LastRun.Result = v1alpha1.RunSucceeded
 	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
 	r.sync.recordResolutions(res, out.Resolutions)
 	held := map[string]bool{}

@@ -188,7 +188,7 @@ func TestNewLeaderFencesItsPredecessorsRunLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := metav1.Now()
-	res.Status.LastRun = &v1alpha1.RunStatus{ID: "run-old", Operation: "apply", Result: RunRunning, StartTime: &started,
+	res.Status.LastRun = &v1alpha1.RunStatus{ID: "run-old", Operation: "apply", Result: v1alpha1.RunRunning, StartTime: &started,
 		Who: "conductor@conductor-tf", Controller: "pod-old"}
 	if err := c.Status().Update(ctx, res); err != nil {
 		t.Fatal(err)

@@ -83,7 +83,7 @@ func keepRunLog(res *v1alpha1.InfraResource, keepAll bool) bool {
 	switch {
 	case keepAll:
 		return true
-	case last.Result != RunSucceeded:
+	case last.Result != v1alpha1.RunSucceeded:
 		return true
 	case last.Operation == "drift":
 		return res.Status.Drift != nil && res.Status.Drift.Drifted

@@ -21,7 +21,7 @@ func runIDs(runs []v1alpha1.RunStatus) []string {
 func TestBeginRun(t *testing.T) {
 	st := &v1alpha1.InfraResourceStatus{}
 	for i := 1; i <= 7; i++ {
-		beginRun(st, &v1alpha1.RunStatus{ID: fmt.Sprint("r", i), Result: RunSucceeded})
+		beginRun(st, &v1alpha1.RunStatus{ID: fmt.Sprint("r", i), Result: v1alpha1.RunSucceeded})
 	}
 	if st.LastRun.ID != "r7" {
 		t.Fatalf("lastRun = %s, want r7", st.LastRun.ID)

@@ -27,19 +27,6 @@ type Runs interface {
 	DriftCheck(ctx context.Context, key string, spec tfrunner.Spec) (*tfrunner.StreamResult, error)
 }
 
-// Run results recorded in status.lastRun.result.
-const (
-	RunRunning   = "Running"
-	RunSucceeded = "Succeeded"
-	RunFailed    = "Failed"
-	// RunInvalid: the run was refused before planning (variables do not fit the module); it is not
-	// retried until the spec changes.
-	RunInvalid = "Invalid"
-	// RunWaitingForApproval: the plan would destroy or replace imported objects; it is applied only
-	// once the approve-replace annotation names its plan id.
-	RunWaitingForApproval = "WaitingForApproval"
-)
-
 // RunIdentity names the runs of one controller deployment.
 type RunIdentity struct {
 	// Who is the holder Terraform records in the locks of this controller's runs (user@host, see
@@ -62,7 +49,7 @@ func (id RunIdentity) who() string {
 func (id RunIdentity) newRun(res *v1alpha1.InfraResource, op string, now time.Time) *v1alpha1.RunStatus {
 	start := metav1.NewTime(now)
 	return &v1alpha1.RunStatus{
-		Operation: op, QueuedTime: &start, StartTime: start.DeepCopy(), Result: RunRunning, Generation: res.Generation,
+		Operation: op, QueuedTime: &start, StartTime: start.DeepCopy(), Result: v1alpha1.RunRunning, Generation: res.Generation,
 		ID: string(uuid.NewUUID()), Who: id.who(), Controller: id.Controller,
 	}
 }
@@ -72,15 +59,15 @@ func runResult(last *v1alpha1.RunStatus, err error) string {
 	var le *tfrunner.LockError
 	switch {
 	case err == nil:
-		return RunSucceeded
+		return string(v1alpha1.RunSucceeded)
 	case errors.Is(err, context.Canceled):
 		return "Cancelled"
 	case errors.As(err, &le):
 		return v1alpha1.ReasonStateLocked
-	case last != nil && last.Result != "" && last.Result != RunRunning:
-		return last.Result
+	case last != nil && last.Result != "" && last.Result != v1alpha1.RunRunning:
+		return string(last.Result)
 	}
-	return RunFailed
+	return string(v1alpha1.RunFailed)
 }
 
 // started records that run got its runner slot at now (the Started event): its StartTime, and
@@ -104,11 +91,11 @@ func needsRun(res *v1alpha1.InfraResource, now time.Time, interval time.Duration
 	switch {
 	case last == nil, last.Generation != res.Generation:
 		return true, 0
-	case last.Result == RunInvalid:
+	case last.Result == v1alpha1.RunInvalid:
 		return false, 0
-	case last.Result == RunWaitingForApproval:
+	case last.Result == v1alpha1.RunWaitingForApproval:
 		return approved(res), 0
-	case last.Result != RunSucceeded:
+	case last.Result != v1alpha1.RunSucceeded:
 		return true, 0
 	case last.CompletionTime == nil:
 		return true, 0

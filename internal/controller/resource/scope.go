@@ -78,7 +78,7 @@ func (r *Reconciler) openScope(ctx context.Context, name types.NamespacedName) (
 	if err := r.Get(ctx, name, res); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	if last := res.Status.LastRun; last != nil && last.Result == RunRunning && r.APIReader != nil {
+	if last := res.Status.LastRun; last != nil && last.Result == v1alpha1.RunRunning && r.APIReader != nil {
 		if err := r.APIReader.Get(ctx, name, res); err != nil {
 			return nil, client.IgnoreNotFound(err)
 		}

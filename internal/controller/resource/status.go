@@ -94,16 +94,16 @@ func classifyRun(op string, err error, at time.Time) runOutcome {
 func (o runOutcome) retried() bool { return o.kind == outcomeFailed || o.kind == outcomeLocked }
 
 // lastRunResult is status.lastRun.result for the outcome.
-func (o runOutcome) lastRunResult() string {
+func (o runOutcome) lastRunResult() v1alpha1.RunResult {
 	switch o.kind {
 	case outcomeApplied:
-		return RunSucceeded
+		return v1alpha1.RunSucceeded
 	case outcomeHeld:
-		return RunWaitingForApproval
+		return v1alpha1.RunWaitingForApproval
 	case outcomeInvalid:
-		return RunInvalid
+		return v1alpha1.RunInvalid
 	}
-	return RunFailed
+	return v1alpha1.RunFailed
 }
 
 // recordOutcome computes the resource's status after outcome o: status.lastRun (operation,
@@ -179,14 +179,14 @@ func phaseOf(in phaseInputs) v1alpha1.ResourcePhase {
 		return v1alpha1.ResourcePending
 	}
 	switch in.last.Result {
-	case RunRunning:
+	case v1alpha1.RunRunning:
 		if in.previous == v1alpha1.ResourceFailed {
 			return v1alpha1.ResourceFailed
 		}
 		return v1alpha1.ResourceProvisioning
-	case RunWaitingForApproval:
+	case v1alpha1.RunWaitingForApproval:
 		return v1alpha1.ResourcePending
-	case RunSucceeded:
+	case v1alpha1.RunSucceeded:
 		return in.binding
 	}
 	return v1alpha1.ResourceFailed

@@ -76,25 +76,25 @@ func TestRecordOutcome(t *testing.T) {
 		lastRun   bool // the run was recorded before it started (newRun)
 		o         runOutcome
 		phase     v1alpha1.ResourcePhase
-		result    string
+		result    v1alpha1.RunResult
 		synced    metav1.ConditionStatus
 		readyWant metav1.ConditionStatus
 		readyWhy  string
 	}{
 		{name: "applied", lastRun: true, o: runOutcome{kind: outcomeApplied, reason: v1alpha1.ReasonApplied, message: "plan: 1 to add"},
-			phase: v1alpha1.ResourceBound, result: RunSucceeded, synced: metav1.ConditionTrue, readyWant: metav1.ConditionTrue, readyWhy: v1alpha1.ReasonApplied},
+			phase: v1alpha1.ResourceBound, result: v1alpha1.RunSucceeded, synced: metav1.ConditionTrue, readyWant: metav1.ConditionTrue, readyWhy: v1alpha1.ReasonApplied},
 		{name: "a first provisioning fails", lastRun: true, o: runOutcome{kind: outcomeFailed, op: "apply", reason: v1alpha1.ReasonApplyFailed, message: "boom"},
-			phase: v1alpha1.ResourceFailed, result: RunFailed, synced: metav1.ConditionFalse, readyWant: metav1.ConditionFalse, readyWhy: v1alpha1.ReasonApplyFailed},
+			phase: v1alpha1.ResourceFailed, result: v1alpha1.RunFailed, synced: metav1.ConditionFalse, readyWant: metav1.ConditionFalse, readyWhy: v1alpha1.ReasonApplyFailed},
 		{name: "a first provisioning waits for a person", lastRun: true, o: runOutcome{kind: outcomeHeld, op: "plan", reason: v1alpha1.ReasonWaitingForApproval, message: "waits"},
-			phase: v1alpha1.ResourcePending, result: RunWaitingForApproval, synced: metav1.ConditionFalse, readyWant: metav1.ConditionFalse, readyWhy: v1alpha1.ReasonWaitingForApproval},
+			phase: v1alpha1.ResourcePending, result: v1alpha1.RunWaitingForApproval, synced: metav1.ConditionFalse, readyWant: metav1.ConditionFalse, readyWhy: v1alpha1.ReasonWaitingForApproval},
 		{name: "invalid inputs before any apply", o: runOutcome{kind: outcomeInvalid, op: "apply", reason: v1alpha1.ReasonInvalidVariables, message: "x"},
-			phase: v1alpha1.ResourceFailed, result: RunInvalid, synced: metav1.ConditionFalse, readyWant: metav1.ConditionFalse, readyWhy: v1alpha1.ReasonInvalidVariables},
+			phase: v1alpha1.ResourceFailed, result: v1alpha1.RunInvalid, synced: metav1.ConditionFalse, readyWant: metav1.ConditionFalse, readyWhy: v1alpha1.ReasonInvalidVariables},
 		{name: "an applied resource keeps its phase and Ready", applied: true, wasReady: true, lastRun: true,
 			o:     runOutcome{kind: outcomeLocked, op: "apply", reason: v1alpha1.ReasonStateLocked, message: "locked"},
-			phase: v1alpha1.ResourceBound, result: RunFailed, synced: metav1.ConditionFalse, readyWant: metav1.ConditionTrue, readyWhy: v1alpha1.ReasonApplied},
+			phase: v1alpha1.ResourceBound, result: v1alpha1.RunFailed, synced: metav1.ConditionFalse, readyWant: metav1.ConditionTrue, readyWhy: v1alpha1.ReasonApplied},
 		{name: "an applied resource that was not Ready says why", applied: true, lastRun: true,
 			o:     runOutcome{kind: outcomeFailed, op: "plan", reason: v1alpha1.ReasonPlanFailed, message: "bad"},
-			phase: v1alpha1.ResourceBound, result: RunFailed, synced: metav1.ConditionFalse, readyWant: metav1.ConditionFalse, readyWhy: v1alpha1.ReasonPlanFailed},
+			phase: v1alpha1.ResourceBound, result: v1alpha1.RunFailed, synced: metav1.ConditionFalse, readyWant: metav1.ConditionFalse, readyWhy: v1alpha1.ReasonPlanFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &v1alpha1.InfraResourceStatus{Phase: v1alpha1.ResourceProvisioning}
@@ -105,7 +105,7 @@ func TestRecordOutcome(t *testing.T) {
 				st.Conditions = []metav1.Condition{ready}
 			}
 			if tc.lastRun {
-				st.LastRun = &v1alpha1.RunStatus{Operation: "apply", StartTime: &started, Result: RunRunning, Generation: 2, ID: "r1"}
+				st.LastRun = &v1alpha1.RunStatus{Operation: "apply", StartTime: &started, Result: v1alpha1.RunRunning, Generation: 2, ID: "r1"}
 			}
 			tc.o.at = at
 			recordOutcome(st, 2, tc.o)
@@ -135,7 +135,7 @@ func TestRecordOutcome(t *testing.T) {
 // TestPhaseOf: the phase follows from the binding, whether the resource was ever applied, its last
 // run and its reclaim, whatever was written before (except a failed first provisioning retried).
 func TestPhaseOf(t *testing.T) {
-	run := func(result string) *v1alpha1.RunStatus { return &v1alpha1.RunStatus{Result: result} }
+	run := func(result v1alpha1.RunResult) *v1alpha1.RunStatus { return &v1alpha1.RunStatus{Result: result} }
 	const (
 		available = v1alpha1.ResourceAvailable
 		bound     = v1alpha1.ResourceBound
@@ -146,23 +146,23 @@ func TestPhaseOf(t *testing.T) {
 		in   phaseInputs
 		want v1alpha1.ResourcePhase
 	}{
-		{"reclaiming", phaseInputs{deleting: true, binding: bound, runs: true, applied: true, last: run(RunRunning)}, v1alpha1.ResourceDeleting},
+		{"reclaiming", phaseInputs{deleting: true, binding: bound, runs: true, applied: true, last: run(v1alpha1.RunRunning)}, v1alpha1.ResourceDeleting},
 		{"reclaiming a resource never applied", phaseInputs{deleting: true, runs: true, previous: v1alpha1.ResourceFailed}, v1alpha1.ResourceDeleting},
-		{"binding not observed keeps what was written", phaseInputs{runs: true, last: run(RunFailed), previous: bound}, bound},
-		{"released before any apply", phaseInputs{binding: released, runs: true, last: run(RunFailed)}, released},
-		{"released after an apply", phaseInputs{binding: released, runs: true, applied: true, last: run(RunSucceeded)}, released},
+		{"binding not observed keeps what was written", phaseInputs{runs: true, last: run(v1alpha1.RunFailed), previous: bound}, bound},
+		{"released before any apply", phaseInputs{binding: released, runs: true, last: run(v1alpha1.RunFailed)}, released},
+		{"released after an apply", phaseInputs{binding: released, runs: true, applied: true, last: run(v1alpha1.RunSucceeded)}, released},
 		{"no runs: the binding alone", phaseInputs{binding: bound}, bound},
 		{"no runs, no claim", phaseInputs{binding: available, previous: v1alpha1.ResourcePending}, available},
-		{"applied and bound", phaseInputs{binding: bound, runs: true, applied: true, last: run(RunSucceeded)}, bound},
-		{"applied, its last run failed", phaseInputs{binding: bound, runs: true, applied: true, last: run(RunFailed), previous: bound}, bound},
-		{"applied, a run under way", phaseInputs{binding: available, runs: true, applied: true, last: run(RunRunning)}, available},
-		{"applied, a plan waits", phaseInputs{binding: bound, runs: true, applied: true, last: run(RunWaitingForApproval)}, bound},
+		{"applied and bound", phaseInputs{binding: bound, runs: true, applied: true, last: run(v1alpha1.RunSucceeded)}, bound},
+		{"applied, its last run failed", phaseInputs{binding: bound, runs: true, applied: true, last: run(v1alpha1.RunFailed), previous: bound}, bound},
+		{"applied, a run under way", phaseInputs{binding: available, runs: true, applied: true, last: run(v1alpha1.RunRunning)}, available},
+		{"applied, a plan waits", phaseInputs{binding: bound, runs: true, applied: true, last: run(v1alpha1.RunWaitingForApproval)}, bound},
 		{"no run yet", phaseInputs{binding: bound, runs: true}, v1alpha1.ResourcePending},
-		{"first provisioning", phaseInputs{binding: bound, runs: true, last: run(RunRunning), previous: v1alpha1.ResourcePending}, v1alpha1.ResourceProvisioning},
-		{"failed first provisioning retried", phaseInputs{binding: bound, runs: true, last: run(RunRunning), previous: v1alpha1.ResourceFailed}, v1alpha1.ResourceFailed},
-		{"first plan waits for a person", phaseInputs{binding: bound, runs: true, last: run(RunWaitingForApproval)}, v1alpha1.ResourcePending},
-		{"first provisioning failed", phaseInputs{binding: available, runs: true, last: run(RunFailed), previous: v1alpha1.ResourceProvisioning}, v1alpha1.ResourceFailed},
-		{"invalid inputs", phaseInputs{binding: bound, runs: true, last: run(RunInvalid)}, v1alpha1.ResourceFailed},
+		{"first provisioning", phaseInputs{binding: bound, runs: true, last: run(v1alpha1.RunRunning), previous: v1alpha1.ResourcePending}, v1alpha1.ResourceProvisioning},
+		{"failed first provisioning retried", phaseInputs{binding: bound, runs: true, last: run(v1alpha1.RunRunning), previous: v1alpha1.ResourceFailed}, v1alpha1.ResourceFailed},
+		{"first plan waits for a person", phaseInputs{binding: bound, runs: true, last: run(v1alpha1.RunWaitingForApproval)}, v1alpha1.ResourcePending},
+		{"first provisioning failed", phaseInputs{binding: available, runs: true, last: run(v1alpha1.RunFailed), previous: v1alpha1.ResourceProvisioning}, v1alpha1.ResourceFailed},
+		{"invalid inputs", phaseInputs{binding: bound, runs: true, last: run(v1alpha1.RunInvalid)}, v1alpha1.ResourceFailed},
 	} {
 		if got := phaseOf(tc.in); got != tc.want {
 			t.Errorf("%s: phaseOf(%+v) = %s, want %s", tc.name, tc.in, got, tc.want)

@@ -33,16 +33,16 @@ func TestStatusWriteNeverReplacesANewerStatus(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = v1alpha1.AddToScheme(scheme)
 	res := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: "db"},
-		Status: v1alpha1.InfraResourceStatus{LastRun: &v1alpha1.RunStatus{ID: "run-0", Result: RunSucceeded}}}
+		Status: v1alpha1.InfraResourceStatus{LastRun: &v1alpha1.RunStatus{ID: "run-0", Result: v1alpha1.RunSucceeded}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.InfraResource{}).WithObjects(res).Build()
 	ctx := context.Background()
 
 	stale, fresh := statusScope(t, c, "db"), statusScope(t, c, "db")
-	fresh.res.Status.LastRun = &v1alpha1.RunStatus{ID: "run-new", Result: RunRunning}
+	fresh.res.Status.LastRun = &v1alpha1.RunStatus{ID: "run-new", Result: v1alpha1.RunRunning}
 	if err := fresh.patch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	stale.res.Status.LastRun = &v1alpha1.RunStatus{ID: "run-old", Result: RunFailed}
+	stale.res.Status.LastRun = &v1alpha1.RunStatus{ID: "run-old", Result: v1alpha1.RunFailed}
 	if err := stale.patch(ctx); !apierrors.IsConflict(err) {
 		t.Fatalf("a stale reconcile's status write: %v, want a conflict", err)
 	}
@@ -62,11 +62,11 @@ func TestStatusWriteNeverReplacesANewerStatus(t *testing.T) {
 	if err := c.Update(ctx, annotated); err != nil {
 		t.Fatal(err)
 	}
-	s.res.Status.LastRun = &v1alpha1.RunStatus{ID: "run-new", Result: RunSucceeded}
+	s.res.Status.LastRun = &v1alpha1.RunStatus{ID: "run-new", Result: v1alpha1.RunSucceeded}
 	if err := s.patch(ctx); err != nil {
 		t.Fatalf("a status write after an annotation changed: %v, want it written", err)
 	}
-	if err := c.Get(ctx, types.NamespacedName{Name: "db"}, got); err != nil || got.Status.LastRun.Result != RunSucceeded {
+	if err := c.Get(ctx, types.NamespacedName{Name: "db"}, got); err != nil || got.Status.LastRun.Result != v1alpha1.RunSucceeded {
 		t.Fatalf("lastRun %+v, %v; want the run's outcome written", got.Status.LastRun, err)
 	}
 
@@ -75,7 +75,7 @@ func TestStatusWriteNeverReplacesANewerStatus(t *testing.T) {
 	close(lost)
 	s = statusScope(t, c, "db")
 	s.lost = lost
-	s.res.Status.LastRun = &v1alpha1.RunStatus{ID: "run-lost", Result: RunFailed}
+	s.res.Status.LastRun = &v1alpha1.RunStatus{ID: "run-lost", Result: v1alpha1.RunFailed}
 	if err := s.close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestStatusWriteKeepsTheSpecTheReconcileRead(t *testing.T) {
 	if err := c.Update(ctx, moved); err != nil {
 		t.Fatal(err)
 	}
-	s.res.Status.LastRun = &v1alpha1.RunStatus{ID: "run-1", Result: RunRunning, Generation: 2}
+	s.res.Status.LastRun = &v1alpha1.RunStatus{ID: "run-1", Result: v1alpha1.RunRunning, Generation: 2}
 	if err := s.checkpoint(ctx); err != nil {
 		t.Fatalf("a checkpoint after another writer changed the spec: %v, want it written", err)
 	}
@@ -127,11 +127,11 @@ func TestStatusWriteKeepsTheSpecTheReconcileRead(t *testing.T) {
 		t.Fatalf("an update of the reconcile's resource after the spec moved: %v, want a conflict", err)
 	}
 	// The next checkpoint still goes through.
-	s.res.Status.LastRun.Result = RunFailed
+	s.res.Status.LastRun.Result = v1alpha1.RunFailed
 	if err := s.checkpoint(ctx); err != nil {
 		t.Fatalf("a second checkpoint: %v", err)
 	}
-	if err := c.Get(ctx, types.NamespacedName{Name: "db"}, got); err != nil || got.Status.LastRun.Result != RunFailed || got.Spec.Module.Version != "v1.1.0" {
+	if err := c.Get(ctx, types.NamespacedName{Name: "db"}, got); err != nil || got.Status.LastRun.Result != v1alpha1.RunFailed || got.Spec.Module.Version != "v1.1.0" {
 		t.Fatalf("stored after the second checkpoint: %+v, %v", got, err)
 	}
 }

@@ -37,7 +37,7 @@ func (r *syncer) decideRun(ctx context.Context, s *resourceScope) (bool, error) 
 	}
 	run, wait := needsRun(res, s.start, r.interval(res))
 	run = run || runAsked(s) || policyMoved(s)
-	if !run && everApplied(res) && hasSecretInputs(res) && res.Status.LastRun.Result == RunSucceeded {
+	if !run && everApplied(res) && hasSecretInputs(res) && res.Status.LastRun.Result == v1alpha1.RunSucceeded {
 		changed, err := r.secretInputsRotated(ctx, res)
 		if err != nil {
 			return true, err

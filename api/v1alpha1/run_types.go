@@ -1,0 +1,21 @@
+package v1alpha1
+
+// RunResult is how a resource's run ended, or that it is under way: status.lastRun.result.
+// +kubebuilder:validation:Enum=Running;Succeeded;Failed;Invalid;WaitingForApproval
+type RunResult string
+
+// Run results.
+const (
+	// RunRunning: the run is recorded and under way (or waits for a runner slot).
+	RunRunning RunResult = "Running"
+	// RunSucceeded: the run did what it was for (an apply applied, a drift check or destroy ended).
+	RunSucceeded RunResult = "Succeeded"
+	// RunFailed: the run failed; the message and the Synced condition say why.
+	RunFailed RunResult = "Failed"
+	// RunInvalid: the run was refused before planning (variables do not fit the module); it is not
+	// retried until the spec changes.
+	RunInvalid RunResult = "Invalid"
+	// RunWaitingForApproval: the run's plan waits for a person (the approve-plan annotation naming
+	// its plan id) or was refused by the class's policy (status.pendingPlan says which).
+	RunWaitingForApproval RunResult = "WaitingForApproval"
+)
