@@ -19,3 +19,22 @@ const (
 	// its plan id) or was refused by the class's policy (status.pendingPlan says which).
 	RunWaitingForApproval RunResult = "WaitingForApproval"
 )
+
+// Reasons a saved plan is held by its run's gate (tfrunner.Hold.Reason): the values of the
+// resource's status.pendingPlan.reason, which the claim's ChangePending condition shows.
+const (
+	// HoldInterruptedCreate: the plan would create again an object whose create a dead run had
+	// started (crossplane-runtime's create-pending, for Terraform).
+	HoldInterruptedCreate = "InterruptedCreate"
+	// HoldImportedReplaced: the plan would destroy or replace an imported object.
+	HoldImportedReplaced = "ImportedObjectReplaced"
+	// HoldManual: the resource's approval is Manual and the plan has changes.
+	HoldManual = "Manual"
+	// HoldDestructive: the plan would delete or replace an existing object (the class's
+	// destructive-change guard).
+	HoldDestructive = "DestructiveChange"
+	// HoldPolicyApproval: a RequireApproval rule of the class's policy holds the plan.
+	HoldPolicyApproval = "PolicyRequiresApproval"
+	// HoldPolicyDenied: a Deny rule of the class's policy refuses the plan; no approval passes it.
+	HoldPolicyDenied = "PolicyDenied"
+)

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/policy"
 	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
@@ -139,7 +140,7 @@ func applyAsync(d *Dispatcher, ctx context.Context, key string, opts tfrunner.Ap
 func TestDispatcherSendsTheGateAndAnswersEvents(t *testing.T) {
 	d, conn := startDispatcher(t, DispatcherOptions{})
 	var events []tfrunner.Event
-	gate := &tfrunner.Gate{Approved: "abc", Imported: []string{"module.main.x.y"}, Shown: "abc", ShownReason: tfrunner.HoldDestructive,
+	gate := &tfrunner.Gate{Approved: "abc", Imported: []string{"module.main.x.y"}, Shown: "abc", ShownReason: v1alpha1.HoldDestructive,
 		Policy: []policy.Rule{{Name: "tagged", Expression: "'team' in claim.labels", Action: policy.ActionDeny, Message: "a team"}},
 		Facts:  policy.Facts{Claim: policy.Object{Namespace: "shop", Name: "db", Labels: map[string]string{"team": "a"}}, Class: policy.Object{Name: "pg"}, Resource: policy.Object{Name: "pg-1"}}}
 	done := applyAsync(d, context.Background(), "res-a", tfrunner.ApplyOptions{
@@ -196,7 +197,7 @@ func TestDispatcherReturnsAHeldPlanAndInputErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := &tfrunner.Plan{HasChanges: true, ID: "def", Changes: []tfrunner.Change{{Address: "module.main.a.b", Actions: []string{"delete"}}}}
-	held := &tfrunner.Hold{Plan: plan, Reason: tfrunner.HoldPolicyDenied, Addresses: []string{"module.main.a.b"}, Rendering: "- destroy",
+	held := &tfrunner.Hold{Plan: plan, Reason: v1alpha1.HoldPolicyDenied, Addresses: []string{"module.main.a.b"}, Rendering: "- destroy",
 		Rule: "keep-b", Message: "rule keep-b: b stays (module.main.a.b)"}
 	r.send(result(newResult(&tfrunner.ApplyResult{Plan: plan, Held: held}, nil, nil)))
 	got := <-done

@@ -5,26 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/policy"
-)
-
-// Reasons a saved plan is held by its Gate (Hold.Reason), the values of the resource's
-// status.pendingPlan.reason.
-const (
-	// HoldInterruptedCreate: the plan would create again an object whose create a dead run had
-	// started (crossplane-runtime's create-pending, for Terraform).
-	HoldInterruptedCreate = "InterruptedCreate"
-	// HoldImportedReplaced: the plan would destroy or replace an imported object.
-	HoldImportedReplaced = "ImportedObjectReplaced"
-	// HoldManual: the resource's approval is Manual and the plan has changes.
-	HoldManual = "Manual"
-	// HoldDestructive: the plan would delete or replace an existing object (the rule
-	// policy.DestructiveChange).
-	HoldDestructive = "DestructiveChange"
-	// HoldPolicyApproval: a RequireApproval rule of the class's policy holds the plan.
-	HoldPolicyApproval = "PolicyRequiresApproval"
-	// HoldPolicyDenied: a Deny rule of the class's policy refuses the plan; no approval passes it.
-	HoldPolicyDenied = "PolicyDenied"
 )
 
 // Gate is the decision between a saved plan and its apply, as data the run applies itself: the
@@ -73,7 +55,7 @@ type Hold struct {
 	Reason    string
 	Addresses []string
 	// Rule is the policy rule that stopped the plan (policy.DestructiveChange's name for
-	// HoldDestructive) and Message its message with the addresses; "" for the other reasons.
+	// v1alpha1.HoldDestructive) and Message its message with the addresses; "" for the other reasons.
 	Rule, Message string
 	// Rendering is Terraform's human-readable plan (show -no-color, sensitive values redacted by
 	// Terraform); "" when the plan was already shown (Gate.Shown).
@@ -94,9 +76,9 @@ func (g Gate) Decide(ctx context.Context, p *Plan) (*Hold, error) {
 	}
 	approved := g.Approved == p.ID
 	switch h.Reason {
-	case HoldInterruptedCreate:
-		approved = approved && g.Shown == p.ID && g.ShownReason == HoldInterruptedCreate
-	case HoldPolicyDenied:
+	case v1alpha1.HoldInterruptedCreate:
+		approved = approved && g.Shown == p.ID && g.ShownReason == v1alpha1.HoldInterruptedCreate
+	case v1alpha1.HoldPolicyDenied:
 		approved = false
 	}
 	if approved {
@@ -130,7 +112,7 @@ func (g Gate) hold(ctx context.Context, p *Plan) (*Hold, error) {
 	}
 	for _, v := range violations {
 		if v.Rule.Action == policy.ActionDeny {
-			return ruled(HoldPolicyDenied, v), nil
+			return ruled(v1alpha1.HoldPolicyDenied, v), nil
 		}
 	}
 	var again, importedRisky []string
@@ -144,21 +126,21 @@ func (g Gate) hold(ctx context.Context, p *Plan) (*Hold, error) {
 	}
 	switch {
 	case len(again) > 0:
-		return &Hold{Plan: p, Reason: HoldInterruptedCreate, Addresses: again}, nil
+		return &Hold{Plan: p, Reason: v1alpha1.HoldInterruptedCreate, Addresses: again}, nil
 	case len(importedRisky) > 0:
-		return &Hold{Plan: p, Reason: HoldImportedReplaced, Addresses: importedRisky}, nil
+		return &Hold{Plan: p, Reason: v1alpha1.HoldImportedReplaced, Addresses: importedRisky}, nil
 	case g.Manual && p.HasChanges:
-		return &Hold{Plan: p, Reason: HoldManual}, nil
+		return &Hold{Plan: p, Reason: v1alpha1.HoldManual}, nil
 	}
 	for _, v := range violations {
 		// The guard is the set's last rule when it is in it: a class's own rule of that name
 		// is refused by the class check, so the name alone tells them apart here.
 		if !g.AllowDestructive && v.Rule.Name == policy.DestructiveChange.Name {
-			h := ruled(HoldDestructive, v)
+			h := ruled(v1alpha1.HoldDestructive, v)
 			h.Message = ""
 			return h, nil
 		}
-		return ruled(HoldPolicyApproval, v), nil
+		return ruled(v1alpha1.HoldPolicyApproval, v), nil
 	}
 	return nil, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/policy"
 )
 
@@ -31,36 +32,36 @@ func TestGateDecide(t *testing.T) {
 	}{
 		{name: "an update passes", plan: plan("p1", create, update)},
 		{name: "a replace is held by default", plan: plan("p1", update, replace),
-			reason: HoldDestructive, addresses: []string{"module.main.a.z"}, rule: policy.DestructiveChange.Name, render: true},
+			reason: v1alpha1.HoldDestructive, addresses: []string{"module.main.a.z"}, rule: policy.DestructiveChange.Name, render: true},
 		{name: "allowed destructive changes pass", gate: Gate{AllowDestructive: true}, plan: plan("p1", replace)},
 		{name: "an approved destructive plan passes", gate: Gate{Approved: "p1"}, plan: plan("p1", replace)},
 		{name: "an approval of another plan is discarded", gate: Gate{Approved: "p0"}, plan: plan("p1", replace),
-			reason: HoldDestructive, addresses: []string{"module.main.a.z"}, discarded: "p0", rule: policy.DestructiveChange.Name, render: true},
+			reason: v1alpha1.HoldDestructive, addresses: []string{"module.main.a.z"}, discarded: "p0", rule: policy.DestructiveChange.Name, render: true},
 		{name: "manual holds any change", gate: Gate{Manual: true, AllowDestructive: true}, plan: plan("p1", update),
-			reason: HoldManual, render: true},
-		{name: "a plan already shown is not rendered again", gate: Gate{Manual: true, Shown: "p1", ShownReason: HoldManual},
-			plan: plan("p1", update), reason: HoldManual},
+			reason: v1alpha1.HoldManual, render: true},
+		{name: "a plan already shown is not rendered again", gate: Gate{Manual: true, Shown: "p1", ShownReason: v1alpha1.HoldManual},
+			plan: plan("p1", update), reason: v1alpha1.HoldManual},
 		{name: "a replaced import is held before the guard", gate: Gate{AllowDestructive: true, Imported: []string{"module.main.a.z"}},
-			plan: plan("p1", replace), reason: HoldImportedReplaced, addresses: []string{"module.main.a.z"}, render: true},
+			plan: plan("p1", replace), reason: v1alpha1.HoldImportedReplaced, addresses: []string{"module.main.a.z"}, render: true},
 		{name: "a create in doubt is held first", gate: Gate{Manual: true, CreatesInDoubt: []string{"module.main.a.x"}},
-			plan: plan("p1", create, replace), reason: HoldInterruptedCreate, addresses: []string{"module.main.a.x"}, render: true},
+			plan: plan("p1", create, replace), reason: v1alpha1.HoldInterruptedCreate, addresses: []string{"module.main.a.x"}, render: true},
 		{name: "a create in doubt the plan does not make again is not held", gate: Gate{CreatesInDoubt: []string{"module.main.b.q"}},
 			plan: plan("p1", create)},
 		{name: "an approval left from before does not pass a create in doubt", gate: Gate{Approved: "p1", CreatesInDoubt: []string{"module.main.a.x"}},
-			plan: plan("p1", create), reason: HoldInterruptedCreate, addresses: []string{"module.main.a.x"}, render: true},
+			plan: plan("p1", create), reason: v1alpha1.HoldInterruptedCreate, addresses: []string{"module.main.a.x"}, render: true},
 		{name: "an approval of the plan shown as held for it passes a create in doubt",
-			gate: Gate{Approved: "p1", CreatesInDoubt: []string{"module.main.a.x"}, Shown: "p1", ShownReason: HoldInterruptedCreate},
+			gate: Gate{Approved: "p1", CreatesInDoubt: []string{"module.main.a.x"}, Shown: "p1", ShownReason: v1alpha1.HoldInterruptedCreate},
 			plan: plan("p1", create)},
 		{name: "a Deny rule refuses the plan before anything else", gate: Gate{Manual: true, CreatesInDoubt: []string{"module.main.a.x"}, Policy: []policy.Rule{noZ}},
-			plan: plan("p1", create, replace), reason: HoldPolicyDenied, addresses: []string{"module.main.a.z"}, rule: "no-z", render: true},
+			plan: plan("p1", create, replace), reason: v1alpha1.HoldPolicyDenied, addresses: []string{"module.main.a.z"}, rule: "no-z", render: true},
 		{name: "no approval passes a Deny rule", gate: Gate{Approved: "p1", Policy: []policy.Rule{noZ}},
-			plan: plan("p1", replace), reason: HoldPolicyDenied, addresses: []string{"module.main.a.z"}, rule: "no-z", render: true},
+			plan: plan("p1", replace), reason: v1alpha1.HoldPolicyDenied, addresses: []string{"module.main.a.z"}, rule: "no-z", render: true},
 		{name: "a RequireApproval rule holds the plan before the guard", gate: Gate{Policy: []policy.Rule{askY}},
-			plan: plan("p1", update, replace), reason: HoldPolicyApproval, addresses: []string{"module.main.a.y"}, rule: "ask-y", render: true},
+			plan: plan("p1", update, replace), reason: v1alpha1.HoldPolicyApproval, addresses: []string{"module.main.a.y"}, rule: "ask-y", render: true},
 		{name: "an approval passes a RequireApproval rule", gate: Gate{Approved: "p1", Policy: []policy.Rule{askY}},
 			plan: plan("p1", update)},
 		{name: "the guard is a rule of its own", plan: plan("p1", replace),
-			reason: HoldDestructive, addresses: []string{"module.main.a.z"}, rule: policy.DestructiveChange.Name, render: true},
+			reason: v1alpha1.HoldDestructive, addresses: []string{"module.main.a.z"}, rule: policy.DestructiveChange.Name, render: true},
 		{name: "rules a plan passes hold nothing", gate: Gate{Policy: []policy.Rule{noZ, askY}}, plan: plan("p1", create)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

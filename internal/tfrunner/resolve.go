@@ -15,7 +15,7 @@ const (
 	// CreateRetried: the provider found no object with the address's import identity: the create
 	// that a dead run had started never happened, and the plan makes it.
 	CreateRetried = "Retried"
-	// CreateHeld: the run cannot know; the plan waits for a person (HoldInterruptedCreate).
+	// CreateHeld: the run cannot know; the plan waits for a person (v1alpha1.HoldInterruptedCreate).
 	CreateHeld = "Held"
 )
 

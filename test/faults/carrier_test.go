@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
@@ -114,7 +115,7 @@ func (c *carrier) Apply(ctx context.Context, key string, spec tfrunner.Spec, opt
 		gate = &tfrunner.Gate{}
 	}
 	if slices.Contains(gate.CreatesInDoubt, petAddress) && gate.Approved != plan.ID {
-		result.Held = &tfrunner.Hold{Plan: plan, Reason: tfrunner.HoldInterruptedCreate, Addresses: []string{petAddress}}
+		result.Held = &tfrunner.Hold{Plan: plan, Reason: v1alpha1.HoldInterruptedCreate, Addresses: []string{petAddress}}
 		return result, st.unlock(lockID)
 	}
 	if slices.Contains(gate.CreatesInDoubt, petAddress) && c.w.has(key) {

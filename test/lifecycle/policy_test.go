@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
 )
 
 // Issue 49 with real plans (OpenTofu, the local and random providers): a class's CEL rules
@@ -38,7 +37,7 @@ var _ = Describe("Plan policy", func() {
 		res := s.claim(claim)().Spec.ResourceName
 		Eventually(pendingPlan(s, res), timeout, time.Second).ShouldNot(BeNil())
 		pp := pendingPlan(s, res)()
-		Expect(pp.Reason).To(Equal(resourcecontroller.WaitPolicyDenied))
+		Expect(pp.Reason).To(Equal(v1alpha1.HoldPolicyDenied))
 		Expect(pp.Rule).To(Equal("no-secrets"))
 		Expect(pp.Message).To(Equal("rule no-secrets: files must not hold the word secret (module.main.local_file.this)"))
 		Expect(pp.PolicyDigest).NotTo(BeEmpty())
@@ -56,7 +55,7 @@ var _ = Describe("Plan policy", func() {
 		By("an approval of the refused plan applies nothing")
 		annotate(s, res, v1alpha1.AnnotationApprovePlan, pp.ID)
 		Consistently(func() string { return fileContent(path) }, 5*time.Second, time.Second).Should(HavePrefix("<"))
-		Expect(pendingPlan(s, res)().Reason).To(Equal(resourcecontroller.WaitPolicyDenied))
+		Expect(pendingPlan(s, res)().Reason).To(Equal(v1alpha1.HoldPolicyDenied))
 
 		By("a claim that passes is applied")
 		setGreeting(s, claim, "world")
@@ -71,7 +70,7 @@ var _ = Describe("Plan policy", func() {
 				return pp.Reason + "/" + pp.Rule
 			}
 			return ""
-		}, timeout, time.Second).Should(Equal(resourcecontroller.WaitPolicyApproval + "/replace-in-prod"))
+		}, timeout, time.Second).Should(Equal(v1alpha1.HoldPolicyApproval + "/replace-in-prod"))
 		pp = pendingPlan(s, res)()
 		Expect(pp.Changes).To(ContainElement("module.main.local_file.this: delete+create"))
 		Expect(syncedReason(s, res)()).To(Equal(v1alpha1.ReasonWaitingForApproval))
@@ -119,7 +118,7 @@ var _ = Describe("Plan policy on namespace labels", func() {
 		res := s.claim(claim)().Spec.ResourceName
 		Eventually(pendingPlan(s, res), timeout, time.Second).ShouldNot(BeNil())
 		pp := pendingPlan(s, res)()
-		Expect(pp.Reason).To(Equal(resourcecontroller.WaitPolicyDenied))
+		Expect(pp.Reason).To(Equal(v1alpha1.HoldPolicyDenied))
 		Expect(pp.Message).To(HavePrefix("rule frozen: the namespace is frozen (module.main.local_file.this"))
 		Expect(fileContent(path)).To(HavePrefix("<"), "nothing applied")
 

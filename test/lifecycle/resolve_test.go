@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
@@ -109,7 +108,7 @@ var _ = Describe("Interrupted creates resolved by the controller", func() {
 				return after
 			}, timeout, 200*time.Millisecond).ShouldNot(Equal(after))
 			pp := s.resource(name)().Status.PendingPlan
-			Expect(pp.Reason).To(Equal(tfrunner.HoldManual), "waits for the Manual approval, not for creates in doubt")
+			Expect(pp.Reason).To(Equal(v1alpha1.HoldManual), "waits for the Manual approval, not for creates in doubt")
 			Eventually(func() error {
 				r := s.resource(name)()
 				r.Annotations = map[string]string{v1alpha1.AnnotationApprovePlan: pp.ID}

@@ -4,7 +4,7 @@
 //
 // The reasons come from the code, read with go/ast (nothing is compiled or imported):
 //   - every constant named Reason* in api/v1alpha1 (condition and event reasons);
-//   - every constant named Hold* in internal/tfrunner (status.pendingPlan.reason);
+//   - every constant named Hold* in api/v1alpha1 (status.pendingPlan.reason);
 //   - every string literal given as a reason in internal/controller: the reason argument of
 //     Eventf and setCondition, and the Reason field of a metav1.Condition literal.
 //
@@ -34,7 +34,6 @@ const (
 	Command = "make docs"
 
 	apiDir        = "api/v1alpha1"
-	tfrunnerDir   = "internal/tfrunner"
 	controllerDir = "internal/controller"
 )
 
@@ -112,7 +111,7 @@ func Collect(root string) (*Collected, error) {
 		}
 	}
 	c.Reasons = sorted(api)
-	holds, err := constants(filepath.Join(root, tfrunnerDir), "Hold", "tfrunner")
+	holds, err := constants(filepath.Join(root, apiDir), "Hold", "v1alpha1")
 	if err != nil {
 		return nil, err
 	}

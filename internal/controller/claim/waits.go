@@ -14,7 +14,6 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
 	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
 // DefaultConnectionSecretCheck is how often a bound claim whose resource writes a connection
@@ -77,10 +76,10 @@ func setChangePending(claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) {
 	case res.Annotations[v1alpha1.AnnotationPaused] == "true" || (synced != nil && synced.Reason == v1alpha1.ReasonReconcilePaused):
 		set(v1alpha1.ReasonReconcilePaused, fmt.Sprintf("resource %s is paused (annotation %s=true): no plan, apply or drift check runs, so a change of this claim waits until it is resumed "+
 			"(kubectl conductor resume %s)", res.Name, v1alpha1.AnnotationPaused, target))
-	case (pp != nil && pp.Reason == tfrunner.HoldInterruptedCreate) || (synced != nil && synced.Reason == v1alpha1.ReasonInterruptedCreate):
+	case (pp != nil && pp.Reason == v1alpha1.HoldInterruptedCreate) || (synced != nil && synced.Reason == v1alpha1.ReasonInterruptedCreate):
 		set(v1alpha1.ReasonInterruptedCreate, fmt.Sprintf("resource %s holds its next apply: a run that died had started creates that may exist (status.createsPending). "+
 			"See them with kubectl conductor creates %s, then --import ADDRESS=ID, --approve (create again) or --abandon", res.Name, target))
-	case pp != nil && pp.Reason == tfrunner.HoldPolicyDenied:
+	case pp != nil && pp.Reason == v1alpha1.HoldPolicyDenied:
 		// No approval moves it on: the claim (its parameters or labels) or the class's policy must change.
 		set(v1alpha1.ReasonPolicyDenied, fmt.Sprintf("resource %s's plan %s (%d to add, %d to change, %d to destroy) was refused by the class's policy, %s. "+
 			"Change the claim so that its plan passes (or ask the platform team); read the plan with kubectl conductor plan %s",
@@ -88,11 +87,11 @@ func setChangePending(claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) {
 	case pp != nil:
 		reason, why := v1alpha1.ReasonWaitingForApproval, "approval is Manual"
 		switch pp.Reason {
-		case tfrunner.HoldDestructive:
+		case v1alpha1.HoldDestructive:
 			reason, why = v1alpha1.ReasonDestructiveChange, "it deletes or replaces existing objects"
-		case tfrunner.HoldImportedReplaced:
+		case v1alpha1.HoldImportedReplaced:
 			reason, why = v1alpha1.ReasonReplaceNeedsApproval, "it destroys or replaces imported objects"
-		case tfrunner.HoldPolicyApproval:
+		case v1alpha1.HoldPolicyApproval:
 			why = "the class's policy, " + pp.Message
 		}
 		set(reason, fmt.Sprintf("resource %s holds plan %s (%d to add, %d to change, %d to destroy) for approval: %s. "+

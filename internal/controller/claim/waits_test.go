@@ -10,7 +10,6 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
 func TestSetChangePending(t *testing.T) {
@@ -29,20 +28,20 @@ func TestSetChangePending(t *testing.T) {
 		mentioned []string
 	}{
 		{"nothing waits", v1alpha1.InfraResourceStatus{}, "", nil},
-		{"Manual approval", v1alpha1.InfraResourceStatus{PendingPlan: plan(tfrunner.HoldManual)}, v1alpha1.ReasonWaitingForApproval,
+		{"Manual approval", v1alpha1.InfraResourceStatus{PendingPlan: plan(v1alpha1.HoldManual)}, v1alpha1.ReasonWaitingForApproval,
 			[]string{"plan 0123456789ab", "approval is Manual", "kubectl conductor approve claim/db -n team-a", "kubectl conductor plan claim/db -n team-a"}},
-		{"destructive change", v1alpha1.InfraResourceStatus{PendingPlan: plan(tfrunner.HoldDestructive)}, v1alpha1.ReasonDestructiveChange,
+		{"destructive change", v1alpha1.InfraResourceStatus{PendingPlan: plan(v1alpha1.HoldDestructive)}, v1alpha1.ReasonDestructiveChange,
 			[]string{"1 to add, 0 to change, 1 to destroy", "deletes or replaces", "kubectl conductor approve claim/db -n team-a"}},
-		{"imported object replaced", v1alpha1.InfraResourceStatus{PendingPlan: plan(tfrunner.HoldImportedReplaced)}, v1alpha1.ReasonReplaceNeedsApproval,
+		{"imported object replaced", v1alpha1.InfraResourceStatus{PendingPlan: plan(v1alpha1.HoldImportedReplaced)}, v1alpha1.ReasonReplaceNeedsApproval,
 			[]string{"imported objects"}},
-		{"creates in doubt", v1alpha1.InfraResourceStatus{PendingPlan: plan(tfrunner.HoldInterruptedCreate)}, v1alpha1.ReasonInterruptedCreate,
+		{"creates in doubt", v1alpha1.InfraResourceStatus{PendingPlan: plan(v1alpha1.HoldInterruptedCreate)}, v1alpha1.ReasonInterruptedCreate,
 			[]string{"kubectl conductor creates claim/db -n team-a", "--import ADDRESS=ID"}},
 		{"creates in doubt, no plan (Synced says so)", v1alpha1.InfraResourceStatus{Conditions: []metav1.Condition{
 			{Type: v1alpha1.ConditionSynced, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInterruptedCreate}}}, v1alpha1.ReasonInterruptedCreate, nil},
 		{"a newer module version", v1alpha1.InfraResourceStatus{Conditions: []metav1.Condition{
 			{Type: v1alpha1.ConditionUpgradeAvailable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonNewerVersion, Message: "class db offers 1.2.0"}}},
 			v1alpha1.ReasonNewerVersion, []string{"class db offers 1.2.0", "kubectl conductor upgrade claim/db -n team-a"}},
-		{"resource paused", v1alpha1.InfraResourceStatus{PendingPlan: plan(tfrunner.HoldManual), Conditions: []metav1.Condition{
+		{"resource paused", v1alpha1.InfraResourceStatus{PendingPlan: plan(v1alpha1.HoldManual), Conditions: []metav1.Condition{
 			{Type: v1alpha1.ConditionSynced, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReconcilePaused}}}, v1alpha1.ReasonReconcilePaused,
 			[]string{"resource db-1a2b3 is paused", "kubectl conductor resume claim/db -n team-a"}},
 		{"up to date", v1alpha1.InfraResourceStatus{Conditions: []metav1.Condition{

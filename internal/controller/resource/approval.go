@@ -33,9 +33,9 @@ import (
 
 // Reasons a plan waits, in status.pendingPlan.reason: the run's gate decides (tfrunner.Gate).
 const (
-	WaitManual            = tfrunner.HoldManual
-	WaitDestructive       = tfrunner.HoldDestructive
-	WaitImportedReplaced  = tfrunner.HoldImportedReplaced
+	WaitManual            = v1alpha1.HoldManual
+	WaitDestructive       = v1alpha1.HoldDestructive
+	WaitImportedReplaced  = v1alpha1.HoldImportedReplaced
 	maxPendingPlanChanges = 50
 )
 
@@ -49,9 +49,9 @@ type approvalNeeded struct {
 
 func (e *approvalNeeded) Error() string {
 	switch e.reason {
-	case WaitPolicyDenied:
+	case v1alpha1.HoldPolicyDenied:
 		return fmt.Sprintf("plan %s refused by the class's policy, %s; no approval applies it: change the claim or the spec so that the plan passes", e.planID, e.message)
-	case WaitPolicyApproval:
+	case v1alpha1.HoldPolicyApproval:
 		return fmt.Sprintf("plan %s waits for approval: the class's policy, %s; annotate the resource %s=%s to apply it", e.planID, e.message, v1alpha1.AnnotationApprovePlan, e.planID)
 	}
 	if e.reason == WaitInterruptedCreate {
@@ -70,7 +70,7 @@ func (e *approvalNeeded) Error() string {
 }
 
 func (e *approvalNeeded) conditionReason() string {
-	if e.reason == WaitPolicyDenied {
+	if e.reason == v1alpha1.HoldPolicyDenied {
 		return v1alpha1.ReasonPolicyDenied
 	}
 	if e.reason == WaitInterruptedCreate {
@@ -97,7 +97,7 @@ func approvedID(res *v1alpha1.InfraResource) string {
 // never is: no run is due for its approval).
 func approved(res *v1alpha1.InfraResource) bool {
 	id, pp := approvedID(res), res.Status.PendingPlan
-	return id != "" && pp != nil && id == pp.ID && pp.Reason != WaitPolicyDenied
+	return id != "" && pp != nil && id == pp.ID && pp.Reason != v1alpha1.HoldPolicyDenied
 }
 
 // needsSavedPlan reports whether the resource's runs must stop between plan and apply: Manual
@@ -174,7 +174,7 @@ func (r *syncer) holdPlan(ctx context.Context, res *v1alpha1.InfraResource, h *t
 	}
 	res.Status.PendingPlan = pending
 	kind := corev1.EventTypeNormal
-	if h.Reason == WaitPolicyDenied {
+	if h.Reason == v1alpha1.HoldPolicyDenied {
 		kind = corev1.EventTypeWarning
 	}
 	if h.Rule != "" {

@@ -37,7 +37,7 @@ func reconcileRequested(res *v1alpha1.InfraResource) bool {
 func runAsked(s *resourceScope) bool {
 	if last := s.res.Status.LastRun; last != nil && last.Result == v1alpha1.RunWaitingForApproval {
 		pp := s.res.Status.PendingPlan
-		return pp != nil && pp.Reason == WaitPolicyDenied && reconcileRequested(s.res)
+		return pp != nil && pp.Reason == v1alpha1.HoldPolicyDenied && reconcileRequested(s.res)
 	}
 	return s.resumed || reconcileRequested(s.res)
 }

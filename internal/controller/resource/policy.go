@@ -21,14 +21,6 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
 	"github.com/conductor-tf/conductor-tf/internal/policy"
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
-)
-
-// WaitPolicyApproval and WaitPolicyDenied are the pending plan reasons of a rule
-// (tfrunner.HoldPolicyApproval, tfrunner.HoldPolicyDenied).
-const (
-	WaitPolicyApproval = tfrunner.HoldPolicyApproval
-	WaitPolicyDenied   = tfrunner.HoldPolicyDenied
 )
 
 // policyDigest identifies rules and what they saw (12 hex characters of a hash of both; "" for

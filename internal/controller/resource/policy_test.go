@@ -34,32 +34,32 @@ func TestPlanPolicyReplans(t *testing.T) {
 				PendingPlan: &v1alpha1.PendingPlan{ID: "p1", Reason: reason, PolicyDigest: policyDigest(rules, facts)}}}
 		return &resourceScope{res: res, class: class, policy: rules, facts: facts}
 	}
-	if s := scope(WaitPolicyDenied, nil); policyMoved(s) || runAsked(s) {
+	if s := scope(v1alpha1.HoldPolicyDenied, nil); policyMoved(s) || runAsked(s) {
 		t.Fatal("nothing changed, yet a new plan is due")
 	}
-	relabelled := scope(WaitPolicyDenied, nil)
+	relabelled := scope(v1alpha1.HoldPolicyDenied, nil)
 	relabelled.facts = policy.Facts{Claim: policy.Object{Namespace: "a", Name: "c", Labels: map[string]string{"env": "dev"}}}
 	if !policyMoved(relabelled) {
 		t.Error("a claim's label a rule reads changed, and no new plan is due")
 	}
-	reruled := scope(WaitPolicyDenied, nil)
+	reruled := scope(v1alpha1.HoldPolicyDenied, nil)
 	reruled.policy = nil
 	if !policyMoved(reruled) {
 		t.Error("the class's rules changed, and no new plan is due")
 	}
-	gone := scope(WaitPolicyDenied, nil)
+	gone := scope(v1alpha1.HoldPolicyDenied, nil)
 	gone.class, gone.policy, gone.facts = nil, nil, policy.Facts{}
 	if policyMoved(gone) {
 		t.Error("a gone class's rules counted as removed: the refused plan would be planned without them")
 	}
 	sync := map[string]string{v1alpha1.AnnotationReconcileRequestedAt: "now"}
-	if !runAsked(scope(WaitPolicyDenied, sync)) {
+	if !runAsked(scope(v1alpha1.HoldPolicyDenied, sync)) {
 		t.Error("a sync request does not plan a refused plan again")
 	}
-	if runAsked(scope(WaitPolicyApproval, sync)) {
+	if runAsked(scope(v1alpha1.HoldPolicyApproval, sync)) {
 		t.Error("a sync request discards a plan that waits for a person")
 	}
-	approvedRefusal := scope(WaitPolicyDenied, map[string]string{v1alpha1.AnnotationApprovePlan: "p1"})
+	approvedRefusal := scope(v1alpha1.HoldPolicyDenied, map[string]string{v1alpha1.AnnotationApprovePlan: "p1"})
 	if approved(approvedRefusal.res) {
 		t.Error("an approval of a refused plan counts")
 	}
