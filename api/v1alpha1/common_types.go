@@ -345,7 +345,7 @@ const (
 	// LabelClass labels a dynamically provisioned resource with its class.
 	LabelClass = "conductor.io/class"
 	// LabelReadyPool labels a resource of a class's ready pool that no claim has taken yet, with
-	// the class (its name as statebackend.LabelValue writes it); binding removes it.
+	// the class (its name as LabelValue writes it); binding removes it.
 	LabelReadyPool = "conductor.io/ready-pool"
 	// LabelResource labels a state Secret with the resource that uses it.
 	LabelResource = "conductor.io/resource"

@@ -123,7 +123,7 @@ func runAdopt(ctx context.Context, out io.Writer, cl *Clients, source string, a 
 		return err
 	}
 	res := &v1alpha1.InfraResource{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.LabelClass: statebackend.LabelValue(class.Name)}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.LabelClass: v1alpha1.LabelValue(class.Name)}},
 		Spec: v1alpha1.InfraResourceSpec{
 			ResourceKind: class.Spec.ResourceKind, ClassRef: &v1alpha1.ClassReference{Name: class.Name}, Module: class.Spec.Module,
 			Variables: src.vars, VariablesFrom: class.Spec.VariablesFrom, Env: class.Spec.Env, GeneratedPasswords: class.Spec.GeneratedPasswords,
@@ -137,7 +137,7 @@ func runAdopt(ctx context.Context, out io.Writer, cl *Clients, source string, a 
 		return fmt.Errorf("creating resource %s (the state is copied to %s/%s): %w", name, cl.ControllerNamespace, copied, err)
 	}
 	fmt.Fprintf(out, "Copied the state %s to %s/%s (resources moved under module.%s); the original is labelled %s=%s.\n",
-		src.state, cl.ControllerNamespace, copied, rootModule, statebackend.LabelAdoptedBy, statebackend.LabelValue(name))
+		src.state, cl.ControllerNamespace, copied, rootModule, statebackend.LabelAdoptedBy, v1alpha1.LabelValue(name))
 	fmt.Fprintf(out, "Created resource %s of class %s, reclaim policy %s, adopting it before its first plan.\n", name, class.Name, a.reclaim)
 	fmt.Fprintf(out, "Next: kubectl conductor plan resource/%s (no change expected when the variables match).\n", name)
 	return nil

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 )
 
 // LabelAdoptedBy labels a state Secret of another controller (tofu-controller, provider-terraform,
@@ -56,7 +58,7 @@ func CopyForeign(ctx context.Context, kube kubernetes.Interface, f ForeignState,
 	if !found {
 		return "", &AdoptError{fmt.Sprintf("Secret %s holds no Terraform state (no %s key)", f, stateKey)}
 	}
-	origin := LabelValue(f.Namespace + "." + f.Secret())
+	origin := v1alpha1.LabelValue(f.Namespace + "." + f.Secret())
 	suffix := SuffixFor("adopted." + resource)
 	name := SecretName(DefaultWorkspace, suffix)
 	existing, err := kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
@@ -113,10 +115,10 @@ func NestState(state []byte, name string) ([]byte, error) {
 
 // labelAdoptedBy labels the original state Secret with the resource that adopted a copy of it.
 func labelAdoptedBy(ctx context.Context, kube kubernetes.Interface, src *corev1.Secret, resource string) error {
-	if src.Labels[LabelAdoptedBy] == LabelValue(resource) {
+	if src.Labels[LabelAdoptedBy] == v1alpha1.LabelValue(resource) {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{LabelAdoptedBy: LabelValue(resource)}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{LabelAdoptedBy: v1alpha1.LabelValue(resource)}}})
 	if err != nil {
 		return err
 	}

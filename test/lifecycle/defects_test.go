@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
 var _ = Describe("Names and templates users actually write", func() {
@@ -28,7 +27,7 @@ var _ = Describe("Names and templates users actually write", func() {
 		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
 		got, res := s.ready(claim)
 		Expect(got.Status.ResourceName).To(Equal(res.Name))
-		Expect(res.Labels).To(HaveKeyWithValue(v1alpha1.LabelClaimName, statebackend.LabelValue(name)))
+		Expect(res.Labels).To(HaveKeyWithValue(v1alpha1.LabelClaimName, v1alpha1.LabelValue(name)))
 		Expect(res.Labels[v1alpha1.LabelClaimName]).To(HaveLen(63))
 		Expect(fileContent(filepath.Join(s.dir, name[:20]+".txt"))).To(Equal("hello long"))
 		Expect(k8s.Delete(s.ctx, got)).To(Succeed())

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
 // Issue 48 item 1 with real runs: the ledger module's terraform_data records each create in a
@@ -37,7 +36,7 @@ var _ = Describe("A ready pool", func() {
 		Expect(k8s.Create(s.ctx, class)).To(Succeed())
 		members := func() []v1alpha1.InfraResource {
 			list := &v1alpha1.InfraResourceList{}
-			Expect(k8s.List(s.ctx, list, client.MatchingLabels{v1alpha1.LabelReadyPool: statebackend.LabelValue(class.Name)})).To(Succeed())
+			Expect(k8s.List(s.ctx, list, client.MatchingLabels{v1alpha1.LabelReadyPool: v1alpha1.LabelValue(class.Name)})).To(Succeed())
 			return list.Items
 		}
 		poolReady := func() int32 {

@@ -117,7 +117,7 @@ var _ = Describe("Health as GitOps tools read it", func() {
 
 		By("the resource is Ready and wrote the connection Secret: current")
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-conn",
-			Labels: map[string]string{statebackend.LabelResource: statebackend.LabelValue(name)}}}
+			Labels: map[string]string{statebackend.LabelResource: v1alpha1.LabelValue(name)}}}
 		Expect(k8s.Create(ctx, secret)).To(Succeed())
 		updateResourceStatus(ctx, name, func(r *v1alpha1.InfraResource) {
 			meta.SetStatusCondition(&r.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonApplied, Message: "applied"})

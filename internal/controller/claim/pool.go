@@ -11,7 +11,6 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
-	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
 // takeFromPool binds a ready resource of the class's ready pool to the claim, when the class
@@ -30,7 +29,7 @@ func (r *Reconciler) takeFromPool(ctx context.Context, claim *v1alpha1.InfraClai
 		return nil, nil
 	}
 	list := &v1alpha1.InfraResourceList{}
-	if err := r.List(ctx, list, client.MatchingLabels{v1alpha1.LabelReadyPool: statebackend.LabelValue(class.Name)}); err != nil {
+	if err := r.List(ctx, list, client.MatchingLabels{v1alpha1.LabelReadyPool: v1alpha1.LabelValue(class.Name)}); err != nil {
 		return nil, err
 	}
 	// The oldest ready member first: the one longest applied.
@@ -52,7 +51,7 @@ func (r *Reconciler) takeFromPool(ctx context.Context, claim *v1alpha1.InfraClai
 		}
 		taken.Annotations[v1alpha1.AnnotationTakenFromPool] = string(claim.UID)
 		taken.Labels[v1alpha1.LabelClaimNamespace] = claim.Namespace
-		taken.Labels[v1alpha1.LabelClaimName] = statebackend.LabelValue(claim.Name)
+		taken.Labels[v1alpha1.LabelClaimName] = v1alpha1.LabelValue(claim.Name)
 		switch err := r.Update(ctx, taken); {
 		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 			continue // another claim took it, or the pool shrank

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
 // Issue 48 item 1: ready pools. No Terraform here: a resource with no runs is Available once it
@@ -33,7 +32,7 @@ var _ = Describe("Ready pools", func() {
 	members := func(class string) func() []v1alpha1.InfraResource {
 		return func() []v1alpha1.InfraResource {
 			list := &v1alpha1.InfraResourceList{}
-			Expect(k8s.List(ctx, list, client.MatchingLabels{v1alpha1.LabelReadyPool: statebackend.LabelValue(class)})).To(Succeed())
+			Expect(k8s.List(ctx, list, client.MatchingLabels{v1alpha1.LabelReadyPool: v1alpha1.LabelValue(class)})).To(Succeed())
 			var out []v1alpha1.InfraResource
 			for _, r := range list.Items {
 				if r.DeletionTimestamp.IsZero() {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/scheduler"
-	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
 // namespaceLabels returns the labels of the claim's namespace (from the cache), for the
@@ -62,7 +61,7 @@ func (r *Reconciler) overLimits(ctx context.Context, claim *v1alpha1.InfraClaim,
 	}
 	list := &v1alpha1.InfraResourceList{}
 	if err := reader.List(ctx, list, client.MatchingLabels{
-		v1alpha1.LabelClass: statebackend.LabelValue(class.Name), v1alpha1.LabelClaimNamespace: claim.Namespace,
+		v1alpha1.LabelClass: v1alpha1.LabelValue(class.Name), v1alpha1.LabelClaimNamespace: claim.Namespace,
 	}); err != nil {
 		return "", err
 	}

@@ -28,7 +28,6 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
 	"github.com/conductor-tf/conductor-tf/internal/render"
-	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;create;update;delete
@@ -180,7 +179,7 @@ func (e *notOursError) Error() string {
 // deleted.
 func admissionObjects(class *v1alpha1.InfraClass, validations []admissionv1.Validation) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
 	name := admissionName(class.Name)
-	labels := map[string]string{"app.kubernetes.io/managed-by": "conductor-tf", "conductor.io/class": statebackend.LabelValue(class.Name)}
+	labels := map[string]string{"app.kubernetes.io/managed-by": "conductor-tf", "conductor.io/class": v1alpha1.LabelValue(class.Name)}
 	// Only claims that name the class: a claim that names none may bind a free resource without
 	// rendering any template (as a PVC binds a PV), so the default class cannot ask it for
 	// parameters. A claim that names the class binds only the class's resources, which render.

@@ -55,5 +55,5 @@ func IsBoundPair(res *v1alpha1.InfraResource, claim *v1alpha1.InfraClaim) bool {
 // IsConnectionSecretOf reports whether secret is a connection Secret resource res wrote: labelled
 // with the resource (putConnectionSecret labels what it writes).
 func IsConnectionSecretOf(secret *corev1.Secret, res *v1alpha1.InfraResource) bool {
-	return secret.Labels[statebackend.LabelResource] == statebackend.LabelValue(res.Name)
+	return secret.Labels[statebackend.LabelResource] == v1alpha1.LabelValue(res.Name)
 }

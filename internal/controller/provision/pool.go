@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
 // RenderedForPool is the value of conductor.io/rendered-generation on a pooled resource: its
@@ -41,7 +40,7 @@ func PooledResourceFromClass(class *v1alpha1.InfraClass) (*v1alpha1.InfraResourc
 	res.Spec.ReclaimPolicy = v1alpha1.ReclaimDelete
 	delete(res.Labels, v1alpha1.LabelClaimNamespace)
 	delete(res.Labels, v1alpha1.LabelClaimName)
-	res.Labels[v1alpha1.LabelReadyPool] = statebackend.LabelValue(class.Name)
+	res.Labels[v1alpha1.LabelReadyPool] = v1alpha1.LabelValue(class.Name)
 	res.Annotations[v1alpha1.AnnotationRenderedGeneration] = RenderedForPool
 	return res, nil
 }

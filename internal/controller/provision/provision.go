@@ -15,7 +15,6 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/render"
-	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
 // ResourceFromClass builds the InfraResource named name dynamically provisioned for a claim (name
@@ -42,8 +41,8 @@ func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, n
 			Name: name,
 			Labels: map[string]string{
 				v1alpha1.LabelClaimNamespace: claim.Namespace,
-				v1alpha1.LabelClaimName:      statebackend.LabelValue(claim.Name),
-				v1alpha1.LabelClass:          statebackend.LabelValue(class.Name),
+				v1alpha1.LabelClaimName:      v1alpha1.LabelValue(claim.Name),
+				v1alpha1.LabelClass:          v1alpha1.LabelValue(class.Name),
 			},
 			Annotations: map[string]string{
 				v1alpha1.AnnotationProvisionedBy:      "conductor-tf",

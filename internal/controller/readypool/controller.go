@@ -28,7 +28,6 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
 	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
-	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
 // Reconciler keeps InfraClasses' ready pools filled.
@@ -111,7 +110,7 @@ func (r *Reconciler) writeCounts(ctx context.Context, class *v1alpha1.InfraClass
 // (expectations).
 func (r *Reconciler) members(ctx context.Context, class string) (members []v1alpha1.InfraResource, creating int, err error) {
 	list := &v1alpha1.InfraResourceList{}
-	if err := r.List(ctx, list, client.MatchingLabels{v1alpha1.LabelReadyPool: statebackend.LabelValue(class)}); err != nil {
+	if err := r.List(ctx, list, client.MatchingLabels{v1alpha1.LabelReadyPool: v1alpha1.LabelValue(class)}); err != nil {
 		return nil, 0, err
 	}
 	listed := map[string]bool{}

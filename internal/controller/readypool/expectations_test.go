@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
 func poolClass(size int32) *v1alpha1.InfraClass {
@@ -125,7 +124,7 @@ func TestPoolNeverDeletesAMemberJustTaken(t *testing.T) {
 	s := &staleCache{}
 	class := poolClass(0) // the pool shrinks to nothing: every free member is surplus
 	m := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: "db-pool-abc123", UID: "member-uid",
-		Labels: map[string]string{v1alpha1.LabelReadyPool: statebackend.LabelValue(class.Name)}},
+		Labels: map[string]string{v1alpha1.LabelReadyPool: v1alpha1.LabelValue(class.Name)}},
 		Spec: v1alpha1.InfraResourceSpec{ClassRef: &v1alpha1.ClassReference{Name: class.Name}, Module: class.Spec.Module}}
 	m.Status.Phase = v1alpha1.ResourceAvailable
 	c := s.client(t, class, m)

@@ -83,7 +83,7 @@ func (r *stateKeeper) adoptState(ctx context.Context, s *resourceScope) error {
 		return &statebackend.AdoptError{Message: fmt.Sprintf(
 			"state Secret %s was orphaned by the deleted resource %s; set spec.adoptState: %s to adopt it, or delete it", name, orphanedFrom, name)}
 	}
-	if err := s.state.Adopt(ctx, from, statebackend.LabelValue(res.Name)); err != nil {
+	if err := s.state.Adopt(ctx, from, v1alpha1.LabelValue(res.Name)); err != nil {
 		return err
 	}
 	if res.Status.State == nil {

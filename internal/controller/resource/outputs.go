@@ -162,7 +162,7 @@ func (r *resourceSecrets) putConnectionSecret(ctx context.Context, res *v1alpha1
 		if secret.Labels == nil {
 			secret.Labels = map[string]string{}
 		}
-		secret.Labels[statebackend.LabelResource] = statebackend.LabelValue(res.Name)
+		secret.Labels[statebackend.LabelResource] = v1alpha1.LabelValue(res.Name)
 		return controllerutil.SetControllerReference(owner, secret, r.api.Scheme())
 	}
 	var err error

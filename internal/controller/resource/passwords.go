@@ -172,7 +172,7 @@ func (r *resourceSecrets) ensurePasswords(ctx context.Context, res *v1alpha1.Inf
 	create := s == nil
 	if create {
 		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.config.Namespace, Name: name,
-			Labels: map[string]string{statebackend.LabelResource: statebackend.LabelValue(res.Name)}}, Type: corev1.SecretTypeOpaque}
+			Labels: map[string]string{statebackend.LabelResource: v1alpha1.LabelValue(res.Name)}}, Type: corev1.SecretTypeOpaque}
 	}
 	rotate := !create && rotationAsked(res, s)
 	due := missingPasswords(res, s)
@@ -310,7 +310,7 @@ func (r *resourceSecrets) reclaimPasswords(ctx context.Context, res *v1alpha1.In
 	var err error
 	if res.Spec.ReclaimPolicy == v1alpha1.ReclaimRetain {
 		patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q,%q:null}}}`,
-			statebackend.LabelOrphanedFrom, statebackend.LabelValue(res.Name), statebackend.LabelResource)
+			statebackend.LabelOrphanedFrom, v1alpha1.LabelValue(res.Name), statebackend.LabelResource)
 		err = r.api.Patch(ctx, s, client.RawPatch(types.MergePatchType, patch))
 	} else {
 		err = r.api.Delete(ctx, s)

@@ -135,7 +135,7 @@ func (r *reclaimer) reclaim(ctx context.Context, s *resourceScope) (bool, error)
 		if err := r.keeper.putBackState(ctx, s); err != nil {
 			return r.sync.stateStop(s, "orphan", err)
 		}
-		if err := s.state.Orphan(ctx, statebackend.LabelValue(res.Name)); err != nil {
+		if err := s.state.Orphan(ctx, v1alpha1.LabelValue(res.Name)); err != nil {
 			return true, err
 		}
 		if err := r.secrets.reclaimPasswords(ctx, res); err != nil {
@@ -143,7 +143,7 @@ func (r *reclaimer) reclaim(ctx context.Context, s *resourceScope) (bool, error)
 		}
 		r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateOrphaned, "Reclaim",
 			"reclaim policy Retain: infrastructure kept, state Secret %s labelled %s=%s",
-			res.Status.State.SecretName, statebackend.LabelOrphanedFrom, statebackend.LabelValue(res.Name))
+			res.Status.State.SecretName, statebackend.LabelOrphanedFrom, v1alpha1.LabelValue(res.Name))
 		return false, nil
 	}
 	if err := r.destroy(ctx, s); err != nil {

@@ -23,7 +23,7 @@ func (r *resourceSecrets) writeTextSecret(ctx context.Context, name string, res 
 		if s.Labels == nil {
 			s.Labels = map[string]string{}
 		}
-		s.Labels[statebackend.LabelResource] = statebackend.LabelValue(res.Name)
+		s.Labels[statebackend.LabelResource] = v1alpha1.LabelValue(res.Name)
 		s.Type = corev1.SecretTypeOpaque
 		s.Data = map[string][]byte{key: []byte(text)}
 		// Owned by the resource: deleted with it (a cluster-scoped owner of a namespaced object).

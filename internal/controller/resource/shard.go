@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
 // Shard is this replica's share of the resources when the manager's replicas divide them
@@ -27,9 +26,9 @@ type Shard interface {
 }
 
 // ShardKey is the key a resource is sharded by: its name as the LabelResource label of its runs
-// and state says it (statebackend.LabelValue), so that the state server finds a run's bucket from
+// and state says it (v1alpha1.LabelValue), so that the state server finds a run's bucket from
 // the run's labels alone.
-func ShardKey(name string) string { return statebackend.LabelValue(name) }
+func ShardKey(name string) string { return v1alpha1.LabelValue(name) }
 
 // enterShard admits the reconcile of resource name on this replica: always without sharding;
 // with it, only while the resource's bucket is held here (Shard.Enter). done ends the admission;

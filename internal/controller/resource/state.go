@@ -43,7 +43,7 @@ func (r *stateKeeper) states() *statebackend.Store {
 }
 
 func stateLabels(res *v1alpha1.InfraResource) map[string]string {
-	return map[string]string{statebackend.LabelResource: statebackend.LabelValue(res.Name)}
+	return map[string]string{statebackend.LabelResource: v1alpha1.LabelValue(res.Name)}
 }
 
 // backend configures a run's state: the state server's http backend, with credentials issued

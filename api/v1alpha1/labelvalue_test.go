@@ -1,4 +1,4 @@
-package statebackend
+package v1alpha1
 
 import (
 	"strings"
