@@ -22,15 +22,6 @@ type InfraClassSpec struct {
 	// Module is the versioned Terraform/OpenTofu module that provisions resources of this class.
 	Module ModuleSource `json:"module"`
 
-	// ModuleCredentials names a Secret, in the controller's namespace, with what fetching a
-	// private module needs; the class check and every init use it, no plan, apply, destroy or
-	// import sees it. Keys: TF_TOKEN_<host> (a registry token, Terraform's convention: the host
-	// with dots as "_" and hyphens as "__"), .git-credentials (git-credential-store lines,
-	// https://<user>:<token>@<host>), ssh-privatekey and known_hosts (git over SSH, as a
-	// kubernetes.io/ssh-auth Secret has them). Read at every fetch: a rotated token is used by the
-	// next init. Copied into the resources the class provisions.
-	// +optional
-	ModuleCredentials *LocalSecretReference `json:"moduleCredentials,omitempty"`
 
 	// Variables is the resource template: one Terraform input variable each. Strings are HCL template
 	// expressions evaluated against `claim` (name, namespace, labels, annotations, spec) and `class`
@@ -48,46 +39,10 @@ type InfraClassSpec struct {
 	// +optional
 	ImportIdentities map[string]string `json:"importIdentities,omitempty"`
 
-	// VariablesFrom are sensitive input variables read from Secrets at run time.
-	// +optional
-	// +listType=map
-	// +listMapKey=name
-	VariablesFrom []SecretInput `json:"variablesFrom,omitempty"`
-
-	// Env are environment variables of every run (provider credentials), read from Secrets at run time.
-	// +optional
-	// +listType=map
-	// +listMapKey=name
-	Env []SecretInput `json:"env,omitempty"`
-
-	// GeneratedPasswords are passwords the controller generates for each resource of the class
-	// and passes to the module's ephemeral variables only (see GeneratedPassword): never in state
-	// or plans, written to the claim's connection Secret, rotated on request
-	// (conductor.io/rotate-passwords on the resource). Copied into the resources the class
-	// provisions.
-	// +optional
-	// +listType=map
-	// +listMapKey=variable
-	// +kubebuilder:validation:MaxItems=16
-	GeneratedPasswords []GeneratedPassword `json:"generatedPasswords,omitempty"`
-
-	// KubernetesAccess grants the runs of this class's resources a ServiceAccount's Kubernetes
-	// credentials (for modules that manage Kubernetes objects). Absent: runs get no Kubernetes
-	// credentials at all. Copied into the resources the class provisions.
-	// +optional
-	KubernetesAccess *KubernetesAccess `json:"kubernetesAccess,omitempty"`
-
-	// WorkloadIdentity grants the runs of this class's resources a cloud identity (AWS, Azure or
-	// Google workload identity federation) through a ServiceAccount token requested per run.
-	// Absent: runs get no cloud identity but what env gives. Copied into the resources the class
-	// provisions.
-	// +optional
-	WorkloadIdentity *WorkloadIdentity `json:"workloadIdentity,omitempty"`
-
-	// RunnerPool names the InfraRunnerPool whose runner pods run this class's resources; empty:
-	// the manager's in-process pool. Copied into the resources the class provisions.
-	// +optional
-	RunnerPool string `json:"runnerPool,omitempty"`
+	// RunInputs are what every run of the class's resources is given besides its variables: Secret
+	// inputs, generated passwords, Kubernetes access, a cloud identity, module credentials and the
+	// runner pool. Copied whole into the resources the class provisions.
+	RunInputs `json:",inline"`
 
 	// Capabilities are what resources of this class offer; claims' requirements are matched against them.
 	// +optional

@@ -72,48 +72,9 @@ type InfraResourceSpec struct {
 	// +optional
 	ImportIdentities map[string]string `json:"importIdentities,omitempty"`
 
-	// VariablesFrom are sensitive input variables read from Secrets at run time.
-	// +optional
-	// +listType=map
-	// +listMapKey=name
-	VariablesFrom []SecretInput `json:"variablesFrom,omitempty"`
-
-	// Env are environment variables of every run, read from Secrets at run time.
-	// +optional
-	// +listType=map
-	// +listMapKey=name
-	Env []SecretInput `json:"env,omitempty"`
-
-	// GeneratedPasswords are passwords the controller generates for this resource, keeps in the
-	// Secret tfpassword-<state Secret's name> in the controller's namespace, and passes to the module's
-	// ephemeral variables only (see GeneratedPassword); copied from the class. The annotation
-	// conductor.io/rotate-passwords asks for new ones. Reclaim Delete deletes that Secret with the
-	// state; Retain keeps it, labelled as the state is.
-	// +optional
-	// +listType=map
-	// +listMapKey=variable
-	// +kubebuilder:validation:MaxItems=16
-	GeneratedPasswords []GeneratedPassword `json:"generatedPasswords,omitempty"`
-
-	// KubernetesAccess grants this resource's runs a ServiceAccount's Kubernetes credentials;
-	// copied from the class at provisioning time. Absent: runs get no Kubernetes credentials.
-	// +optional
-	KubernetesAccess *KubernetesAccess `json:"kubernetesAccess,omitempty"`
-
-	// ModuleCredentials names a Secret in the controller's namespace with what fetching the
-	// module needs (see InfraClassSpec.moduleCredentials); copied from the class.
-	// +optional
-	ModuleCredentials *LocalSecretReference `json:"moduleCredentials,omitempty"`
-
-	// WorkloadIdentity grants this resource's runs a cloud identity; copied from the class at
-	// provisioning time. Absent: runs get no cloud identity but what env gives.
-	// +optional
-	WorkloadIdentity *WorkloadIdentity `json:"workloadIdentity,omitempty"`
-
-	// RunnerPool names the InfraRunnerPool whose runner pods run this resource; empty: the
-	// manager's in-process pool. Copied from the class at provisioning time.
-	// +optional
-	RunnerPool string `json:"runnerPool,omitempty"`
+	// RunInputs are what every run of this resource is given besides its variables; copied from
+	// the class at provisioning time (a static resource sets them itself).
+	RunInputs `json:",inline"`
 
 	// Capacity this resource offers (e.g. storage: 50Gi).
 	// +optional

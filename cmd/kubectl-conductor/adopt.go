@@ -126,9 +126,7 @@ func runAdopt(ctx context.Context, out io.Writer, cl *Clients, source string, a 
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.LabelClass: v1alpha1.LabelValue(class.Name)}},
 		Spec: v1alpha1.InfraResourceSpec{
 			ResourceKind: class.Spec.ResourceKind, ClassRef: &v1alpha1.ClassReference{Name: class.Name}, Module: class.Spec.Module,
-			Variables: src.vars, VariablesFrom: class.Spec.VariablesFrom, Env: class.Spec.Env, GeneratedPasswords: class.Spec.GeneratedPasswords,
-			KubernetesAccess: class.Spec.KubernetesAccess, WorkloadIdentity: class.Spec.WorkloadIdentity,
-			ModuleCredentials: class.Spec.ModuleCredentials, RunnerPool: class.Spec.RunnerPool,
+			Variables: src.vars, RunInputs: *class.Spec.RunInputs.DeepCopy(),
 			Capabilities: class.Spec.Capabilities, AllowedNamespaces: class.Spec.AllowedNamespaces,
 			Operations: class.Spec.Operations, ReclaimPolicy: v1alpha1.ReclaimPolicy(a.reclaim), AdoptState: copied,
 		},

@@ -101,7 +101,7 @@ var _ = Describe("A run's cloud identity", func() {
 		} {
 			c := &v1alpha1.InfraClass{ObjectMeta: metav1.ObjectMeta{Name: "refused-" + rand.String(6)},
 				Spec: v1alpha1.InfraClassSpec{ResourceKind: "Refused", Module: v1alpha1.ModuleSource{Source: filepath.Join(modules, "identity"), Version: "v1"},
-					WorkloadIdentity: &wi}}
+					RunInputs: v1alpha1.RunInputs{WorkloadIdentity: &wi}}}
 			err := admin.Create(ctx, c)
 			Expect(err).To(HaveOccurred())
 			Expect(err.Error()).To(Or(ContainSubstring("cannot be granted to runs"), ContainSubstring("exactly one cloud")))

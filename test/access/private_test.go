@@ -30,9 +30,9 @@ var _ = Describe("Private module sources", func() {
 		kind := "Private" + rand.String(6)
 		c := &v1alpha1.InfraClass{ObjectMeta: metav1.ObjectMeta{Name: strings.ToLower(kind)},
 			Spec: v1alpha1.InfraClassSpec{ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete,
-				Module:            v1alpha1.ModuleSource{Source: source, Version: version},
-				ModuleCredentials: creds,
-				Variables:         v1alpha1.Variables{"report": quoted("${claim.spec.parameters.report}")}}}
+				Module:    v1alpha1.ModuleSource{Source: source, Version: version},
+				RunInputs: v1alpha1.RunInputs{ModuleCredentials: creds},
+				Variables: v1alpha1.Variables{"report": quoted("${claim.spec.parameters.report}")}}}
 		Expect(admin.Create(ctx, c)).To(Succeed())
 		Eventually(func() string {
 			Expect(admin.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())

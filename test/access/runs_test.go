@@ -162,7 +162,7 @@ var _ = Describe("What a run may see", func() {
 		for _, account := range []string{"conductor-tf-controller-manager", "conductor-tf-runner-any"} {
 			c := &v1alpha1.InfraClass{ObjectMeta: metav1.ObjectMeta{Name: "reserved-" + rand.String(6)},
 				Spec: v1alpha1.InfraClassSpec{ResourceKind: "Reserved", Module: v1alpha1.ModuleSource{Source: filepath.Join(modules, "kubeaccess"), Version: "v1"},
-					KubernetesAccess: &v1alpha1.KubernetesAccess{ServiceAccountName: account}}}
+					RunInputs: v1alpha1.RunInputs{KubernetesAccess: &v1alpha1.KubernetesAccess{ServiceAccountName: account}}}}
 			err := admin.Create(ctx, c)
 			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", account, err)
 			Expect(err.Error()).To(ContainSubstring("cannot be granted to runs"))

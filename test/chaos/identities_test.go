@@ -46,8 +46,8 @@ func TestSIGKILLMidCreateWithIdentities(t *testing.T) {
 	class := &v1alpha1.InfraClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "tokens"},
 		Spec: v1alpha1.InfraClassSpec{ResourceKind: "Token", Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete,
-			Module:           v1alpha1.ModuleSource{Source: module, Version: "v1"},
-			KubernetesAccess: &v1alpha1.KubernetesAccess{ServiceAccountName: "conductor-tf-module-rook-minio"},
+			Module:    v1alpha1.ModuleSource{Source: module, Version: "v1"},
+			RunInputs: v1alpha1.RunInputs{KubernetesAccess: &v1alpha1.KubernetesAccess{ServiceAccountName: "conductor-tf-module-rook-minio"}},
 			Variables: v1alpha1.Variables{
 				"namespace": {Raw: []byte(`"${claim.namespace}"`)},
 				"name":      {Raw: []byte(`"${resource.name}-token"`)},

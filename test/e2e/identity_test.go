@@ -56,9 +56,9 @@ var _ = Describe("Workload identity on the cluster: MinIO's STS verifies each ru
 	// stsClass publishes the stsbucket module on the aws pool as kind, with wi as its identity.
 	stsClass := func(name, kind string, wi *v1alpha1.WorkloadIdentity) {
 		c := &v1alpha1.InfraClass{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: v1alpha1.InfraClassSpec{ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete, RunnerPool: pool,
-				Module:           v1alpha1.ModuleSource{Source: modulesURL + "//modules/stsbucket", Version: "v0.1.0"},
-				WorkloadIdentity: wi,
+			Spec: v1alpha1.InfraClassSpec{ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete,
+				Module:    v1alpha1.ModuleSource{Source: modulesURL + "//modules/stsbucket", Version: "v0.1.0"},
+				RunInputs: v1alpha1.RunInputs{RunnerPool: pool, WorkloadIdentity: wi},
 				Variables: v1alpha1.Variables{
 					"endpoint": {Raw: []byte(`"` + endpoint + `"`)},
 					"bucket":   {Raw: []byte(`"${claim.namespace}"`)},

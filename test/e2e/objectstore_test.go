@@ -176,7 +176,7 @@ var _ = Describe("The sample rook-minio class, in the cluster: an object store y
 		adopter := &v1alpha1.InfraResource{
 			ObjectMeta: metav1.ObjectMeta{Name: old.Name + "-again"},
 			Spec: v1alpha1.InfraResourceSpec{ResourceKind: old.Spec.ResourceKind, ClassRef: old.Spec.ClassRef, Module: old.Spec.Module, Variables: old.Spec.Variables,
-				KubernetesAccess: old.Spec.KubernetesAccess, Capacity: old.Spec.Capacity, Capabilities: old.Spec.Capabilities,
+				RunInputs: v1alpha1.RunInputs{KubernetesAccess: old.Spec.KubernetesAccess}, Capacity: old.Spec.Capacity, Capabilities: old.Spec.Capabilities,
 				ReclaimPolicy: v1alpha1.ReclaimDelete, AdoptState: orphan},
 		}
 		Expect(k8s.Create(ctx, adopter)).To(Succeed())

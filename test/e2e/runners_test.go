@@ -66,7 +66,7 @@ func waitConnected(p *v1alpha1.InfraRunnerPool, runners int32) {
 func pooledClaimReady(pool, class, kind, module, prefix, name string) *v1alpha1.InfraClaim {
 	c := &v1alpha1.InfraClass{
 		ObjectMeta: metav1.ObjectMeta{Name: class},
-		Spec: v1alpha1.InfraClassSpec{ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete, RunnerPool: pool,
+		Spec: v1alpha1.InfraClassSpec{ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete, RunInputs: v1alpha1.RunInputs{RunnerPool: pool},
 			Module:    v1alpha1.ModuleSource{Source: modulesURL + "//modules/" + module, Version: "v0.1.0"},
 			Variables: v1alpha1.Variables{"name": {Raw: []byte(`"${claim.namespace}-${claim.name}"`)}}},
 	}

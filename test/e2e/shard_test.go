@@ -46,8 +46,8 @@ func shardLedger(name, kind string, seconds int) {
 	c := &v1alpha1.InfraClass{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.InfraClassSpec{ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete,
-			Module:           v1alpha1.ModuleSource{Source: modulesURL + "//modules/slowledger", Version: "v0.1.0"},
-			KubernetesAccess: &v1alpha1.KubernetesAccess{ServiceAccountName: ledgerAccount()},
+			Module:    v1alpha1.ModuleSource{Source: modulesURL + "//modules/slowledger", Version: "v0.1.0"},
+			RunInputs: v1alpha1.RunInputs{KubernetesAccess: &v1alpha1.KubernetesAccess{ServiceAccountName: ledgerAccount()}},
 			Variables: v1alpha1.Variables{
 				"name":      {Raw: []byte(`"${claim.namespace}-${claim.name}"`)},
 				"namespace": {Raw: []byte(`"${claim.namespace}"`)},

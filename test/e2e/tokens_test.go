@@ -25,7 +25,7 @@ func huntTokens(className, runnerPool string) (found, canI, dialed string) {
 	kind := "E2EHunt" + strings.ToUpper(className[:1]) + className[1:]
 	c := &v1alpha1.InfraClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-hunt-" + className},
-		Spec: v1alpha1.InfraClassSpec{ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete, RunnerPool: runnerPool,
+		Spec: v1alpha1.InfraClassSpec{ResourceKind: kind, Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete, RunInputs: v1alpha1.RunInputs{RunnerPool: runnerPool},
 			Module:    v1alpha1.ModuleSource{Source: modulesURL + "//modules/tokenhunt", Version: "v0.1.0"},
 			Variables: v1alpha1.Variables{"name": {Raw: []byte(`"${claim.name}"`)}, "pool": {Raw: []byte(`"` + runnerPool + `"`)}}},
 	}

@@ -53,11 +53,13 @@ func minioResource(s *scenario, resName, name, storeNS, keySecret string, import
 			ResourceKind: s.kind,
 			Module:       v1alpha1.ModuleSource{Source: modulesURL + "//modules/rook-minio", Version: harness.ModulesVersion},
 			// The sample's account (config/samples/rook_minio_rbac.yaml): runs get no other credentials.
-			KubernetesAccess: &v1alpha1.KubernetesAccess{ServiceAccountName: "conductor-tf-module-rook-minio"},
+			RunInputs: v1alpha1.RunInputs{
+				KubernetesAccess: &v1alpha1.KubernetesAccess{ServiceAccountName: "conductor-tf-module-rook-minio"},
+				VariablesFrom: []v1alpha1.SecretInput{{Name: "secret_key", SecretKeyRef: v1alpha1.SecretKeySelector{
+					Namespace: storeNS, Name: keySecret, Key: "password"}}},
+			},
 			Variables: v1alpha1.Variables{"name": js(fmt.Sprintf("%q", name)), "namespace": js(fmt.Sprintf("%q", storeNS)),
 				"server": js(`"rook-objectstore"`), "node_count": js("4"), "storage_gib": js("2")},
-			VariablesFrom: []v1alpha1.SecretInput{{Name: "secret_key", SecretKeyRef: v1alpha1.SecretKeySelector{
-				Namespace: storeNS, Name: keySecret, Key: "password"}}},
 			Capacity:      v1alpha1.Quantities{"storage": resource.MustParse("8Gi")},
 			Capabilities:  map[string]string{"engine": "minio"},
 			ReclaimPolicy: v1alpha1.ReclaimRetain,
@@ -207,7 +209,7 @@ var _ = Describe("Adopting orphaned state", func() {
 		adopter := &v1alpha1.InfraResource{
 			ObjectMeta: metav1.ObjectMeta{Name: "adopter-" + s.ns},
 			Spec: v1alpha1.InfraResourceSpec{ResourceKind: s.kind, Module: old.Spec.Module, Variables: old.Spec.Variables,
-				KubernetesAccess: old.Spec.KubernetesAccess, Capacity: old.Spec.Capacity, ReclaimPolicy: v1alpha1.ReclaimRetain, AdoptState: orphan},
+				RunInputs: v1alpha1.RunInputs{KubernetesAccess: old.Spec.KubernetesAccess}, Capacity: old.Spec.Capacity, ReclaimPolicy: v1alpha1.ReclaimRetain, AdoptState: orphan},
 		}
 		Expect(k8s.Create(s.ctx, adopter)).To(Succeed())
 		Eventually(func() *v1alpha1.RunStatus { return s.resource(adopter.Name)().Status.LastRun }, timeout, 100*time.Millisecond).Should(

@@ -28,10 +28,12 @@ func passwordResource(s *scenario, name, variable string) *v1alpha1.InfraResourc
 	return &v1alpha1.InfraResource{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.InfraResourceSpec{ResourceKind: s.kind, Module: v1alpha1.ModuleSource{Source: src, Version: "v1.0.0"},
-			KubernetesAccess: &v1alpha1.KubernetesAccess{ServiceAccountName: "conductor-tf-module-rook-minio"},
-			Variables:        v1alpha1.Variables{"namespace": js(fmt.Sprintf("%q", s.ns)), "name": js(`"db"`)},
-			GeneratedPasswords: []v1alpha1.GeneratedPassword{{Variable: variable, VersionVariable: "password_version",
-				Length: 24, ConnectionSecretKey: "db-password"}},
+			Variables: v1alpha1.Variables{"namespace": js(fmt.Sprintf("%q", s.ns)), "name": js(`"db"`)},
+			RunInputs: v1alpha1.RunInputs{
+				KubernetesAccess: &v1alpha1.KubernetesAccess{ServiceAccountName: "conductor-tf-module-rook-minio"},
+				GeneratedPasswords: []v1alpha1.GeneratedPassword{{Variable: variable, VersionVariable: "password_version",
+					Length: 24, ConnectionSecretKey: "db-password"}},
+			},
 			WriteConnectionSecretToRef: &v1alpha1.SecretReference{Namespace: s.ns, Name: "db-conn"},
 			ReclaimPolicy:              v1alpha1.ReclaimDelete,
 			Operations:                 v1alpha1.Operations{Approval: v1alpha1.ApprovalManual}},

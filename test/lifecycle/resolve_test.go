@@ -35,7 +35,7 @@ func namedTokenResource(s *scenario, name string, identity bool) *v1alpha1.Infra
 	res := &v1alpha1.InfraResource{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.InfraResourceSpec{ResourceKind: s.kind, Module: v1alpha1.ModuleSource{Source: src, Version: "v1.0.0"},
-			KubernetesAccess: &v1alpha1.KubernetesAccess{ServiceAccountName: "conductor-tf-module-rook-minio"},
+			RunInputs: v1alpha1.RunInputs{KubernetesAccess: &v1alpha1.KubernetesAccess{ServiceAccountName: "conductor-tf-module-rook-minio"}},
 			Variables: v1alpha1.Variables{"namespace": js(fmt.Sprintf("%q", s.ns)), "name": js(fmt.Sprintf("%q", name)),
 				"label": js(fmt.Sprintf("%q", name))},
 			ReclaimPolicy: v1alpha1.ReclaimDelete},

@@ -22,7 +22,7 @@ func TestCheckClassTemplateGeneratedPasswords(t *testing.T) {
 		{Name: "plain", Type: cty.String},
 	}}
 	class := func(vars map[string]string, pw ...v1alpha1.GeneratedPassword) *v1alpha1.InfraClass {
-		c := &v1alpha1.InfraClass{Spec: v1alpha1.InfraClassSpec{Variables: v1alpha1.Variables{}, GeneratedPasswords: pw}}
+		c := &v1alpha1.InfraClass{Spec: v1alpha1.InfraClassSpec{Variables: v1alpha1.Variables{}, RunInputs: v1alpha1.RunInputs{GeneratedPasswords: pw}}}
 		for k, v := range vars {
 			c.Spec.Variables[k] = apiextensionsv1.JSON{Raw: []byte(v)}
 		}

@@ -48,7 +48,7 @@ func runningOnPool(t *testing.T) (*Reconciler, *attachingRuns, ctrl.Request) {
 	sfx := statebackend.SuffixFor("db-x")
 	res := &v1alpha1.InfraResource{
 		ObjectMeta: metav1.ObjectMeta{Name: "db-x", Generation: 1, Finalizers: []string{v1alpha1.FinalizerResource, v1alpha1.FinalizerInUse}},
-		Spec: v1alpha1.InfraResourceSpec{ResourceKind: "Pet", ReclaimPolicy: v1alpha1.ReclaimDelete, RunnerPool: "p",
+		Spec: v1alpha1.InfraResourceSpec{ResourceKind: "Pet", ReclaimPolicy: v1alpha1.ReclaimDelete, RunInputs: v1alpha1.RunInputs{RunnerPool: "p"},
 			Module: v1alpha1.ModuleSource{Source: "./m", Version: "v1"}},
 		Status: v1alpha1.InfraResourceStatus{Phase: v1alpha1.ResourceProvisioning,
 			State:   &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, sfx), Serial: 1},

@@ -27,10 +27,10 @@ func TestGeneratedPasswords(t *testing.T) {
 	res := &v1alpha1.InfraResource{
 		ObjectMeta: metav1.ObjectMeta{Name: "db-1"},
 		Spec: v1alpha1.InfraResourceSpec{
-			GeneratedPasswords: []v1alpha1.GeneratedPassword{
+			RunInputs: v1alpha1.RunInputs{GeneratedPasswords: []v1alpha1.GeneratedPassword{
 				{Variable: "master_password", VersionVariable: "master_password_version", ConnectionSecretKey: "password"},
 				{Variable: "replica_password", Length: 64},
-			},
+			}},
 			ReclaimPolicy: v1alpha1.ReclaimDelete,
 		},
 		Status: v1alpha1.InfraResourceStatus{State: &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, statebackend.SuffixFor("db-1"))}},

@@ -20,7 +20,7 @@ import (
 func rotationFixture(t *testing.T) (*resourceSecrets, *v1alpha1.InfraResource, func() *corev1.Secret) {
 	res := &v1alpha1.InfraResource{
 		ObjectMeta: metav1.ObjectMeta{Name: "db-1"},
-		Spec:       v1alpha1.InfraResourceSpec{GeneratedPasswords: []v1alpha1.GeneratedPassword{{Variable: "master_password"}}},
+		Spec:       v1alpha1.InfraResourceSpec{RunInputs: v1alpha1.RunInputs{GeneratedPasswords: []v1alpha1.GeneratedPassword{{Variable: "master_password"}}}},
 		Status:     v1alpha1.InfraResourceStatus{State: &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, statebackend.SuffixFor("db-1"))}},
 	}
 	scheme := runtime.NewScheme()
