@@ -10,21 +10,20 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/conductor-tf/conductor-tf/test/harness/apiserver"
 )
 
 // The package's tests run against a real kube-apiserver and etcd, started once in TestMain from
-// KUBEBUILDER_ASSETS. test/harness cannot be imported here: it imports internal/tfrunner, which
-// imports this package. Like the harness, a run without the tools' environment fails with a
-// message saying how to get it rather than skipping.
+// KUBEBUILDER_ASSETS. test/harness cannot be imported here (it imports internal/tfrunner, which
+// imports this package); its leaf test/harness/apiserver starts the API server. Like the
+// harness, a run without the tools' environment fails with a message saying how to get it rather
+// than skipping.
 
 var (
 	testKube       kubernetes.Interface
 	testKubeconfig string
-	testNamespaces int
 )
 
 func TestMain(m *testing.M) {
@@ -45,29 +44,14 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	te := &envtest.Environment{BinaryAssetsDirectory: os.Getenv("KUBEBUILDER_ASSETS")}
-	cfg, err := te.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting the API server: %v\n", err)
-		return 1
-	}
-	defer func() { _ = te.Stop() }()
-	user, err := te.AddUser(envtest.User{Name: "statebackend-admin", Groups: []string{"system:masters"}}, cfg)
+	env, err := apiserver.Start(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	testKubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(testKubeconfig, kc, 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	testKube, err = kubernetes.NewForConfig(cfg)
+	defer func() { _ = env.Stop() }()
+	testKubeconfig = env.Kubeconfig
+	testKube, err = kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -76,17 +60,7 @@ func runTests(m *testing.M) int {
 }
 
 // newNamespace creates a namespace of the test's own.
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	testNamespaces++
-	name := fmt.Sprintf("sb-%d-%d", testNamespaces, time.Now().UnixNano()%100000)
-	_, err := testKube.CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return name
-}
+func newNamespace(t *testing.T) string { return apiserver.NewNamespace(t, testKube, "sb-") }
 
 // tfBinary is a Terraform or OpenTofu executable the end-to-end tests run.
 type tfBinary struct{ name, path string }

@@ -16,11 +16,10 @@ import (
 	"runtime"
 
 	"k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/test/harness/apiserver"
 )
 
 // RepoRoot is the repository's root directory.
@@ -45,13 +44,9 @@ func requireEnv(name string) (string, error) {
 	return v, nil
 }
 
-// Env is a running API server with a kubeconfig file for clients outside the test process
-// (Terraform's kubernetes backend and provider).
+// Env is a running API server (apiserver.Env) and, once started, a kube-controller-manager.
 type Env struct {
-	*envtest.Environment
-	Config *rest.Config
-	// Kubeconfig is the path of a kubeconfig file for a cluster-admin user.
-	Kubeconfig string
+	*apiserver.Env
 
 	kcm *exec.Cmd
 }
@@ -86,37 +81,13 @@ func (e *Env) Stop() error {
 }
 
 // Start starts etcd and kube-apiserver with the CRDs in crdDirs installed, and writes an admin
-// kubeconfig into dir. Stop it with Env.Stop.
+// kubeconfig into dir (apiserver.Start). Stop it with Env.Stop.
 func Start(dir string, crdDirs ...string) (*Env, error) {
-	assets, err := requireEnv("KUBEBUILDER_ASSETS")
+	env, err := apiserver.Start(dir, crdDirs...)
 	if err != nil {
 		return nil, err
 	}
-	te := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     crdDirs,
-		ErrorIfCRDPathMissing: len(crdDirs) > 0,
-	}
-	cfg, err := te.Start()
-	if err != nil {
-		return nil, fmt.Errorf("starting the API server from %s: %w", assets, err)
-	}
-	user, err := te.AddUser(envtest.User{Name: "conductor-admin", Groups: []string{"system:masters"}}, cfg)
-	if err != nil {
-		_ = te.Stop()
-		return nil, err
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		_ = te.Stop()
-		return nil, err
-	}
-	path := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(path, kc, 0o600); err != nil {
-		_ = te.Stop()
-		return nil, err
-	}
-	return &Env{Environment: te, Config: cfg, Kubeconfig: path}, nil
+	return &Env{Env: env}, nil
 }
 
 // Binaries returns every Terraform/OpenTofu binary the tests run with: the OpenTofu that

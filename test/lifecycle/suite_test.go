@@ -7,7 +7,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +38,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 	"github.com/conductor-tf/conductor-tf/test/harness"
+	"github.com/conductor-tf/conductor-tf/test/harness/apiserver"
 )
 
 const (
@@ -190,7 +190,7 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(stopServer)
 	Expect(stateServer.Start(serverCtx, "127.0.0.1:0")).To(Succeed())
 	// Runner pools, served as the manager serves them: TLS from the CA Secret, TokenReview.
-	runProtocolAddr = freeAddr()
+	runProtocolAddr = apiserver.FreeAddr(GinkgoT())
 	var stateAddr string
 	dispatcher, stateAddr, err = runners.Serve(serverCtx, runners.ServeOptions{
 		Kube: kube, Namespace: stateNamespace, Hosts: []string{"127.0.0.1"},
@@ -201,7 +201,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	runnerStateURL = "https://" + stateAddr
 
-	metricsAddr := freeAddr()
+	metricsAddr := apiserver.FreeAddr(GinkgoT())
 	metricsURL = "http://" + metricsAddr + "/metrics"
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: metricsAddr}, HealthProbeBindAddress: "0",
@@ -251,14 +251,6 @@ var _ = AfterSuite(func() {
 		Expect(env.Stop()).To(Succeed())
 	}
 })
-
-// freeAddr is a loopback address with a port nobody listens on now.
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	Expect(err).NotTo(HaveOccurred())
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // command is one Terraform command the wrapper recorded.
 type command struct {

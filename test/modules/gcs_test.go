@@ -34,7 +34,7 @@ type gcs struct {
 
 // startGCS starts fake-gcs-server (in memory, plain HTTP, location location) and the proxy.
 func startGCS(location string) *gcs {
-	backend := freeAddr()
+	backend := apiserver.FreeAddr(GinkgoT())
 	host, port, _ := net.SplitHostPort(backend)
 	cmd := exec.Command(workload("fake-gcs-server"), "-scheme", "http", "-host", host, "-port", port,
 		"-backend", "memory", "-location", location, "-log-level", "warn")
@@ -58,7 +58,7 @@ func startGCS(location string) *gcs {
 		}
 		proxy.ServeHTTP(w, r)
 	})}
-	addr := freeAddr()
+	addr := apiserver.FreeAddr(GinkgoT())
 	l, err := net.Listen("tcp", addr)
 	Expect(err).NotTo(HaveOccurred())
 	go func() { _ = srv.Serve(l) }()

@@ -32,6 +32,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/test/harness"
+	"github.com/conductor-tf/conductor-tf/test/harness/apiserver"
 )
 
 const (
@@ -169,14 +170,6 @@ func resourceOf(claim *v1alpha1.InfraClaim) *v1alpha1.InfraResource {
 	res := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: claim.Status.ResourceName}}
 	Expect(k8s.Get(ctx, client.ObjectKeyFromObject(res), res)).To(Succeed())
 	return res
-}
-
-// freeAddr returns a loopback address with a port nothing listens on now.
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	Expect(err).NotTo(HaveOccurred())
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // gone reports whether reading obj finds nothing.

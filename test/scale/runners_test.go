@@ -23,6 +23,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/test/harness"
+	"github.com/conductor-tf/conductor-tf/test/harness/apiserver"
 )
 
 // benchPool is the runner pool of -runners mode.
@@ -30,18 +31,9 @@ const benchPool = "bench"
 
 // runnerPoolArgs are the controller's flags that serve runner pools on loopback ports.
 func runnerPoolArgs(t *testing.T) (args []string, protocol, state string) {
-	protocol, state = freeAddr(t), freeAddr(t)
+	protocol, state = apiserver.FreeAddr(t), apiserver.FreeAddr(t)
 	return []string{"--run-protocol-address", protocol, "--runner-state-address", state,
 		"--runner-hosts", "127.0.0.1", "--runner-image", "bench"}, protocol, state
-}
-
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // startRunnerPool creates the pool (its ServiceAccount, the InfraRunnerPool) and starts count
