@@ -264,7 +264,7 @@ var _ = Describe("A mistyped import of a create in doubt", func() {
 		}
 		setImport(s.ns + "/" + name + "-typo")
 		Eventually(func() []v1alpha1.ImportStatus { return s.resource(name)().Status.Imports }, timeout, 200*time.Millisecond).
-			Should(ContainElement(And(HaveField("Result", v1alpha1.RunFailed), HaveField("Message", ContainSubstring("non-existent")))))
+			Should(ContainElement(And(HaveField("Result", "Failed"), HaveField("Message", ContainSubstring("non-existent")))))
 		Expect(syncedReason(s, name)()).To(Equal(v1alpha1.ReasonImportFailed))
 		Consistently(ledger(s, name), 5*time.Second, 250*time.Millisecond).Should(Equal(1), "nothing created again")
 		Expect(s.resource(name)().Status.CreatesPending).To(ContainElement("module.main.kubernetes_secret_v1.token"), "still in doubt")
