@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/test/harness/apiserver"
 )
 
 // gcs is fake-gcs-server behind a proxy that keeps every bucket insert the provider sends: the

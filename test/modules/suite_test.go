@@ -16,7 +16,6 @@ package modules_test
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
