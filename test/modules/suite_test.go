@@ -31,7 +31,6 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/test/harness"
-	"github.com/conductor-tf/conductor-tf/test/harness/apiserver"
 )
 
 const (
