@@ -22,7 +22,6 @@ type InfraClassSpec struct {
 	// Module is the versioned Terraform/OpenTofu module that provisions resources of this class.
 	Module ModuleSource `json:"module"`
 
-
 	// Variables is the resource template: one Terraform input variable each. Strings are HCL template
 	// expressions evaluated against `claim` (name, namespace, labels, annotations, spec) and `class`
 	// (name, spec.capabilities), with go-cty's standard functions plus gibibytes(), mebibytes() and
