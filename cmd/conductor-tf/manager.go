@@ -35,6 +35,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/shard"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/queue"
 )
 
 // manager is the controller manager's process as run builds it, step by step: the leader Lease's
@@ -45,7 +46,7 @@ type manager struct {
 	log     logr.Logger
 	cfg     *rest.Config
 	kube    kubernetes.Interface
-	drainer *tfrunner.Drain
+	drainer *queue.Drain
 	leader  *leaderClock
 	mgr     ctrl.Manager
 
@@ -71,7 +72,7 @@ func run(o options) error {
 	// for its whole grace period (seen in the e2e sharding spec). Caught here, it ends the start
 	// at once: the manager starts with a done context and stops in order.
 	signals := ctrl.SetupSignalHandler()
-	m := &manager{o: o, log: ctrl.Log.WithName("setup"), cfg: ctrl.GetConfigOrDie(), drainer: tfrunner.NewDrain(), adopter: &adopterRef{}}
+	m := &manager{o: o, log: ctrl.Log.WithName("setup"), cfg: ctrl.GetConfigOrDie(), drainer: queue.NewDrain(), adopter: &adopterRef{}}
 	withClientLimits(m.cfg, o.apiQPS, o.apiBurst)
 	var err error
 	if m.kube, err = kubernetes.NewForConfig(m.cfg); err != nil {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/queue"
 )
 
 // runnerHosts are the names runners reach the manager by: --runner-hosts, or the Service
@@ -43,7 +43,7 @@ func runnerHosts(o options) []string {
 // served from the moment it holds the Lease, before its controllers' caches are synced, so that a
 // run its predecessor left is adopted before the runner's fence kills it. leader says, when it
 // does not lead, where the leader is (leaderAddress.Leader), which its refusals name.
-func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface, mgr ctrl.Manager, state *statebackend.Server, drain *tfrunner.Drain,
+func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface, mgr ctrl.Manager, state *statebackend.Server, drain *queue.Drain,
 	adopter *adopterRef, leading func() bool, leader func() string) (*runners.Dispatcher, error) {
 	d, _, err := runners.Serve(ctx, runners.ServeOptions{
 		Kube: kube, Namespace: o.namespace, Hosts: runnerHosts(o),

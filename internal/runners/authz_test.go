@@ -59,7 +59,7 @@ func TestDispatcherWithdrawsARunNoRunnerTakes(t *testing.T) {
 	if waited := time.Since(start); waited > 5*time.Second {
 		t.Fatalf("withdrawn after %s", waited)
 	}
-	if d.Busy("res-q") || d.queue("p").line.Len() != 0 {
+	if d.Busy("res-q") || d.lineOf("p").line.Len() != 0 {
 		t.Fatal("the withdrawn run is still queued")
 	}
 }
@@ -93,7 +93,7 @@ func TestDispatcherAuthorizesEachRunAtHandOver(t *testing.T) {
 		t.Fatalf("hand-over to a runner no longer authorized: %v; want PermissionDenied", err)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if n := d.queue("p").line.Len(); n != 1 {
+	if n := d.lineOf("p").line.Len(); n != 1 {
 		t.Fatalf("%d runs queued after the refused hand-over; want the run back in line", n)
 	}
 	cancel()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/queue"
 )
 
 // Defaults of a run's lease: a runner sends a heartbeat every DefaultHeartbeatInterval while it
@@ -68,8 +69,8 @@ type DispatcherOptions struct {
 	// on each refusal and must answer within a second.
 	Leader func() string
 	// Drain, when set, is the manager's shutdown: once it begins, runs no runner took yet are
-	// withdrawn (tfrunner.ErrDraining) and runs under way go on (see tfrunner.Drain).
-	Drain *tfrunner.Drain
+	// withdrawn (queue.ErrDraining) and runs under way go on (see queue.Drain).
+	Drain *queue.Drain
 	// QueueTimeout is how long a run waits for a runner before it is withdrawn with a
 	// *QueueTimeoutError; DefaultQueueTimeout when zero. A pool with no runners then holds none of
 	// the controller's reconcile workers for longer than this.
@@ -116,7 +117,7 @@ type Dispatcher struct {
 	opts DispatcherOptions
 
 	mu       sync.Mutex
-	queues   map[string]*queue                // by pool
+	queues   map[string]*poolLine             // by pool
 	busy     map[string]int                   // runs of a key waiting or running
 	errored  map[string]tfrunner.ErroredState // errored.tfstate a runner sent back, by key, with its run
 	runners  map[string]map[string]int        // pool → runner → runs it holds
@@ -155,7 +156,7 @@ func NewDispatcher(opts DispatcherOptions) *Dispatcher {
 	if opts.AdoptWait <= 0 {
 		opts.AdoptWait = 2 * (opts.HeartbeatTimeout + opts.FenceGrace)
 	}
-	return &Dispatcher{opts: opts, queues: map[string]*queue{}, busy: map[string]int{}, errored: map[string]tfrunner.ErroredState{},
+	return &Dispatcher{opts: opts, queues: map[string]*poolLine{}, busy: map[string]int{}, errored: map[string]tfrunner.ErroredState{},
 		runners: map[string]map[string]int{}, live: map[string]*job{}, adopted: map[string]*job{}, adopting: map[string]bool{}}
 }
 
@@ -237,12 +238,12 @@ type job struct {
 	creds   *runnerpb.Credentials // sent again on each stream that resumes the run
 }
 
-func (d *Dispatcher) queue(pool string) *queue {
+func (d *Dispatcher) lineOf(pool string) *poolLine {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	q := d.queues[pool]
 	if q == nil {
-		q = newQueue()
+		q = newPoolLine()
 		d.queues[pool] = q
 	}
 	return q
@@ -256,7 +257,7 @@ func (d *Dispatcher) do(ctx context.Context, pool string, spec *runnerpb.RunSpec
 		return nil, err
 	}
 	if d.opts.Drain.Draining() {
-		return nil, tfrunner.ErrDraining
+		return nil, queue.ErrDraining
 	}
 	if d.opts.CheckPool != nil {
 		if err := d.opts.CheckPool(ctx, pool); err != nil {
@@ -282,10 +283,10 @@ func (d *Dispatcher) do(ctx context.Context, pool string, spec *runnerpb.RunSpec
 		}
 		d.mu.Unlock()
 	}()
-	q := d.queue(pool)
+	q := d.lineOf(pool)
 	if _, _, idle := q.push(j); !idle {
-		// Told once the run has waited tfrunner.QueuedAfter, if no runner took it by then.
-		tfrunner.NotifyQueued(ctx, j.done, func() (int, int) { return q.position(j) }, opts.Events.QueuedFunc())
+		// Told once the run has waited queue.QueuedAfter, if no runner took it by then.
+		queue.NotifyQueued(ctx, j.done, func() (int, int) { return q.position(j) }, opts.Events.QueuedFunc())
 	}
 	queued := time.NewTimer(d.opts.QueueTimeout)
 	defer queued.Stop()
@@ -304,7 +305,7 @@ func (d *Dispatcher) do(ctx context.Context, pool string, spec *runnerpb.RunSpec
 		}
 	case <-d.opts.Drain.Begun():
 		if q.remove(j) {
-			return nil, tfrunner.ErrDraining
+			return nil, queue.ErrDraining
 		}
 		// A runner has it: it goes on, and is cancelled only when ctx is (at the drain's end).
 		select {

@@ -21,6 +21,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/policy"
 	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/queue"
 )
 
 // staticAuth accepts one token. The TokenReview path is exercised against a real API server by
@@ -379,7 +380,7 @@ func TestDispatcherCancelsTakenRunsAndWithdrawsWaitingOnes(t *testing.T) {
 }
 
 func TestQueueServesTenantsInTurn(t *testing.T) {
-	q := newQueue()
+	q := newPoolLine()
 	for _, tenant := range []string{"a", "a", "a", "b"} {
 		q.push(&job{tenant: tenant})
 	}
@@ -485,7 +486,7 @@ func TestDispatcherRenewsLeasesAndResumesARunOnANewStream(t *testing.T) {
 
 // A run no runner took yet is withdrawn when the drain begins; one a runner took goes on.
 func TestDispatcherDrainWithdrawsWaitingRunsAndLetsTakenOnesFinish(t *testing.T) {
-	drain := tfrunner.NewDrain()
+	drain := queue.NewDrain()
 	d, conn := startDispatcher(t, DispatcherOptions{Drain: drain})
 	taken := applyAsync(d, context.Background(), "res-t", tfrunner.ApplyOptions{})
 	r, _, err := openRun(t, conn, "good", "p")
@@ -499,10 +500,10 @@ func TestDispatcherDrainWithdrawsWaitingRunsAndLetsTakenOnesFinish(t *testing.T)
 	}()
 	time.Sleep(100 * time.Millisecond)
 	drain.Begin(time.Minute)
-	if err := <-waiting; !errors.Is(err, tfrunner.ErrDraining) {
+	if err := <-waiting; !errors.Is(err, queue.ErrDraining) {
 		t.Fatalf("waiting run at drain: %v; want ErrDraining", err)
 	}
-	if _, err := d.Apply(context.Background(), "res-n", tfrunner.Spec{RunnerPool: "p", RunID: "run-n"}, tfrunner.ApplyOptions{}); !errors.Is(err, tfrunner.ErrDraining) {
+	if _, err := d.Apply(context.Background(), "res-n", tfrunner.Spec{RunnerPool: "p", RunID: "run-n"}, tfrunner.ApplyOptions{}); !errors.Is(err, queue.ErrDraining) {
 		t.Fatalf("new run while draining: %v; want ErrDraining", err)
 	}
 	r.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{}}, nil, nil)))

@@ -1,8 +1,6 @@
 package runners
 
 import (
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
-
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/queue"
 )
 
 // ServeOptions configure the manager's side of runner pools.
@@ -44,7 +43,7 @@ type ServeOptions struct {
 	// CheckPool, StateURL, Drain and QueueTimeout are the Dispatcher's (see DispatcherOptions).
 	CheckPool    func(ctx context.Context, pool string) error
 	StateURL     string
-	Drain        *tfrunner.Drain
+	Drain        *queue.Drain
 	QueueTimeout time.Duration
 	// Adopt and OnAdopted are the Dispatcher's: runs a predecessor started that runners resume
 	// here (see adopt.go).

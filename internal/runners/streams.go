@@ -51,7 +51,7 @@ func (d *Dispatcher) serveRun(stream runnerpb.Runs_RunServer) error {
 	if r := first.GetResume(); r != nil {
 		return d.resumeRun(ctx, stream, r, user)
 	}
-	q := d.queue(hello.Pool)
+	q := d.lineOf(hello.Pool)
 	// A waiting stream expires: the runner opens another, whose token is reviewed again.
 	waitCtx, stopWaiting := context.WithTimeout(ctx, d.opts.StreamIdle)
 	j, err := q.take(waitCtx)

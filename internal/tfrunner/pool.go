@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/queue"
 )
 
 // PoolOptions configure a Pool.
@@ -31,7 +33,7 @@ type PoolOptions struct {
 	WarmProviders *WarmProviders
 	// Drain, when set, is the manager's shutdown: once it begins, runs waiting for a slot are
 	// refused (ErrDraining) and runs under way go on (see Drain).
-	Drain *Drain
+	Drain *queue.Drain
 }
 
 // Observer is told about the pool's slots.
@@ -51,7 +53,7 @@ type Observer interface {
 // and Destroy make (apply.go), and the errored state a run leaves (errored_state.go).
 type Pool struct {
 	opts   PoolOptions
-	slots  *fairSlots
+	slots  *queue.Slots
 	initMu sync.Mutex
 
 	mu          sync.Mutex
@@ -80,7 +82,7 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 	}
 	// Processes an earlier process of this pool's runs left behind (it was killed) go first.
 	Reap(opts.Dir, true)
-	return &Pool{opts: opts, slots: newFairSlots(opts.MaxConcurrent), workspaces: map[string]*slot{}}, nil
+	return &Pool{opts: opts, slots: queue.NewSlots(opts.MaxConcurrent), workspaces: map[string]*slot{}}, nil
 }
 
 // Wait blocks until no run is waiting or running in the pool, or ctx is done; it reports whether
@@ -121,7 +123,7 @@ func (p *Pool) Busy(key string) bool {
 }
 
 // do runs fn with exclusive use of key's workspace while holding one of the pool's slots. It waits
-// for a slot, in turn with other tenants' runs (fairSlots), until ctx is done; queued, when set,
+// for a slot, in turn with other tenants' runs (queue.Slots), until ctx is done; queued, when set,
 // is told the run's place in line if it has to wait. A ctx already done starts nothing (shutdown
 // stops starting runs).
 func (p *Pool) do(ctx context.Context, key, tenant string, queued func(position, waiting int), fn func(*Workspace) error) error {
@@ -132,7 +134,7 @@ func (p *Pool) do(ctx context.Context, key, tenant string, queued func(position,
 		return err
 	}
 	if p.opts.Drain.Draining() {
-		return ErrDraining
+		return queue.ErrDraining
 	}
 	p.mu.Lock()
 	s, ok := p.workspaces[key]
@@ -153,16 +155,16 @@ func (p *Pool) do(ctx context.Context, key, tenant string, queued func(position,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	waitStart := time.Now()
-	waitCtx, stopWaiting := p.opts.Drain.untilBegun(ctx)
-	err := p.slots.acquire(waitCtx, tenant, queued)
+	waitCtx, stopWaiting := p.opts.Drain.UntilBegun(ctx)
+	err := p.slots.Acquire(waitCtx, tenant, queued)
 	stopWaiting()
 	if err == nil && (ctx.Err() != nil || p.opts.Drain.Draining()) {
-		p.slots.release() // handed a slot as ctx ended or the drain began: still start nothing
+		p.slots.Release() // handed a slot as ctx ended or the drain began: still start nothing
 		err = context.Canceled
 	}
 	if err != nil {
 		if ctx.Err() == nil && p.opts.Drain.Draining() {
-			return ErrDraining
+			return queue.ErrDraining
 		}
 		return err
 	}
@@ -170,7 +172,7 @@ func (p *Pool) do(ctx context.Context, key, tenant string, queued func(position,
 		o.SlotAcquired(time.Since(waitStart))
 		defer o.SlotReleased()
 	}
-	defer p.slots.release()
+	defer p.slots.Release()
 	if s.ws == nil {
 		ws, err := NewWorkspace(filepath.Join(p.opts.Dir, key), p.opts.Binary, p.opts.Env, p.opts.GracePeriod)
 		if err != nil {

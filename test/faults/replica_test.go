@@ -28,6 +28,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/shard"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/queue"
 	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
@@ -47,7 +48,7 @@ type replica struct {
 	faults    *faultTransport
 	carrier   *carrier
 	shard     *shard.Coordinator
-	drain     *tfrunner.Drain // the manager's SIGTERM drain: runs under way go on, on detached contexts
+	drain     *queue.Drain // the manager's SIGTERM drain: runs under way go on, on detached contexts
 	cancel    context.CancelFunc
 	done      chan struct{}
 	err       error
@@ -154,7 +155,7 @@ func (f *fleet) start(slot, gen int) *replica {
 	r := &replica{slot: slot, gen: gen, name: fmt.Sprintf("r%d-g%d", slot, gen), done: make(chan struct{}),
 		faults: newFaultTransport(f.seed + uint64(slot*1000+gen))}
 	r.carrier = newCarrier(r.name, f.w, f.seed+uint64(slot*1000+gen))
-	r.drain = tfrunner.NewDrain()
+	r.drain = queue.NewDrain()
 	cfg := rest.CopyConfig(f.env.Config)
 	cfg.WrapTransport = r.faults.wrap
 	scheme := kruntime.NewScheme()

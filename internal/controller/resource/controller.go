@@ -37,7 +37,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
 	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/queue"
 )
 
 // Backoff of failed runs: the first retry after FailureBackoffBase, doubling up to FailureBackoffMax.
@@ -59,8 +59,8 @@ type Reconciler struct {
 	Runs Runs
 	// Drain, when set, is the manager's shutdown: reconciles outlive the manager's context (a
 	// SIGTERM cancels it at once) until the drain's deadline, so that a run under way finishes
-	// and its outcome is recorded; the carriers start no run once it began (tfrunner.Drain).
-	Drain *tfrunner.Drain
+	// and its outcome is recorded; the carriers start no run once it began (queue.Drain).
+	Drain *queue.Drain
 	// ControllerServiceAccount is the controller's own ServiceAccount (in State.Namespace): a
 	// kubernetesAccess naming it is refused (ServiceAccountForbidden), as one naming a runner
 	// pool's. Empty: only pools' accounts are refused.

@@ -217,7 +217,7 @@ func (r *syncer) applyOptions(ctx context.Context, s *resourceScope, savedPlan b
 
 // runEvents records the run's events in status, each a checkpoint: its place in line
 // (Synced=Unknown, WaitingForRunner; the pools tell it only once a run has waited
-// tfrunner.QueuedAfter, so a short wait writes nothing), its start (the Running record, unless the
+// queue.QueuedAfter, so a short wait writes nothing), its start (the Running record, unless the
 // place in line wrote it), each create's start and the plan the gate let through. The run goes on
 // only once the last three are written; an error (the API server refused the write) stops it.
 func runEvents(ctx context.Context, s *resourceScope) tfrunner.Events {

@@ -1,4 +1,4 @@
-package tfrunner
+package queue
 
 import (
 	"context"
@@ -21,15 +21,15 @@ func TestDrainDetachesRunsAndRefusesWaitingOnes(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 
-	slots := newFairSlots(1)
-	if err := slots.acquire(context.Background(), "a", nil); err != nil {
+	slots := NewSlots(1)
+	if err := slots.Acquire(context.Background(), "a", nil); err != nil {
 		t.Fatal(err)
 	}
 	waited := make(chan error, 1)
 	go func() {
-		ctx, stop := d.untilBegun(context.Background())
+		ctx, stop := d.UntilBegun(context.Background())
 		defer stop()
-		waited <- slots.acquire(ctx, "b", nil)
+		waited <- slots.Acquire(ctx, "b", nil)
 	}()
 	time.Sleep(50 * time.Millisecond)
 	d.Begin(200 * time.Millisecond)

@@ -1,4 +1,4 @@
-package tfrunner
+package queue
 
 import (
 	"context"
@@ -29,13 +29,13 @@ func NotifyQueued(ctx context.Context, ready <-chan struct{}, position func() (i
 	}
 }
 
-// fairSlots bounds the runs executing at once and serves the runs waiting for a slot across
+// Slots bounds the runs executing at once and serves the runs waiting for a slot across
 // tenants (the controller passes the claim's namespace) in turn: one waiting run of each tenant,
 // then the next, round robin, first come first served within a tenant. So 500 runs queued by one
 // namespace delay a run of another namespace by at most one run per other waiting tenant, not 500
 // (the fair sharing Kubernetes' API Priority and Fairness applies to requests, with one queue per
 // flow).
-type fairSlots struct {
+type Slots struct {
 	mu   sync.Mutex
 	free int
 	line FairLine[*waiter]
@@ -46,14 +46,29 @@ type waiter struct {
 	ready  chan struct{}
 }
 
-func newFairSlots(n int) *fairSlots {
-	return &fairSlots{free: n}
+// NewSlots returns Slots with n slots (n ≤ 0: none free until one is released).
+func NewSlots(n int) *Slots {
+	return &Slots{free: max(n, 0)}
 }
 
-// acquire takes a slot for a run of tenant, waiting in turn until one is free or ctx is done.
+// Free is the number of slots no run holds.
+func (f *Slots) Free() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.free
+}
+
+// Waiting is the number of runs waiting in line for a slot.
+func (f *Slots) Waiting() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.line.Len()
+}
+
+// Acquire takes a slot for a run of tenant, waiting in turn until one is free or ctx is done.
 // queued is called (without the lock held) with the run's place in line (1 = next) once it has
 // waited QueuedAfter. It returns ctx.Err() when ctx ends first; the slot is then not held.
-func (f *fairSlots) acquire(ctx context.Context, tenant string, queued func(position, waiting int)) error {
+func (f *Slots) Acquire(ctx context.Context, tenant string, queued func(position, waiting int)) error {
 	f.mu.Lock()
 	if f.free > 0 && f.line.Len() == 0 {
 		f.free--
@@ -84,14 +99,14 @@ func (f *fairSlots) acquire(ctx context.Context, tenant string, queued func(posi
 	}
 }
 
-// release gives a slot back: to the next waiting run in turn, or to the free pool.
-func (f *fairSlots) release() {
+// Release gives a slot back: to the next waiting run in turn, or to the free pool.
+func (f *Slots) Release() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.releaseLocked()
 }
 
-func (f *fairSlots) releaseLocked() {
+func (f *Slots) releaseLocked() {
 	w, ok := f.line.Pop()
 	if !ok {
 		f.free++

@@ -1,4 +1,4 @@
-package tfrunner
+package queue
 
 import (
 	"context"
@@ -91,9 +91,9 @@ func (d *Drain) Detach(ctx context.Context) (context.Context, context.CancelFunc
 	return out, func() { unregister(); cancel() }
 }
 
-// untilBegun returns a context done when ctx is or when the drain begins: what a run waits for a
+// UntilBegun returns a context done when ctx is or when the drain begins: what a run waits for a
 // slot or a runner with.
-func (d *Drain) untilBegun(ctx context.Context) (context.Context, context.CancelFunc) {
+func (d *Drain) UntilBegun(ctx context.Context) (context.Context, context.CancelFunc) {
 	out, cancel := context.WithCancel(ctx)
 	if d == nil {
 		return out, cancel

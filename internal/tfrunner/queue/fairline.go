@@ -1,4 +1,4 @@
-package tfrunner
+package queue
 
 // FairLine is a line of waiting items served across tenants in turn: one item of each tenant with
 // items waiting, then the next tenant's, round robin, first come first served within a tenant (the

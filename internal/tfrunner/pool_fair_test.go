@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/queue"
 )
 
 // TestFairShare: with both slots busy and 300 runs of namespace a waiting, a run of namespace b
@@ -42,14 +44,14 @@ func TestFairShare(t *testing.T) {
 			_ = p.do(ctx, fmt.Sprintf("holder-%d", i), "a", nil, func(*Workspace) error { <-hold; return nil })
 		}()
 	}
-	waitFor(t, func() bool { return p.slots.free == 0 })
+	waitFor(t, func() bool { return p.slots.Free() == 0 })
 	for i := range 300 {
 		wg.Add(1)
 		go func() { defer wg.Done(); run(fmt.Sprintf("r-%d", i), "a", nil) }()
 	}
-	waitFor(t, func() bool { p.slots.mu.Lock(); defer p.slots.mu.Unlock(); return p.slots.line.Len() == 300 })
-	defer func(d time.Duration) { QueuedAfter = d }(QueuedAfter)
-	QueuedAfter = 10 * time.Millisecond
+	waitFor(t, func() bool { return p.slots.Waiting() == 300 })
+	defer func(d time.Duration) { queue.QueuedAfter = d }(queue.QueuedAfter)
+	queue.QueuedAfter = 10 * time.Millisecond
 	var pos, waiting atomic.Int64
 	wg.Add(1)
 	go func() {
@@ -77,8 +79,8 @@ func TestFairShare(t *testing.T) {
 // TestShortWaitIsNotQueued: a run that waits less than QueuedAfter for a slot is never told its
 // place in line (the controller writes nothing for it); one that waits longer is told once.
 func TestShortWaitIsNotQueued(t *testing.T) {
-	defer func(d time.Duration) { QueuedAfter = d }(QueuedAfter)
-	QueuedAfter = 300 * time.Millisecond
+	defer func(d time.Duration) { queue.QueuedAfter = d }(queue.QueuedAfter)
+	queue.QueuedAfter = 300 * time.Millisecond
 	p, err := NewPool(PoolOptions{Dir: t.TempDir(), MaxConcurrent: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +96,7 @@ func TestShortWaitIsNotQueued(t *testing.T) {
 			defer close(done)
 			_ = p.do(ctx, "holder", "a", nil, func(*Workspace) error { <-hold; return nil })
 		}()
-		waitFor(t, func() bool { return p.slots.free == 0 })
+		waitFor(t, func() bool { return p.slots.Free() == 0 })
 		var calls atomic.Int64
 		go func() { time.Sleep(tc.hold); close(hold) }()
 		if err := p.do(ctx, "waiter", "b", func(int, int) { calls.Add(1) }, func(*Workspace) error { return nil }); err != nil {
@@ -104,38 +106,6 @@ func TestShortWaitIsNotQueued(t *testing.T) {
 		if calls.Load() != tc.calls {
 			t.Errorf("a run that waited about %s was told its place %d times, want %d", tc.hold, calls.Load(), tc.calls)
 		}
-	}
-}
-
-// TestFairSlotsOrder checks the round robin itself: three tenants' waiting runs are served one of
-// each in turn, first come first served within a tenant, and positions predict the order.
-func TestFairSlotsOrder(t *testing.T) {
-	f := newFairSlots(0)
-	ctx := context.Background()
-	arrivals := []string{"a1", "a2", "a3", "b1", "c1", "c2"}
-	got := make(chan string, len(arrivals))
-	positions := map[string]int{}
-	var mu sync.Mutex
-	for _, name := range arrivals {
-		done := make(chan struct{})
-		go func() {
-			_ = f.acquire(ctx, name[:1], func(pos, _ int) { mu.Lock(); positions[name] = pos; mu.Unlock(); close(done) })
-			got <- name
-		}()
-		<-done
-	}
-	var order []string
-	for range arrivals {
-		f.release()
-		order = append(order, <-got)
-	}
-	want := []string{"a1", "b1", "c1", "a2", "c2", "a3"}
-	if fmt.Sprint(order) != fmt.Sprint(want) {
-		t.Errorf("served %v, want %v", order, want)
-	}
-	// Positions were computed on arrival: a later arrival of another tenant can move ahead.
-	if positions["a1"] != 1 || positions["b1"] != 2 || positions["c2"] != 5 {
-		t.Errorf("positions on arrival %v", positions)
 	}
 }
 

@@ -4,24 +4,24 @@ import (
 	"context"
 	"sync"
 
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/queue"
 )
 
-// queue holds the runs waiting for a runner of one pool, served across tenants in turn (the
-// claim's namespace; "" for static resources) by a tfrunner.FairLine, as the in-process pool
+// poolLine holds the runs waiting for a runner of one pool, served across tenants in turn (the
+// claim's namespace; "" for static resources) by a queue.FairLine, as the in-process pool
 // serves its slots: a tenant with many waiting runs does not starve one with a few.
-type queue struct {
+type poolLine struct {
 	mu   sync.Mutex
-	line tfrunner.FairLine[*job]
+	line queue.FairLine[*job]
 	idle int           // runners waiting for a run
 	wake chan struct{} // closed and replaced when a run is added
 }
 
-func newQueue() *queue { return &queue{wake: make(chan struct{})} }
+func newPoolLine() *poolLine { return &poolLine{wake: make(chan struct{})} }
 
 // push adds j at the end of its tenant's line. It returns j's place in line (1 = next), how many
 // wait, and whether a runner was idle to take it at once.
-func (q *queue) push(j *job) (position, waiting int, idle bool) {
+func (q *poolLine) push(j *job) (position, waiting int, idle bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.line.Push(j.tenant, j, false)
@@ -30,7 +30,7 @@ func (q *queue) push(j *job) (position, waiting int, idle bool) {
 }
 
 // position is j's place in line and how many wait; 0 once a runner took it.
-func (q *queue) position(j *job) (int, int) {
+func (q *poolLine) position(j *job) (int, int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.line.Position(j.tenant, j), q.line.Len()
@@ -38,7 +38,7 @@ func (q *queue) position(j *job) (int, int) {
 
 // giveBack puts j, taken by a runner that could not be sent it, back at the head of its tenant's
 // line; false when its caller withdrew it meanwhile (remove found it taken), and nobody waits.
-func (q *queue) giveBack(j *job) bool {
+func (q *poolLine) giveBack(j *job) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if j.withdrawn {
@@ -52,20 +52,20 @@ func (q *queue) giveBack(j *job) bool {
 // handBack returns j, taken by a runner that did not start it (refused, or it could not be sent),
 // to the head of its tenant's line for the next runner; a run its caller withdrew meanwhile ends
 // there as cancelled, nothing of it having run.
-func (q *queue) handBack(j *job) {
+func (q *poolLine) handBack(j *job) {
 	if !q.giveBack(j) {
 		j.err = context.Canceled
 		close(j.done)
 	}
 }
 
-func (q *queue) wakeLocked() {
+func (q *poolLine) wakeLocked() {
 	close(q.wake)
 	q.wake = make(chan struct{})
 }
 
 // take waits until a run is waiting, or ctx is done, and removes the next one in turn.
-func (q *queue) take(ctx context.Context) (*job, error) {
+func (q *poolLine) take(ctx context.Context) (*job, error) {
 	q.mu.Lock()
 	q.idle++
 	defer func() {
@@ -91,7 +91,7 @@ func (q *queue) take(ctx context.Context) (*job, error) {
 
 // remove takes j out of the line; false when a runner took it already, and j is then marked
 // withdrawn, so that giveBack does not put it back.
-func (q *queue) remove(j *job) bool {
+func (q *poolLine) remove(j *job) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.line.Remove(j.tenant, j) {
