@@ -13,6 +13,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // resumeOf is a Resume of an apply of key, as a runner sends it to whichever manager leads.
@@ -108,7 +109,7 @@ func TestANewLeaderAdoptsARunItsPredecessorStarted(t *testing.T) {
 	if a := next(msgs, 5*time.Second).GetAnswer(); a == nil || a.GetError() != "" {
 		t.Fatalf("the event that waited was answered %v once the caller attached; want an empty answer", a)
 	}
-	res := newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{}}, nil, nil)
+	res := newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfjson.Plan{}}, nil, nil)
 	res.ErroredState = []byte(`{"serial":4}`)
 	r.send(result(res))
 	got := <-done
@@ -197,7 +198,7 @@ func TestAnAdoptedRunGetsItsCredentialsOnEachResumeAndIsAdoptedOnce(t *testing.T
 	if c := second.recv().GetCredentials(); c.GetUsername() != "u" {
 		t.Fatalf("the resumed stream's first message: credentials %v; want the adoption's again", c)
 	}
-	second.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{}}, nil, nil)))
+	second.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfjson.Plan{}}, nil, nil)))
 	for deadline := time.Now().Add(5 * time.Second); d.Busy("res-f"); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the adopted run did not end")
@@ -221,7 +222,7 @@ func TestAnAdoptedRunThatEndedUnattachedIsRevoked(t *testing.T) {
 	if r.recv().GetCredentials() == nil {
 		t.Fatal("no credentials")
 	}
-	r.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{}}, nil, nil)))
+	r.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfjson.Plan{}}, nil, nil)))
 	deadline := time.Now().Add(5 * time.Second)
 	for revoked.Load() != 1 {
 		if time.Now().After(deadline) {

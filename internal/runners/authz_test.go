@@ -18,6 +18,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // tokens accepts each token as the user it maps to.
@@ -114,7 +115,7 @@ func TestDispatcherRefusesAResumeByAnyoneButTheRunnerThatTookTheRun(t *testing.T
 		t.Helper()
 		m := &runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Resume{Resume: &runnerpb.Resume{RunId: spec.GetId(), Runner: runner, Pool: "p"}}}
 		f, _ := openStreamAs(t, conn, token, m)
-		_ = f.stream.Send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{}}, nil, nil)))
+		_ = f.stream.Send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfjson.Plan{}}, nil, nil)))
 		if _, err := f.stream.Recv(); status.Code(err) != codes.NotFound {
 			t.Fatalf("resume by %s as %s: %v; want NotFound", token, runner, err)
 		}
@@ -127,7 +128,7 @@ func TestDispatcherRefusesAResumeByAnyoneButTheRunnerThatTookTheRun(t *testing.T
 	case <-time.After(200 * time.Millisecond):
 	}
 	second, _ := openStreamAs(t, conn, "good", resume(spec.GetId()))
-	second.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{}}, nil, nil)))
+	second.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfjson.Plan{}}, nil, nil)))
 	if got := <-done; got.err != nil || !got.res.Applied {
 		t.Fatalf("the run's own runner resumed it: %+v, %v", got.res, got.err)
 	}

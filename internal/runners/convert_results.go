@@ -14,17 +14,18 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/policy"
 	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
-func summaryToProto(s tfrunner.Summary) *runnerpb.Summary {
+func summaryToProto(s tfjson.Summary) *runnerpb.Summary {
 	return &runnerpb.Summary{Add: int64(s.Add), Change: int64(s.Change), Destroy: int64(s.Destroy), Import: int64(s.Import)}
 }
 
-func summaryFromProto(p *runnerpb.Summary) tfrunner.Summary {
-	return tfrunner.Summary{Add: int(p.GetAdd()), Change: int(p.GetChange()), Destroy: int(p.GetDestroy()), Import: int(p.GetImport())}
+func summaryFromProto(p *runnerpb.Summary) tfjson.Summary {
+	return tfjson.Summary{Add: int(p.GetAdd()), Change: int(p.GetChange()), Destroy: int(p.GetDestroy()), Import: int(p.GetImport())}
 }
 
-func planToProto(pl *tfrunner.Plan) *runnerpb.Plan {
+func planToProto(pl *tfjson.Plan) *runnerpb.Plan {
 	if pl == nil {
 		return nil
 	}
@@ -35,18 +36,18 @@ func planToProto(pl *tfrunner.Plan) *runnerpb.Plan {
 	return p
 }
 
-func planFromProto(p *runnerpb.Plan) *tfrunner.Plan {
+func planFromProto(p *runnerpb.Plan) *tfjson.Plan {
 	if p == nil {
 		return nil
 	}
-	pl := &tfrunner.Plan{HasChanges: p.GetHasChanges(), Summary: summaryFromProto(p.GetSummary()), ID: p.GetId(), Destroy: p.GetDestroy()}
+	pl := &tfjson.Plan{HasChanges: p.GetHasChanges(), Summary: summaryFromProto(p.GetSummary()), ID: p.GetId(), Destroy: p.GetDestroy()}
 	for _, c := range p.GetChanges() {
-		pl.Changes = append(pl.Changes, tfrunner.Change{Address: c.GetAddress(), Actions: nilIfEmpty(c.GetActions()), Importing: c.GetImporting()})
+		pl.Changes = append(pl.Changes, tfjson.Change{Address: c.GetAddress(), Actions: nilIfEmpty(c.GetActions()), Importing: c.GetImporting()})
 	}
 	return pl
 }
 
-func outputsToProto(in map[string]tfrunner.Output) map[string]*runnerpb.Output {
+func outputsToProto(in map[string]tfjson.Output) map[string]*runnerpb.Output {
 	if len(in) == 0 {
 		return nil
 	}
@@ -57,13 +58,13 @@ func outputsToProto(in map[string]tfrunner.Output) map[string]*runnerpb.Output {
 	return out
 }
 
-func outputsFromProto(in map[string]*runnerpb.Output) map[string]tfrunner.Output {
+func outputsFromProto(in map[string]*runnerpb.Output) map[string]tfjson.Output {
 	if len(in) == 0 {
 		return nil
 	}
-	out := make(map[string]tfrunner.Output, len(in))
+	out := make(map[string]tfjson.Output, len(in))
 	for k, o := range in {
-		out[k] = tfrunner.Output{Value: json.RawMessage(nilIfEmpty(o.GetValue())), Sensitive: o.GetSensitive()}
+		out[k] = tfjson.Output{Value: json.RawMessage(nilIfEmpty(o.GetValue())), Sensitive: o.GetSensitive()}
 	}
 	return out
 }
@@ -171,7 +172,7 @@ func holdToProto(h *tfrunner.Hold) *runnerpb.Hold {
 }
 
 // holdFromProto converts a received Hold of plan (the ApplyResult's plan); nil stays nil.
-func holdFromProto(p *runnerpb.Hold, plan *tfrunner.Plan) *tfrunner.Hold {
+func holdFromProto(p *runnerpb.Hold, plan *tfjson.Plan) *tfrunner.Hold {
 	if p == nil {
 		return nil
 	}
@@ -179,7 +180,7 @@ func holdFromProto(p *runnerpb.Hold, plan *tfrunner.Plan) *tfrunner.Hold {
 		Discarded: p.GetDiscarded(), Rule: p.GetRule(), Message: p.GetMessage()}
 }
 
-func streamResultToProto(r *tfrunner.StreamResult) *runnerpb.StreamResult {
+func streamResultToProto(r *tfjson.StreamResult) *runnerpb.StreamResult {
 	if r == nil {
 		return nil
 	}
@@ -190,11 +191,11 @@ func streamResultToProto(r *tfrunner.StreamResult) *runnerpb.StreamResult {
 	return p
 }
 
-func streamResultFromProto(p *runnerpb.StreamResult) *tfrunner.StreamResult {
+func streamResultFromProto(p *runnerpb.StreamResult) *tfjson.StreamResult {
 	if p == nil {
 		return nil
 	}
-	r := &tfrunner.StreamResult{Plan: planFromProto(p.GetPlan()), Outputs: outputsFromProto(p.GetOutputs()),
+	r := &tfjson.StreamResult{Plan: planFromProto(p.GetPlan()), Outputs: outputsFromProto(p.GetOutputs()),
 		Drift: nilIfEmpty(p.GetDrift()), Errors: nilIfEmpty(p.GetErrors()), Log: nilIfEmpty(p.GetLog())}
 	if p.GetApplied() != nil {
 		s := summaryFromProto(p.GetApplied())
@@ -204,7 +205,7 @@ func streamResultFromProto(p *runnerpb.StreamResult) *tfrunner.StreamResult {
 }
 
 // newResult is the Result of a run that returned apply, drift and err.
-func newResult(apply *tfrunner.ApplyResult, drift *tfrunner.StreamResult, err error) *runnerpb.Result {
+func newResult(apply *tfrunner.ApplyResult, drift *tfjson.StreamResult, err error) *runnerpb.Result {
 	return &runnerpb.Result{Apply: applyResultToProto(apply), Drift: streamResultToProto(drift), Error: errorToProto(err)}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // wire sends m through the protocol's encoding and back.
@@ -198,13 +199,13 @@ func TestSchemaRoundTrip(t *testing.T) {
 }
 
 func TestResultRoundTrip(t *testing.T) {
-	plan := &tfrunner.Plan{HasChanges: true, Summary: tfrunner.Summary{Add: 2, Change: 1, Destroy: 1, Import: 1}, ID: "0123456789ab",
-		Changes: []tfrunner.Change{
+	plan := &tfjson.Plan{HasChanges: true, Summary: tfjson.Summary{Add: 2, Change: 1, Destroy: 1, Import: 1}, ID: "0123456789ab",
+		Changes: []tfjson.Change{
 			{Address: "module.main.a.b", Actions: []string{"create"}},
 			{Address: "module.main.c.d", Actions: []string{"delete", "create"}},
 			{Address: "module.main.e.f", Actions: []string{"update"}, Importing: true},
 		}}
-	outputs := map[string]tfrunner.Output{
+	outputs := map[string]tfjson.Output{
 		"url":    {Value: json.RawMessage(`"https://x"`)},
 		"obj":    {Value: json.RawMessage(`{"a":[1,2.5,null]}`)},
 		"secret": {Value: json.RawMessage(`"s3cr3t"`), Sensitive: true},
@@ -219,19 +220,19 @@ func TestResultRoundTrip(t *testing.T) {
 		},
 		Ended: []string{"module.main.e.f", "module.main.k.l"},
 	}
-	applied := tfrunner.Summary{Add: 1}
-	drift := &tfrunner.StreamResult{Plan: &tfrunner.Plan{ID: "ba9876543210", Destroy: true}, Applied: &applied,
-		Outputs: map[string]tfrunner.Output{"secret": {Sensitive: true}, "url": {Value: json.RawMessage(`"u"`)}},
+	applied := tfjson.Summary{Add: 1}
+	drift := &tfjson.StreamResult{Plan: &tfjson.Plan{ID: "ba9876543210", Destroy: true}, Applied: &applied,
+		Outputs: map[string]tfjson.Output{"secret": {Sensitive: true}, "url": {Value: json.RawMessage(`"u"`)}},
 		Drift:   []string{"module.main.a.b"}, Errors: []string{"Error: x: y"}, Log: []string{"one", "two"}}
 
 	for name, c := range map[string]struct {
 		apply *tfrunner.ApplyResult
-		drift *tfrunner.StreamResult
+		drift *tfjson.StreamResult
 	}{
 		"apply":         {apply: apply},
 		"empty apply":   {apply: &tfrunner.ApplyResult{}},
 		"drift check":   {drift: drift},
-		"empty drift":   {drift: &tfrunner.StreamResult{}},
+		"empty drift":   {drift: &tfjson.StreamResult{}},
 		"destroy (nil)": {},
 	} {
 		res := wire(t, newResult(c.apply, c.drift, nil))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // newRunSpec is the RunSpec of op on key's spec; it fails when spec does not convert (see
@@ -58,7 +59,7 @@ func applyOutcome(j *job, err error) (*tfrunner.ApplyResult, error) {
 
 // driftOutcome is what a drift check's Result comes to: err, or errNoOutcome for a Result with
 // neither an error nor a drift outcome with its plan.
-func driftOutcome(j *job, err error) (*tfrunner.StreamResult, error) {
+func driftOutcome(j *job, err error) (*tfjson.StreamResult, error) {
 	res := streamResultFromProto(j.result.GetDrift())
 	if err == nil && (res == nil || res.Plan == nil) {
 		return nil, errNoOutcome(j, "drift check")
@@ -84,7 +85,7 @@ func (d *Dispatcher) Destroy(ctx context.Context, key string, spec tfrunner.Spec
 }
 
 // DriftCheck runs spec's read-only plan on a runner of spec.RunnerPool.
-func (d *Dispatcher) DriftCheck(ctx context.Context, key string, spec tfrunner.Spec) (*tfrunner.StreamResult, error) {
+func (d *Dispatcher) DriftCheck(ctx context.Context, key string, spec tfrunner.Spec) (*tfjson.StreamResult, error) {
 	rs, err := newRunSpec(runnerpb.Operation_OPERATION_DRIFT_CHECK, key, spec)
 	if err != nil {
 		return nil, err

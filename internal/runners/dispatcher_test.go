@@ -22,6 +22,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner/queue"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // staticAuth accepts one token. The TokenReview path is exercised against a real API server by
@@ -159,7 +160,7 @@ func TestDispatcherSendsTheGateAndAnswersEvents(t *testing.T) {
 	if !d.Busy("res-a") {
 		t.Fatal("a run under way is not busy")
 	}
-	r.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Applying{Applying: planToProto(&tfrunner.Plan{HasChanges: true, ID: "abc"})}})
+	r.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Applying{Applying: planToProto(&tfjson.Plan{HasChanges: true, ID: "abc"})}})
 	r.send(heartbeat())
 	if a := r.recv().GetAnswer(); a == nil || a.GetError() != "" {
 		t.Fatalf("applying answer %+v", a)
@@ -171,14 +172,14 @@ func TestDispatcherSendsTheGateAndAnswersEvents(t *testing.T) {
 	if a := r.recv().GetAnswer(); a == nil || a.GetError() != "" {
 		t.Fatalf("create-start answer %+v", a)
 	}
-	res := newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{}}, nil, nil)
+	res := newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfjson.Plan{}}, nil, nil)
 	res.ErroredState = []byte("{}")
 	r.send(result(res))
 	got := <-done
 	if got.err != nil || !got.res.Applied {
 		t.Fatalf("apply = %+v, %v", got.res, got.err)
 	}
-	want := []tfrunner.Event{tfrunner.Started{}, tfrunner.Applying{Plan: &tfrunner.Plan{HasChanges: true, ID: "abc"}}, tfrunner.CreateStarted{Address: "module.main.x.y"}}
+	want := []tfrunner.Event{tfrunner.Started{}, tfrunner.Applying{Plan: &tfjson.Plan{HasChanges: true, ID: "abc"}}, tfrunner.CreateStarted{Address: "module.main.x.y"}}
 	if !reflect.DeepEqual(events, want) {
 		t.Fatalf("events %#v\nwant %#v", events, want)
 	}
@@ -197,7 +198,7 @@ func TestDispatcherReturnsAHeldPlanAndInputErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := &tfrunner.Plan{HasChanges: true, ID: "def", Changes: []tfrunner.Change{{Address: "module.main.a.b", Actions: []string{"delete"}}}}
+	plan := &tfjson.Plan{HasChanges: true, ID: "def", Changes: []tfjson.Change{{Address: "module.main.a.b", Actions: []string{"delete"}}}}
 	held := &tfrunner.Hold{Plan: plan, Reason: v1alpha1.HoldPolicyDenied, Addresses: []string{"module.main.a.b"}, Rendering: "- destroy",
 		Rule: "keep-b", Message: "rule keep-b: b stays (module.main.a.b)"}
 	r.send(result(newResult(&tfrunner.ApplyResult{Plan: plan, Held: held}, nil, nil)))
@@ -240,7 +241,7 @@ func TestDispatcherGivesAPolicyRunOnlyToARunnerThatReadsIt(t *testing.T) {
 	if err != nil || spec.GetKey() != "res-q" {
 		t.Fatalf("a run without rules was not given to the old runner: %v, %v", spec, err)
 	}
-	r.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{}}, nil, nil)))
+	r.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfjson.Plan{}}, nil, nil)))
 	if got := <-done; got.err != nil {
 		t.Fatal(got.err)
 	}
@@ -410,7 +411,7 @@ func TestDispatcherReadsAResultSentJustBeforeTheStreamCloses(t *testing.T) {
 		for range 20 {
 			r.send(heartbeat())
 		}
-		r.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{}}, nil, nil)))
+		r.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfjson.Plan{}}, nil, nil)))
 		if err := r.stream.CloseSend(); err != nil {
 			t.Fatal(err)
 		}
@@ -477,7 +478,7 @@ func TestDispatcherRenewsLeasesAndResumesARunOnANewStream(t *testing.T) {
 	if second.recv().GetAnswer() == nil {
 		t.Fatal("an event on the resumed stream was not answered")
 	}
-	second.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{}}, nil, nil)))
+	second.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfjson.Plan{}}, nil, nil)))
 	got := <-done
 	if got.err != nil || !got.res.Applied || len(creates) != 1 {
 		t.Fatalf("resumed run: %+v, %v, creates %v; want applied, one create recorded", got.res, got.err, creates)
@@ -506,7 +507,7 @@ func TestDispatcherDrainWithdrawsWaitingRunsAndLetsTakenOnesFinish(t *testing.T)
 	if _, err := d.Apply(context.Background(), "res-n", tfrunner.Spec{RunnerPool: "p", RunID: "run-n"}, tfrunner.ApplyOptions{}); !errors.Is(err, queue.ErrDraining) {
 		t.Fatalf("new run while draining: %v; want ErrDraining", err)
 	}
-	r.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{}}, nil, nil)))
+	r.send(result(newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfjson.Plan{}}, nil, nil)))
 	if got := <-taken; got.err != nil || !got.res.Applied {
 		t.Fatalf("taken run: %+v, %v; want it finished", got.res, got.err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // FuzzRunnerResult: whatever a runner (or something posing as one) sends back as a Result, the
@@ -19,12 +20,12 @@ import (
 func FuzzRunnerResult(f *testing.F) {
 	seeds := []*runnerpb.Result{
 		{},
-		newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{ID: "p"}, Outputs: map[string]tfrunner.Output{"x": {Value: []byte(`1`)}}}, nil, nil),
+		newResult(&tfrunner.ApplyResult{Applied: true, Plan: &tfjson.Plan{ID: "p"}, Outputs: map[string]tfjson.Output{"x": {Value: []byte(`1`)}}}, nil, nil),
 		{Apply: &runnerpb.ApplyResult{}},
 		{Drift: &runnerpb.StreamResult{}},
-		newResult(nil, &tfrunner.StreamResult{}, nil),
+		newResult(nil, &tfjson.StreamResult{}, nil),
 		newResult(nil, nil, &tfrunner.RunError{Op: "apply", Message: "boom"}),
-		newResult(&tfrunner.ApplyResult{Plan: &tfrunner.Plan{Changes: []tfrunner.Change{{Address: "a.b", Actions: []string{"create"}}}}}, nil, nil),
+		newResult(&tfrunner.ApplyResult{Plan: &tfjson.Plan{Changes: []tfjson.Change{{Address: "a.b", Actions: []string{"create"}}}}}, nil, nil),
 	}
 	for _, s := range seeds {
 		data, err := proto.Marshal(s)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // Router sends each run to where its spec says: Spec.RunnerPool "" to Local, the manager's
@@ -79,7 +80,7 @@ func (r *Router) Destroy(ctx context.Context, key string, spec tfrunner.Spec) er
 
 // DriftCheck: see tfrunner.Pool.DriftCheck and Dispatcher.DriftCheck. A drift check writes no
 // state (-lock=false, read-only plan).
-func (r *Router) DriftCheck(ctx context.Context, key string, spec tfrunner.Spec) (*tfrunner.StreamResult, error) {
+func (r *Router) DriftCheck(ctx context.Context, key string, spec tfrunner.Spec) (*tfjson.StreamResult, error) {
 	if r.remote(spec) {
 		return r.Remote.DriftCheck(ctx, key, spec)
 	}

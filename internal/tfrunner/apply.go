@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // ApplyOptions are what Apply does besides plan and apply, as data, and where its events go.
@@ -47,7 +49,7 @@ type ApplyResult struct {
 	// Imports lists each import's outcome.
 	Imports []ImportResult
 	// Plan is the plan made; Applied says whether it was applied (only plans with changes are).
-	Plan    *Plan
+	Plan    *tfjson.Plan
 	Applied bool
 	// Held is the saved plan the Gate stopped before apply (nil when none); Applied is then false.
 	Held *Hold
@@ -58,7 +60,7 @@ type ApplyResult struct {
 	// doubt. A create cut off by an interrupt or a kill is not among them.
 	Ended []string
 	// Outputs are the root outputs after the run.
-	Outputs map[string]Output
+	Outputs map[string]tfjson.Output
 	// Log is the run's output as people read it (the human-readable messages of the -json stream,
 	// or the plan and apply output), sensitive values redacted by Terraform; at most MaxLogBytes.
 	Log string
@@ -153,7 +155,7 @@ func importAll(ctx context.Context, ws *Workspace, imports []ImportTarget, res *
 // decide applies gate to saved plan p: the Hold, with Terraform's rendering of the plan when
 // people have not seen it yet (one more command, show -no-color), or nil when p may be applied.
 // A plan that cannot be rendered is held with a rendering that says why.
-func decide(ctx context.Context, ws *Workspace, gate *Gate, p *Plan) (*Hold, error) {
+func decide(ctx context.Context, ws *Workspace, gate *Gate, p *tfjson.Plan) (*Hold, error) {
 	if gate == nil {
 		return nil, nil
 	}
@@ -174,7 +176,7 @@ func decide(ctx context.Context, ws *Workspace, gate *Gate, p *Plan) (*Hold, err
 
 // applyJSON is the common run: one apply -json gives the plan, the apply and the non-sensitive
 // outputs; output -json runs only when the module has sensitive outputs, for their values.
-func (p *Pool) applyJSON(ctx context.Context, ws *Workspace, res *ApplyResult, onCreate CreateStartFunc) error {
+func (p *Pool) applyJSON(ctx context.Context, ws *Workspace, res *ApplyResult, onCreate tfjson.CreateStartFunc) error {
 	var extra []tfexec.ApplyOption
 	release := func(bool) {}
 	if wp := p.opts.WarmProviders; wp != nil && !ws.spec.ColdProviders {
@@ -215,8 +217,8 @@ func (p *Pool) applyJSON(ctx context.Context, ws *Workspace, res *ApplyResult, o
 // DriftCheck plans key's infrastructure read-only (no lock, no saved plan, nothing written): what
 // applying would change now, and which objects changed outside Terraform. It waits for a slot as
 // runs do. Errors as for Workspace.DriftCheck.
-func (p *Pool) DriftCheck(ctx context.Context, key string, spec Spec) (*StreamResult, error) {
-	var res *StreamResult
+func (p *Pool) DriftCheck(ctx context.Context, key string, spec Spec) (*tfjson.StreamResult, error) {
+	var res *tfjson.StreamResult
 	err := p.do(ctx, key, spec.Tenant, nil, func(ws *Workspace) error {
 		if _, err := p.prepare(ctx, ws, spec); err != nil {
 			return err

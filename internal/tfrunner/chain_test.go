@@ -19,6 +19,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/sandbox"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
@@ -121,7 +122,7 @@ func TestRealChain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !plan.HasChanges || plan.Summary != (tfrunner.Summary{Add: 2}) {
+			if !plan.HasChanges || plan.Summary != (tfjson.Summary{Add: 2}) {
 				t.Fatalf("first plan: changes=%v summary=%+v, want 2 to add", plan.HasChanges, plan.Summary)
 			}
 			if _, err := ws.Apply(ctx, plan, nil, nil); err != nil {

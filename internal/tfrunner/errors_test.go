@@ -4,8 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	tfjson "github.com/hashicorp/terraform-json"
 )
 
 const lockOutput = `exit status 1
@@ -105,37 +103,5 @@ func TestClassify(t *testing.T) {
 func TestTrimMessageBounds(t *testing.T) {
 	if got := TrimMessage("Error: " + strings.Repeat("x", 5000)); len(got) > MaxMessageBytes+len("…") {
 		t.Errorf("message of %d bytes", len(got))
-	}
-}
-
-func TestSummarize(t *testing.T) {
-	rc := func(addr string, importing bool, actions ...tfjson.Action) *tfjson.ResourceChange {
-		c := &tfjson.ResourceChange{Address: addr, Change: &tfjson.Change{Actions: actions}}
-		if importing {
-			c.Change.Importing = &tfjson.Importing{ID: "x"}
-		}
-		return c
-	}
-	p := summarize(&tfjson.Plan{ResourceChanges: []*tfjson.ResourceChange{
-		rc("module.main.a", false, tfjson.ActionCreate),
-		rc("module.main.b", false, tfjson.ActionUpdate),
-		rc("module.main.c", false, tfjson.ActionDelete, tfjson.ActionCreate),
-		rc("module.main.d", false, tfjson.ActionDelete),
-		rc("module.main.e", false, tfjson.ActionNoop),
-		rc("module.main.f", true, tfjson.ActionNoop),
-	}})
-	if p.Summary != (Summary{Add: 2, Change: 1, Destroy: 2, Import: 1}) {
-		t.Errorf("summary %+v", p.Summary)
-	}
-	if len(p.Changes) != 5 {
-		t.Errorf("changes %+v, want the 5 that are not plain no-ops", p.Changes)
-	}
-	if !p.Changes[2].Destroys() || p.Changes[0].Destroys() {
-		t.Errorf("Destroys: replace=%v create=%v", p.Changes[2].Destroys(), p.Changes[0].Destroys())
-	}
-	again := summarize(&tfjson.Plan{ResourceChanges: []*tfjson.ResourceChange{rc("module.main.a", false, tfjson.ActionCreate)}})
-	other := summarize(&tfjson.Plan{ResourceChanges: []*tfjson.ResourceChange{rc("module.main.b", false, tfjson.ActionCreate)}})
-	if len(again.ID) != 12 || again.ID == other.ID {
-		t.Errorf("plan IDs %q and %q", again.ID, other.ID)
 	}
 }

@@ -1,5 +1,7 @@
 package tfrunner
 
+import "github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
+
 // Event is what a run tells its caller while it goes on: one of Queued, Started, CreateStarted,
 // Applying.
 // Events are typed messages, the same in-process and over the run protocol (package runners).
@@ -21,7 +23,7 @@ type CreateStarted struct{ Address string }
 
 // Applying: the Gate let saved plan Plan through and it is applied next. The apply starts only
 // once the sink returned; an error stops the run before it (ErrStopped).
-type Applying struct{ Plan *Plan }
+type Applying struct{ Plan *tfjson.Plan }
 
 func (Queued) isEvent()        {}
 func (Started) isEvent()       {}
@@ -40,7 +42,7 @@ func (f Events) Send(e Event) error {
 }
 
 // createStarts adapts f to the stream readers' per-address callback (nil when f is nil).
-func (f Events) createStarts() CreateStartFunc {
+func (f Events) createStarts() tfjson.CreateStartFunc {
 	if f == nil {
 		return nil
 	}

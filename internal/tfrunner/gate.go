@@ -7,6 +7,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/policy"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // Gate is the decision between a saved plan and its apply, as data the run applies itself: the
@@ -50,7 +51,7 @@ type Gate struct {
 
 // Hold is a saved plan its Gate stopped before apply.
 type Hold struct {
-	Plan *Plan
+	Plan *tfjson.Plan
 	// Reason is one of the Hold* constants; Addresses are the objects concerned (none for Manual).
 	Reason    string
 	Addresses []string
@@ -69,7 +70,7 @@ type Hold struct {
 // fills it in only for a plan people have not seen yet (NeedsRendering). The error is a rule of
 // Policy that does not compile (the controller checks them before the run; this is the run's own
 // check, so that no plan is applied past a rule it could not read).
-func (g Gate) Decide(ctx context.Context, p *Plan) (*Hold, error) {
+func (g Gate) Decide(ctx context.Context, p *tfjson.Plan) (*Hold, error) {
 	h, err := g.hold(ctx, p)
 	if h == nil || err != nil {
 		return nil, err
@@ -97,7 +98,7 @@ func (g Gate) NeedsRendering(h *Hold) bool {
 
 // hold says why p must wait (Plan, Reason, Addresses, and Rule and Message for a rule), nil
 // when it need not.
-func (g Gate) hold(ctx context.Context, p *Plan) (*Hold, error) {
+func (g Gate) hold(ctx context.Context, p *tfjson.Plan) (*Hold, error) {
 	rules := slices.Clone(g.Policy)
 	if !g.AllowDestructive {
 		rules = append(rules, policy.DestructiveChange)
@@ -106,7 +107,7 @@ func (g Gate) hold(ctx context.Context, p *Plan) (*Hold, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the plan policy: %w", err)
 	}
-	violations := set.EvaluateContext(ctx, p.policyPlan(), g.Facts)
+	violations := set.EvaluateContext(ctx, p.PolicyPlan(), g.Facts)
 	ruled := func(reason string, v policy.Violation) *Hold {
 		return &Hold{Plan: p, Reason: reason, Addresses: v.Addresses, Rule: v.Rule.Name, Message: v.Message()}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/policy"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 var (
@@ -16,14 +17,16 @@ var (
 )
 
 func TestGateDecide(t *testing.T) {
-	create := Change{Address: "module.main.a.x", Actions: []string{"create"}}
-	update := Change{Address: "module.main.a.y", Actions: []string{"update"}}
-	replace := Change{Address: "module.main.a.z", Actions: []string{"delete", "create"}}
-	plan := func(id string, cs ...Change) *Plan { return &Plan{ID: id, HasChanges: len(cs) > 0, Changes: cs} }
+	create := tfjson.Change{Address: "module.main.a.x", Actions: []string{"create"}}
+	update := tfjson.Change{Address: "module.main.a.y", Actions: []string{"update"}}
+	replace := tfjson.Change{Address: "module.main.a.z", Actions: []string{"delete", "create"}}
+	plan := func(id string, cs ...tfjson.Change) *tfjson.Plan {
+		return &tfjson.Plan{ID: id, HasChanges: len(cs) > 0, Changes: cs}
+	}
 	for _, tc := range []struct {
 		name      string
 		gate      Gate
-		plan      *Plan
+		plan      *tfjson.Plan
 		reason    string
 		addresses []string
 		discarded string
@@ -88,7 +91,7 @@ func TestGateDecide(t *testing.T) {
 // TestGateRefusesARuleItCannotCompile: a run never applies past a rule it could not read.
 func TestGateRefusesARuleItCannotCompile(t *testing.T) {
 	g := Gate{AllowDestructive: true, Policy: []policy.Rule{{Name: "broken", Expression: "change.type ==", Action: policy.ActionDeny}}}
-	h, err := g.Decide(context.Background(), &Plan{ID: "p1", HasChanges: true, Changes: []Change{{Address: "a.b", Actions: []string{"create"}}}})
+	h, err := g.Decide(context.Background(), &tfjson.Plan{ID: "p1", HasChanges: true, Changes: []tfjson.Change{{Address: "a.b", Actions: []string{"create"}}}})
 	if err == nil || h != nil || !strings.Contains(err.Error(), "rule 0 (broken)") {
 		t.Fatalf("hold %+v, error %v; want the rule's compile error", h, err)
 	}

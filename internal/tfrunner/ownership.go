@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	tfjson "github.com/hashicorp/terraform-json"
+	hcjson "github.com/hashicorp/terraform-json"
 )
 
 // Ownership marks: a module may label or tag the objects it makes with the name of the resource
@@ -69,12 +69,12 @@ func (w *Workspace) OwnershipMark(ctx context.Context, address string) (string, 
 }
 
 // findStateResource finds the managed resource at address in m or its child modules.
-func findStateResource(m *tfjson.StateModule, address string) *tfjson.StateResource {
+func findStateResource(m *hcjson.StateModule, address string) *hcjson.StateResource {
 	if m == nil {
 		return nil
 	}
-	if i := slices.IndexFunc(m.Resources, func(r *tfjson.StateResource) bool {
-		return r.Address == address && r.Mode == tfjson.ManagedResourceMode
+	if i := slices.IndexFunc(m.Resources, func(r *hcjson.StateResource) bool {
+		return r.Address == address && r.Mode == hcjson.ManagedResourceMode
 	}); i >= 0 {
 		return m.Resources[i]
 	}

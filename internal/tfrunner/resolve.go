@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // Decisions a run makes about a create in doubt (Resolution.Decision), when its Gate resolves
@@ -59,7 +61,7 @@ func resolveCreates(ctx context.Context, imp importer, gate *Gate, inState []str
 		}
 		r := Resolution{Address: addr, ID: gate.Identities[addr]}
 		switch {
-		case NoRemoteObject(addr):
+		case tfjson.NoRemoteObject(addr):
 			r.Decision, r.Detail = CreateHeld, "a provisioner of it had started, and provisioners touch the world"
 		case r.ID == "":
 			r.Decision, r.Detail = CreateHeld, "no import identity is declared for it (importIdentities)"

@@ -8,6 +8,8 @@ import (
 	"io"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // ApplyJSON brings the infrastructure to the workspace's spec in one process:
@@ -21,7 +23,7 @@ import (
 // with Terraform's diagnostics, or a context error.
 //
 // extra are further terraform-exec options (Reattach, for warm providers).
-func (w *Workspace) ApplyJSON(ctx context.Context, onCreate CreateStartFunc, extra ...tfexec.ApplyOption) (*StreamResult, error) {
+func (w *Workspace) ApplyJSON(ctx context.Context, onCreate tfjson.CreateStartFunc, extra ...tfexec.ApplyOption) (*tfjson.StreamResult, error) {
 	opts, done, err := varFiles[tfexec.ApplyOption](w, true)
 	defer done()
 	if err != nil {
@@ -31,7 +33,7 @@ func (w *Workspace) ApplyJSON(ctx context.Context, onCreate CreateStartFunc, ext
 }
 
 // streamApply runs apply -json with opts, reading its stream while it runs (see ApplyJSON).
-func (w *Workspace) streamApply(ctx context.Context, onCreate CreateStartFunc, opts ...tfexec.ApplyOption) (*StreamResult, error) {
+func (w *Workspace) streamApply(ctx context.Context, onCreate tfjson.CreateStartFunc, opts ...tfexec.ApplyOption) (*tfjson.StreamResult, error) {
 	tf, err := w.tf()
 	if err != nil {
 		return nil, err
@@ -43,12 +45,12 @@ func (w *Workspace) streamApply(ctx context.Context, onCreate CreateStartFunc, o
 	defer interrupt()
 	pr, pw := io.Pipe()
 	type read struct {
-		res *StreamResult
+		res *tfjson.StreamResult
 		err error
 	}
 	done := make(chan read, 1)
 	go func() {
-		res, err := readStream(pr, func(addr string) error {
+		res, err := tfjson.ReadApply(pr, func(addr string) error {
 			if onCreate == nil {
 				return nil
 			}
@@ -57,7 +59,7 @@ func (w *Workspace) streamApply(ctx context.Context, onCreate CreateStartFunc, o
 				return err
 			}
 			return nil
-		}, stateOnly)
+		}, stateOnly.has)
 		_, _ = io.Copy(io.Discard, pr) // never block the writer
 		done <- read{res, err}
 	}()
@@ -66,12 +68,12 @@ func (w *Workspace) streamApply(ctx context.Context, onCreate CreateStartFunc, o
 	out := <-done
 	if out.res != nil && runCtx.Err() == nil {
 		// Not interrupted: a create that errored was refused by its provider, not cut off.
-		out.res.Ended = append(out.res.Ended, out.res.errored...)
+		out.res.EndErrored()
 	}
 	if out.err != nil && ctx.Err() == nil {
 		// The process's own outcome is kept beside it: Killed must still see a killed process.
 		what := "recording a create that started"
-		if errors.Is(out.err, ErrLineTooLong) {
+		if errors.Is(out.err, tfjson.ErrLineTooLong) {
 			what = "reading the apply's output"
 		}
 		return out.res, errors.Join(fmt.Errorf("%s: %w", what, out.err), classify("apply", streamError(runErr, out.res)))
@@ -86,7 +88,7 @@ func (w *Workspace) streamApply(ctx context.Context, onCreate CreateStartFunc, o
 // `plan -json -detailed-exitcode -lock=false -input=false` (terraform-exec PlanJSON). The result's
 // Plan says what applying would change; Drift lists the objects changed outside Terraform. It is
 // read-only: nothing is written to state. Errors are as for ApplyJSON, with operation "plan".
-func (w *Workspace) DriftCheck(ctx context.Context) (*StreamResult, error) {
+func (w *Workspace) DriftCheck(ctx context.Context) (*tfjson.StreamResult, error) {
 	tf, err := w.tf()
 	if err != nil {
 		return nil, err
@@ -99,7 +101,7 @@ func (w *Workspace) DriftCheck(ctx context.Context) (*StreamResult, error) {
 	}
 	planOpts = append(planOpts, tfexec.Lock(false))
 	hasChanges, runErr := tf.PlanJSON(ctx, &buf, planOpts...)
-	res, _ := ReadStream(&buf)
+	res, _ := tfjson.ReadStream(&buf)
 	if runErr != nil {
 		return res, classify("plan", streamError(runErr, res))
 	}
@@ -110,7 +112,7 @@ func (w *Workspace) DriftCheck(ctx context.Context) (*StreamResult, error) {
 // streamError adds the stream's error diagnostics to the error terraform-exec returned (with -json
 // they are on stdout, which terraform-exec does not include), in the "Error: summary" form that
 // classify and TrimMessage read.
-func streamError(err error, res *StreamResult) error {
+func streamError(err error, res *tfjson.StreamResult) error {
 	if res == nil || len(res.Errors) == 0 {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-config-inspect/tfconfig"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // stateOnlySources are the providers whose objects live only in Terraform's state, as
@@ -84,51 +86,6 @@ func stateOnlyProvider(mod *tfconfig.Module, r *tfconfig.Resource) bool {
 // gets from a state-only provider. Addresses outside the modules read, of data sources, or that
 // do not parse are not.
 func (t stateOnlyTypes) has(address string) bool {
-	parts := addressParts(address)
-	prefix := ""
-	for len(parts) >= 2 && parts[0] == "module" {
-		prefix += "module." + parts[1] + "."
-		parts = parts[2:]
-	}
-	if len(parts) < 2 || parts[0] == "data" {
-		return false
-	}
-	return t[prefix][parts[0]]
-}
-
-// addressParts splits a resource instance address at the dots outside instance keys, each part
-// without its key: module.a["x.y"].random_id.b[0] is module, a, random_id, b. A key is a number or
-// a quoted string with escapes (Terraform's address syntax); an address that does not close its
-// keys or quotes gives nil.
-func addressParts(address string) []string {
-	var parts []string
-	var part strings.Builder
-	depth, quoted, escaped := 0, false, false
-	for _, c := range address {
-		switch {
-		case quoted && escaped:
-			escaped = false
-		case quoted && c == '\\':
-			escaped = true
-		case quoted && c == '"':
-			quoted = false
-		case quoted:
-		case c == '"' && depth > 0:
-			quoted = true
-		case c == '[':
-			depth++
-		case c == ']' && depth > 0:
-			depth--
-		case depth > 0:
-		case c == '.':
-			parts = append(parts, part.String())
-			part.Reset()
-		default:
-			part.WriteRune(c)
-		}
-	}
-	if depth != 0 || quoted {
-		return nil
-	}
-	return append(parts, part.String())
+	prefix, typ, ok := tfjson.ResourceType(address)
+	return ok && t[prefix][typ]
 }

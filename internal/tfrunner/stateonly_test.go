@@ -1,9 +1,13 @@
 package tfrunner
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // TestCreatesOfAnotherProviderNamedRandomAreRecorded: a create is left unrecorded at its start only
@@ -51,12 +55,16 @@ resource "null_resource" "x" {}
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := func(addr string) *streamMessage {
-		m := &streamMessage{Type: "apply_start", Hook: &streamHook{Action: "create"}}
-		m.Hook.Resource.Addr = addr
-		return m
+	// recorded reads an apply stream that starts the create of addr, as the apply's reader does.
+	recorded := func(addr string, stateOnly func(string) bool) bool {
+		line := fmt.Sprintf(`{"type":"apply_start","hook":{"resource":{"addr":%q},"action":"create"}}`, addr)
+		got := false
+		if _, err := tfjson.ReadApply(strings.NewReader(line+"\n"), func(string) error { got = true; return nil }, stateOnly); err != nil {
+			t.Fatal(err)
+		}
+		return got
 	}
-	for addr, recorded := range map[string]bool{
+	for addr, want := range map[string]bool{
 		"module.main.random_pet.name":                        false, // hashicorp/random: state only
 		"module.main.time_sleep.wait":                        false, // implied hashicorp/time
 		"module.main.terraform_data.hook":                    false, // built in
@@ -67,11 +75,11 @@ resource "null_resource" "x" {}
 		"module.main.aws_db_instance.db":                     true,
 		"module.main.module.unknown.random_pet.name":         true, // a module not read: recorded
 	} {
-		if got := createInDoubt(start(addr), types); got != recorded {
-			t.Errorf("%s: recorded at apply_start %v, want %v", addr, got, recorded)
+		if got := recorded(addr, types.has); got != want {
+			t.Errorf("%s: recorded at apply_start %v, want %v", addr, got, want)
 		}
 	}
-	if got := createInDoubt(start("module.main.random_pet.name"), nil); !got {
+	if got := recorded("module.main.random_pet.name", nil); !got {
 		t.Error("without the modules read, a create of random_pet was not recorded")
 	}
 }

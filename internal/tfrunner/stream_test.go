@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // TestApplyJSONStream runs the one-process apply (apply -auto-approve -json) and the read-only drift
@@ -38,13 +38,13 @@ func TestApplyJSONStream(t *testing.T) {
 				t.Errorf("creates in doubt reported = %q, want none: random_* objects live only in state", started)
 			}
 			p := res.Plan
-			if !p.HasChanges || p.Summary != (tfrunner.Summary{Add: 2}) || len(p.Changes) != 2 {
+			if !p.HasChanges || p.Summary != (tfjson.Summary{Add: 2}) || len(p.Changes) != 2 {
 				t.Fatalf("first apply's plan: %+v, want 2 to add", p)
 			}
 			if p.Changes[0].Address != "module.main.random_password.this" || strings.Join(p.Changes[0].Actions, ",") != "create" {
 				t.Errorf("planned change 0 = %+v", p.Changes[0])
 			}
-			if res.Applied == nil || *res.Applied != (tfrunner.Summary{Add: 2}) {
+			if res.Applied == nil || *res.Applied != (tfjson.Summary{Add: 2}) {
 				t.Errorf("apply summary = %+v, want 2 added", res.Applied)
 			}
 			var name string
@@ -65,7 +65,7 @@ func TestApplyJSONStream(t *testing.T) {
 				t.Fatal(err)
 			}
 			drift, err = ws.DriftCheck(ctx)
-			if err != nil || !drift.Plan.HasChanges || drift.Plan.Summary != (tfrunner.Summary{Add: 1, Destroy: 1}) {
+			if err != nil || !drift.Plan.HasChanges || drift.Plan.Summary != (tfjson.Summary{Add: 1, Destroy: 1}) {
 				t.Fatalf("drift check of a new prefix: %+v, %v; want 1 replaced", drift.Plan, err)
 			}
 			if c := drift.Plan.Changes; len(c) != 1 || strings.Join(c[0].Actions, ",") != "delete,create" || !c[0].Destroys() {
@@ -79,7 +79,7 @@ func TestApplyJSONStream(t *testing.T) {
 			if err != nil || res.Plan.ID != drift.Plan.ID {
 				t.Fatalf("apply of the replace: %v; plan id %s, drift check's %s (the same changes must have the same id)", err, res.Plan.ID, drift.Plan.ID)
 			}
-			if res.Applied == nil || *res.Applied != (tfrunner.Summary{Add: 1, Destroy: 1}) {
+			if res.Applied == nil || *res.Applied != (tfjson.Summary{Add: 1, Destroy: 1}) {
 				t.Errorf("apply summary of the replace = %+v", res.Applied)
 			}
 
@@ -117,43 +117,6 @@ func TestCreatesInDoubt(t *testing.T) {
 				t.Fatalf("creates in doubt = %q, want %q", started, want)
 			}
 		})
-	}
-}
-
-func TestNoRemoteObject(t *testing.T) {
-	for addr, want := range map[string]bool{
-		"module.main.random_pet.this":                  true,
-		"module.main.module.inner.time_sleep.wait[0]":  true,
-		`module.main.tls_private_key.k["a.b"]`:         true,
-		"random_id.x":                                  true,
-		"module.main.local_file.this":                  false,
-		"module.main.terraform_data.slow":              true,
-		"module.main.null_resource.x":                  true,
-		"module.main.terraform_data_x.y":               false,
-		"module.main.data.random_x.y":                  false,
-		"module.main.aws_db_instance.this":             false,
-		"module.main":                                  false,
-		`module.m["x.random_id.y"].aws_s3_bucket.this`: false,
-		`module.m["unclosed.random_id.y`:               false,
-	} {
-		if got := tfrunner.NoRemoteObject(addr); got != want {
-			t.Errorf("NoRemoteObject(%q) = %v, want %v", addr, got, want)
-		}
-	}
-}
-
-// A line of the stream longer than the scanner's 16 MiB is skipped and said, and the lines after
-// it are still read: the stream is drained to its end, so Terraform never blocks on a full pipe
-// (issue 33: the scanner stopped at such a line, silently, and the rest was never read).
-func TestReadStreamSkipsAnOverlongLine(t *testing.T) {
-	long := `{"@message":"` + strings.Repeat("x", 17<<20) + `"}`
-	after := `{"@level":"error","@message":"Error: boom","type":"diagnostic","diagnostic":{"severity":"error","summary":"boom","detail":""}}`
-	res, err := tfrunner.ReadStream(strings.NewReader(long + "\n" + after + "\n"))
-	if err == nil || !strings.Contains(err.Error(), "longer than") {
-		t.Fatalf("err = %v; want the over-long line said", err)
-	}
-	if len(res.Errors) != 1 || res.Errors[0] != "boom" {
-		t.Fatalf("errors after the long line = %v; want [boom]", res.Errors)
 	}
 }
 

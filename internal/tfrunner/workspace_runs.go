@@ -5,7 +5,6 @@ package tfrunner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,9 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
-	tfjson "github.com/hashicorp/terraform-json"
+	hcjson "github.com/hashicorp/terraform-json"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // Init runs init (modules, backend, providers) and reads the module's declared inputs and outputs.
@@ -56,7 +57,7 @@ type PlanOptions struct {
 
 // Plan runs plan into a saved plan file and reads it back with show -json.
 // It returns a *LockError when the state is locked by someone else, else a *RunError on failure.
-func (w *Workspace) Plan(ctx context.Context, opts PlanOptions) (*Plan, error) {
+func (w *Workspace) Plan(ctx context.Context, opts PlanOptions) (*tfjson.Plan, error) {
 	tf, err := w.tf()
 	if err != nil {
 		return nil, err
@@ -85,7 +86,7 @@ func (w *Workspace) Plan(ctx context.Context, opts PlanOptions) (*Plan, error) {
 	if err != nil {
 		return nil, classify("show", err)
 	}
-	p := summarize(raw)
+	p := tfjson.Summarize(raw)
 	p.HasChanges = hasChanges
 	p.Destroy = opts.Destroy
 	return p, nil
@@ -95,7 +96,7 @@ func (w *Workspace) Plan(ctx context.Context, opts PlanOptions) (*Plan, error) {
 // output. It returns the addresses whose apply ended with the provider's answer
 // (StreamResult.Ended), also when it fails, and a *LockError when the state is locked by someone
 // else, else a *RunError.
-func (w *Workspace) Apply(ctx context.Context, p *Plan, log io.Writer, onCreate CreateStartFunc) ([]string, error) {
+func (w *Workspace) Apply(ctx context.Context, p *tfjson.Plan, log io.Writer, onCreate tfjson.CreateStartFunc) ([]string, error) {
 	if p == nil {
 		return nil, errors.New("apply: no plan")
 	}
@@ -172,16 +173,8 @@ func ModuleAddress(address string) string {
 	return prefix + address
 }
 
-// Output is one root output.
-type Output struct {
-	// Value is the output's value as JSON.
-	Value json.RawMessage
-	// Sensitive is true when the module marks the output sensitive.
-	Sensitive bool
-}
-
 // Outputs reads the root outputs from state.
-func (w *Workspace) Outputs(ctx context.Context) (map[string]Output, error) {
+func (w *Workspace) Outputs(ctx context.Context) (map[string]tfjson.Output, error) {
 	tf, err := w.tf()
 	if err != nil {
 		return nil, err
@@ -190,9 +183,9 @@ func (w *Workspace) Outputs(ctx context.Context) (map[string]Output, error) {
 	if err != nil {
 		return nil, classify("output", err)
 	}
-	out := make(map[string]Output, len(raw))
+	out := make(map[string]tfjson.Output, len(raw))
 	for k, v := range raw {
-		out[k] = Output{Value: v.Value, Sensitive: v.Sensitive}
+		out[k] = tfjson.Output{Value: v.Value, Sensitive: v.Sensitive}
 	}
 	return out, nil
 }
@@ -209,10 +202,10 @@ func (w *Workspace) StateAddresses(ctx context.Context) ([]string, error) {
 	}
 	var addrs []string
 	if st != nil && st.Values != nil {
-		var walk func(m *tfjson.StateModule)
-		walk = func(m *tfjson.StateModule) {
+		var walk func(m *hcjson.StateModule)
+		walk = func(m *hcjson.StateModule) {
 			for _, r := range m.Resources {
-				if r.Mode == tfjson.ManagedResourceMode {
+				if r.Mode == hcjson.ManagedResourceMode {
 					addrs = append(addrs, r.Address)
 				}
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // petAddress is the one object of the suite's module.
@@ -104,12 +105,12 @@ func (c *carrier) Apply(ctx context.Context, key string, spec tfrunner.Spec, opt
 	if err != nil {
 		return nil, errors.Join(err, st.unlock(lockID))
 	}
-	plan := &tfrunner.Plan{ID: fmt.Sprintf("p-%s-%d", key, serial)}
-	result := &tfrunner.ApplyResult{Initialized: true, Plan: plan, Outputs: map[string]tfrunner.Output{"id": {Value: []byte(strconv.Quote(key))}}}
+	plan := &tfjson.Plan{ID: fmt.Sprintf("p-%s-%d", key, serial)}
+	result := &tfrunner.ApplyResult{Initialized: true, Plan: plan, Outputs: map[string]tfjson.Output{"id": {Value: []byte(strconv.Quote(key))}}}
 	if hasObject {
 		return result, st.unlock(lockID) // nothing to change
 	}
-	plan.HasChanges, plan.Summary = true, tfrunner.Summary{Add: 1}
+	plan.HasChanges, plan.Summary = true, tfjson.Summary{Add: 1}
 	gate := opts.Gate
 	if gate == nil {
 		gate = &tfrunner.Gate{}
@@ -147,8 +148,8 @@ func (c *carrier) Destroy(ctx context.Context, key string, spec tfrunner.Spec) e
 }
 
 // DriftCheck finds no drift.
-func (c *carrier) DriftCheck(context.Context, string, tfrunner.Spec) (*tfrunner.StreamResult, error) {
-	return &tfrunner.StreamResult{Plan: &tfrunner.Plan{ID: "p-check"}}, nil
+func (c *carrier) DriftCheck(context.Context, string, tfrunner.Spec) (*tfjson.StreamResult, error) {
+	return &tfjson.StreamResult{Plan: &tfjson.Plan{ID: "p-check"}}, nil
 }
 
 // stateIO is a run's http backend: the requests Terraform's http backend makes to the state

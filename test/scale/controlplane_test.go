@@ -40,6 +40,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/shard"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
@@ -80,8 +81,8 @@ func (c *noTerraform) Apply(ctx context.Context, key string, spec tfrunner.Spec,
 		return nil, err
 	}
 	return &tfrunner.ApplyResult{Initialized: true, Applied: true, Ended: []string{"module.main.random_pet.this"},
-		Plan:    &tfrunner.Plan{ID: "p-" + key, HasChanges: true, Summary: tfrunner.Summary{Add: 1}},
-		Outputs: map[string]tfrunner.Output{"id": {Value: []byte(strconv.Quote(key))}}}, nil
+		Plan:    &tfjson.Plan{ID: "p-" + key, HasChanges: true, Summary: tfjson.Summary{Add: 1}},
+		Outputs: map[string]tfjson.Output{"id": {Value: []byte(strconv.Quote(key))}}}, nil
 }
 
 // writeStateAsRun locks the run's state at the state server, reads it, writes the next serial and
@@ -134,9 +135,9 @@ func writeStateAsRun(ctx context.Context, env map[string]string, key string) err
 
 func (c *noTerraform) Destroy(context.Context, string, tfrunner.Spec) error { return nil }
 
-func (c *noTerraform) DriftCheck(context.Context, string, tfrunner.Spec) (*tfrunner.StreamResult, error) {
+func (c *noTerraform) DriftCheck(context.Context, string, tfrunner.Spec) (*tfjson.StreamResult, error) {
 	c.checks.Add(1)
-	return &tfrunner.StreamResult{Plan: &tfrunner.Plan{ID: "p-check"}}, nil
+	return &tfjson.StreamResult{Plan: &tfjson.Plan{ID: "p-check"}}, nil
 }
 
 // cpReplica is one manager replica of the control-plane bench.

@@ -17,6 +17,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // attachingRuns is a recordingRuns that also carries on adopted runs: Attach answers for the run
@@ -34,7 +35,7 @@ func (f *attachingRuns) Attach(_ context.Context, _, runID string, opts tfrunner
 	}
 	f.attached = append(f.attached, runID)
 	f.events = opts.Events != nil
-	return &tfrunner.ApplyResult{Applied: true, Plan: &tfrunner.Plan{ID: "p1"}}, true, nil
+	return &tfrunner.ApplyResult{Applied: true, Plan: &tfjson.Plan{ID: "p1"}}, true, nil
 }
 
 // runningOnPool is a static resource on runner pool p whose last run, run-x, an apply another

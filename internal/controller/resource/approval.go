@@ -29,6 +29,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // Reasons a plan waits, in status.pendingPlan.reason: the run's gate decides (tfrunner.Gate).
@@ -134,7 +135,7 @@ func gateOf(res *v1alpha1.InfraResource) *tfrunner.Gate {
 // tfrunner.Applying event; the caller checkpoints): no plan waits any more, creates a dead run
 // left are settled (the plan does not create them again, or it was approved; this apply records
 // its own), and the run is an apply of p.
-func planPassed(res *v1alpha1.InfraResource, p *tfrunner.Plan) {
+func planPassed(res *v1alpha1.InfraResource, p *tfjson.Plan) {
 	res.Status.PendingPlan = nil
 	if res.Status.CreatesPendingRun != runID(res) {
 		res.Status.CreatesPending, res.Status.CreatesPendingRun = nil, ""

@@ -23,7 +23,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // driftRetry is how soon a drift check that found every drift slot taken is tried again.
@@ -118,7 +118,7 @@ func (r *syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool
 
 // driftAddresses lists, sorted and once each, the objects changed outside Terraform and the
 // addresses the plan would change.
-func driftAddresses(check *tfrunner.StreamResult) []string {
+func driftAddresses(check *tfjson.StreamResult) []string {
 	out := slices.Clone(check.Drift)
 	for _, c := range check.Plan.Changes {
 		out = append(out, c.Address)

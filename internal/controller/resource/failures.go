@@ -12,13 +12,13 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // How a run that did not succeed is recorded: the reason, the conditions, retry or not.
 
 // describeChanges lists up to ten changes of a plan as " (address: actions, …)".
-func describeChanges(p *tfrunner.Plan) string {
+func describeChanges(p *tfjson.Plan) string {
 	if p == nil || len(p.Changes) == 0 {
 		return ""
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // Outputs: non-sensitive ones in status, all of them in the connection Secret.
@@ -35,7 +35,7 @@ const (
 // setOutputs keeps the non-sensitive outputs in status; sensitive ones never reach any status.
 // Outputs above MaxStatusOutputBytes, and those past MaxStatusOutputsBytes in all (in name
 // order), are left out; their names are returned, sorted.
-func setOutputs(res *v1alpha1.InfraResource, outs map[string]tfrunner.Output) (omitted []string) {
+func setOutputs(res *v1alpha1.InfraResource, outs map[string]tfjson.Output) (omitted []string) {
 	res.Status.Outputs = nil
 	names := make([]string, 0, len(outs))
 	for name := range outs {
@@ -62,7 +62,7 @@ func setOutputs(res *v1alpha1.InfraResource, outs map[string]tfrunner.Output) (o
 }
 
 // connectionData turns outputs into Secret data: strings as they are, other values as JSON.
-func connectionData(outs map[string]tfrunner.Output) map[string][]byte {
+func connectionData(outs map[string]tfjson.Output) map[string][]byte {
 	data := make(map[string][]byte, len(outs))
 	for name, o := range outs {
 		var s string
@@ -99,7 +99,7 @@ func (r *resourceSecrets) connectionTarget(ctx context.Context, res *v1alpha1.In
 // writeConnectionSecret writes every output (sensitive ones included) to the connection Secret
 // (connectionTarget), deletes the one written before when the target moved, and records the
 // target in status.connectionSecret.
-func (r *resourceSecrets) writeConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, outs map[string]tfrunner.Output) error {
+func (r *resourceSecrets) writeConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, outs map[string]tfjson.Output) error {
 	target, owner, err := r.connectionTarget(ctx, res)
 	if err != nil || owner == nil {
 		return err
@@ -151,7 +151,7 @@ func (r *resourceSecrets) keepConnectionSecret(ctx context.Context, s *resourceS
 //
 // The first write for a resource (status records no connection Secret) is a create, one request;
 // an existing Secret of that name is then read and checked as every later write does.
-func (r *resourceSecrets) putConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, target types.NamespacedName, owner client.Object, outs map[string]tfrunner.Output) error {
+func (r *resourceSecrets) putConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, target types.NamespacedName, owner client.Object, outs map[string]tfjson.Output) error {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: target.Namespace, Name: target.Name}}
 	mutate := func() error {
 		if secret.ResourceVersion != "" && !provision.IsConnectionSecretOf(secret, res) {
@@ -197,7 +197,7 @@ func (r *resourceSecrets) putConnectionSecret(ctx context.Context, res *v1alpha1
 // stateOutputs reads the root module's outputs from a Terraform state document (format version 4,
 // as Terraform and OpenTofu write it: "outputs": {name: {"value", "type", "sensitive"}}), the
 // same outputs `output -json` reports after an apply.
-func stateOutputs(state []byte) (map[string]tfrunner.Output, error) {
+func stateOutputs(state []byte) (map[string]tfjson.Output, error) {
 	var doc struct {
 		Version int `json:"version"`
 		Outputs map[string]struct {
@@ -211,9 +211,9 @@ func stateOutputs(state []byte) (map[string]tfrunner.Output, error) {
 	if doc.Version != 4 {
 		return nil, fmt.Errorf("reading the state's outputs: state format version %d, not 4", doc.Version)
 	}
-	outs := make(map[string]tfrunner.Output, len(doc.Outputs))
+	outs := make(map[string]tfjson.Output, len(doc.Outputs))
 	for name, o := range doc.Outputs {
-		outs[name] = tfrunner.Output{Value: o.Value, Sensitive: o.Sensitive}
+		outs[name] = tfjson.Output{Value: o.Value, Sensitive: o.Sensitive}
 	}
 	return outs, nil
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // A module's outputs cannot make a resource too large to write: an output above
@@ -13,7 +13,7 @@ import (
 // connection Secret); the rest, and sensitive ones never, are kept.
 func TestSetOutputsBoundsStatus(t *testing.T) {
 	str := func(n int) []byte { return []byte(`"` + strings.Repeat("x", n-2) + `"`) }
-	outs := map[string]tfrunner.Output{
+	outs := map[string]tfjson.Output{
 		"a_small":   {Value: []byte(`"bucket-1"`)},
 		"b_huge":    {Value: str(1 << 20)}, // 1 MiB: alone it would make the status unwritable
 		"c_secret":  {Value: []byte(`"hunter2"`), Sensitive: true},
@@ -22,7 +22,7 @@ func TestSetOutputsBoundsStatus(t *testing.T) {
 		"f_endless": {Value: []byte(`"tail"`)},
 	}
 	for i := range 8 { // nine outputs of 16 KiB: the ninth is past 128 KiB in all
-		outs["g_many"+string(rune('0'+i))] = tfrunner.Output{Value: str(MaxStatusOutputBytes)}
+		outs["g_many"+string(rune('0'+i))] = tfjson.Output{Value: str(MaxStatusOutputBytes)}
 	}
 	res := &v1alpha1.InfraResource{}
 	setOutputs(res, outs)

@@ -25,6 +25,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // Keys and annotations of a password Secret: data "password.<variable>" holds the password and
@@ -282,17 +283,17 @@ func (r *resourceSecrets) passwordsApplied(ctx context.Context, res *v1alpha1.In
 // withPasswords is outs and, under each password's connection Secret key (replacing an output of
 // that name), the passwords of passwords (variable → password) that spec.generatedPasswords
 // names: what the connection Secret holds.
-func withPasswords(res *v1alpha1.InfraResource, outs map[string]tfrunner.Output, passwords map[string]string) map[string]tfrunner.Output {
+func withPasswords(res *v1alpha1.InfraResource, outs map[string]tfjson.Output, passwords map[string]string) map[string]tfjson.Output {
 	if len(res.Spec.GeneratedPasswords) == 0 {
 		return outs
 	}
 	all := maps.Clone(outs)
 	if all == nil {
-		all = map[string]tfrunner.Output{}
+		all = map[string]tfjson.Output{}
 	}
 	for _, p := range res.Spec.GeneratedPasswords {
 		if pw, ok := passwords[p.Variable]; ok {
-			all[p.SecretKey()] = tfrunner.Output{Value: []byte(strconv.Quote(pw)), Sensitive: true}
+			all[p.SecretKey()] = tfjson.Output{Value: []byte(strconv.Quote(pw)), Sensitive: true}
 		}
 	}
 	return all

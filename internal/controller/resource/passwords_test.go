@@ -17,6 +17,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // A resource's generated passwords: made once and kept, given to runs as ephemeral variables with
@@ -105,7 +106,7 @@ func TestGeneratedPasswords(t *testing.T) {
 		t.Fatal("the same rotation value rotated twice")
 	}
 
-	outs := map[string]tfrunner.Output{"endpoint": {Value: json.RawMessage(`"db.example"`)}, "password": {Value: json.RawMessage(`"from-output"`), Sensitive: true}}
+	outs := map[string]tfjson.Output{"endpoint": {Value: json.RawMessage(`"db.example"`)}, "password": {Value: json.RawMessage(`"from-output"`), Sensitive: true}}
 	data := connectionData(withPasswords(res, outs, same.EphemeralVariables))
 	if string(data["password"]) != same.EphemeralVariables["master_password"] || string(data["replica_password"]) != same.EphemeralVariables["replica_password"] || string(data["endpoint"]) != "db.example" {
 		t.Fatalf("connection data %v", data)

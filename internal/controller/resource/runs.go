@@ -12,6 +12,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // Runs is the boundary between the resource controller and Terraform (runners.Router implements
@@ -24,7 +25,7 @@ type Runs interface {
 	// Destroy destroys everything key's state holds.
 	Destroy(ctx context.Context, key string, spec tfrunner.Spec) error
 	// DriftCheck plans key's infrastructure read-only.
-	DriftCheck(ctx context.Context, key string, spec tfrunner.Spec) (*tfrunner.StreamResult, error)
+	DriftCheck(ctx context.Context, key string, spec tfrunner.Spec) (*tfjson.StreamResult, error)
 }
 
 // RunIdentity names the runs of one controller deployment.
@@ -109,7 +110,7 @@ func needsRun(res *v1alpha1.InfraResource, now time.Time, interval time.Duration
 // everApplied reports whether an apply of some generation succeeded.
 func everApplied(res *v1alpha1.InfraResource) bool { return res.Status.ObservedGeneration > 0 }
 
-func summaryOf(p *tfrunner.Plan) *v1alpha1.PlanSummary {
+func summaryOf(p *tfjson.Plan) *v1alpha1.PlanSummary {
 	return &v1alpha1.PlanSummary{Add: int32(p.Summary.Add), Change: int32(p.Summary.Change),
 		Destroy: int32(p.Summary.Destroy), Import: int32(p.Summary.Import)}
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
 // recordingRuns is a Runs that runs nothing and counts what it was asked: the reconciler's
@@ -30,9 +31,9 @@ func (f *recordingRuns) Destroy(context.Context, string, tfrunner.Spec) error {
 	return nil
 }
 
-func (f *recordingRuns) DriftCheck(context.Context, string, tfrunner.Spec) (*tfrunner.StreamResult, error) {
+func (f *recordingRuns) DriftCheck(context.Context, string, tfrunner.Spec) (*tfjson.StreamResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.drifts++
-	return &tfrunner.StreamResult{Plan: &tfrunner.Plan{ID: "check"}}, nil
+	return &tfjson.StreamResult{Plan: &tfjson.Plan{ID: "check"}}, nil
 }

@@ -1,4 +1,4 @@
-package tfrunner
+package tfjson
 
 import (
 	"bufio"
@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 )
 
 // The machine-readable UI: `plan -json`, `apply -json` and `destroy -json` write one JSON object
@@ -83,9 +81,10 @@ type StreamResult struct {
 	// apply_complete, and apply_errored of a run that was not interrupted (the provider said the
 	// change failed). A create among them is no longer in doubt. A create cut off by a kill has
 	// neither message; one cut off by an interrupt gets apply_errored, but the object may be
-	// half-made (an SDKv2 provider stops mid-create), so it is not counted (streamApply).
+	// half-made (an SDKv2 provider stops mid-create), so it is added only by EndErrored.
 	Ended []string
-	// errored are the apply_errored addresses, added to Ended unless the run was interrupted.
+	// errored are the apply_errored addresses, added to Ended by EndErrored (unless the run was
+	// interrupted).
 	errored []string
 	// Errors are the error diagnostics, as "summary: detail".
 	Errors []string
@@ -97,7 +96,7 @@ type StreamResult struct {
 // ReadStream reads a JSON stream to its end. Lines that are not JSON objects (a wrapper's output,
 // a provider's stray print) are skipped. It returns an error when r fails, or one wrapping
 // ErrLineTooLong when a line was over MaxStreamLine (skipped; the lines after it are read).
-func ReadStream(r io.Reader) (*StreamResult, error) { return readStream(r, nil, nil) }
+func ReadStream(r io.Reader) (*StreamResult, error) { return ReadApply(r, nil, nil) }
 
 // MaxStreamLine bounds one line of the JSON stream: 16 MiB. A longer line (an output value of
 // that size) is skipped, and the stream read on.
@@ -110,10 +109,12 @@ var ErrLineTooLong = errors.New("a line of Terraform's JSON output is longer tha
 // (apply_start with action create or replace), before the next event of the stream is read.
 type CreateStartFunc func(address string) error
 
-// readStream is ReadStream, calling onCreate (when set) for each create that starts. After
+// ReadApply is ReadStream for an apply's stream as it is written, calling onCreate (when set) for
+// each create in doubt as it starts (see createInDoubt; stateOnly, which may be nil, reports the
+// addresses whose module gets their type from a provider that keeps objects only in state). After
 // onCreate's first error it is not called again; the stream is still read to its end, and that
 // error is returned.
-func readStream(r io.Reader, onCreate CreateStartFunc, stateOnly stateOnlyTypes) (*StreamResult, error) {
+func ReadApply(r io.Reader, onCreate CreateStartFunc, stateOnly func(address string) bool) (*StreamResult, error) {
 	res := &StreamResult{Plan: &Plan{}}
 	var hookErr error
 	skipped := 0
@@ -193,9 +194,9 @@ func (l *lineReader) next() (line []byte, ok bool, err error) {
 // module gets from a state-only provider (issue 46: a module that names another provider
 // "random" would otherwise create real objects unrecorded). For those, provision_start, since a
 // provisioner (local-exec, remote-exec) does touch the world, and runs before apply_complete.
-func createInDoubt(m *streamMessage, stateOnly stateOnlyTypes) bool {
+func createInDoubt(m *streamMessage, stateOnly func(address string) bool) bool {
 	addr := m.Hook.Resource.Addr
-	onlyInState := NoRemoteObject(addr) && stateOnly.has(addr)
+	onlyInState := NoRemoteObject(addr) && stateOnly != nil && stateOnly(addr)
 	switch m.Type {
 	case "apply_start":
 		return (m.Hook.Action == "create" || m.Hook.Action == "replace") && !onlyInState
@@ -203,35 +204,6 @@ func createInDoubt(m *streamMessage, stateOnly stateOnlyTypes) bool {
 		return onlyInState
 	}
 	return false
-}
-
-// noRemoteObjectTypes are the resource type prefixes of providers whose objects live only in
-// Terraform's state: hashicorp/random, hashicorp/time and hashicorp/tls.
-var noRemoteObjectTypes = []string{"random_", "time_", "tls_"}
-
-// noRemoteObjectResources are resource types, named whole, whose objects live only in state:
-// Terraform's built-in terraform_data and hashicorp/null's null_resource. Their provisioners do
-// touch the world; createInDoubt counts those at provision_start.
-var noRemoteObjectResources = []string{"terraform_data", "null_resource"}
-
-// NoRemoteObject reports whether the managed resource at address (module path included, e.g.
-// module.main.random_pet.this[0]) is of a type whose objects exist only in Terraform's state
-// (noRemoteObjectTypes, noRemoteObjectResources): a create of one that a dead process started is made again without a
-// duplicate anywhere. Data sources and addresses that do not parse are not.
-func NoRemoteObject(address string) bool {
-	parts := addressParts(address)
-	for len(parts) >= 2 && parts[0] == "module" {
-		parts = parts[2:]
-	}
-	if len(parts) < 2 || parts[0] == "data" {
-		return false
-	}
-	for _, p := range noRemoteObjectTypes {
-		if strings.HasPrefix(parts[0], p) {
-			return true
-		}
-	}
-	return slices.Contains(noRemoteObjectResources, parts[0])
 }
 
 func (res *StreamResult) add(m *streamMessage) {
@@ -310,9 +282,11 @@ func planChange(c *streamChange) (Change, bool) {
 	return ch, true
 }
 
-// errorText joins a stream's error diagnostics, for a *RunError's message.
-func (res *StreamResult) errorText() string {
-	return strings.Join(res.Errors, "\n")
+// EndErrored counts the creates that errored as ended: call it for a run that was not interrupted,
+// where a create that errored was refused by its provider, not cut off.
+func (res *StreamResult) EndErrored() {
+	res.Ended = append(res.Ended, res.errored...)
+	res.errored = nil
 }
 
 // String summarises the result for logs.

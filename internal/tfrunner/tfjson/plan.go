@@ -1,4 +1,4 @@
-package tfrunner
+package tfjson
 
 import (
 	"crypto/sha256"
@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sort"
 
-	tfjson "github.com/hashicorp/terraform-json"
+	hcjson "github.com/hashicorp/terraform-json"
 
 	"github.com/conductor-tf/conductor-tf/internal/policy"
 )
@@ -30,13 +30,13 @@ type Change struct {
 	// values are the change's before and after values (JSON, from show -json), hashed into the
 	// plan's ID so that plans with the same actions but other values differ; not exposed.
 	values []byte
-	// rc is the change as show -json wrote it, what policy rules see (policyPlan); nil for a
+	// rc is the change as show -json wrote it, what policy rules see (PolicyPlan); nil for a
 	// plan read from a -json stream, which the gate never decides.
-	rc *tfjson.ResourceChange
+	rc *hcjson.ResourceChange
 }
 
 // Destroys reports whether the change deletes or replaces its object.
-func (c Change) Destroys() bool { return slices.Contains(c.Actions, string(tfjson.ActionDelete)) }
+func (c Change) Destroys() bool { return slices.Contains(c.Actions, string(hcjson.ActionDelete)) }
 
 // Plan is a saved plan: its file in the workspace and what it would do.
 type Plan struct {
@@ -53,8 +53,9 @@ type Plan struct {
 	Destroy bool
 }
 
-// summarize reads the resource changes of a plan rendered by show -json.
-func summarize(raw *tfjson.Plan) *Plan {
+// Summarize reads the resource changes of a plan rendered by show -json (terraform-json's Plan):
+// its summary, its changes that are not plain no-ops, sorted by address, and its ID.
+func Summarize(raw *hcjson.Plan) *Plan {
 	p := &Plan{}
 	for _, rc := range raw.ResourceChanges {
 		if rc == nil || rc.Change == nil {
@@ -101,8 +102,9 @@ func (p *Plan) sortAndHash() {
 	p.ID = hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-// policyPlan is p as policy rules see it (policy.Change: show -json's resource_changes[]).
-func (p *Plan) policyPlan() policy.Plan {
+// PolicyPlan is p as policy rules see it (policy.Change: show -json's resource_changes[]); a
+// plan read from a -json stream gives only addresses, actions and importing.
+func (p *Plan) PolicyPlan() policy.Plan {
 	out := policy.Plan{Changes: make([]policy.Change, 0, len(p.Changes))}
 	for _, c := range p.Changes {
 		pc := policy.Change{Address: c.Address, Actions: c.Actions, Importing: c.Importing}
