@@ -35,7 +35,9 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/shard"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/procs"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner/queue"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/warm"
 )
 
 // manager is the controller manager's process as run builds it, step by step: the leader Lease's
@@ -53,7 +55,7 @@ type manager struct {
 	bin     tfrunner.Binary
 	env     map[string]string
 	runsDir string
-	warm    *tfrunner.WarmProviders // nil: no warm providers
+	warm    *warm.Providers // nil: no warm providers
 	pool    *tfrunner.Pool
 
 	stateServer *statebackend.Server
@@ -215,7 +217,7 @@ func (m *manager) newRunPool(ctx context.Context) error {
 		return err
 	}
 	if providers := splitList(o.warmProviders); len(providers) > 0 && o.warmProviders != "none" {
-		m.warm = tfrunner.NewWarmProviders(filepath.Join(m.runsDir, ".warm"))
+		m.warm = warm.New(filepath.Join(m.runsDir, ".warm"))
 		m.warm.Sandbox = m.bin.Sandbox
 		m.warm.Providers = providers
 	}
@@ -362,7 +364,7 @@ func (m *manager) stop(err error) {
 		// once (SIGKILL, no grace; what they had started creating is in doubt, and the next owner
 		// resolves it), and with them every credential this process issued (the state server
 		// refuses them already).
-		killed := tfrunner.Reap(m.runsDir, true)
+		killed := procs.Reap(m.runsDir, true)
 		m.log.Info("leadership or shard membership lost: runs killed and their state credentials revoked", "processes", killed, "reason", err.Error())
 		m.stateServer.RevokeAll()
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/shard"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/procs"
 )
 
 // shardFlagUsage documents --shard-buckets.
@@ -85,7 +85,7 @@ func (m *manager) shardLost(buckets []int, membership bool) {
 		return // no run started yet
 	}
 	if membership {
-		killed := tfrunner.Reap(m.runsDir, true)
+		killed := procs.Reap(m.runsDir, true)
 		m.drainer.Interrupt()
 		m.log.Error(shard.ErrMembershipLost, "every run killed", "processes", killed, "buckets", len(buckets))
 		return
@@ -94,7 +94,7 @@ func (m *manager) shardLost(buckets []int, membership bool) {
 	for _, b := range buckets {
 		lost[b] = true
 	}
-	killed := tfrunner.ReapKeys(m.runsDir, func(key string) bool { return lost[m.shard.Bucket(resourcecontroller.ShardKey(key))] })
+	killed := procs.ReapKeys(m.runsDir, func(key string) bool { return lost[m.shard.Bucket(resourcecontroller.ShardKey(key))] })
 	if m.stateServer != nil {
 		m.stateServer.ForgetPending(func(labels map[string]string) bool { return lost[m.shard.Bucket(labels[statebackend.LabelResource])] })
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/internal/runners/runnerpb"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/procs"
 )
 
 // quietStream is a run stream that takes every message and never receives one.
@@ -30,7 +31,7 @@ func (q *quietStream) Send(m *runnerpb.RunnerMessage) error {
 func runProcess(t *testing.T, dir, key string) *os.Process {
 	t.Helper()
 	cmd := exec.Command("sleep", "60")
-	cmd.Env = append(os.Environ(), tfrunner.EnvWorkspace+"="+filepath.Join(dir, key))
+	cmd.Env = append(os.Environ(), procs.EnvWorkspace+"="+filepath.Join(dir, key))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

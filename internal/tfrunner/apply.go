@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/warm"
 )
 
 // ApplyOptions are what Apply does besides plan and apply, as data, and where its events go.
@@ -180,13 +181,13 @@ func (p *Pool) applyJSON(ctx context.Context, ws *Workspace, res *ApplyResult, o
 	var extra []tfexec.ApplyOption
 	release := func(bool) {}
 	if wp := p.opts.WarmProviders; wp != nil && !ws.spec.ColdProviders {
-		if provs := wp.warmable(ws.Dir(), installedProviders(ws.Dir())); len(provs) > 0 {
+		if provs := wp.Warmable(ws.Dir(), warm.Installed(ws.Dir())); len(provs) > 0 {
 			// A provider that cannot be started warm is started by the run itself, as without.
 			lock := filepath.Join(ws.Dir(), lockFile)
 			if ws.shared != nil {
 				lock = filepath.Join(ws.shared.dir, lockFile) // init's, which no run can write
 			}
-			if info, dirs, rel, err := wp.checkout(ctx, provs, lock, ws.spec.Tenant, ws.spec.Class, ws.spec.Module, ws.runEnv()); err == nil {
+			if info, dirs, rel, err := wp.Checkout(ctx, provs, lock, ws.warmOwner(), ws.runEnv()); err == nil {
 				extra, release = []tfexec.ApplyOption{tfexec.Reattach(info)}, rel
 				ws.connect = dirs
 				defer func() { ws.connect = nil }()

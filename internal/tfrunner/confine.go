@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/conductor-tf/conductor-tf/internal/sandbox"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/procs"
 )
 
 // What a run may do, with Binary.Sandbox set (docs/tenancy.md has the whole table):
@@ -39,24 +40,10 @@ func (w *Workspace) runHome() string { return filepath.Join(w.dir, runDir, "home
 func (w *Workspace) runTemp() string { return w.tmp }
 
 // tempDirFor is the TMPDIR of the workspace in dir: Dir/.tmp/<hash of its name>, or where a
-// socket's path fits (socketDir).
+// socket's path fits (procs.SocketDir).
 func tempDirFor(dir string) string {
 	sum := sha256.Sum256([]byte(filepath.Base(dir)))
-	return socketDir(filepath.Join(filepath.Dir(dir), tempDirName, hex.EncodeToString(sum[:6])))
-}
-
-// maxSocketPath is the longest path a Unix socket may have (sun_path holds 108 bytes with the NUL).
-const maxSocketPath = 107
-
-// socketDir returns dir when a go-plugin socket in it (plugin<10 digits>) fits maxSocketPath, else
-// a directory in the system's temporary directory named by a hash of dir (a deep work directory,
-// as tests make): the sandbox grants either only to whom it grants dir.
-func socketDir(dir string) string {
-	if len(dir)+len("/plugin0123456789") <= maxSocketPath {
-		return dir
-	}
-	sum := sha256.Sum256([]byte(dir))
-	return filepath.Join(os.TempDir(), "conductor-tf-"+hex.EncodeToString(sum[:8]))
+	return procs.SocketDir(filepath.Join(filepath.Dir(dir), tempDirName, hex.EncodeToString(sum[:6])))
 }
 
 // freshRunDirs empties and creates the workspace's HOME and TMPDIR: nothing a command left there

@@ -10,6 +10,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/internal/sandbox"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/wsfs"
 	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
@@ -77,7 +78,7 @@ func TestPoolConfinedRunsApply(t *testing.T) {
 	// Issue 65 items 1 and 7: a run's variables do not outlive it, and the shared init, which runs
 	// of every class naming the module read, holds no resource's values. Before, the shared
 	// directory kept the first run's conductor.tfvars.json, and each workspace its own.
-	shared, _ := filepath.Glob(filepath.Join(runs, tfrunner.SharedDirName, "*", "*"))
+	shared, _ := filepath.Glob(filepath.Join(runs, wsfs.SharedDirName, "*", "*"))
 	for _, f := range shared {
 		if data, err := os.ReadFile(f); err == nil && strings.Contains(string(data), "confined-a") {
 			t.Errorf("the shared init's %s holds a resource's value: %s", filepath.Base(f), data)
@@ -97,7 +98,7 @@ func TestPoolRefusesASharedInitChangedAfterInit(t *testing.T) {
 	if _, err := pool.Apply(ctx, "tamper-a", spec("tamper-a"), tfrunner.ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	locks, _ := filepath.Glob(filepath.Join(runs, tfrunner.SharedDirName, "*", ".terraform.lock.hcl"))
+	locks, _ := filepath.Glob(filepath.Join(runs, wsfs.SharedDirName, "*", ".terraform.lock.hcl"))
 	if len(locks) != 1 {
 		t.Fatalf("shared inits' lock files: %v", locks)
 	}

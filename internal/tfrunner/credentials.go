@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/wsfs"
 )
 
 // Files a run's granted cloud identity is written to, inside its workspace, for one operation.
@@ -94,7 +96,7 @@ func (w *Workspace) writeCredentials() error {
 		return err
 	}
 	if len(w.spec.Kubeconfig) > 0 {
-		if err := writeFileAtomic(filepath.Join(w.dir, kubeconfigFile), w.spec.Kubeconfig, 0o600); err != nil {
+		if err := wsfs.WriteAtomic(filepath.Join(w.dir, kubeconfigFile), w.spec.Kubeconfig, 0o600); err != nil {
 			return err
 		}
 	}
@@ -103,7 +105,7 @@ func (w *Workspace) writeCredentials() error {
 		return nil
 	}
 	token := filepath.Join(w.dir, identityTokenFile)
-	if err := writeFileAtomic(token, id.Token, 0o600); err != nil {
+	if err := wsfs.WriteAtomic(token, id.Token, 0o600); err != nil {
 		return err
 	}
 	if id.Google == nil {
@@ -113,7 +115,7 @@ func (w *Workspace) writeCredentials() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(w.dir, googleCredentialsFile), cfg, 0o600)
+	return wsfs.WriteAtomic(filepath.Join(w.dir, googleCredentialsFile), cfg, 0o600)
 }
 
 // dropCredentials deletes the run's granted kubeconfig and cloud identity files and its rendered
@@ -203,7 +205,7 @@ func (c *SourceCredentials) write(dir string) (func(), error) {
 		if len(data) == 0 {
 			continue
 		}
-		if err := writeFileIn(dir, name, data, 0o600); err != nil {
+		if err := wsfs.WriteIn(dir, name, data, 0o600); err != nil {
 			remove()
 			return nil, err
 		}

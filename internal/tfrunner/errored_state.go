@@ -3,6 +3,8 @@ package tfrunner
 import (
 	"os"
 	"path/filepath"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/wsfs"
 )
 
 // erroredStateFile is where Terraform writes the state it could not save to its backend, in the
@@ -29,11 +31,11 @@ func (p *Pool) ErroredState(key string) (ErroredState, bool) {
 		return ErroredState{}, false
 	}
 	dir := filepath.Join(p.opts.Dir, key)
-	data, err := readFileIn(dir, erroredStateFile)
+	data, err := wsfs.ReadIn(dir, erroredStateFile)
 	if err != nil || len(data) == 0 {
 		return ErroredState{}, false // none, or not a file the run's Terraform wrote (a link, a hard link)
 	}
-	runID, _ := readFileIn(dir, erroredRunFile)
+	runID, _ := wsfs.ReadIn(dir, erroredRunFile)
 	return ErroredState{RunID: string(runID), State: data}, true
 }
 
@@ -45,13 +47,13 @@ func (p *Pool) tagErrored(key, runID string) {
 		return
 	}
 	dir := filepath.Join(p.opts.Dir, key)
-	if fi, err := os.Lstat(filepath.Join(dir, erroredStateFile)); err != nil || !oneLinkRegular(fi) {
+	if fi, err := os.Lstat(filepath.Join(dir, erroredStateFile)); err != nil || !wsfs.OneLinkRegular(fi) {
 		return
 	}
 	if _, err := os.Lstat(filepath.Join(dir, erroredRunFile)); err == nil {
 		return
 	}
-	_ = writeFileIn(dir, erroredRunFile, []byte(runID), 0o600)
+	_ = wsfs.WriteIn(dir, erroredRunFile, []byte(runID), 0o600)
 }
 
 // ClearErroredState removes key's errored.tfstate (and its tag) once its state is saved.

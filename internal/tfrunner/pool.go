@@ -11,7 +11,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/procs"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner/queue"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/warm"
 )
 
 // PoolOptions configure a Pool.
@@ -30,7 +32,7 @@ type PoolOptions struct {
 	Observer Observer
 	// WarmProviders, when set, keeps provider processes between runs and reattaches the common
 	// run's apply to them (warm.go); nil starts every provider with its run.
-	WarmProviders *WarmProviders
+	WarmProviders *warm.Providers
 	// Drain, when set, is the manager's shutdown: once it begins, runs waiting for a slot are
 	// refused (ErrDraining) and runs under way go on (see Drain).
 	Drain *queue.Drain
@@ -81,7 +83,7 @@ func NewPool(opts PoolOptions) (*Pool, error) {
 		return nil, fmt.Errorf("runner pool directory: %w", err)
 	}
 	// Processes an earlier process of this pool's runs left behind (it was killed) go first.
-	Reap(opts.Dir, true)
+	procs.Reap(opts.Dir, true)
 	return &Pool{opts: opts, slots: queue.NewSlots(opts.MaxConcurrent), workspaces: map[string]*slot{}}, nil
 }
 
@@ -188,7 +190,7 @@ func (p *Pool) do(ctx context.Context, key, tenant string, queued func(position,
 	if err != nil {
 		// Nothing of a run outlives it: plugins a killed or interrupted Terraform left are killed
 		// with it. A run that succeeded ended its processes itself, so the hot path scans nothing.
-		Reap(s.ws.Dir(), false)
+		procs.Reap(s.ws.Dir(), false)
 	}
 	return err
 }
@@ -227,7 +229,7 @@ func (p *Pool) Signal(key string, sig syscall.Signal) int {
 	if !validKey.MatchString(key) {
 		return 0
 	}
-	return signalRun(filepath.Join(p.opts.Dir, key), false, sig)
+	return procs.Signal(filepath.Join(p.opts.Dir, key), false, sig)
 }
 
 // Forget removes key's workspace directory; the next run of key starts with init.

@@ -13,15 +13,16 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/procs"
 	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
 // processesOf lists, by pid, the command names of the processes whose environment carries
-// tfrunner.EnvWorkspace=dir.
+// procs.EnvWorkspace=dir.
 func processesOf(dir string) map[int]string {
 	out := map[int]string{}
 	entries, _ := os.ReadDir("/proc")
-	want := []byte(tfrunner.EnvWorkspace + "=" + dir + "\x00")
+	want := []byte(procs.EnvWorkspace + "=" + dir + "\x00")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -134,7 +135,7 @@ func TestReapKeysKillsOnlyTheKeysGiven(t *testing.T) {
 	dir := t.TempDir()
 	start := func(ws string) *os.Process {
 		p, err := os.StartProcess("/bin/sleep", []string{"sleep", "60"}, &os.ProcAttr{
-			Env: []string{tfrunner.EnvWorkspace + "=" + ws}, Files: []*os.File{nil, nil, nil}})
+			Env: []string{procs.EnvWorkspace + "=" + ws}, Files: []*os.File{nil, nil, nil}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +144,7 @@ func TestReapKeysKillsOnlyTheKeysGiven(t *testing.T) {
 	}
 	lost := []*os.Process{start(filepath.Join(dir, "res-a")), start(filepath.Join(dir, "res-b", "sub"))}
 	kept := []*os.Process{start(filepath.Join(dir, "res-c")), start(filepath.Join(dir+"x", "res-a"))}
-	killed := tfrunner.ReapKeys(dir, func(key string) bool { return key == "res-a" || key == "res-b" })
+	killed := procs.ReapKeys(dir, func(key string) bool { return key == "res-a" || key == "res-b" })
 	if killed != 2 {
 		t.Fatalf("ReapKeys killed %d processes, want 2", killed)
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/terraform-config-inspect/tfconfig"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/wsfs"
 )
 
 // Input is an input variable a module declares.
@@ -123,7 +125,7 @@ func InstalledModuleDir(workDir string) (string, error) {
 // installedModule returns module "main"'s directory and, for a registry source, the exact version
 // init chose (Terraform's modules.json manifest: Key, Dir, Version).
 func installedModule(workDir string) (dir, version string, err error) {
-	data, err := readInitFile(workDir, filepath.Join("modules", "modules.json"))
+	data, err := wsfs.ReadInit(workDir, filepath.Join("modules", "modules.json"))
 	if err != nil {
 		return "", "", fmt.Errorf("module manifest: %w", err)
 	}

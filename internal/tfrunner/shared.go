@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/wsfs"
 )
 
 // One init per module version. Workspaces whose init would be identical — same binary, module
@@ -19,10 +21,6 @@ import (
 // runs nothing more (confine.go). Before every run the directory's digest (digest.go) is checked
 // against the one taken when init ended: a module file, lock file or provider link changed since
 // is refused, never executed, and the directory is initialised again by the next run.
-
-// SharedDirName is the directory, in a Pool's Dir, of the shared initialised directories: runs read
-// it (a run sandbox must leave it open to them).
-const SharedDirName = ".modules"
 
 // sharedInit is one initialised data directory.
 type sharedInit struct {
@@ -80,7 +78,7 @@ func (p *Pool) shared(ctx context.Context, ws *Workspace, spec Spec) (*sharedIni
 	}
 	s, ok := p.sharedInits[key]
 	if !ok {
-		s = &sharedInit{dir: filepath.Join(p.opts.Dir, SharedDirName, key[:24])}
+		s = &sharedInit{dir: filepath.Join(p.opts.Dir, wsfs.SharedDirName, key[:24])}
 		p.sharedInits[key] = s
 	}
 	p.mu.Unlock()
@@ -134,12 +132,12 @@ func (w *Workspace) link(s *sharedInit) error {
 	if err := os.Symlink(filepath.Join(s.dir, ".terraform"), data); err != nil {
 		return fmt.Errorf("linking the shared init: %w", err)
 	}
-	lock, err := readFileIn(s.dir, lockFile)
+	lock, err := wsfs.ReadIn(s.dir, lockFile)
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	if err == nil {
-		if err := writeFileAtomic(filepath.Join(w.dir, lockFile), lock, 0o600); err != nil {
+		if err := wsfs.WriteAtomic(filepath.Join(w.dir, lockFile), lock, 0o600); err != nil {
 			return err
 		}
 	}
@@ -151,7 +149,7 @@ func (w *Workspace) link(s *sharedInit) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(w.dir, stampFile), []byte(key), 0o600)
+	return wsfs.WriteAtomic(filepath.Join(w.dir, stampFile), []byte(key), 0o600)
 }
 
 // lockFile is Terraform's dependency lock file.

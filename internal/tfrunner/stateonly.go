@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-config-inspect/tfconfig"
 
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/wsfs"
 )
 
 // stateOnlySources are the providers whose objects live only in Terraform's state, as
@@ -28,7 +29,7 @@ type stateOnlyTypes map[string]map[string]bool
 // implied hashicorp/<name>). A module that does not parse has none. It fails when the manifest
 // cannot be read.
 func readStateOnlyTypes(workDir string) (stateOnlyTypes, error) {
-	data, err := readInitFile(workDir, filepath.Join("modules", "modules.json"))
+	data, err := wsfs.ReadInit(workDir, filepath.Join("modules", "modules.json"))
 	if err != nil {
 		return nil, fmt.Errorf("module manifest: %w", err)
 	}

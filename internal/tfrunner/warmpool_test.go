@@ -9,6 +9,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/warm"
 	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
@@ -23,7 +24,7 @@ func TestPoolReattachesWarmProviders(t *testing.T) {
 	}
 	tfEnv["TF_PLUGIN_CACHE_DIR"] = t.TempDir()
 	dir := t.TempDir()
-	warm := tfrunner.NewWarmProviders(filepath.Join(dir, "runs", ".warm"))
+	warm := warm.New(filepath.Join(dir, "runs", ".warm"))
 	warm.Providers = []string{"hashicorp/random"}
 	defer warm.Close()
 	pool, err := tfrunner.NewPool(tfrunner.PoolOptions{Binary: bins[0], Dir: filepath.Join(dir, "runs"), Env: tfEnv, MaxConcurrent: 1, WarmProviders: warm})

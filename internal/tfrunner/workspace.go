@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/procs"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/warm"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/wsfs"
 )
 
 // File names inside a workspace directory.
@@ -128,7 +132,7 @@ func (w *Workspace) Prepare(spec Spec) (needsInit bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	have, _ := readFileIn(w.dir, stampFile)
+	have, _ := wsfs.ReadIn(w.dir, stampFile)
 	needsInit = string(have) != want
 	if needsInit {
 		w.schema = nil
@@ -183,7 +187,7 @@ func (w *Workspace) writeRoot() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(w.dir, rootFile), src, 0o600)
+	return wsfs.WriteAtomic(filepath.Join(w.dir, rootFile), src, 0o600)
 }
 
 func (w *Workspace) writeVars() error {
@@ -196,7 +200,7 @@ func (w *Workspace) writeVars() error {
 	if err != nil {
 		return fmt.Errorf("encoding variables: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(w.dir, varsFile), data, 0o600)
+	return wsfs.WriteAtomic(filepath.Join(w.dir, varsFile), data, 0o600)
 }
 
 // varFiles returns the -var-file options of one command that evaluates the configuration, as
@@ -230,7 +234,7 @@ func (w *Workspace) writeEphemeralVars() (opt *tfexec.VarFileOption, done func()
 		return nil, done, fmt.Errorf("encoding ephemeral variables: %w", err)
 	}
 	path := filepath.Join(w.dir, ephemeralVarsFile)
-	if err := writeFileAtomic(path, data, 0o600); err != nil {
+	if err := wsfs.WriteAtomic(path, data, 0o600); err != nil {
 		return nil, done, err
 	}
 	return tfexec.VarFile(ephemeralVarsFile), func() { _ = os.Remove(path) }, nil
@@ -297,6 +301,11 @@ func (w *Workspace) runEnv() map[string]string {
 		env["KUBECONFIG"], env["KUBE_CONFIG_PATH"] = path, path
 	}
 	w.spec.Identity.setEnv(env, w.dir)
-	env[EnvWorkspace] = w.dir
+	env[procs.EnvWorkspace] = w.dir
 	return env
+}
+
+// warmOwner is whose runs a warm provider process of this workspace's run may serve.
+func (w *Workspace) warmOwner() warm.Owner {
+	return warm.Owner{Tenant: w.spec.Tenant, Class: w.spec.Class, Source: w.spec.Module.Source, Version: w.spec.Module.Version}
 }

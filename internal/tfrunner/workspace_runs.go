@@ -17,6 +17,7 @@ import (
 	hcjson "github.com/hashicorp/terraform-json"
 
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/wsfs"
 )
 
 // Init runs init (modules, backend, providers) and reads the module's declared inputs and outputs.
@@ -41,7 +42,7 @@ func (w *Workspace) Init(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(w.dir, stampFile), []byte(key), 0o600)
+	return wsfs.WriteAtomic(filepath.Join(w.dir, stampFile), []byte(key), 0o600)
 }
 
 // Schema is the module's declared inputs and outputs, known after Init.

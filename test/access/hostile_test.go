@@ -15,7 +15,8 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/sandbox"
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/procs"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/wsfs"
 )
 
 // Issue 44: a compromised module of one class tries every route by which it could change what
@@ -34,7 +35,7 @@ var _ = Describe("A compromised module", func() {
 		By("what the hostile run goes for: every file of every shared init, the plugin cache, the HOME and TMPDIR runs shared before")
 		dir := reportDir()
 		var targets []string
-		for _, root := range []string{filepath.Join(workDir, "runs", tfrunner.SharedDirName), filepath.Join(workDir, "plugin-cache")} {
+		for _, root := range []string{filepath.Join(workDir, "runs", wsfs.SharedDirName), filepath.Join(workDir, "plugin-cache")} {
 			Expect(filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 				if err == nil && d.Type()&fs.ModeSymlink == 0 {
 					targets = append(targets, "write "+p)
@@ -122,7 +123,7 @@ func warmSockets() []string {
 // warmPids lists the processes of warm providers: those whose environment names the warm
 // providers' directory as their workspace.
 func warmPids() []int {
-	want := tfrunner.EnvWorkspace + "=" + filepath.Join(workDir, "runs", ".warm")
+	want := procs.EnvWorkspace + "=" + filepath.Join(workDir, "runs", ".warm")
 	var out []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {

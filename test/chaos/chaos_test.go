@@ -28,7 +28,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/procs"
 	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
@@ -325,7 +325,7 @@ func TestSIGKILLAtRandomPoints(t *testing.T) {
 		}
 	}
 	// Nothing of a run outlives it: no process of the controllers' runs is left.
-	if left := tfrunner.Reap(filepath.Join(dir, "work"), true); left > 0 {
+	if left := procs.Reap(filepath.Join(dir, "work"), true); left > 0 {
 		t.Errorf("%d processes of the killed controllers' runs were still running", left)
 	}
 	totalApprovals := 0

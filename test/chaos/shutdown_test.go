@@ -19,7 +19,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/procs"
 )
 
 // leaderLease is the controller's leader election Lease (cmd/conductor-tf: LeaderElectionID).
@@ -113,7 +113,7 @@ func TestShutdownMidApplyLeavesNoLock(t *testing.T) {
 			if err != nil || lock != nil {
 				t.Errorf("after %s mid-apply: lock %+v (%v); want none", how, lock, err)
 			}
-			if left := tfrunner.Reap(filepath.Join(dir, "work-"+name), true); left > 0 {
+			if left := procs.Reap(filepath.Join(dir, "work-"+name), true); left > 0 {
 				t.Errorf("after %s: %d processes of the run still running", how, left)
 			}
 		})

@@ -14,18 +14,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/procs"
 )
 
 // killProvider sends SIGKILL to the provider plugin processes named binary (a prefix of the
 // executable's name, e.g. terraform-provider-kubernetes) of the run in runsDir/<key>: they carry
-// tfrunner.EnvWorkspace naming it. Terraform itself is left alone. It returns how many it killed.
+// procs.EnvWorkspace naming it. Terraform itself is left alone. It returns how many it killed.
 func killProvider(key, binary string) int { return signalProvider(key, binary, syscall.SIGKILL) }
 
 // signalProvider sends sig to the processes killProvider would kill and returns how many it reached
 // (signal 0: how many there are).
 func signalProvider(key, binary string, sig syscall.Signal) int {
-	want := []byte(tfrunner.EnvWorkspace + "=" + filepath.Join(runsDir, key))
+	want := []byte(procs.EnvWorkspace + "=" + filepath.Join(runsDir, key))
 	entries, _ := os.ReadDir("/proc")
 	killed := 0
 	for _, e := range entries {

@@ -23,7 +23,7 @@ import (
 	runnerpoolcontroller "github.com/conductor-tf/conductor-tf/internal/controller/runnerpool"
 	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
-	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/procs"
 	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
@@ -222,7 +222,7 @@ var _ = Describe("Runner pools", Ordered, func() {
 			ContainElement(ContainSubstring("runner runner-cut of pool " + pool + " was lost mid-run")))
 		givenUp := time.Since(cutAt)
 		Expect(cutOff.logText()).To(ContainSubstring("run lease not renewed: killing its processes"), "the runner killed its run itself")
-		Expect(tfrunner.Reap(filepath.Join(suiteDir, "runner-runner-cut", "work"), true)).To(BeZero(),
+		Expect(procs.Reap(filepath.Join(suiteDir, "runner-runner-cut", "work"), true)).To(BeZero(),
 			"no process of the cut-off run was left when the manager gave it up")
 		GinkgoWriter.Printf("run protocol cut; the run given up %s later, its processes gone by then\n", givenUp.Round(100*time.Millisecond))
 

@@ -1,4 +1,4 @@
-package tfrunner
+package warm
 
 // Which providers of a run may be served warm, and how a warm provider process is started and
 // stopped.
@@ -22,19 +22,21 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/conductor-tf/conductor-tf/internal/sandbox"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/procs"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/wsfs"
 )
 
 // warmable returns the providers of a run that may be served warm: those listed in Providers, and
 // none when a module the run installed declares a provider alias (Terraform sends every alias's
 // configuration to the one process of a provider, so they would overwrite each other).
-func (wp *WarmProviders) warmable(workDir string, providers []providerBinary) []providerBinary {
+func (wp *Providers) Warmable(workDir string, providers []Binary) []Binary {
 	if wp.hasAliases(workDir) {
 		return nil
 	}
-	var out []providerBinary
+	var out []Binary
 	for _, p := range providers {
 		for _, name := range wp.Providers {
-			if p.address == name || strings.HasSuffix(p.address, "/"+name) {
+			if p.Address == name || strings.HasSuffix(p.Address, "/"+name) {
 				out = append(out, p)
 				break
 			}
@@ -46,8 +48,8 @@ func (wp *WarmProviders) warmable(workDir string, providers []providerBinary) []
 // hasAliases reports whether any module init installed for workDir (its modules.json manifest)
 // declares a provider configuration with an alias or configuration_aliases; a module that cannot
 // be read counts as having them. Answers are kept by module directory.
-func (wp *WarmProviders) hasAliases(workDir string) bool {
-	data, err := readInitFile(workDir, filepath.Join("modules", "modules.json"))
+func (wp *Providers) hasAliases(workDir string) bool {
+	data, err := wsfs.ReadInit(workDir, filepath.Join("modules", "modules.json"))
 	if err != nil {
 		return true
 	}
@@ -107,7 +109,7 @@ func declaresAliases(dir string) bool {
 //
 // What the provider writes to its stdout and stderr goes, as for the providers Terraform starts,
 // through go-plugin's stdio stream to the run attached to it (between runs it waits in a pipe).
-func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key string, env map[string]string) (*warmProvider, error) {
+func (wp *Providers) start(ctx context.Context, pb Binary, key string, env map[string]string) (*process, error) {
 	if err := os.MkdirAll(wp.dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -118,7 +120,7 @@ func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key strin
 	env = maps.Clone(env)
 	// go-plugin's server makes its socket in PLUGIN_UNIX_SOCKET_DIR, or TMPDIR with older releases.
 	env["PLUGIN_UNIX_SOCKET_DIR"], env["TMPDIR"], env["HOME"] = sockDir, sockDir, sockDir
-	path, env := wp.Sandbox.Command(pb.path, env, sandbox.Access{Write: []string{sockDir}, Trusted: []string{filepath.Dir(pb.path)}})
+	path, env := wp.Sandbox.Command(pb.Path, env, sandbox.Access{Write: []string{sockDir}, Trusted: []string{filepath.Dir(pb.Path)}})
 	cmd := exec.Command(path)
 	cmd.Dir = sockDir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -134,7 +136,7 @@ func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key strin
 		StartTimeout:     warmStartTimeout,
 		Logger:           hclog.NewNullLogger(),
 	})
-	p := &warmProvider{key: key, home: sockDir, sockDir: sockDir, cmd: cmd, client: client}
+	p := &process{key: key, home: sockDir, sockDir: sockDir, cmd: cmd, client: client}
 	started := make(chan error, 1)
 	go func() {
 		_, err := client.Start()
@@ -153,7 +155,7 @@ func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key strin
 		}()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("warm provider %s: %w", pb.address, err)
+		return nil, fmt.Errorf("warm provider %s: %w", pb.Address, err)
 	}
 	rc := client.ReattachConfig()
 	p.config = tfexec.ReattachConfig{
@@ -163,7 +165,7 @@ func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key strin
 	// The name the socket was bound to (which sock_diag lists) is never one a run can connect to.
 	if err := p.moveSocket(wp.dir); err != nil {
 		p.kill()
-		return nil, fmt.Errorf("warm provider %s: %w", pb.address, err)
+		return nil, fmt.Errorf("warm provider %s: %w", pb.Address, err)
 	}
 	wp.mu.Lock()
 	wp.started++
@@ -177,7 +179,7 @@ func (wp *WarmProviders) start(ctx context.Context, pb providerBinary, key strin
 // accepting on the socket it bound (a rename keeps the inode, which connect(2) resolves), but no
 // earlier path reaches it: neither the name it was bound to, which NETLINK_SOCK_DIAG tells anyone
 // in the pod (ss -xl), nor a path an earlier run was told. It fails when the rename does.
-func (p *warmProvider) moveSocket(base string) error {
+func (p *process) moveSocket(base string) error {
 	dir, err := secretDir(base)
 	if err != nil {
 		return err
@@ -195,11 +197,11 @@ func (p *warmProvider) moveSocket(base string) error {
 }
 
 // gone reports a process that has exited.
-func (p *warmProvider) gone() bool { return p.client.Exited() }
+func (p *process) gone() bool { return p.client.Exited() }
 
 // kill ends the process's group (SIGKILL) and removes its home and its socket's directory; the
 // go-plugin client reaps the process.
-func (p *warmProvider) kill() {
+func (p *process) kill() {
 	if p.cmd.Process != nil {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	}
@@ -214,7 +216,7 @@ func secretDir(base string) (string, error) {
 	if _, err := rand.Read(secret); err != nil {
 		return "", err
 	}
-	dir := socketDir(filepath.Join(base, base64.RawURLEncoding.EncodeToString(secret)))
+	dir := procs.SocketDir(filepath.Join(base, base64.RawURLEncoding.EncodeToString(secret)))
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return "", err
 	}

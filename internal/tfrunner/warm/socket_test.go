@@ -1,4 +1,4 @@
-package tfrunner
+package warm
 
 import (
 	"bytes"
@@ -88,16 +88,16 @@ func listeningUnixSockets(t *testing.T) []string {
 // reaching the process once the run gave it back. The run's own path reaches it while it holds it.
 // Before, the bound name was the path runs were told: listed, it reached the process.
 func TestWarmProviderSocketsFoundAreDead(t *testing.T) {
-	wp := NewWarmProviders(t.TempDir())
+	wp := New(t.TempDir())
 	defer wp.Close()
 	pb := randomProvider(t)
 	env := map[string]string{"PATH": os.Getenv("PATH")}
 
-	info, _, release, err := wp.checkout(t.Context(), []providerBinary{pb}, lockFor(t, pb), "team-a", "c1", Module{Source: "./m", Version: "v1"}, env)
+	info, _, release, err := wp.Checkout(t.Context(), []Binary{pb}, lockFor(t, pb), Owner{Tenant: "team-a", Class: "c1", Source: "./m", Version: "v1"}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	told := info[pb.address].Addr.String
+	told := info[pb.Address].Addr.String
 	dial := func(path string) error {
 		c, err := net.DialTimeout("unix", path, 2*time.Second)
 		if err == nil {
@@ -134,7 +134,7 @@ func TestWarmProviderSocketsFoundAreDead(t *testing.T) {
 	probe("once given back")
 
 	// The next run is told a path that reaches the same process.
-	info, _, release, err = wp.checkout(t.Context(), []providerBinary{pb}, lockFor(t, pb), "team-a", "c1", Module{Source: "./m", Version: "v1"}, env)
+	info, _, release, err = wp.Checkout(t.Context(), []Binary{pb}, lockFor(t, pb), Owner{Tenant: "team-a", Class: "c1", Source: "./m", Version: "v1"}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestWarmProviderSocketsFoundAreDead(t *testing.T) {
 	if wp.Started() != 1 {
 		t.Errorf("started %d processes, want the one reused", wp.Started())
 	}
-	if next := info[pb.address].Addr.String; next == told || dial(next) != nil {
+	if next := info[pb.Address].Addr.String; next == told || dial(next) != nil {
 		t.Errorf("the next run was told %s (the first run's was %s), reachable: %v", next, told, dial(next))
 	}
 }

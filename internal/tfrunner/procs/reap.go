@@ -1,4 +1,4 @@
-package tfrunner
+package procs
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ const EnvWorkspace = "CONDUCTOR_TF_WORKSPACE"
 // of its own, but plugins outlive the group leader. It reads /proc/<pid>/environ, so it sees only
 // processes of the same user (others are skipped), on Linux; elsewhere it finds nothing. It returns
 // how many processes it killed.
-func Reap(dir string, tree bool) int { return signalRun(dir, tree, syscall.SIGKILL) }
+func Reap(dir string, tree bool) int { return Signal(dir, tree, syscall.SIGKILL) }
 
 // ReapKeys kills (SIGKILL) every process of a run in a workspace of dir (a Pool's Dir) whose key
 // (the directory under dir its EnvWorkspace names) match accepts, except the calling process: the
@@ -39,9 +39,10 @@ func ReapKeys(dir string, match func(key string) bool) int {
 	}, syscall.SIGKILL)
 }
 
-// signalRun sends sig to every process that carries EnvWorkspace naming dir (or, with tree, a
-// directory under it), except the calling process; it returns how many it signalled.
-func signalRun(dir string, tree bool, sig syscall.Signal) int {
+// Signal sends sig to every process that carries EnvWorkspace naming dir (or, with tree, a
+// directory under it), except the calling process; it returns how many it signalled (sig 0:
+// how many there are, signalling none).
+func Signal(dir string, tree bool, sig syscall.Signal) int {
 	want := []byte(EnvWorkspace + "=" + filepath.Clean(dir))
 	return signalWhere(func(env []byte) bool { return carries(env, want, tree) }, sig)
 }

@@ -1,4 +1,4 @@
-package tfrunner
+package warm
 
 // Warm providers: provider plugin processes kept between runs, which Terraform and OpenTofu drive
 // through provider reattach (TF_REATTACH_PROVIDERS, set by terraform-exec's Reattach option)
@@ -49,13 +49,14 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/conductor-tf/conductor-tf/internal/sandbox"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/procs"
 )
 
-// Defaults of WarmProviders.
+// Defaults of Providers.
 const (
-	DefaultWarmMaxRuns     = 100
-	DefaultWarmIdleTimeout = 2 * time.Minute
-	warmStartTimeout       = 30 * time.Second
+	DefaultMaxRuns     = 100
+	DefaultIdleTimeout = 2 * time.Minute
+	warmStartTimeout   = 30 * time.Second
 )
 
 // providerHandshake is Terraform's plugin handshake (hashicorp/terraform internal/plugin/serve.go,
@@ -71,9 +72,9 @@ var providerHandshake = plugin.HandshakeConfig{
 // only the runs that reattach speak the protocol.
 var providerProtocols = map[int]plugin.PluginSet{5: {}, 6: {}}
 
-// WarmProviders keeps provider processes between runs. The zero value is not usable: use
-// NewWarmProviders.
-type WarmProviders struct {
+// Providers keeps provider processes between runs. The zero value is not usable: use
+// New.
+type Providers struct {
 	// Providers names the providers kept warm, as "namespace/type" (hashicorp/random) or a full
 	// address; the others start with their run as usual. Only list providers that read no file
 	// relative to their working directory (a warm process runs in a directory of its own, not the
@@ -86,24 +87,24 @@ type WarmProviders struct {
 	// Sandbox, when set, confines every process started (sandbox.Sandbox); the processes' own
 	// directory stays open to them.
 	Sandbox *sandbox.Sandbox
-	// dir is the EnvWorkspace of every process started, so that Reap of the pool's directory
+	// dir is the procs.EnvWorkspace of every process started, so that Reap of the pool's directory
 	// finds them.
 	dir string
 
 	mu      sync.Mutex
-	idle    map[string][]*warmProvider // by key
-	started int                        // processes started, ever (tests and metrics)
-	closed  bool                       // Close was called: processes given back are killed
-	aliases map[string]bool            // by module directory: the modules declare provider aliases
+	idle    map[string][]*process // by key
+	started int                   // processes started, ever (tests and metrics)
+	closed  bool                  // Close was called: processes given back are killed
+	aliases map[string]bool       // by module directory: the modules declare provider aliases
 }
 
-// NewWarmProviders returns an empty set of warm providers whose processes carry EnvWorkspace=dir.
-func NewWarmProviders(dir string) *WarmProviders {
-	return &WarmProviders{MaxRuns: DefaultWarmMaxRuns, IdleTimeout: DefaultWarmIdleTimeout, dir: dir,
-		idle: map[string][]*warmProvider{}, aliases: map[string]bool{}}
+// New returns an empty set of warm providers whose processes carry procs.EnvWorkspace=dir.
+func New(dir string) *Providers {
+	return &Providers{MaxRuns: DefaultMaxRuns, IdleTimeout: DefaultIdleTimeout, dir: dir,
+		idle: map[string][]*process{}, aliases: map[string]bool{}}
 }
 
-type warmProvider struct {
+type process struct {
 	key     string
 	home    string         // its working directory, HOME and TMPDIR, named by a secret
 	sockDir string         // the directory of its socket now, named by another (moveSocket)
@@ -114,15 +115,19 @@ type warmProvider struct {
 	idleAt  time.Time
 }
 
-// providerBinary is a provider installed in a workspace: its address (host/namespace/type, as
+// Binary is a provider installed in a workspace: its address (host/namespace/type, as
 // the lock file names it) and executable.
-type providerBinary struct{ address, path string }
+type Binary struct{ Address, Path string }
 
-// installedProviders lists the providers init installed for dir (.terraform/providers/<host>/
+// Owner is whose runs a process may serve (with the provider's binary and the environment it
+// gets): the run's tenant (the claim's namespace), class, and module source and version.
+type Owner struct{ Tenant, Class, Source, Version string }
+
+// Installed lists the providers init installed for dir (.terraform/providers/<host>/
 // <namespace>/<type>/<version>/<os_arch>/terraform-provider-*, links resolved), sorted by address.
-func installedProviders(dir string) []providerBinary {
+func Installed(dir string) []Binary {
 	paths, _ := filepath.Glob(filepath.Join(dir, ".terraform", "providers", "*", "*", "*", "*", "*", "terraform-provider-*"))
-	var out []providerBinary
+	var out []Binary
 	for _, p := range paths {
 		rel, err := filepath.Rel(filepath.Join(dir, ".terraform", "providers"), p)
 		if err != nil {
@@ -133,34 +138,34 @@ func installedProviders(dir string) []providerBinary {
 		if real, err := filepath.EvalSymlinks(p); err == nil {
 			p = real
 		}
-		out = append(out, providerBinary{address: strings.Join(parts[:3], "/"), path: p})
+		out = append(out, Binary{Address: strings.Join(parts[:3], "/"), Path: p})
 	}
-	slices.SortFunc(out, func(a, b providerBinary) int { return strings.Compare(a.address, b.address) })
+	slices.SortFunc(out, func(a, b Binary) int { return strings.Compare(a.Address, b.Address) })
 	return out
 }
 
 // providerEnv is the environment a warm provider of a run gets: the run's, without what belongs to
 // one run only (the state server's credentials, the state encryption passphrases, the workspace
 // directory, its HOME and TMPDIR:
-// start gives the process its own), with EnvWorkspace naming the warm providers' directory.
-func (wp *WarmProviders) providerEnv(runEnv map[string]string) map[string]string {
+// start gives the process its own), with procs.EnvWorkspace naming the warm providers' directory.
+func (wp *Providers) providerEnv(runEnv map[string]string) map[string]string {
 	env := maps.Clone(runEnv)
 	for k := range env {
 		if strings.HasPrefix(k, "TF_HTTP_") || strings.HasPrefix(k, "TF_REATTACH") || k == "TF_ENCRYPTION" || k == "HOME" || k == "TMPDIR" {
 			delete(env, k)
 		}
 	}
-	env[EnvWorkspace] = wp.dir
+	env[procs.EnvWorkspace] = wp.dir
 	return env
 }
 
 // warmKey is the key of a provider for a run (see the file's comment).
-func warmKey(p providerBinary, tenant, class string, module Module, env map[string]string) string {
+func warmKey(p Binary, owner Owner, env map[string]string) string {
 	h := sha256.New()
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		fmt.Fprintf(h, "%d:%s=%d:%s\n", len(k), k, len(env[k]), env[k])
 	}
-	return strings.Join([]string{p.address, p.path, tenant, class, module.Source, module.Version, hex.EncodeToString(h.Sum(nil))}, "|")
+	return strings.Join([]string{p.Address, p.Path, owner.Tenant, owner.Class, owner.Source, owner.Version, hex.EncodeToString(h.Sum(nil))}, "|")
 }
 
 // checkout takes, for each provider, a process of its key, started now when none is idle, and
@@ -169,9 +174,9 @@ func warmKey(p providerBinary, tenant, class string, module Module, env map[stri
 // release(false) kills them. lock is the dependency lock file a new process's package is checked
 // against. An error (a provider that did not start, or whose package does not match the lock
 // file) kills what was taken.
-func (wp *WarmProviders) checkout(ctx context.Context, providers []providerBinary, lock, tenant, class string, module Module, runEnv map[string]string) (tfexec.ReattachInfo, []string, func(healthy bool), error) {
+func (wp *Providers) Checkout(ctx context.Context, providers []Binary, lock string, owner Owner, runEnv map[string]string) (tfexec.ReattachInfo, []string, func(healthy bool), error) {
 	env := wp.providerEnv(runEnv)
-	var taken []*warmProvider
+	var taken []*process
 	var dirs []string
 	release := func(healthy bool) {
 		for _, p := range taken {
@@ -180,7 +185,7 @@ func (wp *WarmProviders) checkout(ctx context.Context, providers []providerBinar
 	}
 	info := tfexec.ReattachInfo{}
 	for _, pb := range providers {
-		key := warmKey(pb, tenant, class, module, env)
+		key := warmKey(pb, owner, env)
 		p := wp.takeIdle(key)
 		if p == nil {
 			err := checkProviderPackage(lock, pb)
@@ -194,13 +199,13 @@ func (wp *WarmProviders) checkout(ctx context.Context, providers []providerBinar
 		}
 		taken = append(taken, p)
 		dirs = append(dirs, p.sockDir)
-		info[pb.address] = p.config
+		info[pb.Address] = p.config
 	}
 	return info, dirs, release, nil
 }
 
 // takeIdle pops an idle process of key, killing the ones idle for longer than IdleTimeout.
-func (wp *WarmProviders) takeIdle(key string) *warmProvider {
+func (wp *Providers) takeIdle(key string) *process {
 	wp.mu.Lock()
 	defer wp.mu.Unlock()
 	wp.expireLocked(time.Now())
@@ -218,7 +223,7 @@ func (wp *WarmProviders) takeIdle(key string) *warmProvider {
 
 // checkin gives p back after a run, or kills it: after a failed run, at MaxRuns, or when its
 // process has exited.
-func (wp *WarmProviders) checkin(p *warmProvider, healthy bool) {
+func (wp *Providers) checkin(p *process, healthy bool) {
 	p.runs++
 	if !healthy || p.runs >= wp.MaxRuns || p.gone() {
 		p.kill()
@@ -246,7 +251,7 @@ func (wp *WarmProviders) checkin(p *warmProvider, healthy bool) {
 	})
 }
 
-func (wp *WarmProviders) expireLocked(now time.Time) {
+func (wp *Providers) expireLocked(now time.Time) {
 	for key, list := range wp.idle {
 		kept := list[:0]
 		for _, p := range list {
@@ -261,14 +266,14 @@ func (wp *WarmProviders) expireLocked(now time.Time) {
 }
 
 // Started is how many provider processes were started so far.
-func (wp *WarmProviders) Started() int {
+func (wp *Providers) Started() int {
 	wp.mu.Lock()
 	defer wp.mu.Unlock()
 	return wp.started
 }
 
 // Close kills every idle process (a process checked out is killed when its run gives it back).
-func (wp *WarmProviders) Close() {
+func (wp *Providers) Close() {
 	wp.mu.Lock()
 	defer wp.mu.Unlock()
 	wp.closed = true

@@ -1,4 +1,4 @@
-package tfrunner
+package warm
 
 import (
 	"context"
@@ -11,26 +11,28 @@ import (
 	"time"
 
 	"golang.org/x/mod/sumdb/dirhash"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/procs"
 )
 
 // randomProvider is the random provider of the tools' mirror, as a workspace would list it.
-func randomProvider(t testing.TB) providerBinary {
+func randomProvider(t testing.TB) Binary {
 	paths, _ := filepath.Glob(filepath.Join(os.Getenv("CONDUCTOR_TF_PROVIDER_MIRROR"), "registry.terraform.io", "hashicorp", "random", "*", "*", "terraform-provider-random*"))
 	if len(paths) == 0 {
 		t.Fatal("no random provider in CONDUCTOR_TF_PROVIDER_MIRROR: run with the tools' environment")
 	}
-	return providerBinary{address: "registry.opentofu.org/hashicorp/random", path: paths[0]}
+	return Binary{Address: "registry.opentofu.org/hashicorp/random", Path: paths[0]}
 }
 
 // lockFor writes a dependency lock file that locks pb's package by its h1 hash, as init writes it.
-func lockFor(t testing.TB, pb providerBinary) string {
+func lockFor(t testing.TB, pb Binary) string {
 	t.Helper()
-	h1, err := dirhash.HashDir(filepath.Dir(pb.path), "", dirhash.Hash1)
+	h1, err := dirhash.HashDir(filepath.Dir(pb.Path), "", dirhash.Hash1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), lockFile)
-	lock := "provider \"" + pb.address + "\" {\n  version = \"3.0.0\"\n  hashes = [\n    \"" + h1 + "\",\n    \"zh:00\",\n  ]\n}\n"
+	path := filepath.Join(t.TempDir(), ".terraform.lock.hcl")
+	lock := "provider \"" + pb.Address + "\" {\n  version = \"3.0.0\"\n  hashes = [\n    \"" + h1 + "\",\n    \"zh:00\",\n  ]\n}\n"
 	if err := os.WriteFile(path, []byte(lock), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -45,28 +47,28 @@ func TestWarmProviderRefusesAPackageChangedAfterInit(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(real.path)
+	data, err := os.ReadFile(real.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pb := providerBinary{address: real.address, path: filepath.Join(dir, filepath.Base(real.path))}
-	if err := os.WriteFile(pb.path, data, 0o700); err != nil {
+	pb := Binary{Address: real.Address, Path: filepath.Join(dir, filepath.Base(real.Path))}
+	if err := os.WriteFile(pb.Path, data, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	lock := lockFor(t, pb)
-	wp := NewWarmProviders(t.TempDir()) // deep: its sockets go where a socket's path fits
+	wp := New(t.TempDir()) // deep: its sockets go where a socket's path fits
 	defer wp.Close()
 	env := map[string]string{"PATH": os.Getenv("PATH")}
-	_, _, release, err := wp.checkout(context.Background(), []providerBinary{pb}, lock, "t", "c", Module{Source: "./m"}, env)
+	_, _, release, err := wp.Checkout(context.Background(), []Binary{pb}, lock, Owner{Tenant: "t", Class: "c", Source: "./m"}, env)
 	if err != nil {
 		t.Fatalf("the package as locked: %v", err)
 	}
 	release(false)
-	_ = os.Remove(pb.path) // the killed process may still hold it: a new file in its place
-	if err := os.WriteFile(pb.path, append(data, 0), 0o700); err != nil {
+	_ = os.Remove(pb.Path) // the killed process may still hold it: a new file in its place
+	if err := os.WriteFile(pb.Path, append(data, 0), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	_, _, _, err = wp.checkout(context.Background(), []providerBinary{pb}, lock, "t", "c", Module{Source: "./m"}, env)
+	_, _, _, err = wp.Checkout(context.Background(), []Binary{pb}, lock, Owner{Tenant: "t", Class: "c", Source: "./m"}, env)
 	if err == nil || !strings.Contains(err.Error(), "matches no h1 hash") {
 		t.Fatalf("a changed package: %v; want it refused", err)
 	}
@@ -77,23 +79,23 @@ func TestWarmProviderRefusesAPackageChangedAfterInit(t *testing.T) {
 
 // checkoutOne takes one process for the random provider for a run of class "c1" and returns its
 // pid and release.
-func checkoutOne(t *testing.T, wp *WarmProviders, pb providerBinary, tenant string, env map[string]string) (int, func(bool)) {
+func checkoutOne(t *testing.T, wp *Providers, pb Binary, tenant string, env map[string]string) (int, func(bool)) {
 	t.Helper()
 	return checkoutClass(t, wp, pb, tenant, "c1", env)
 }
 
-func checkoutClass(t *testing.T, wp *WarmProviders, pb providerBinary, tenant, class string, env map[string]string) (int, func(bool)) {
+func checkoutClass(t *testing.T, wp *Providers, pb Binary, tenant, class string, env map[string]string) (int, func(bool)) {
 	t.Helper()
-	info, dirs, release, err := wp.checkout(context.Background(), []providerBinary{pb}, lockFor(t, pb), tenant, class, Module{Source: "./m", Version: "v1"}, env)
+	info, dirs, release, err := wp.Checkout(context.Background(), []Binary{pb}, lockFor(t, pb), Owner{Tenant: tenant, Class: class, Source: "./m", Version: "v1"}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(dirs) != 1 || !strings.HasPrefix(info[pb.address].Addr.String, dirs[0]+"/") {
-		t.Fatalf("the socket %s is not in the directory %v the run is granted", info[pb.address].Addr.String, dirs)
+	if len(dirs) != 1 || !strings.HasPrefix(info[pb.Address].Addr.String, dirs[0]+"/") {
+		t.Fatalf("the socket %s is not in the directory %v the run is granted", info[pb.Address].Addr.String, dirs)
 	}
-	cfg, ok := info[pb.address]
+	cfg, ok := info[pb.Address]
 	if !ok || cfg.Pid == 0 || cfg.Addr.String == "" {
-		t.Fatalf("reattach info %+v has no process for %s", info, pb.address)
+		t.Fatalf("reattach info %+v has no process for %s", info, pb.Address)
 	}
 	return cfg.Pid, release
 }
@@ -102,7 +104,7 @@ func checkoutClass(t *testing.T, wp *WarmProviders, pb providerBinary, tenant, c
 // own), is reused by a later run of the same key, never by another tenant, another class or another
 // environment (the run's credentials), and is killed after a failed run and at MaxRuns.
 func TestWarmProvidersIsolation(t *testing.T) {
-	wp := NewWarmProviders(t.TempDir())
+	wp := New(t.TempDir())
 	defer wp.Close()
 	pb := randomProvider(t)
 	env := map[string]string{"PATH": os.Getenv("PATH"), "TF_HTTP_PASSWORD": "run-1"}
@@ -152,7 +154,7 @@ func TestWarmProvidersIsolation(t *testing.T) {
 // BenchmarkWarmProviderStart: the time from starting the random provider to holding the reattach
 // information for it (a warm provider ready for a run), then killing it.
 func BenchmarkWarmProviderStart(b *testing.B) {
-	wp := NewWarmProviders(b.TempDir())
+	wp := New(b.TempDir())
 	pb := randomProvider(b)
 	env := map[string]string{"PATH": os.Getenv("PATH")}
 	for b.Loop() {
@@ -171,17 +173,17 @@ func BenchmarkWarmProviderStart(b *testing.B) {
 // and leaves no provider process behind.
 func TestWarmProviderStartCancelled(t *testing.T) {
 	dir := t.TempDir()
-	wp := NewWarmProviders(dir)
+	wp := New(dir)
 	defer wp.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	env := wp.providerEnv(map[string]string{"PATH": os.Getenv("PATH")}) // EnvWorkspace names dir
+	env := wp.providerEnv(map[string]string{"PATH": os.Getenv("PATH")}) // procs.EnvWorkspace names dir
 	if _, err := wp.start(ctx, randomProvider(t), "k", env); !errors.Is(err, context.Canceled) {
 		t.Fatalf("start with a cancelled context: %v, want context.Canceled", err)
 	}
 	time.Sleep(300 * time.Millisecond) // a process started after the cancel is started by now
 	deadline := time.Now().Add(5 * time.Second)
-	for signalRun(dir, false, 0) > 0 {
+	for procs.Signal(dir, false, 0) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("a provider process of a cancelled start still runs")
 		}
@@ -194,7 +196,7 @@ func TestWarmProviderStartCancelled(t *testing.T) {
 
 // TestWarmProvidersIdleTimeout: a process idle for longer than IdleTimeout is killed.
 func TestWarmProvidersIdleTimeout(t *testing.T) {
-	wp := NewWarmProviders(t.TempDir())
+	wp := New(t.TempDir())
 	defer wp.Close()
 	wp.IdleTimeout = 100 * time.Millisecond
 	pb := randomProvider(t)
@@ -254,7 +256,7 @@ func TestWarmProvidersNeverForAliases(t *testing.T) {
 			t.Errorf("declaresAliases(%q) = %v, want %v", body, got, want)
 		}
 	}
-	wp := NewWarmProviders(t.TempDir())
+	wp := New(t.TempDir())
 	wp.Providers = []string{"hashicorp/random"}
 	work := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(work, ".terraform", "modules"), 0o700); err != nil {
@@ -266,13 +268,13 @@ func TestWarmProvidersNeverForAliases(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	provs := []providerBinary{{address: "registry.opentofu.org/hashicorp/random"}, {address: "registry.opentofu.org/hashicorp/local"}}
+	provs := []Binary{{Address: "registry.opentofu.org/hashicorp/random"}, {Address: "registry.opentofu.org/hashicorp/local"}}
 	manifest(write(`provider "random" {}`))
-	if got := wp.warmable(work, provs); len(got) != 1 || got[0].address != provs[0].address {
+	if got := wp.Warmable(work, provs); len(got) != 1 || got[0].Address != provs[0].Address {
 		t.Errorf("warmable without aliases = %v, want only the listed random provider", got)
 	}
 	manifest(write(`provider "random" { alias = "dr" }`))
-	if got := wp.warmable(work, provs); len(got) != 0 {
+	if got := wp.Warmable(work, provs); len(got) != 0 {
 		t.Errorf("warmable with an alias in module main = %v, want none", got)
 	}
 }

@@ -1,4 +1,4 @@
-package tfrunner
+package warm
 
 import (
 	"fmt"
@@ -9,13 +9,15 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/mod/sumdb/dirhash"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/wsfs"
 )
 
 // lockedHashes returns the hashes the dependency lock file at path records for the provider
 // address (host/namespace/type), as written there ("h1:…", "zh:…"). It returns an error when the
 // file cannot be read or parsed, or does not name the provider.
 func lockedHashes(path, address string) ([]string, error) {
-	data, err := readFileIn(filepath.Dir(path), filepath.Base(path))
+	data, err := wsfs.ReadIn(filepath.Dir(path), filepath.Base(path))
 	if err != nil {
 		return nil, err
 	}
@@ -56,18 +58,18 @@ func lockedHashes(path, address string) ([]string, error) {
 // is Go's dirhash.Hash1 over the unpacked package (hashicorp/terraform internal/getproviders,
 // PackageHashV1). It returns an error, naming the provider, when the lock file records no h1 hash
 // for it or none matches: the binary changed after init and is not started.
-func checkProviderPackage(lock string, p providerBinary) error {
-	hashes, err := lockedHashes(lock, p.address)
+func checkProviderPackage(lock string, p Binary) error {
+	hashes, err := lockedHashes(lock, p.Address)
 	if err != nil {
-		return fmt.Errorf("warm provider %s: %w", p.address, err)
+		return fmt.Errorf("warm provider %s: %w", p.Address, err)
 	}
-	dir := filepath.Dir(p.path)
+	dir := filepath.Dir(p.Path)
 	got, err := dirhash.HashDir(dir, "", dirhash.Hash1)
 	if err != nil {
-		return fmt.Errorf("warm provider %s: hashing %s: %w", p.address, dir, err)
+		return fmt.Errorf("warm provider %s: hashing %s: %w", p.Address, dir, err)
 	}
 	if !slices.Contains(hashes, got) {
-		return fmt.Errorf("warm provider %s: the package in %s (%s) matches no h1 hash of %s: not started", p.address, dir, got, lock)
+		return fmt.Errorf("warm provider %s: the package in %s (%s) matches no h1 hash of %s: not started", p.Address, dir, got, lock)
 	}
 	return nil
 }
