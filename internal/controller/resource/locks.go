@@ -38,16 +38,11 @@ func (r *stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) erro
 	if last.Result != v1alpha1.RunRunning && last.CompletionTime != nil {
 		run.Ended = last.CompletionTime.Time
 	}
-	if r.server != nil {
-		if _, pending := r.server.Pending(s.state.Suffix()); pending {
-			return nil // the lock stays while the run's state is not saved (putBackState saves it)
-		}
-		// Runs through the state server name themselves in their locks: a lock is recovered
-		// only by the id of the dead run recorded in status, never by user@host, which a
-		// person's own terraform in the pod also matches.
-		if !isRecordedRunLock(lock, last, run.Alive, r.identity.who()) {
-			return nil
-		}
+	recover, fenced := r.backend.mayRecover(s.state.Suffix(), lock, last, run, r.identity.who())
+	if !recover {
+		return nil // not a dead run's lock, or its state is not saved yet (putBackState saves it)
+	}
+	if fenced {
 		// The dead run's lock, once its carrier can no longer write: no run starts meanwhile (it
 		// would only fail StateLocked, and its record would replace the dead run's, by which
 		// alone the lock is recovered).
@@ -57,8 +52,6 @@ func (r *stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) erro
 		if res.Spec.RunnerPool == "" && last.Controller != r.identity.Controller && r.leaderFenced(res.Name) {
 			return &lockFenced{lock: lock.ID, wait: r.fence.leaderWait(res.Name)} // its manager's credentials may not have lapsed yet
 		}
-	} else if !statebackend.IsOwnStaleLock(lock, run, r.identity.who()) {
-		return nil
 	}
 	if err := s.state.ReleaseLock(ctx, lock.ID); err != nil {
 		return fmt.Errorf("recovering own stale lock %s: %w", lock.ID, err)
@@ -144,7 +137,7 @@ func (r *stateKeeper) isStale(lock *statebackend.Lock, now time.Time) bool {
 // state server (runs use the kubernetes backend directly) runs are synchronous with the reconcile,
 // so no run of a resource is alive while it reconciles.
 func (r *stateKeeper) runLive(runID string) bool {
-	return r.server != nil && r.server.Live(runID)
+	return r.backend.live(runID)
 }
 
 // setLock shows lock (nil: none) in status.state.
@@ -164,11 +157,7 @@ func setLock(res *v1alpha1.InfraResource, lock *statebackend.Lock) {
 // it that a run sent and that waits to be written (statebackend.Server.Pending). Without a state
 // server runs write their state themselves (the kubernetes backend), so it is.
 func (r *stateKeeper) stateStored(s *resourceScope) bool {
-	if r.server == nil || s.state == nil {
-		return true
-	}
-	_, pending := r.server.Pending(s.state.Suffix())
-	return !pending
+	return s.state == nil || !r.backend.pending(s.state.Suffix())
 }
 
 // runnerFenced reports whether a run on a runner pool that this manager did not start (its

@@ -21,8 +21,8 @@ type (
 		recorder       events.EventRecorder
 		config         statebackend.Config
 		clientset      kubernetes.Interface
-		server         *statebackend.Server // nil: runs use Terraform's kubernetes backend
-		names          *stateNames          // nil: a name is checked with the API server
+		backend        stateBackend
+		names          *stateNames // nil: a name is checked with the API server
 		fence          *fence
 		identity       RunIdentity
 		staleLockAfter time.Duration
@@ -63,7 +63,6 @@ type (
 		reader   client.Reader
 		recorder events.EventRecorder
 		runs     Runs
-		server   *statebackend.Server
 		keeper   *stateKeeper
 		secrets  *resourceSecrets
 		sync     *syncer
@@ -126,7 +125,7 @@ func (r *Reconciler) newParts() *parts {
 	if r.Shard != nil {
 		f.taken = func(name string) time.Time { return r.Shard.Since(ShardKey(name)) }
 	}
-	k := &stateKeeper{api: r.Client, recorder: r.Recorder, config: r.State, clientset: r.Kube, server: r.StateServer,
+	k := &stateKeeper{api: r.Client, recorder: r.Recorder, config: r.State, clientset: r.Kube, backend: r.stateBackend(),
 		names: r.names, fence: f, identity: r.Identity, staleLockAfter: r.StaleLockAfter}
 	if k.staleLockAfter <= 0 {
 		k.staleLockAfter = DefaultStaleLockAfter
@@ -136,7 +135,7 @@ func (r *Reconciler) newParts() *parts {
 	sy := &syncer{api: r.Client, recorder: r.Recorder, runs: r.Runs, keeper: k, secrets: sec, fence: f, identity: r.Identity,
 		syncInterval: orDefault(r.SyncInterval, DefaultSyncInterval), secretCheckInterval: orDefault(r.SecretCheckInterval, DefaultSecretCheckInterval),
 		driftSlots: make(chan struct{}, max(1, r.MaxConcurrentDriftChecks))}
-	rc := &reclaimer{api: r.Client, reader: r.APIReader, recorder: r.Recorder, runs: r.Runs, server: r.StateServer,
+	rc := &reclaimer{api: r.Client, reader: r.APIReader, recorder: r.Recorder, runs: r.Runs,
 		keeper: k, secrets: sec, sync: sy}
 	return &parts{keeper: k, secrets: sec, sync: sy, reclaim: rc, fence: f}
 }
@@ -158,3 +157,12 @@ func (r *Reconciler) keeper() *stateKeeper      { return r.parts().keeper }
 func (r *Reconciler) secrets() *resourceSecrets { return r.parts().secrets }
 func (r *Reconciler) reclaimer() *reclaimer     { return r.parts().reclaim }
 func (r *Reconciler) syncer() *syncer           { return r.parts().sync }
+
+// stateBackend is where runs keep state: the state server when there is one, else Terraform's
+// kubernetes backend on the same Secrets.
+func (r *Reconciler) stateBackend() stateBackend {
+	if r.StateServer != nil {
+		return serverBackend{server: r.StateServer}
+	}
+	return kubernetesBackend{clientset: r.Kube, config: r.State}
+}

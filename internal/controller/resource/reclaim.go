@@ -264,10 +264,8 @@ func (r *reclaimer) runDestroy(ctx context.Context, s *resourceScope, st stateba
 	}
 	res.Status.LastRun.Result = v1alpha1.RunSucceeded
 	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
-	if r.server != nil {
-		if written, ok := r.server.TakeWritten(s.state.Suffix()); ok {
-			st = written
-		}
+	if written, ok := r.keeper.backend.takeWritten(s.state.Suffix()); ok {
+		st = written
 	}
 	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonDestroyed, "Reclaim", "reclaim policy Delete: infrastructure destroyed")
 	return st, nil
@@ -286,7 +284,7 @@ func (r *reclaimer) reclaimRun(ctx context.Context, s *resourceScope, op string,
 	if err := s.checkpoint(ctx); err != nil {
 		return time.Time{}, nil, err
 	}
-	revoke := r.keeper.backend(s, spec)
+	revoke := r.keeper.useBackend(s, spec)
 	err = fn()
 	revoke()
 	done = time.Now()

@@ -35,38 +35,22 @@ func (r *stateKeeper) stateHandle(res *v1alpha1.InfraResource) *statebackend.Han
 	return r.states().For(suffix(res)).WithLabels(stateLabels(res))
 }
 
-func (r *stateKeeper) states() *statebackend.Store {
-	if r.server != nil {
-		return r.server.Store()
-	}
-	return statebackend.NewStore(r.clientset, r.config.Namespace)
-}
+func (r *stateKeeper) states() *statebackend.Store { return r.backend.store() }
 
 func stateLabels(res *v1alpha1.InfraResource) map[string]string {
 	return map[string]string{statebackend.LabelResource: v1alpha1.LabelValue(res.Name)}
 }
 
-// backend configures a run's state: the state server's http backend, with credentials issued
+// useBackend configures a run's state: the state server's http backend, with credentials issued
 // for this run and this resource only (revoke when the run ends), or, without a server, Terraform's
 // kubernetes backend on the same Secrets.
-func (r *stateKeeper) backend(s *resourceScope, spec *tfrunner.Spec) (revoke func()) {
+func (r *stateKeeper) useBackend(s *resourceScope, spec *tfrunner.Spec) (revoke func()) {
 	res := s.res
-	if r.server == nil {
-		spec.Backend = tfrunner.Backend{Type: "kubernetes", Config: r.config.Attributes(suffix(res), stateLabels(res))}
-		return func() {}
-	}
 	runID := ""
 	if res.Status.LastRun != nil {
 		runID = res.Status.LastRun.ID
 	}
-	r.server.TakeWritten(s.state.Suffix()) // what readState takes afterwards is this run's
-	creds, revoke := r.server.IssueRunAs(runID, s.state.Suffix(), stateLabels(res))
-	spec.RunID = runID
-	spec.Backend = tfrunner.Backend{Type: "http"}
-	for k, v := range creds.Env() {
-		spec.Env[k] = v
-	}
-	return revoke
+	return r.backend.configure(spec, runID, suffix(res), stateLabels(res))
 }
 
 // putBackState writes the state a run produced but could not save, before anything else runs for
@@ -76,12 +60,9 @@ func (r *stateKeeper) backend(s *resourceScope, spec *tfrunner.Spec) (revoke fun
 // hands to the server as soon as the run returns: runners.Router.KeepErrored). A state older than
 // the stored one is already saved and is dropped.
 func (r *stateKeeper) putBackState(ctx context.Context, s *resourceScope) error {
-	if r.server == nil {
-		return nil
-	}
 	res, sfx := s.res, s.state.Suffix()
 	// Kept in memory, or in its Secret by a controller that was killed since.
-	saved, err := r.server.RetryPending(ctx, sfx)
+	saved, err := r.backend.retryPending(ctx, sfx)
 	var discarded *statebackend.PendingDiscardedError
 	if errors.As(err, &discarded) {
 		r.recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonPendingStateDiscarded, "SaveState", "%s", discarded.Error())
@@ -161,10 +142,10 @@ func serialOf(res *v1alpha1.InfraResource) int64 {
 // state holds (a plan's rendering); text itself when states are not encrypted (no state server, or
 // no key). `kubectl conductor plan` opens it with the state key Secret.
 func (r *stateKeeper) sealText(text string) (string, error) {
-	if r.server == nil || text == "" {
+	if text == "" {
 		return text, nil
 	}
-	keys := r.server.Store().Keyring()
+	keys := r.backend.store().Keyring()
 	if keys == nil {
 		return text, nil
 	}
@@ -231,10 +212,8 @@ func (r *stateKeeper) chooseStateName(ctx context.Context, res *v1alpha1.InfraRe
 // A state the run stored through the state server is known without a read (Server.TakeWritten).
 func (r *stateKeeper) readState(ctx context.Context, s *resourceScope) {
 	res, sfx := s.res, s.state.Suffix()
-	st, found, err := statebackend.State{}, false, error(nil)
-	if r.server != nil {
-		st, found = r.server.TakeWritten(sfx)
-	}
+	st, found := r.backend.takeWritten(sfx)
+	var err error
 	if !found {
 		st, found, err = s.state.Status(ctx)
 	}

@@ -150,7 +150,7 @@ func (r *syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error)
 	// before its first command: a run that waits for a slot writes it once, with its place in line.
 	beginRun(&res.Status, r.identity.newRun(res, op, s.start))
 	handleReconcileRequest(res)
-	revoke := r.keeper.backend(s, &s.spec)
+	revoke := r.keeper.useBackend(s, &s.spec)
 	defer revoke()
 	runCtx, stop := s.untilHandover(ctx)
 	defer stop()
