@@ -323,7 +323,7 @@ func (m *manager) setupReconcilers() error {
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	resources := &resourcecontroller.Reconciler{
+	opts := resourcecontroller.Options{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: m.kube, Recorder: rec, Runs: m.runs, Drain: m.drainer,
 		State: statebackend.Config{Namespace: o.namespace}, StateServer: m.stateServer, RunCluster: runCluster,
 		Identity:    resourcecontroller.RunIdentity{Who: statebackend.Who(), Controller: o.podName},
@@ -332,7 +332,11 @@ func (m *manager) setupReconcilers() error {
 		SyncInterval: o.syncInterval, SecretCheckInterval: o.secretCheck, KeepRunLogs: o.keepRunLogs, MaxConcurrentReconciles: o.resourceWorkers,
 	}
 	if m.shard != nil {
-		resources.Shard = m.shard
+		opts.Shard = m.shard
+	}
+	resources, err := resourcecontroller.New(opts)
+	if err != nil {
+		return err
 	}
 	if err := resources.SetupWithManager(mgr); err != nil {
 		return err

@@ -187,12 +187,10 @@ func (f *fleet) start(slot, gen int) *replica {
 	if err := server.Start(ctx, "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
-	res := &resourcecontroller.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: r.carrier, StateServer: server,
-		State: statebackend.Config{Namespace: stateNamespace}, Identity: resourcecontroller.RunIdentity{Who: "faults", Controller: r.name},
-		SyncInterval: 10 * time.Hour, MaxConcurrentReconciles: 8, LeaderFence: shardOptions.Fence(), Drain: r.drain}
+	var res *resourcecontroller.Reconciler // made once its shard is: each names the other
 	so := shardOptions
 	so.Kube, so.Namespace, so.Pod, so.Identity = shardKube, stateNamespace, fmt.Sprint("slot-", slot), r.name
-	so.OnAcquired = res.BucketsTaken
+	so.OnAcquired = func(buckets []int) { res.BucketsTaken(buckets) }
 	so.OnTake = func(int) { server.RelistPending() }
 	so.OnLost = func(buckets []int, membership bool) {
 		lost := map[int]bool{}
@@ -213,7 +211,13 @@ func (f *fleet) start(slot, gen int) *replica {
 	if err := mgr.Add(r.shard); err != nil {
 		t.Fatal(err)
 	}
-	res.Shard = r.shard
+	res, err = resourcecontroller.New(resourcecontroller.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec,
+		Runs: r.carrier, StateServer: server, State: statebackend.Config{Namespace: stateNamespace},
+		Identity:     resourcecontroller.RunIdentity{Who: "faults", Controller: r.name},
+		SyncInterval: 10 * time.Hour, MaxConcurrentReconciles: 8, LeaderFence: shardOptions.Fence(), Drain: r.drain, Shard: r.shard})
+	if err != nil {
+		t.Fatal(err)
+	}
 	server.Serves = func(l map[string]string) bool { return r.shard.Serves(l[statebackend.LabelResource]) }
 	if err := res.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)

@@ -215,14 +215,16 @@ var _ = BeforeSuite(func() {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, MaxConcurrentReconciles: 4, Ready: &metrics.ClaimReady{},
 		ConnectionSecretCheck: 5 * time.Second,
 	}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&resourcecontroller.Reconciler{
+	resources, err := resourcecontroller.New(resourcecontroller.Options{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: &runners.Router{Local: pool, Remote: dispatcher, KeepErrored: stateServer.KeepErrored},
 		State:       statebackend.Config{Namespace: stateNamespace, KubeconfigPath: env.Kubeconfig},
 		StateServer: stateServer, RunCluster: runCluster,
 		// As in the manager: many resource reconciles, most of them waiting in the pool's fair queue.
 		SyncInterval: syncInterval, SecretCheckInterval: 2 * time.Second, MaxConcurrentReconciles: 64,
 		Identity: resourcecontroller.RunIdentity{Who: statebackend.Who(), Controller: podName},
-	}).SetupWithManager(mgr)).To(Succeed())
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(resources.SetupWithManager(mgr)).To(Succeed())
 	Expect((&runnerpoolcontroller.Reconciler{
 		Client: mgr.GetClient(), Namespace: stateNamespace, Image: "conductor-tf/controller:dev",
 		Targets:   runnerpoolcontroller.Targets{Manager: runProtocolAddr, StateURL: runnerStateURL, CAConfigMap: runners.CAName, Audience: runners.Audience},

@@ -174,17 +174,22 @@ func startCPReplica(t *testing.T, env *harness.Env, i int, runs resourcecontroll
 	if err := server.Start(ctx, "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
-	res := &resourcecontroller.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: runs, StateServer: server,
+	opts := resourcecontroller.Options{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: runs, StateServer: server,
 		State: statebackend.Config{Namespace: stateNamespace}, Identity: resourcecontroller.RunIdentity{Who: "bench", Controller: fmt.Sprint("replica-", i)},
 		SyncInterval: *idleSync, MaxConcurrentReconciles: *cpWorkers}
+	var res *resourcecontroller.Reconciler // made once its shard is: each names the other
 	if *replicas > 1 {
 		r.shard = shard.New(shard.Options{Kube: kube, Namespace: stateNamespace, Pod: fmt.Sprint("replica-", i), Identity: fmt.Sprint("replica-", i),
-			OnAcquired: res.BucketsTaken})
+			OnAcquired: func(buckets []int) { res.BucketsTaken(buckets) }})
 		if err := mgr.Add(r.shard); err != nil {
 			t.Fatal(err)
 		}
-		res.Shard = r.shard
+		opts.Shard = r.shard
 		server.Serves = func(l map[string]string) bool { return r.shard.Serves(l[statebackend.LabelResource]) }
+	}
+	res, err = resourcecontroller.New(opts)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := res.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)

@@ -54,7 +54,9 @@ var _ = BeforeSuite(func() {
 	rec := mgr.GetEventRecorder("conductor-tf")
 	Expect((&claimctrl.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, MaxConcurrentReconciles: 4,
 		ConnectionSecretCheck: time.Second}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&resource.Reconciler{Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: 4}).SetupWithManager(mgr)).To(Succeed())
+	resources, err := resource.New(resource.Options{Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: 4})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(resources.SetupWithManager(mgr)).To(Succeed())
 	Expect((&readypool.Reconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr)).To(Succeed())
 
 	var ctx context.Context

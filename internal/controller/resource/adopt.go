@@ -74,9 +74,6 @@ func (r *Reconciler) AdoptRun(ctx context.Context, req runners.AdoptRequest) (*r
 // RunAdopted is runners.DispatcherOptions.OnAdopted: the resource key is reconciled now, to attach
 // to its adopted run (attachRun), not when its requeue comes.
 func (r *Reconciler) RunAdopted(key string) {
-	if r.adoptions == nil {
-		return
-	}
 	res := &v1alpha1.InfraResource{}
 	res.Name = key
 	select {

@@ -62,8 +62,8 @@ func runningOnPool(t *testing.T) (*Reconciler, *attachingRuns, ctrl.Request) {
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.InfraResource{}).WithObjects(res).Build()
 	runs := &attachingRuns{}
-	r := &Reconciler{Client: c, APIReader: c, Kube: kube, Recorder: events.NewFakeRecorder(100), Runs: runs,
-		State: statebackend.Config{Namespace: reclaimNamespace}, RunnerFence: time.Hour, Identity: RunIdentity{Controller: "new-pod"}}
+	r := newReconciler(t, Options{Client: c, APIReader: c, Kube: kube, Recorder: events.NewFakeRecorder(100), Runs: runs,
+		State: statebackend.Config{Namespace: reclaimNamespace}, RunnerFence: time.Hour, Identity: RunIdentity{Controller: "new-pod"}})
 	return r, runs, ctrl.Request{NamespacedName: types.NamespacedName{Name: res.Name}}
 }
 

@@ -12,7 +12,6 @@ package resource
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,8 +45,9 @@ const (
 	FailureBackoffMax  = 5 * time.Minute
 )
 
-// Reconciler keeps InfraResources' finalizers, phases, Terraform runs and reclaim.
-type Reconciler struct {
+// Options configure a resource Reconciler (New). Client and Recorder are required; with Runs,
+// Kube, APIReader and State.Namespace are too.
+type Options struct {
 	client.Client
 	// APIReader reads Secret inputs directly from the API server (Secrets are not cached).
 	APIReader client.Reader
@@ -104,18 +104,18 @@ type Reconciler struct {
 	// KeepRunLogs keeps every run's log in its Secret; when false only the logs people need are
 	// written (keepRunLog): failed runs, plans waiting for approval, drift found.
 	KeepRunLogs bool
+}
 
-	// partsOnce builds the collaborators (parts.go) on first use.
-	partsOnce sync.Once
-	built     *parts
-	// names answers whether a state name is taken without an API request (nil: it asks the API
-	// server); set up with the controller when it has runs.
-	names *stateNames
-	// adoptions wakes the resources whose runs were adopted (RunAdopted); set up with the
-	// controller.
+// Reconciler keeps InfraResources' finalizers, phases, Terraform runs and reclaim. It is made by
+// New; the zero value is not usable. Its Options are read by New: changing one afterwards changes
+// nothing the parts hold.
+type Reconciler struct {
+	Options
+	// built are the collaborators (parts.go), made by New.
+	built *parts
+	// adoptions wakes the resources whose runs were adopted (RunAdopted).
 	adoptions chan event.GenericEvent
-	// shardEvents wakes the resources of buckets taken (BucketsTaken); set up with the controller
-	// when sharding.
+	// shardEvents wakes the resources of buckets taken (BucketsTaken); nil without sharding.
 	shardEvents chan event.GenericEvent
 }
 
@@ -311,14 +311,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if workers < 1 {
 		workers = 1
 	}
-	r.adoptions = make(chan event.GenericEvent, 64)
-	if r.Runs != nil && r.State.Namespace != "" {
-		var err error
-		if r.names, err = newStateNames(mgr, r.State.Namespace); err != nil {
+	if r.Runs != nil {
+		// State names answered from the cache, not an API request each (nil: the API server).
+		names, err := newStateNames(mgr, r.State.Namespace)
+		if err != nil {
 			return err
 		}
+		r.built.keeper.names = names
 	}
-	r.parts() // the collaborators, built from the configuration as set up (state names included)
 	opts := controller.Options{
 		MaxConcurrentReconciles: workers,
 		// A failed Terraform run is retried after 1 s, doubling up to 5 min: not at the
@@ -329,7 +329,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Shard != nil {
 		// Every replica reconciles its share; the buckets it takes wake their resources.
 		opts.NeedLeaderElection = ptr.To(false)
-		r.shardEvents = make(chan event.GenericEvent, 1024)
 		b = b.WatchesRawSource(source.Channel(r.shardEvents, &handler.EnqueueRequestForObject{}))
 	}
 	return b.

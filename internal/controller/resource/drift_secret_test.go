@@ -22,7 +22,9 @@ func TestADriftCheckKeepsTheConnectionSecret(t *testing.T) {
 		res.Spec.WriteConnectionSecretToRef = ref
 		res.Status.ConnectionSecret = ref.DeepCopy()
 	})
-	r.SecretCheckInterval = 7 * time.Second
+	o := r.Options
+	o.SecretCheckInterval = 7 * time.Second
+	r = newReconciler(t, o) // the interval is the syncer's, built by New
 	result, _ := reconcileAndGet(t, r, req)
 	if runs.drifts != 1 {
 		t.Fatalf("%d drift checks; want one (the sync interval passed)", runs.drifts)

@@ -118,7 +118,7 @@ type parts struct {
 	fence   *fence
 }
 
-// newParts builds the collaborators from r's configuration, once (parts): defaults applied
+// newParts builds the collaborators from r's configuration (New): defaults applied
 // (DefaultSyncInterval, DefaultSecretCheckInterval, DefaultStaleLockAfter, one drift check).
 func (r *Reconciler) newParts() *parts {
 	f := &fence{runner: r.RunnerFence, leader: r.LeaderFence}
@@ -126,7 +126,7 @@ func (r *Reconciler) newParts() *parts {
 		f.taken = func(name string) time.Time { return r.Shard.Since(ShardKey(name)) }
 	}
 	k := &stateKeeper{api: r.Client, recorder: r.Recorder, config: r.State, clientset: r.Kube, backend: r.stateBackend(),
-		names: r.names, fence: f, identity: r.Identity, staleLockAfter: r.StaleLockAfter}
+		fence: f, identity: r.Identity, staleLockAfter: r.StaleLockAfter}
 	if k.staleLockAfter <= 0 {
 		k.staleLockAfter = DefaultStaleLockAfter
 	}
@@ -147,11 +147,8 @@ func orDefault(d, def time.Duration) time.Duration {
 	return def
 }
 
-// parts are built on first use, from the configuration as it is then.
-func (r *Reconciler) parts() *parts {
-	r.partsOnce.Do(func() { r.built = r.newParts() })
-	return r.built
-}
+// parts are the collaborators New built.
+func (r *Reconciler) parts() *parts { return r.built }
 
 func (r *Reconciler) keeper() *stateKeeper      { return r.parts().keeper }
 func (r *Reconciler) secrets() *resourceSecrets { return r.parts().secrets }

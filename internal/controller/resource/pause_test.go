@@ -48,8 +48,8 @@ func appliedResource(t *testing.T, ago time.Duration, annotations map[string]str
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.InfraResource{}).WithObjects(res).Build()
 	runs := &recordingRuns{}
-	r := &Reconciler{Client: c, APIReader: c, Kube: kube, Recorder: events.NewFakeRecorder(100), Runs: runs,
-		State: statebackend.Config{Namespace: reclaimNamespace}}
+	r := newReconciler(t, Options{Client: c, APIReader: c, Kube: kube, Recorder: events.NewFakeRecorder(100), Runs: runs,
+		State: statebackend.Config{Namespace: reclaimNamespace}})
 	return r, runs, ctrl.Request{NamespacedName: types.NamespacedName{Name: res.Name}}
 }
 

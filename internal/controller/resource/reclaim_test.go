@@ -38,8 +38,8 @@ func TestReclaimFinishesAfterAWriteLostOnceTheStateIsDeleted(t *testing.T) {
 	res := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: "db-1"}}
 	runs := &recordingRuns{}
 	rec := events.NewFakeRecorder(100)
-	r := &Reconciler{Client: c, APIReader: c, Kube: kube, Recorder: rec, Runs: runs,
-		State: statebackend.Config{Namespace: reclaimNamespace}}
+	r := newReconciler(t, Options{Client: c, APIReader: c, Kube: kube, Recorder: rec, Runs: runs,
+		State: statebackend.Config{Namespace: reclaimNamespace}})
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Name: res.Name}}
 
 	// A conflict is requeued, not returned: the resource must still be there.
@@ -89,8 +89,8 @@ func TestReclaimWithALaggingCacheReportsNoMissingState(t *testing.T) {
 	}})
 	runs := &recordingRuns{}
 	rec := events.NewFakeRecorder(100)
-	r := &Reconciler{Client: cache, APIReader: truth, Kube: kube, Recorder: rec, Runs: runs,
-		State: statebackend.Config{Namespace: reclaimNamespace}}
+	r := newReconciler(t, Options{Client: cache, APIReader: truth, Kube: kube, Recorder: rec, Runs: runs,
+		State: statebackend.Config{Namespace: reclaimNamespace}})
 
 	_, _ = r.Reconcile(ctx, req) // destroys, records it, deletes the state; the finalizer write is lost
 	if runs.destroys != 1 {
@@ -198,9 +198,9 @@ func TestNewLeaderFencesItsPredecessorsRunLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := &recordingRuns{}
-	r := &Reconciler{Client: c, APIReader: c, Kube: kube, Recorder: events.NewFakeRecorder(100), Runs: runs,
+	r := newReconciler(t, Options{Client: c, APIReader: c, Kube: kube, Recorder: events.NewFakeRecorder(100), Runs: runs,
 		State: statebackend.Config{Namespace: reclaimNamespace}, StateServer: statebackend.NewServer(kube, reclaimNamespace, 0),
-		Identity: RunIdentity{Who: "conductor@conductor-tf", Controller: "pod-new"}, LeaderFence: time.Hour}
+		Identity: RunIdentity{Who: "conductor@conductor-tf", Controller: "pod-new"}, LeaderFence: time.Hour})
 
 	result, err := r.Reconcile(ctx, req)
 	if err != nil || result.RequeueAfter <= 0 {

@@ -133,7 +133,7 @@ func (s *resourceScope) handedOver(err error) error {
 // lists the resources from the cache and queues those of the buckets, from a goroutine of its own
 // (the queue may not be started yet).
 func (r *Reconciler) BucketsTaken(buckets []int) {
-	if r.Shard == nil || r.shardEvents == nil {
+	if r.Shard == nil {
 		return
 	}
 	go func() {

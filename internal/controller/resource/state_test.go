@@ -20,8 +20,8 @@ func TestStateNameIsKept(t *testing.T) {
 	if got := suffix(res); got != "x-1-s" {
 		t.Errorf("suffix = %q, want the recorded x-1-s", got)
 	}
-	r := &Reconciler{}
-	if changed, err := r.keeper().chooseStateName(t.Context(), res); err != nil || changed || suffix(res) != "x-1-s" {
+	k := &stateKeeper{}
+	if changed, err := k.chooseStateName(t.Context(), res); err != nil || changed || suffix(res) != "x-1-s" {
 		t.Errorf("chooseStateName on a recorded name: changed=%v err=%v suffix=%q; want it kept", changed, err, suffix(res))
 	}
 }
