@@ -36,14 +36,14 @@ type Attacher interface {
 // that take over the lock the run holds (statebackend.Server.IssueAdoptedRun) and records a
 // RunAdopted event. Any other run is refused with an error saying why (the runner kills it).
 func (r *Reconciler) AdoptRun(ctx context.Context, req runners.AdoptRequest) (*runners.Adoption, error) {
-	if r.StateServer == nil || r.Runs == nil {
+	if r.opts.StateServer == nil || r.opts.Runs == nil {
 		return nil, errors.New("this manager serves no state to runs")
 	}
 	if req.Op != runnerpb.Operation_OPERATION_APPLY {
 		return nil, fmt.Errorf("only applies are adopted, not %s", req.Op)
 	}
 	res := &v1alpha1.InfraResource{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: req.Key}, res); err != nil {
+	if err := r.opts.APIReader.Get(ctx, types.NamespacedName{Name: req.Key}, res); err != nil {
 		return nil, fmt.Errorf("resource %s: %w", req.Key, err)
 	}
 	last := res.Status.LastRun
@@ -57,7 +57,7 @@ func (r *Reconciler) AdoptRun(ctx context.Context, req runners.AdoptRequest) (*r
 	case res.Status.State == nil || suffix(res) == "":
 		return nil, fmt.Errorf("resource %s has no state name", req.Key)
 	}
-	creds, revoke, lockID, err := r.StateServer.IssueAdoptedRun(ctx, req.RunID, suffix(res), stateLabels(res))
+	creds, revoke, lockID, err := r.opts.StateServer.IssueAdoptedRun(ctx, req.RunID, suffix(res), stateLabels(res))
 	if err != nil {
 		return nil, err
 	}
@@ -65,9 +65,9 @@ func (r *Reconciler) AdoptRun(ctx context.Context, req runners.AdoptRequest) (*r
 	if lockID != "" {
 		lock = "its lock " + lockID + " is taken over"
 	}
-	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonRunAdopted, "AdoptRun",
+	r.opts.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonRunAdopted, "AdoptRun",
 		"%s run %s started by %s on runner %s goes on under %s with new state credentials; %s",
-		last.Operation, last.ID, orUnknown(last.Controller), req.Runner, orUnknown(r.Identity.Controller), lock)
+		last.Operation, last.ID, orUnknown(last.Controller), req.Runner, orUnknown(r.opts.Identity.Controller), lock)
 	return &runners.Adoption{Username: creds.Username, Password: creds.Password, Revoke: revoke}, nil
 }
 

@@ -107,10 +107,12 @@ type Options struct {
 }
 
 // Reconciler keeps InfraResources' finalizers, phases, Terraform runs and reclaim. It is made by
-// New; the zero value is not usable. Its Options are read by New: changing one afterwards changes
-// nothing the parts hold.
+// New; the zero value is not usable.
 type Reconciler struct {
-	Options
+	// Client is Options.Client: the cache-backed client the phases read and write with.
+	client.Client
+	// opts are the options New was given; the parts hold what they use of them.
+	opts Options
 	// built are the collaborators (parts.go), made by New.
 	built *parts
 	// adoptions wakes the resources whose runs were adopted (RunAdopted).
@@ -136,7 +138,7 @@ type Reconciler struct {
 
 // Reconcile syncs one resource: the phases below in order, over one scope, then one status write.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	ctx, release := r.Drain.Detach(ctx)
+	ctx, release := r.opts.Drain.Detach(ctx)
 	defer release()
 	leave, handover, lost, ok := r.enterShard(req.Name)
 	if !ok {
@@ -168,7 +170,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.observeBinding,  // the claim, and the phase it gives (as syncVolume)
 		r.reclaimReleased, // Released: Retain keeps it, Delete deletes it
 	}
-	if r.Runs != nil { // without runs nothing is provisioned: the binding alone gives the phase
+	if r.opts.Runs != nil { // without runs nothing is provisioned: the binding alone gives the phase
 		sy := r.syncer()
 		phases = append(phases,
 			sy.holdWhilePaused, // conductor.io/paused: nothing runs (pause.go)
@@ -196,7 +198,7 @@ func (r *Reconciler) addFinalizers(ctx context.Context, s *resourceScope) (bool,
 
 // nameState gives the resource its state name once (chooseStateName), when it has runs.
 func (r *Reconciler) nameState(ctx context.Context, s *resourceScope) (bool, error) {
-	if r.Runs == nil {
+	if r.opts.Runs == nil {
 		return false, nil
 	}
 	if _, err := r.keeper().chooseStateName(ctx, s.res); err != nil {
@@ -220,7 +222,7 @@ func (r *Reconciler) upgradeModule(ctx context.Context, s *resourceScope) (bool,
 
 // observeBinding reads the claim the resource names and the phase it gives the resource.
 func (r *Reconciler) observeBinding(ctx context.Context, s *resourceScope) (bool, error) {
-	claim, err := observeClaim(ctx, r.Client, r.APIReader, s.res)
+	claim, err := observeClaim(ctx, r.Client, r.opts.APIReader, s.res)
 	if err != nil {
 		return true, err
 	}
@@ -235,8 +237,8 @@ func (r *Reconciler) reclaimReleased(ctx context.Context, s *resourceScope) (boo
 		return false, nil
 	}
 	res := s.res
-	if r.Runs != nil && res.Spec.ReclaimPolicy != v1alpha1.ReclaimRetain {
-		r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonReleased, "Reclaim", "reclaim policy Delete: deleting the resource")
+	if r.opts.Runs != nil && res.Spec.ReclaimPolicy != v1alpha1.ReclaimRetain {
+		r.opts.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonReleased, "Reclaim", "reclaim policy Delete: deleting the resource")
 		if err := r.Delete(ctx, res); client.IgnoreNotFound(err) != nil {
 			return true, err
 		}
@@ -307,13 +309,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := shared.SetupIndexes(context.Background(), mgr); err != nil {
 		return err
 	}
-	workers := r.MaxConcurrentReconciles
+	workers := r.opts.MaxConcurrentReconciles
 	if workers < 1 {
 		workers = 1
 	}
-	if r.Runs != nil {
+	if r.opts.Runs != nil {
 		// State names answered from the cache, not an API request each (nil: the API server).
-		names, err := newStateNames(mgr, r.State.Namespace)
+		names, err := newStateNames(mgr, r.opts.State.Namespace)
 		if err != nil {
 			return err
 		}
@@ -326,7 +328,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](FailureBackoffBase, FailureBackoffMax),
 	}
 	b := ctrl.NewControllerManagedBy(mgr)
-	if r.Shard != nil {
+	if r.opts.Shard != nil {
 		// Every replica reconciles its share; the buckets it takes wake their resources.
 		opts.NeedLeaderElection = ptr.To(false)
 		b = b.WatchesRawSource(source.Channel(r.shardEvents, &handler.EnqueueRequestForObject{}))

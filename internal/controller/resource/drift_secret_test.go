@@ -22,7 +22,7 @@ func TestADriftCheckKeepsTheConnectionSecret(t *testing.T) {
 		res.Spec.WriteConnectionSecretToRef = ref
 		res.Status.ConnectionSecret = ref.DeepCopy()
 	})
-	o := r.Options
+	o := r.opts
 	o.SecretCheckInterval = 7 * time.Second
 	r = newReconciler(t, o) // the interval is the syncer's, built by New
 	result, _ := reconcileAndGet(t, r, req)

@@ -121,21 +121,21 @@ type parts struct {
 // newParts builds the collaborators from r's configuration (New): defaults applied
 // (DefaultSyncInterval, DefaultSecretCheckInterval, DefaultStaleLockAfter, one drift check).
 func (r *Reconciler) newParts() *parts {
-	f := &fence{runner: r.RunnerFence, leader: r.LeaderFence}
-	if r.Shard != nil {
-		f.taken = func(name string) time.Time { return r.Shard.Since(ShardKey(name)) }
+	f := &fence{runner: r.opts.RunnerFence, leader: r.opts.LeaderFence}
+	if r.opts.Shard != nil {
+		f.taken = func(name string) time.Time { return r.opts.Shard.Since(ShardKey(name)) }
 	}
-	k := &stateKeeper{api: r.Client, recorder: r.Recorder, config: r.State, clientset: r.Kube, backend: r.stateBackend(),
-		fence: f, identity: r.Identity, staleLockAfter: r.StaleLockAfter}
+	k := &stateKeeper{api: r.Client, recorder: r.opts.Recorder, config: r.opts.State, clientset: r.opts.Kube, backend: r.stateBackend(),
+		fence: f, identity: r.opts.Identity, staleLockAfter: r.opts.StaleLockAfter}
 	if k.staleLockAfter <= 0 {
 		k.staleLockAfter = DefaultStaleLockAfter
 	}
-	sec := &resourceSecrets{api: r.Client, reader: r.APIReader, clientset: r.Kube, recorder: r.Recorder, config: r.State,
-		runCluster: r.RunCluster, controllerAccount: r.ControllerServiceAccount, keepRunLogs: r.KeepRunLogs}
-	sy := &syncer{api: r.Client, recorder: r.Recorder, runs: r.Runs, keeper: k, secrets: sec, fence: f, identity: r.Identity,
-		syncInterval: orDefault(r.SyncInterval, DefaultSyncInterval), secretCheckInterval: orDefault(r.SecretCheckInterval, DefaultSecretCheckInterval),
-		driftSlots: make(chan struct{}, max(1, r.MaxConcurrentDriftChecks))}
-	rc := &reclaimer{api: r.Client, reader: r.APIReader, recorder: r.Recorder, runs: r.Runs,
+	sec := &resourceSecrets{api: r.Client, reader: r.opts.APIReader, clientset: r.opts.Kube, recorder: r.opts.Recorder, config: r.opts.State,
+		runCluster: r.opts.RunCluster, controllerAccount: r.opts.ControllerServiceAccount, keepRunLogs: r.opts.KeepRunLogs}
+	sy := &syncer{api: r.Client, recorder: r.opts.Recorder, runs: r.opts.Runs, keeper: k, secrets: sec, fence: f, identity: r.opts.Identity,
+		syncInterval: orDefault(r.opts.SyncInterval, DefaultSyncInterval), secretCheckInterval: orDefault(r.opts.SecretCheckInterval, DefaultSecretCheckInterval),
+		driftSlots: make(chan struct{}, max(1, r.opts.MaxConcurrentDriftChecks))}
+	rc := &reclaimer{api: r.Client, reader: r.opts.APIReader, recorder: r.opts.Recorder, runs: r.opts.Runs,
 		keeper: k, secrets: sec, sync: sy}
 	return &parts{keeper: k, secrets: sec, sync: sy, reclaim: rc, fence: f}
 }
@@ -158,8 +158,8 @@ func (r *Reconciler) syncer() *syncer           { return r.parts().sync }
 // stateBackend is where runs keep state: the state server when there is one, else Terraform's
 // kubernetes backend on the same Secrets.
 func (r *Reconciler) stateBackend() stateBackend {
-	if r.StateServer != nil {
-		return serverBackend{server: r.StateServer}
+	if r.opts.StateServer != nil {
+		return serverBackend{server: r.opts.StateServer}
 	}
-	return kubernetesBackend{clientset: r.Kube, config: r.State}
+	return kubernetesBackend{clientset: r.opts.Kube, config: r.opts.State}
 }

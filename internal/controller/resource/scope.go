@@ -78,12 +78,12 @@ func (r *Reconciler) openScope(ctx context.Context, name types.NamespacedName) (
 	if err := r.Get(ctx, name, res); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	if last := res.Status.LastRun; last != nil && last.Result == v1alpha1.RunRunning && r.APIReader != nil {
-		if err := r.APIReader.Get(ctx, name, res); err != nil {
+	if last := res.Status.LastRun; last != nil && last.Result == v1alpha1.RunRunning && r.opts.APIReader != nil {
+		if err := r.opts.APIReader.Get(ctx, name, res); err != nil {
 			return nil, client.IgnoreNotFound(err)
 		}
 	}
-	s := &resourceScope{c: r.Client, reader: r.APIReader, runs: r.Runs != nil, res: res, base: res.DeepCopy(), start: time.Now()}
+	s := &resourceScope{c: r.Client, reader: r.opts.APIReader, runs: r.opts.Runs != nil, res: res, base: res.DeepCopy(), start: time.Now()}
 	if s.reader == nil {
 		s.reader = r.Client
 	}

@@ -35,10 +35,10 @@ func ShardKey(name string) string { return v1alpha1.LabelValue(name) }
 // handover and lost (nil without sharding) are closed when the bucket begins to be handed over,
 // and when it was lost without a handover.
 func (r *Reconciler) enterShard(name string) (done func(), handover, lost <-chan struct{}, ok bool) {
-	if r.Shard == nil {
+	if r.opts.Shard == nil {
 		return func() {}, nil, nil, true
 	}
-	return r.Shard.Enter(ShardKey(name))
+	return r.opts.Shard.Enter(ShardKey(name))
 }
 
 // errBucketLost ends a reconcile whose resource's bucket this replica lost without handing it
@@ -133,7 +133,7 @@ func (s *resourceScope) handedOver(err error) error {
 // lists the resources from the cache and queues those of the buckets, from a goroutine of its own
 // (the queue may not be started yet).
 func (r *Reconciler) BucketsTaken(buckets []int) {
-	if r.Shard == nil {
+	if r.opts.Shard == nil {
 		return
 	}
 	go func() {
@@ -143,7 +143,7 @@ func (r *Reconciler) BucketsTaken(buckets []int) {
 		}
 		for i := range list.Items {
 			res := &list.Items[i]
-			if slices.Contains(buckets, r.Shard.Bucket(ShardKey(res.Name))) {
+			if slices.Contains(buckets, r.opts.Shard.Bucket(ShardKey(res.Name))) {
 				r.shardEvents <- event.GenericEvent{Object: res}
 			}
 		}

@@ -42,14 +42,14 @@ func (r *Reconciler) upgradeAutomatically(ctx context.Context, res *v1alpha1.Inf
 		// The claim asks for a size the resource has not accepted (a resize refused: shrink,
 		// expansion not allowed, a class limit; or not yet rendered): an upgrade renders the
 		// claim's requests and must not carry that size in.
-		r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Upgrade",
+		r.opts.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Upgrade",
 			"not upgraded to %s: claim %s/%s requests a size the resource has not accepted (see the claim's Resized condition)",
 			class.Spec.Module.Version, claim.Namespace, claim.Name)
 		return false, nil
 	}
 	vars, ids, err := provision.RenderFor(claim, class, res)
 	if err != nil {
-		r.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Upgrade",
+		r.opts.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Upgrade",
 			"not upgraded to %s: the class's template does not render for claim %s/%s: %v", class.Spec.Module.Version, claim.Namespace, claim.Name, err)
 		return false, nil
 	}
@@ -61,7 +61,7 @@ func (r *Reconciler) upgradeAutomatically(ctx context.Context, res *v1alpha1.Inf
 	if err := r.Update(ctx, res); err != nil {
 		return false, err
 	}
-	r.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonUpgrading, "Upgrade",
+	r.opts.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonUpgrading, "Upgrade",
 		"upgradePolicy Automatic: module %s from %s to %s (class %s)", res.Spec.Module.Source, from, res.Spec.Module.Version, class.Name)
 	return true, nil
 }
