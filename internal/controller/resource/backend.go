@@ -32,10 +32,10 @@ type stateBackend interface {
 	// live reports whether run runID is alive in this controller (its credentials not revoked).
 	live(runID string) bool
 	// mayRecover says whether lock, which a run left and last records, may be released as the
-	// lock of a run that is gone (recover), and whether the fences of runs an earlier manager
+	// lock of a run that is gone (dead), and whether the fences of runs an earlier manager
 	// started apply first (fenced). run is what the controller knows of that run; self is this
 	// controller's lock holder (RunIdentity.who).
-	mayRecover(suffix string, lock *statebackend.Lock, last *v1alpha1.RunStatus, run *statebackend.RunRecord, self string) (recover, fenced bool)
+	mayRecover(suffix string, lock *statebackend.Lock, last *v1alpha1.RunStatus, run *statebackend.RunRecord, self string) (dead, fenced bool)
 }
 
 // serverBackend is the state server (statebackend.Server).

@@ -38,8 +38,8 @@ func (r *stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) erro
 	if last.Result != v1alpha1.RunRunning && last.CompletionTime != nil {
 		run.Ended = last.CompletionTime.Time
 	}
-	recover, fenced := r.backend.mayRecover(s.state.Suffix(), lock, last, run, r.identity.who())
-	if !recover {
+	dead, fenced := r.backend.mayRecover(s.state.Suffix(), lock, last, run, r.identity.who())
+	if !dead {
 		return nil // not a dead run's lock, or its state is not saved yet (putBackState saves it)
 	}
 	if fenced {
