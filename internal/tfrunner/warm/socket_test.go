@@ -6,18 +6,27 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner/procs"
 )
 
-// listeningUnixSockets lists the names of the listening Unix sockets of this network namespace as
-// any unprivileged process can (ss -xl): a NETLINK_SOCK_DIAG dump of AF_UNIX sockets in state
+// listening is a listening Unix socket as sock_diag reports it: its bound name and its inode.
+type listening struct {
+	name string
+	ino  uint32
+}
+
+// listeningUnixSockets lists the listening Unix sockets of this network namespace as any
+// unprivileged process can (ss -xl): a NETLINK_SOCK_DIAG dump of AF_UNIX sockets in state
 // TCP_LISTEN with UDIAG_SHOW_NAME (linux/unix_diag.h). Abstract names start with "@".
-func listeningUnixSockets(t *testing.T) []string {
+func listeningUnixSockets(t *testing.T) []listening {
 	t.Helper()
 	const (
 		udiagShowName = 0x1 // UDIAG_SHOW_NAME
@@ -44,7 +53,7 @@ func listeningUnixSockets(t *testing.T) []string {
 	if err := unix.Sendto(fd, req.Bytes(), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		t.Fatalf("sock_diag request: %v", err)
 	}
-	var names []string
+	var names []listening
 	buf := make([]byte, 1<<16)
 	for {
 		n, _, err := unix.Recvfrom(fd, buf, 0)
@@ -62,7 +71,12 @@ func listeningUnixSockets(t *testing.T) []string {
 			case unix.NLMSG_ERROR:
 				t.Fatalf("sock_diag answered an error")
 			}
-			// struct unix_diag_msg is 16 bytes, then attributes (struct rtattr, 4-byte aligned).
+			// struct unix_diag_msg {family, type, state, pad u8; ino u32; cookie [2]u32} is 16
+			// bytes, then attributes (struct rtattr, 4-byte aligned).
+			if len(m.Data) < 16 {
+				continue
+			}
+			ino := binary.NativeEndian.Uint32(m.Data[4:8])
 			for attrs := m.Data[16:]; len(attrs) >= 4; {
 				l := int(binary.NativeEndian.Uint16(attrs[0:2]))
 				if l < 4 || l > len(attrs) {
@@ -73,12 +87,42 @@ func listeningUnixSockets(t *testing.T) []string {
 					if strings.HasPrefix(name, "\x00") {
 						name = "@" + name[1:]
 					}
-					names = append(names, name)
+					names = append(names, listening{name: name, ino: ino})
 				}
 				attrs = attrs[(l+3)&^3:]
 			}
 		}
 	}
+}
+
+// markedOwner reports whether a process that carries procs.EnvWorkspace=dir (the mark of every
+// process a Providers made with New(dir)) holds the socket whose inode is ino: it reads
+// /proc/<pid>/fd and /proc/<pid>/environ of the processes this user may read. Other test binaries
+// run at once (go test runs packages in parallel) and their runs' providers listen too; only the
+// sockets of this Providers are the probe's.
+func markedOwner(dir string, ino uint32) bool {
+	want := "socket:[" + strconv.FormatUint(uint64(ino), 10) + "]"
+	mark := []byte(procs.EnvWorkspace + "=" + filepath.Clean(dir))
+	pids, _ := os.ReadDir("/proc")
+	for _, p := range pids {
+		if _, err := strconv.Atoi(p.Name()); err != nil {
+			continue
+		}
+		fds, _ := os.ReadDir(filepath.Join("/proc", p.Name(), "fd"))
+		for _, fd := range fds {
+			if l, _ := os.Readlink(filepath.Join("/proc", p.Name(), "fd", fd.Name())); l != want {
+				continue
+			}
+			env, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
+			for _, kv := range bytes.Split(env, []byte{0}) {
+				if bytes.Equal(kv, mark) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return false
 }
 
 // TestWarmProviderSocketsFoundAreDead: what an attacker in the pod learns of the warm providers'
@@ -108,18 +152,15 @@ func TestWarmProviderSocketsFoundAreDead(t *testing.T) {
 	if err := dial(told); err != nil {
 		t.Fatalf("the run cannot reach its warm provider at %s: %v", told, err)
 	}
-	warm := func(name string) bool {
-		return strings.HasPrefix(name, wp.dir+"/") || strings.HasPrefix(name, filepath.Join(os.TempDir(), "conductor-tf-"))
-	}
 	probe := func(when string) {
 		found := 0
-		for _, name := range listeningUnixSockets(t) {
-			if !warm(name) {
+		for _, l := range listeningUnixSockets(t) {
+			if !markedOwner(wp.dir, l.ino) {
 				continue
 			}
 			found++
-			if err := dial(name); err == nil {
-				t.Errorf("%s: the socket %s that sock_diag lists reaches a warm provider", when, name)
+			if err := dial(l.name); err == nil {
+				t.Errorf("%s: the socket %s that sock_diag lists reaches a warm provider", when, l.name)
 			}
 		}
 		if found == 0 {
