@@ -60,8 +60,8 @@ type manager struct {
 
 	stateServer *statebackend.Server
 	runs        *runners.Router
-	adopter     *adopterRef
-	shard       *shard.Coordinator // nil: no sharding (--shard-buckets=0)
+	resources   *resourcecontroller.Reconciler // set by setupReconcilers, before the manager starts
+	shard       *shard.Coordinator             // nil: no sharding (--shard-buckets=0)
 }
 
 // run is the manager's life: it builds the process (the steps below), starts it, and on its end
@@ -74,7 +74,7 @@ func run(o options) error {
 	// for its whole grace period (seen in the e2e sharding spec). Caught here, it ends the start
 	// at once: the manager starts with a done context and stops in order.
 	signals := ctrl.SetupSignalHandler()
-	m := &manager{o: o, log: ctrl.Log.WithName("setup"), cfg: ctrl.GetConfigOrDie(), drainer: queue.NewDrain(), adopter: &adopterRef{}}
+	m := &manager{o: o, log: ctrl.Log.WithName("setup"), cfg: ctrl.GetConfigOrDie(), drainer: queue.NewDrain()}
 	withClientLimits(m.cfg, o.apiQPS, o.apiBurst)
 	var err error
 	if m.kube, err = kubernetes.NewForConfig(m.cfg); err != nil {
@@ -301,7 +301,7 @@ func (m *manager) serveRunnerPools(ctx context.Context) error {
 		leader = (&leaderAddress{clock: m.leader, pods: m.kube.CoreV1().Pods(o.namespace), pod: o.podName, port: port}).Leader
 	}
 	var err error
-	if m.runs.Remote, err = startRunProtocol(ctx, o, m.kube, m.mgr, m.stateServer, m.drainer, m.adopter, leading, leader); err != nil {
+	if m.runs.Remote, err = startRunProtocol(ctx, o, m.kube, m.mgr, m.stateServer, m.drainer, leading, leader); err != nil {
 		return fmt.Errorf("run protocol: %w", err)
 	}
 	m.log.Info("serving runner pools", "runProtocol", o.runProtocolAddr, "stateServer", o.runnerStateAddr)
@@ -341,7 +341,7 @@ func (m *manager) setupReconcilers() error {
 	if err := resources.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	m.adopter.r.Store(resources)
+	m.resources = resources
 	if err := (&classcontroller.Reconciler{
 		Client: mgr.GetClient(), Recorder: rec,
 		Modules: &tfrunner.ModuleCache{Binary: m.bin, Env: m.env, Dir: filepath.Join(o.workDir, "modules")},

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"strings"
-	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -36,43 +34,29 @@ func runnerHosts(o options) []string {
 // startRunProtocol serves runner pools (runners.Serve): only runners whose token names their
 // pool's ServiceAccount are served.
 //
-// Runs a predecessor started that runners resume here are adopted through adopter (the resource
-// reconciler, registered after this; until then none is).
+// Runs a predecessor started that runners resume here are vouched for by a resource.Adopter (the
+// API server, the state server, the recorder: nothing of the reconciler, registered after this),
+// and the reconciler learns of them from the Dispatcher's Resumed channel (Runs.Resumed).
 //
 // leading says whether this replica leads (leaderClock.Leading with leader election): runners are
 // served from the moment it holds the Lease, before its controllers' caches are synced, so that a
 // run its predecessor left is adopted before the runner's fence kills it. leader says, when it
 // does not lead, where the leader is (leaderAddress.Leader), which its refusals name.
 func startRunProtocol(ctx context.Context, o options, kube kubernetes.Interface, mgr ctrl.Manager, state *statebackend.Server, drain *queue.Drain,
-	adopter *adopterRef, leading func() bool, leader func() string) (*runners.Dispatcher, error) {
+	leading func() bool, leader func() string) (*runners.Dispatcher, error) {
+	adopter, err := resourcecontroller.NewAdopter(mgr.GetAPIReader(), state, mgr.GetEventRecorder("conductor-tf"), o.podName)
+	if err != nil {
+		return nil, err
+	}
 	d, _, err := runners.Serve(ctx, runners.ServeOptions{
 		Kube: kube, Namespace: o.namespace, Hosts: runnerHosts(o),
 		Address: o.runProtocolAddr, StateAddress: o.runnerStateAddr, State: state,
 		Authorize: runners.PoolAuthorizer(mgr.GetClient(), o.namespace), HeartbeatTimeout: o.heartbeatTimeout, FenceGrace: o.fenceGrace,
 		CheckPool: runners.PoolChecker(mgr.GetClient()), StateURL: ownStateURL(o), Drain: drain, QueueTimeout: o.queueTimeout,
-		Adopt: adopter.adopt, OnAdopted: adopter.adopted, KeepErrored: state.KeepErrored,
+		Adopt: adopter.Vouch, KeepErrored: state.KeepErrored,
 		Leading: leading, Leader: leader,
 	})
 	return d, err
-}
-
-// adopterRef is the resource reconciler, once registered, for the run protocol's adoptions.
-type adopterRef struct {
-	r atomic.Pointer[resourcecontroller.Reconciler]
-}
-
-func (a *adopterRef) adopt(ctx context.Context, req runners.AdoptRequest) (*runners.Adoption, error) {
-	r := a.r.Load()
-	if r == nil {
-		return nil, errors.New("the manager is starting")
-	}
-	return r.AdoptRun(ctx, req)
-}
-
-func (a *adopterRef) adopted(key string) {
-	if r := a.r.Load(); r != nil {
-		r.RunAdopted(key)
-	}
 }
 
 // setupRunnerPools registers the InfraRunnerPool reconciler: runner pods reach this manager

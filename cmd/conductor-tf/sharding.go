@@ -55,12 +55,9 @@ func (m *manager) newShard() error {
 	m.shard = shard.New(shard.Options{
 		Kube: kube, Namespace: o.namespace, Pod: o.podName, Identity: m.leader.Identity(), Buckets: o.shardBuckets,
 		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
-		OnAcquired: func(buckets []int) {
-			if r := m.adopter.r.Load(); r != nil {
-				r.BucketsTaken(buckets)
-			}
-		},
-		OnLost: m.shardLost,
+		// The Coordinator runs from the manager's Start, after setupReconcilers set m.resources.
+		OnAcquired: func(buckets []int) { m.resources.BucketsTaken(buckets) },
+		OnLost:     m.shardLost,
 		OnTake: func(int) {
 			if m.stateServer != nil {
 				m.stateServer.RelistPending()

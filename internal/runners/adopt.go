@@ -20,13 +20,15 @@ import (
 // which the runner's state proxy puts in place of the run's own. The run then goes on under a lease
 // from this manager; its events wait (the run is frozen past answerWait) until the resource's
 // reconcile attaches to it (Attach) and records them, and its Result goes to that reconcile as a
-// run's own outcome. A run nobody attaches to within AdoptWait is cancelled.
+// run's own outcome. The controller learns of the run from Resumed, a channel: the dispatcher
+// calls nothing of it. A run nobody attaches to within AdoptWait is cancelled.
 
 // AdoptRequest names a run a runner resumed that this manager did not start.
 type AdoptRequest struct {
-	// RunID, Key and Op are the run's (RunSpec); Pool and Runner the runner's, as authorized.
+	// RunID and Key are the run's (RunSpec); Pool and Runner the runner's, as authorized.
 	RunID, Key, Pool, Runner string
-	Op                       runnerpb.Operation
+	// Operation is the run's: "apply", "destroy" or "drift-check" (as logs name it).
+	Operation string
 }
 
 // Adoption is what the manager grants a run it adopts: the state credentials it issued for the run
@@ -67,7 +69,7 @@ func (d *Dispatcher) adoptRun(ctx context.Context, stream runnerpb.Runs_RunServe
 		d.mu.Unlock()
 		d.running.Done()
 	}()
-	a, err := d.opts.Adopt(ctx, AdoptRequest{RunID: id, Key: key, Pool: r.GetPool(), Runner: r.GetRunner(), Op: r.GetOp()})
+	a, err := d.opts.Adopt(ctx, AdoptRequest{RunID: id, Key: key, Pool: r.GetPool(), Runner: r.GetRunner(), Operation: opName(r.GetOp())})
 	if err != nil {
 		return status.Errorf(codes.NotFound, "run %q is not adopted by this manager: %v", id, err)
 	}
@@ -84,14 +86,22 @@ func (d *Dispatcher) adoptRun(ctx context.Context, stream runnerpb.Runs_RunServe
 	d.live[id], d.adopted[id] = j, j
 	delete(d.adopting, id)
 	d.mu.Unlock()
-	if d.opts.OnAdopted != nil {
-		d.opts.OnAdopted(key)
+	select {
+	case d.resumed <- key:
+	default: // the controller has not read the keys before: its fence's requeue comes for this one
 	}
 	// Not stopped when the run ends: a run that ended with no caller attached is revoked then.
 	time.AfterFunc(d.opts.AdoptWait, func() { d.expireAdoption(j) })
 	d.carry(stream, j)
 	return nil
 }
+
+// Resumed delivers the key of each run adopted here (a run a runner resumed after this manager's
+// predecessor started it), so that the controller reconciles that key now and attaches to the run
+// (Attach), not when its requeue comes. It holds up to 256 keys nobody read; later ones are
+// dropped (the controller's runner fence requeues the resource anyway, see adopt.go). One channel
+// for the Dispatcher's life; never closed.
+func (d *Dispatcher) Resumed() <-chan string { return d.resumed }
 
 // adoptingWait bounds how long attach waits for an adoption under way (the Adopt call and the
 // credentials' send).

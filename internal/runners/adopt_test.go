@@ -55,7 +55,6 @@ func next(msgs <-chan *runnerpb.ManagerMessage, d time.Duration) *runnerpb.Manag
 func TestANewLeaderAdoptsARunItsPredecessorStarted(t *testing.T) {
 	var revoked atomic.Int32
 	asked := make(chan AdoptRequest, 4)
-	woken := make(chan string, 1)
 	d, conn := startDispatcher(t, DispatcherOptions{StateURL: "https://10.0.0.2:8444",
 		Adopt: func(_ context.Context, r AdoptRequest) (*Adoption, error) {
 			asked <- r
@@ -64,7 +63,6 @@ func TestANewLeaderAdoptsARunItsPredecessorStarted(t *testing.T) {
 			}
 			return &Adoption{Username: "run-new", Password: "secret", Revoke: func() { revoked.Add(1) }}, nil
 		},
-		OnAdopted: func(key string) { woken <- key },
 	})
 
 	refused, _ := openStream(t, conn, resumeOf("run-other", "res-a"))
@@ -78,11 +76,11 @@ func TestANewLeaderAdoptsARunItsPredecessorStarted(t *testing.T) {
 		t.Fatalf("first message after the resume: credentials %v; want the adoption's, and this manager's state server", c)
 	}
 	<-asked // the refused one
-	if got, want := <-asked, (AdoptRequest{RunID: "run-old", Key: "res-a", Pool: "p", Runner: "r1", Op: runnerpb.Operation_OPERATION_APPLY}); !reflect.DeepEqual(got, want) {
+	if got, want := <-asked, (AdoptRequest{RunID: "run-old", Key: "res-a", Pool: "p", Runner: "r1", Operation: "apply"}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Adopt asked %+v; want %+v", got, want)
 	}
-	if key := <-woken; key != "res-a" || !d.Adopted("res-a", "run-old") || !d.Busy("res-a") {
-		t.Fatalf("woken %q, adopted %v, busy %v", key, d.Adopted("res-a", "run-old"), d.Busy("res-a"))
+	if key := <-d.Resumed(); key != "res-a" || !d.Adopted("res-a", "run-old") || !d.Busy("res-a") {
+		t.Fatalf("resumed %q, adopted %v, busy %v", key, d.Adopted("res-a", "run-old"), d.Busy("res-a"))
 	}
 	msgs := pump(r)
 	r.send(&runnerpb.RunnerMessage{Message: &runnerpb.RunnerMessage_Heartbeat{Heartbeat: &runnerpb.Heartbeat{Seq: 3}}})

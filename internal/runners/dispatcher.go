@@ -84,9 +84,6 @@ type DispatcherOptions struct {
 	// issued for it, or refuses it with an error (the runner then kills the run). Nil refuses every
 	// such run. See adopt.go.
 	Adopt func(ctx context.Context, r AdoptRequest) (*Adoption, error)
-	// OnAdopted, when set, is told the key of each run adopted, so that its caller attaches to it
-	// (Attach) without waiting for its next reconcile.
-	OnAdopted func(key string)
 	// AdoptWait is how long an adopted run waits for a caller to attach to it before it is
 	// cancelled; twice HeartbeatTimeout plus FenceGrace when zero (a new leader's controllers may
 	// take a while to sync their caches and reconcile).
@@ -124,6 +121,7 @@ type Dispatcher struct {
 	live     map[string]*job                  // runs a runner took and that are not over, by run ID
 	adopted  map[string]*job                  // runs adopted from a predecessor that no caller attached to yet, by run ID
 	adopting map[string]bool                  // run IDs whose adoption is under way (Adopt asked, not waiting for a caller yet)
+	resumed  chan string                      // keys of runs adopted here, for the controller (Resumed)
 	grpc     *grpc.Server
 	addr     string
 	// running counts the runs queued or under way, for Wait.
@@ -157,7 +155,8 @@ func NewDispatcher(opts DispatcherOptions) *Dispatcher {
 		opts.AdoptWait = 2 * (opts.HeartbeatTimeout + opts.FenceGrace)
 	}
 	return &Dispatcher{opts: opts, queues: map[string]*poolLine{}, busy: map[string]int{}, errored: map[string]tfrunner.ErroredState{},
-		runners: map[string]map[string]int{}, live: map[string]*job{}, adopted: map[string]*job{}, adopting: map[string]bool{}}
+		runners: map[string]map[string]int{}, live: map[string]*job{}, adopted: map[string]*job{}, adopting: map[string]bool{},
+		resumed: make(chan string, 256)}
 }
 
 // Serve listens on addr ("host:port", port 0 picks one) with TLS and serves the run protocol until

@@ -64,6 +64,15 @@ func (r *Router) Attach(ctx context.Context, key, runID string, opts tfrunner.Ap
 	return out, true, errors.Join(err, r.keepErrored(ctx, key))
 }
 
+// Resumed delivers the keys of runs Remote adopted (Dispatcher.Resumed), to Attach to; nil (a
+// channel nothing is sent on) without Remote: in-process runs die with their manager.
+func (r *Router) Resumed() <-chan string {
+	if r.Remote == nil {
+		return nil
+	}
+	return r.Remote.Resumed()
+}
+
 // Destroy: see tfrunner.Pool.Destroy and Dispatcher.Destroy.
 func (r *Router) Destroy(ctx context.Context, key string, spec tfrunner.Spec) error {
 	if err := r.keepErrored(ctx, key); err != nil {

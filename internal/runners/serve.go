@@ -45,10 +45,9 @@ type ServeOptions struct {
 	StateURL     string
 	Drain        *queue.Drain
 	QueueTimeout time.Duration
-	// Adopt and OnAdopted are the Dispatcher's: runs a predecessor started that runners resume
+	// Adopt is the Dispatcher's: it vouches for runs a predecessor started that runners resume
 	// here (see adopt.go).
 	Adopt       func(ctx context.Context, r AdoptRequest) (*Adoption, error)
-	OnAdopted   func(key string)
 	KeepErrored func(ctx context.Context, runID string, state []byte) error
 }
 
@@ -67,7 +66,7 @@ func Serve(ctx context.Context, o ServeOptions) (*Dispatcher, string, error) {
 		Authenticator: &TokenReviewer{Kube: o.Kube}, Authorize: o.Authorize,
 		HeartbeatTimeout: o.HeartbeatTimeout, FenceGrace: o.FenceGrace, OnRunnerLost: o.OnRunnerLost, Leading: o.Leading, Leader: o.Leader,
 		CheckPool: o.CheckPool, StateURL: o.StateURL, Drain: o.Drain, QueueTimeout: o.QueueTimeout,
-		Adopt: o.Adopt, OnAdopted: o.OnAdopted, KeepErrored: o.KeepErrored,
+		Adopt: o.Adopt, KeepErrored: o.KeepErrored,
 	})
 	if err := d.Serve(ctx, o.Address, tlsConfig); err != nil {
 		return nil, "", err

@@ -25,7 +25,7 @@ import (
 const KillLatency = 2 * time.Second
 
 // adoptBudget bounds the adoption of a resumed run by a new leader: reading the resource from the
-// API server and issuing the run's state credentials (AdoptRun), under a slow API server.
+// API server and issuing the run's state credentials (resource.Adopter.Vouch), under a slow API server.
 const adoptBudget = 5 * time.Second
 
 // FrozenFor is how long past its lease a runner keeps a run frozen (SIGSTOP), waiting for the

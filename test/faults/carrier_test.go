@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
@@ -36,6 +37,7 @@ var errKilled = errors.New("signal: killed")
 // once approved, adopts an object the world already has instead of creating it again. kill ends
 // the runs of the keys it is given at once, as SIGKILL does: a create under way never completes.
 type carrier struct {
+	resourcecontroller.NoAdoption
 	name       string
 	w          *world
 	createTime func() time.Duration

@@ -58,7 +58,10 @@ var (
 // records, the state server's Secrets and Leases, the API server. Applies and drift checks are
 // counted: applies asked for, those that started (the controller let them past their slot) and
 // those whose state I/O the state server refused (a share handed over, a membership lapsed).
-type noTerraform struct{ applies, started, refused, checks atomic.Int64 }
+type noTerraform struct {
+	resourcecontroller.NoAdoption
+	applies, started, refused, checks atomic.Int64
+}
 
 // benchState is the state an apply of noTerraform writes: one random_pet, as module "one" has.
 const benchState = `{"version":4,"terraform_version":"1.12.6","serial":%d,"lineage":"bench-%s","outputs":{},` +

@@ -115,8 +115,6 @@ type Reconciler struct {
 	opts Options
 	// built are the collaborators (parts.go), made by New.
 	built *parts
-	// adoptions wakes the resources whose runs were adopted (RunAdopted).
-	adoptions chan event.GenericEvent
 	// shardEvents wakes the resources of buckets taken (BucketsTaken); nil without sharding.
 	shardEvents chan event.GenericEvent
 }
@@ -333,6 +331,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		opts.NeedLeaderElection = ptr.To(false)
 		b = b.WatchesRawSource(source.Channel(r.shardEvents, &handler.EnqueueRequestForObject{}))
 	}
+	if r.opts.Runs != nil {
+		// A run a runner resumed here and this manager adopted: its resource attaches to it now.
+		b = b.WatchesRawSource(resumedRuns(r.opts.Runs.Resumed()))
+	}
 	return b.
 		// Status writes do not wake the resource up again: a failed run is retried by the work
 		// queue's backoff, not by its own status patch.
@@ -352,8 +354,25 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.InfraClass{}, handler.EnqueueRequestsFromMapFunc(r.resourcesOfClass),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(opts).
-		// A run a runner resumed here and this manager adopted: its resource attaches to it now.
-		WatchesRawSource(source.Channel(r.adoptions, &handler.EnqueueRequestForObject{})).
 		Named("infraresource").
 		Complete(r)
+}
+
+// resumedRuns is the source of the keys Runs.Resumed delivers (nil: none): each is queued, so
+// that the resource reconciles now and attaches to its adopted run (attachRun). It reads until
+// the controller stops.
+func resumedRuns(keys <-chan string) source.Source {
+	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case key := <-keys:
+					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: key}})
+				}
+			}
+		}()
+		return nil
+	})
 }

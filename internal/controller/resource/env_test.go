@@ -85,6 +85,7 @@ func runTests(m *testing.M) int {
 // apply writes a state of one more serial into the Secret the spec's backend names, a destroy one
 // with no resources; it counts both.
 type stateRuns struct {
+	NoAdoption
 	mu       sync.Mutex
 	applies  map[string]int
 	destroys map[string]int

@@ -33,7 +33,7 @@ func New(o Options) (*Reconciler, error) {
 	if err := errors.Join(missing...); err != nil {
 		return nil, err
 	}
-	r := &Reconciler{Client: o.Client, opts: o, adoptions: make(chan event.GenericEvent, 64)}
+	r := &Reconciler{Client: o.Client, opts: o}
 	if o.Shard != nil {
 		r.shardEvents = make(chan event.GenericEvent, 1024)
 	}

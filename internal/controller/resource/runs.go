@@ -18,7 +18,10 @@ import (
 // Runs is the boundary between the resource controller and Terraform (runners.Router implements
 // it for the in-process pool and runner pools alike): a run in, its outcome out. Where a run
 // happens, its workspace, and a state it could not save (which the carrier hands to the state
-// server's pending state as soon as the run returns) stay behind it.
+// server's pending state as soon as the run returns) stay behind it. So do runs that outlive
+// their manager: a carrier that resumes one here says its key on Resumed, and the reconcile of
+// that key takes it over with Attach (adopt.go); a carrier whose runs die with the manager embeds
+// NoAdoption.
 type Runs interface {
 	// Apply brings key's infrastructure to spec (one apply -json, or plan, opts' gate, apply).
 	Apply(ctx context.Context, key string, spec tfrunner.Spec, opts tfrunner.ApplyOptions) (*tfrunner.ApplyResult, error)
@@ -26,7 +29,27 @@ type Runs interface {
 	Destroy(ctx context.Context, key string, spec tfrunner.Spec) error
 	// DriftCheck plans key's infrastructure read-only.
 	DriftCheck(ctx context.Context, key string, spec tfrunner.Spec) (*tfjson.StreamResult, error)
+	// Attach carries on, as its caller, the apply runID of key that another manager started and
+	// that was resumed and adopted here: opts.Events gets its events from now on and its outcome
+	// comes back as Apply's would. attached is false, and nothing is done, when no such run waits.
+	Attach(ctx context.Context, key, runID string, opts tfrunner.ApplyOptions) (out *tfrunner.ApplyResult, attached bool, err error)
+	// Resumed delivers the key of each run adopted here, for the reconcile that attaches to it;
+	// nil when runs are never adopted. The channel is never closed.
+	Resumed() <-chan string
 }
+
+// NoAdoption is the adoption half of Runs for a carrier whose runs end with their manager (as
+// crossplane-runtime's NopClient is a client that does nothing): no run is ever attached, and
+// Resumed delivers nothing. Embed it.
+type NoAdoption struct{}
+
+// Attach attaches to nothing: attached is false.
+func (NoAdoption) Attach(context.Context, string, string, tfrunner.ApplyOptions) (*tfrunner.ApplyResult, bool, error) {
+	return nil, false, nil
+}
+
+// Resumed is nil: a channel nothing is sent on.
+func (NoAdoption) Resumed() <-chan string { return nil }
 
 // RunIdentity names the runs of one controller deployment.
 type RunIdentity struct {

@@ -11,6 +11,7 @@ import (
 // recordingRuns is a Runs that runs nothing and counts what it was asked: the reconciler's
 // decisions are tested with it, never whether a run works (the lifecycle suite does that).
 type recordingRuns struct {
+	NoAdoption
 	mu       sync.Mutex
 	applies  int
 	destroys int
