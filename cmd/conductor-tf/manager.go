@@ -30,6 +30,7 @@ import (
 	classcontroller "github.com/conductor-tf/conductor-tf/internal/controller/class"
 	readypoolcontroller "github.com/conductor-tf/conductor-tf/internal/controller/readypool"
 	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
+	"github.com/conductor-tf/conductor-tf/internal/controller/resource/secrets"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/shard"
@@ -312,7 +313,7 @@ func (m *manager) serveRunnerPools(ctx context.Context) error {
 // the health probes.
 func (m *manager) setupReconcilers() error {
 	o, mgr := m.o, m.mgr
-	runCluster, err := resourcecontroller.RunClusterFor(m.cfg)
+	runCluster, err := secrets.RunClusterFor(m.cfg)
 	if err != nil {
 		return err
 	}

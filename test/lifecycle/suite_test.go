@@ -31,6 +31,7 @@ import (
 	classcontroller "github.com/conductor-tf/conductor-tf/internal/controller/class"
 	readypoolcontroller "github.com/conductor-tf/conductor-tf/internal/controller/readypool"
 	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
+	"github.com/conductor-tf/conductor-tf/internal/controller/resource/secrets"
 	runnerpoolcontroller "github.com/conductor-tf/conductor-tf/internal/controller/runnerpool"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/runners"
@@ -167,7 +168,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	// The rook-minio module's runs get the sample's ServiceAccount (kubernetesAccess), nothing else.
 	Expect(harness.ApplyFiles(ctx, k8s, "config/samples/rook_minio_rbac.yaml")).To(Succeed())
-	runCluster, err := resourcecontroller.RunClusterFor(env.Config)
+	runCluster, err := secrets.RunClusterFor(env.Config)
 	Expect(err).NotTo(HaveOccurred())
 	stateServer = statebackend.NewServer(kube, stateNamespace, statebackend.DefaultHistoryLimit)
 	// States and plans encrypted as a new install has them (--state-encryption-secret): every

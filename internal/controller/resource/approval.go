@@ -157,12 +157,12 @@ func (r *syncer) holdPlan(ctx context.Context, res *v1alpha1.InfraResource, h *t
 		pp.PolicyDigest, pp.Rule, pp.Message = digest, h.Rule, h.Message
 		return an
 	}
-	secret := planSecretName(res)
 	rendering, err := r.keeper.sealText(h.Rendering)
 	if err != nil {
 		return fmt.Errorf("encrypting the plan's rendering: %w", err)
 	}
-	if err := r.secrets.writeTextSecret(ctx, secret, res, "plan.txt", rendering); err != nil {
+	secret, err := r.secrets.WritePlan(ctx, res, rendering)
+	if err != nil {
 		return err
 	}
 	pending := &v1alpha1.PendingPlan{ID: p.ID, Reason: h.Reason, Rule: h.Rule, Message: h.Message, Summary: *summaryOf(p),

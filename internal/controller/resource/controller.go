@@ -34,6 +34,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
+	"github.com/conductor-tf/conductor-tf/internal/controller/resource/secrets"
 	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner/queue"
@@ -80,7 +81,7 @@ type Options struct {
 	// runs use Terraform's kubernetes backend on the same Secrets.
 	StateServer *statebackend.Server
 	// RunCluster is the API server runs granted kubernetesAccess talk to.
-	RunCluster RunCluster
+	RunCluster secrets.RunCluster
 	// Identity names this controller's runs (lock holder and pod).
 	Identity RunIdentity
 	// SyncInterval is how often an unchanged resource is planned again (DefaultSyncInterval when zero).

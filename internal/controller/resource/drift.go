@@ -58,7 +58,7 @@ func (r *syncer) checkForDrift(ctx context.Context, s *resourceScope) (bool, err
 		if result.RequeueAfter > r.secretCheckInterval {
 			result.RequeueAfter = r.secretCheckInterval
 		}
-		err = r.secrets.keepConnectionSecret(ctx, s)
+		err = r.secrets.KeepConnectionSecret(ctx, s.res, s.state)
 	}
 	s.result = result
 	return true, err
@@ -94,7 +94,7 @@ func (r *syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool
 	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
 	res.Status.LastRun.Summary = summaryOf(check.Plan)
 	res.Status.LastRun.PlanID = check.Plan.ID
-	r.secrets.recordRun(ctx, res, strings.Join(check.Log, "\n"))
+	r.secrets.RecordRun(ctx, res, strings.Join(check.Log, "\n"))
 	if !drifted {
 		markDrift(res, false, "the infrastructure matches the state and the spec")
 		return false, ctrl.Result{RequeueAfter: shared.Jitter(r.interval(res))}, nil

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/conductor-tf/conductor-tf/internal/controller/resource/secrets"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
@@ -28,20 +29,6 @@ type (
 		staleLockAfter time.Duration
 	}
 
-	// resourceSecrets reads a run's Secret inputs and credentials and writes the Secrets a
-	// resource shows people: the connection Secret, plans and run logs (outputs.go, approval.go,
-	// run_access.go, run_identity.go).
-	resourceSecrets struct {
-		api               client.Client
-		reader            client.Reader // Secrets are not cached: read from the API server
-		clientset         kubernetes.Interface
-		recorder          events.EventRecorder
-		config            statebackend.Config
-		runCluster        RunCluster
-		controllerAccount string
-		keepRunLogs       bool
-	}
-
 	// syncer decides, runs and records a resource's plan, apply and drift check (sync.go,
 	// failures.go, approval.go, drift.go, adopt.go).
 	syncer struct {
@@ -49,7 +36,7 @@ type (
 		recorder            events.EventRecorder
 		runs                Runs
 		keeper              *stateKeeper
-		secrets             *resourceSecrets
+		secrets             *secrets.Keeper
 		fence               *fence
 		identity            RunIdentity
 		syncInterval        time.Duration
@@ -64,7 +51,7 @@ type (
 		recorder events.EventRecorder
 		runs     Runs
 		keeper   *stateKeeper
-		secrets  *resourceSecrets
+		secrets  *secrets.Keeper
 		sync     *syncer
 	}
 )
@@ -112,7 +99,7 @@ func (f *fence) leaderWait(name string) time.Duration {
 // parts are the reconciler's collaborators.
 type parts struct {
 	keeper  *stateKeeper
-	secrets *resourceSecrets
+	secrets *secrets.Keeper
 	sync    *syncer
 	reclaim *reclaimer
 	fence   *fence
@@ -130,8 +117,9 @@ func (r *Reconciler) newParts() *parts {
 	if k.staleLockAfter <= 0 {
 		k.staleLockAfter = DefaultStaleLockAfter
 	}
-	sec := &resourceSecrets{api: r.Client, reader: r.opts.APIReader, clientset: r.opts.Kube, recorder: r.opts.Recorder, config: r.opts.State,
-		runCluster: r.opts.RunCluster, controllerAccount: r.opts.ControllerServiceAccount, keepRunLogs: r.opts.KeepRunLogs}
+	sec := secrets.New(secrets.Options{Client: r.Client, Reader: r.opts.APIReader, Kube: r.opts.Kube, Recorder: r.opts.Recorder,
+		Namespace: r.opts.State.Namespace, RunCluster: r.opts.RunCluster, ControllerAccount: r.opts.ControllerServiceAccount,
+		KeepRunLogs: r.opts.KeepRunLogs})
 	sy := &syncer{api: r.Client, recorder: r.opts.Recorder, runs: r.opts.Runs, keeper: k, secrets: sec, fence: f, identity: r.opts.Identity,
 		syncInterval: orDefault(r.opts.SyncInterval, DefaultSyncInterval), secretCheckInterval: orDefault(r.opts.SecretCheckInterval, DefaultSecretCheckInterval),
 		driftSlots: make(chan struct{}, max(1, r.opts.MaxConcurrentDriftChecks))}
@@ -150,10 +138,10 @@ func orDefault(d, def time.Duration) time.Duration {
 // parts are the collaborators New built.
 func (r *Reconciler) parts() *parts { return r.built }
 
-func (r *Reconciler) keeper() *stateKeeper      { return r.parts().keeper }
-func (r *Reconciler) secrets() *resourceSecrets { return r.parts().secrets }
-func (r *Reconciler) reclaimer() *reclaimer     { return r.parts().reclaim }
-func (r *Reconciler) syncer() *syncer           { return r.parts().sync }
+func (r *Reconciler) keeper() *stateKeeper     { return r.parts().keeper }
+func (r *Reconciler) secrets() *secrets.Keeper { return r.parts().secrets }
+func (r *Reconciler) reclaimer() *reclaimer    { return r.parts().reclaim }
+func (r *Reconciler) syncer() *syncer          { return r.parts().sync }
 
 // stateBackend is where runs keep state: the state server when there is one, else Terraform's
 // kubernetes backend on the same Secrets.

@@ -89,7 +89,7 @@ func (r *reclaimer) deleteRunRecords(ctx context.Context, s *resourceScope) (boo
 	if !s.reclaiming {
 		return false, nil
 	}
-	return false, r.secrets.deleteRunRecords(ctx, s.res)
+	return false, r.secrets.DeleteRunRecords(ctx, s.res)
 }
 
 // dropFinalizer removes the reclaim finalizer: the API server then deletes the object.
@@ -138,7 +138,7 @@ func (r *reclaimer) reclaim(ctx context.Context, s *resourceScope) (bool, error)
 		if err := s.state.Orphan(ctx, v1alpha1.LabelValue(res.Name)); err != nil {
 			return true, err
 		}
-		if err := r.secrets.reclaimPasswords(ctx, res); err != nil {
+		if err := r.secrets.ReclaimPasswords(ctx, res); err != nil {
 			return true, err
 		}
 		r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateOrphaned, "Reclaim",
@@ -160,22 +160,10 @@ func (r *reclaimer) reclaim(ctx context.Context, s *resourceScope) (bool, error)
 		return true, nil
 	}
 	// The infrastructure is gone and so is its state: its passwords go too.
-	if err := r.secrets.reclaimPasswords(ctx, res); err != nil {
+	if err := r.secrets.ReclaimPasswords(ctx, res); err != nil {
 		return true, err
 	}
 	return false, nil
-}
-
-// deleteRunRecords deletes the resource's plan and log Secrets (they are also owned by the
-// resource, so the garbage collector removes any a crash left behind).
-func (r *resourceSecrets) deleteRunRecords(ctx context.Context, res *v1alpha1.InfraResource) error {
-	for _, name := range []string{planSecretName(res), logSecretName(res)} {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.config.Namespace, Name: name}}
-		if err := r.api.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting Secret %s/%s: %w", r.config.Namespace, name, err)
-		}
-	}
-	return nil
 }
 
 // destroy runs terraform destroy (when there is state), records that it did (status.state.destroyed,
@@ -249,7 +237,7 @@ func (r *reclaimer) destroy(ctx context.Context, s *resourceScope) error {
 // run's; the outcome is recorded in status.lastRun.
 func (r *reclaimer) runDestroy(ctx context.Context, s *resourceScope, st statebackend.State) (statebackend.State, error) {
 	res := s.res
-	spec, err := r.secrets.runSpec(ctx, res)
+	spec, err := r.secrets.RunSpec(ctx, res)
 	if err != nil {
 		r.sync.setRunFailed(res, "destroy", v1alpha1.ReasonDestroyFailed, err.Error(), time.Now())
 		return st, err

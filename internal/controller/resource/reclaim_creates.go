@@ -29,7 +29,7 @@ func (r *reclaimer) resolveCreatesOnDelete(ctx context.Context, s *resourceScope
 	if len(res.Status.CreatesPending) == 0 || len(ids) == 0 || !resolves(res) || res.Annotations[v1alpha1.AnnotationAbandon] == "true" {
 		return false, nil
 	}
-	spec, err := r.secrets.runSpec(ctx, res)
+	spec, err := r.secrets.RunSpec(ctx, res)
 	if err != nil {
 		return false, nil // createsInDoubtOnDelete asks a person
 	}

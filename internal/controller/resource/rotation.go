@@ -85,10 +85,10 @@ func writeLen(h interface{ Write([]byte) (int, error) }, s string) {
 // to rotate (passwordInputs' due) count as a change too: the run makes them.
 func (r *syncer) secretInputsRotated(ctx context.Context, res *v1alpha1.InfraResource) (bool, error) {
 	spec := tfrunner.Spec{SensitiveVariables: map[string]string{}, Env: map[string]string{}}
-	if due, err := r.secrets.passwordInputs(ctx, res, &spec, false); err != nil || due {
+	if due, err := r.secrets.PasswordInputs(ctx, res, &spec, false); err != nil || due {
 		return due, err
 	}
-	if err := r.secrets.readSecretInputs(ctx, res, &spec); err != nil {
+	if err := r.secrets.SecretInputs(ctx, res, &spec); err != nil {
 		var ie *provision.InputError
 		if errors.As(err, &ie) {
 			return true, nil // a missing Secret or key: the run reports it

@@ -18,6 +18,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
+	"github.com/conductor-tf/conductor-tf/internal/controller/resource/secrets"
 	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
@@ -61,7 +62,7 @@ func (r *syncer) decideRun(ctx context.Context, s *resourceScope) (bool, error) 
 	if !everApplied(res) {
 		return true, nil
 	}
-	return true, r.secrets.keepConnectionSecret(ctx, s)
+	return true, r.secrets.KeepConnectionSecret(ctx, s.res, s.state)
 }
 
 // prepareRun runs what every run needs first — recover a dead run's lock, adopt orphaned state,
@@ -71,7 +72,7 @@ func (r *syncer) prepareRun(ctx context.Context, s *resourceScope) (bool, error)
 	if stop, err := r.beforeRun(ctx, s); stop || err != nil {
 		return true, err
 	}
-	spec, err := r.secrets.runSpec(ctx, s.res)
+	spec, err := r.secrets.RunSpec(ctx, s.res)
 	var ie *provision.InputError
 	if errors.As(err, &ie) {
 		r.setRunFailed(s.res, "render", ie.Reason, ie.Message, time.Now())
@@ -190,7 +191,7 @@ func (r *syncer) ranApply(ctx context.Context, s *resourceScope, out *tfrunner.A
 	if out != nil {
 		recordImports(res, out.Imports)
 		r.recordResolutions(res, out.Resolutions)
-		defer func() { r.secrets.recordRun(ctx, res, out.Log) }()
+		defer func() { r.secrets.RecordRun(ctx, res, out.Log) }()
 	}
 	if err != nil {
 		result, ferr := r.runFailed(ctx, s, err, done)
@@ -259,11 +260,11 @@ func runEvents(ctx context.Context, s *resourceScope) tfrunner.Events {
 // status (outputs, state, Synced and Ready, drift corrected); the next sync after the interval.
 func (r *syncer) applied(ctx context.Context, s *resourceScope, out *tfrunner.ApplyResult, done time.Time) error {
 	res := s.res
-	if err := r.secrets.writeConnectionSecret(ctx, res, withPasswords(res, out.Outputs, s.spec.EphemeralVariables)); err != nil {
+	if err := r.secrets.WriteConnectionSecret(ctx, res, secrets.WithPasswords(res, out.Outputs, s.spec.EphemeralVariables)); err != nil {
 		r.setRunFailed(res, "output", v1alpha1.ReasonApplyFailed, err.Error(), done)
 		return err
 	}
-	if err := r.secrets.passwordsApplied(ctx, res, s.spec.EphemeralVariables); err != nil {
+	if err := r.secrets.PasswordsApplied(ctx, res, s.spec.EphemeralVariables); err != nil {
 		return err
 	}
 	if err := r.consumeAnnotations(ctx, res, out.Applied); err != nil {

@@ -1,4 +1,4 @@
-package resource
+package secrets
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func RunClusterFor(cfg *rest.Config) (RunCluster, error) {
 // one a run must never get a token of: the controller's own (ControllerServiceAccount), or a runner
 // pool's (its spec.serviceAccountName, or conductor-tf-runner-<pool>), which serves the run
 // protocol. It returns "" for any other account, and the error of listing the pools.
-func (r *resourceSecrets) reservedAccount(ctx context.Context, name string) (string, error) {
+func (r *Keeper) reservedAccount(ctx context.Context, name string) (string, error) {
 	if name == r.controllerAccount {
 		return "the controller's own", nil
 	}
@@ -72,7 +72,7 @@ func (r *resourceSecrets) reservedAccount(ctx context.Context, name string) (str
 // none (spec.kubernetesAccess absent): a token of the named ServiceAccount for the API server's
 // default audience (requestToken), valid for expirationSeconds (DefaultTokenExpiration when
 // unset), in a kubeconfig for RunCluster. Errors as requestToken's.
-func (r *resourceSecrets) kubernetesAccess(ctx context.Context, res *v1alpha1.InfraResource) ([]byte, error) {
+func (r *Keeper) kubernetesAccess(ctx context.Context, res *v1alpha1.InfraResource) ([]byte, error) {
 	access := res.Spec.KubernetesAccess
 	if access == nil {
 		return nil, nil
@@ -90,12 +90,12 @@ func (r *resourceSecrets) kubernetesAccess(ctx context.Context, res *v1alpha1.In
 // names the spec field in messages. It returns an *provision.InputError ServiceAccountNotFound when the
 // account does not exist or the API server refuses the request, ServiceAccountForbidden when it
 // is the controller's or a runner pool's (reservedAccount), and the API error otherwise.
-func (r *resourceSecrets) requestToken(ctx context.Context, field, name, audience string, expiration *int64) (string, error) {
+func (r *Keeper) requestToken(ctx context.Context, field, name, audience string, expiration *int64) (string, error) {
 	seconds := DefaultTokenExpiration
 	if expiration != nil {
 		seconds = *expiration
 	}
-	ns := r.config.Namespace
+	ns := r.namespace
 	if whose, err := r.reservedAccount(ctx, name); err != nil {
 		return "", err
 	} else if whose != "" {

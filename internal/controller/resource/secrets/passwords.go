@@ -1,4 +1,4 @@
-package resource
+package secrets
 
 // Generated passwords (spec.generatedPasswords): the controller makes them, keeps them in a Secret
 // of its namespace, and hands them to runs only as ephemeral variables (tfrunner.Spec
@@ -36,7 +36,7 @@ const (
 	versionKeyPrefix          = "version."
 	annotationRotationHandled = "conductor.io/rotation-handled"
 	// previousKeyPrefix holds the password a rotation replaced while no apply has sent the new one
-	// (the infrastructure still has it): removed once one did (passwordsApplied).
+	// (the infrastructure still has it): removed once one did (PasswordsApplied).
 	previousKeyPrefix = "previous."
 )
 
@@ -79,18 +79,18 @@ func passwordLength(p v1alpha1.GeneratedPassword) int {
 
 // readPasswordSecret reads the resource's password Secret from the API server; nil when it does
 // not exist (or the resource has no state name yet).
-func (r *resourceSecrets) readPasswordSecret(ctx context.Context, res *v1alpha1.InfraResource) (*corev1.Secret, error) {
+func (r *Keeper) readPasswordSecret(ctx context.Context, res *v1alpha1.InfraResource) (*corev1.Secret, error) {
 	name := passwordSecretName(res)
 	if name == "" {
 		return nil, nil
 	}
 	s := &corev1.Secret{}
-	err := r.reader.Get(ctx, types.NamespacedName{Namespace: r.config.Namespace, Name: name}, s)
+	err := r.reader.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: name}, s)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading password Secret %s/%s: %w", r.config.Namespace, name, err)
+		return nil, fmt.Errorf("reading password Secret %s/%s: %w", r.namespace, name, err)
 	}
 	return s, nil
 }
@@ -115,7 +115,7 @@ func missingPasswords(res *v1alpha1.InfraResource, s *corev1.Secret) []string {
 	return out
 }
 
-// passwordInputs puts the resource's generated passwords into spec: each password as an
+// PasswordInputs puts the resource's generated passwords into spec: each password as an
 // ephemeral variable, each version into its version variable (one GET of the password Secret).
 // With ensure (a run's inputs) it first makes those missing, and all of them again when a
 // rotation is asked (an event says so), and writes the Secret. Without (a sync's rotation check,
@@ -123,7 +123,7 @@ func missingPasswords(res *v1alpha1.InfraResource, s *corev1.Secret) []string {
 // variable out, and due reports that passwords must be made (a password or the Secret is missing)
 // or made again (conductor.io/rotate-passwords differs from what the Secret records as handled),
 // which makes a run due.
-func (r *resourceSecrets) passwordInputs(ctx context.Context, res *v1alpha1.InfraResource, spec *tfrunner.Spec, ensure bool) (due bool, err error) {
+func (r *Keeper) PasswordInputs(ctx context.Context, res *v1alpha1.InfraResource, spec *tfrunner.Spec, ensure bool) (due bool, err error) {
 	if len(res.Spec.GeneratedPasswords) == 0 {
 		return false, nil
 	}
@@ -165,14 +165,14 @@ func (r *resourceSecrets) passwordInputs(ctx context.Context, res *v1alpha1.Infr
 // resourceVersion: a conflict is retried by the work queue). Each new password's version is the
 // Unix time in seconds, above the one it replaces. It returns the Secret as written, or s when
 // nothing was due.
-func (r *resourceSecrets) ensurePasswords(ctx context.Context, res *v1alpha1.InfraResource, s *corev1.Secret) (*corev1.Secret, error) {
+func (r *Keeper) ensurePasswords(ctx context.Context, res *v1alpha1.InfraResource, s *corev1.Secret) (*corev1.Secret, error) {
 	name := passwordSecretName(res)
 	if name == "" {
 		return nil, fmt.Errorf("generated passwords: the resource has no state Secret name yet")
 	}
 	create := s == nil
 	if create {
-		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.config.Namespace, Name: name,
+		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: name,
 			Labels: map[string]string{statebackend.LabelResource: v1alpha1.LabelValue(res.Name)}}, Type: corev1.SecretTypeOpaque}
 	}
 	rotate := !create && rotationAsked(res, s)
@@ -233,7 +233,7 @@ func (r *resourceSecrets) ensurePasswords(ctx context.Context, res *v1alpha1.Inf
 // of spec.generatedPasswords the one a rotation replaced while no apply has sent the new one, else
 // the current one; nil without a password Secret. What the connection Secret gets when it is
 // written from the state without a run.
-func (r *resourceSecrets) appliedPasswords(ctx context.Context, res *v1alpha1.InfraResource) (map[string]string, error) {
+func (r *Keeper) appliedPasswords(ctx context.Context, res *v1alpha1.InfraResource) (map[string]string, error) {
 	if len(res.Spec.GeneratedPasswords) == 0 {
 		return nil, nil
 	}
@@ -252,11 +252,11 @@ func (r *resourceSecrets) appliedPasswords(ctx context.Context, res *v1alpha1.In
 	return out, nil
 }
 
-// passwordsApplied records that an apply which sent the passwords sent (variable → password)
+// PasswordsApplied records that an apply which sent the passwords sent (variable → password)
 // succeeded: the copies a rotation kept of the passwords they replaced are removed, for the
 // variables whose current password is the one sent (one Update at the resourceVersion read; a
 // conflict is retried by the work queue). Nothing is written when nothing was kept.
-func (r *resourceSecrets) passwordsApplied(ctx context.Context, res *v1alpha1.InfraResource, sent map[string]string) error {
+func (r *Keeper) PasswordsApplied(ctx context.Context, res *v1alpha1.InfraResource, sent map[string]string) error {
 	if len(res.Spec.GeneratedPasswords) == 0 {
 		return nil
 	}
@@ -280,10 +280,10 @@ func (r *resourceSecrets) passwordsApplied(ctx context.Context, res *v1alpha1.In
 	return nil
 }
 
-// withPasswords is outs and, under each password's connection Secret key (replacing an output of
+// WithPasswords is outs and, under each password's connection Secret key (replacing an output of
 // that name), the passwords of passwords (variable → password) that spec.generatedPasswords
 // names: what the connection Secret holds.
-func withPasswords(res *v1alpha1.InfraResource, outs map[string]tfjson.Output, passwords map[string]string) map[string]tfjson.Output {
+func WithPasswords(res *v1alpha1.InfraResource, outs map[string]tfjson.Output, passwords map[string]string) map[string]tfjson.Output {
 	if len(res.Spec.GeneratedPasswords) == 0 {
 		return outs
 	}
@@ -299,15 +299,15 @@ func withPasswords(res *v1alpha1.InfraResource, outs map[string]tfjson.Output, p
 	return all
 }
 
-// reclaimPasswords carries out the reclaim policy on the password Secret once the state's is
+// ReclaimPasswords carries out the reclaim policy on the password Secret once the state's is
 // done: Delete deletes it, Retain labels it as the state (LabelOrphanedFrom set, LabelResource
 // removed) so that the infrastructure's password stays findable. A missing Secret is not an error.
-func (r *resourceSecrets) reclaimPasswords(ctx context.Context, res *v1alpha1.InfraResource) error {
+func (r *Keeper) ReclaimPasswords(ctx context.Context, res *v1alpha1.InfraResource) error {
 	name := passwordSecretName(res)
 	if len(res.Spec.GeneratedPasswords) == 0 || name == "" {
 		return nil
 	}
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.config.Namespace, Name: name}}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: name}}
 	var err error
 	if res.Spec.ReclaimPolicy == v1alpha1.ReclaimRetain {
 		patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q,%q:null}}}`,
@@ -317,7 +317,7 @@ func (r *resourceSecrets) reclaimPasswords(ctx context.Context, res *v1alpha1.In
 		err = r.api.Delete(ctx, s)
 	}
 	if client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("reclaiming password Secret %s/%s: %w", r.config.Namespace, name, err)
+		return fmt.Errorf("reclaiming password Secret %s/%s: %w", r.namespace, name, err)
 	}
 	return nil
 }

@@ -1,24 +1,24 @@
-package resource
+package secrets
 
 import (
 	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
-// Run records people read besides status: the plan and log Secrets, and the run history.
-
 // writeTextSecret writes text under key in the Secret name of the controller's namespace,
 // labelled with the resource: plans and run logs, for admins (Secrets, because a plan or a log
 // may show values that are not marked sensitive but are still private).
-func (r *resourceSecrets) writeTextSecret(ctx context.Context, name string, res *v1alpha1.InfraResource, key, text string) error {
+func (r *Keeper) writeTextSecret(ctx context.Context, name string, res *v1alpha1.InfraResource, key, text string) error {
 	s := &corev1.Secret{}
-	s.Namespace, s.Name = r.config.Namespace, name
+	s.Namespace, s.Name = r.namespace, name
 	_, err := controllerutil.CreateOrUpdate(ctx, r.api, s, func() error {
 		if s.Labels == nil {
 			s.Labels = map[string]string{}
@@ -30,14 +30,22 @@ func (r *resourceSecrets) writeTextSecret(ctx context.Context, name string, res 
 		return controllerutil.SetOwnerReference(res, s, r.api.Scheme())
 	})
 	if err != nil {
-		return fmt.Errorf("writing Secret %s/%s: %w", r.config.Namespace, name, err)
+		return fmt.Errorf("writing Secret %s/%s: %w", r.namespace, name, err)
 	}
 	return nil
 }
 
-// recordRun keeps the ended last run's log, when keepRunLog says so, in a Secret of the
+// WritePlan writes a held plan's rendering (text, already sealed when state is encrypted) to the
+// resource's plan Secret, key plan.txt, and returns the Secret's name (status.pendingPlan.secret).
+// Errors as writeTextSecret's.
+func (r *Keeper) WritePlan(ctx context.Context, res *v1alpha1.InfraResource, text string) (secret string, err error) {
+	secret = planSecretName(res)
+	return secret, r.writeTextSecret(ctx, secret, res, "plan.txt", text)
+}
+
+// RecordRun keeps the ended last run's log, when keepRunLog says so, in a Secret of the
 // controller's namespace (status.lastRun.logSecret).
-func (r *resourceSecrets) recordRun(ctx context.Context, res *v1alpha1.InfraResource, log string) {
+func (r *Keeper) RecordRun(ctx context.Context, res *v1alpha1.InfraResource, log string) {
 	last := res.Status.LastRun
 	if last == nil || log == "" || !keepRunLog(res, r.keepRunLogs) {
 		return
@@ -46,32 +54,6 @@ func (r *resourceSecrets) recordRun(ctx context.Context, res *v1alpha1.InfraReso
 	if err := r.writeTextSecret(ctx, name, res, "log", log); err == nil {
 		last.LogSecret = name
 	}
-}
-
-// beginRun makes run status.lastRun and moves the run it replaces to the head of status.runs
-// (newest first, at most maxRunHistory-1 there, so lastRun and runs hold maxRunHistory runs; a
-// run is kept once by its id, which also drops the copy of lastRun an earlier controller kept in
-// runs[0]). undo puts both fields back as they were: a drift check that failed records nothing.
-func beginRun(st *v1alpha1.InfraResourceStatus, run *v1alpha1.RunStatus) (undo func()) {
-	prevLast, prevRuns := st.LastRun, st.Runs
-	undo = func() { st.LastRun, st.Runs = prevLast, prevRuns }
-	st.LastRun = run
-	if prevLast == nil {
-		return undo
-	}
-	runs := make([]v1alpha1.RunStatus, 0, maxRunHistory-1)
-	runs = append(runs, *prevLast.DeepCopy())
-	for _, old := range prevRuns {
-		if len(runs) == maxRunHistory-1 {
-			break
-		}
-		if old.ID != "" && (old.ID == prevLast.ID || old.ID == run.ID) {
-			continue
-		}
-		runs = append(runs, old)
-	}
-	st.Runs = runs
-	return undo
 }
 
 // keepRunLog reports whether the last run's log is worth a Secret (two API requests and the log's
@@ -101,5 +83,14 @@ func logSecretName(res *v1alpha1.InfraResource) string {
 	return "tflog-" + statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
 }
 
-// maxRunHistory is how many runs status.lastRun and status.runs keep together.
-const maxRunHistory = 5
+// DeleteRunRecords deletes the resource's plan and log Secrets (they are also owned by the
+// resource, so the garbage collector removes any a crash left behind).
+func (r *Keeper) DeleteRunRecords(ctx context.Context, res *v1alpha1.InfraResource) error {
+	for _, name := range []string{planSecretName(res), logSecretName(res)} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: name}}
+		if err := r.api.Delete(ctx, s); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting Secret %s/%s: %w", r.namespace, name, err)
+		}
+	}
+	return nil
+}

@@ -1,4 +1,4 @@
-package resource
+package secrets
 
 import (
 	"context"
@@ -37,7 +37,7 @@ func WorkloadIdentityAudience(wi *v1alpha1.WorkloadIdentity) string {
 // workloadIdentity returns the cloud identity a run of res is granted, or nil when the resource
 // grants none (spec.workloadIdentity absent): a token of the named ServiceAccount for the cloud's
 // audience (requestToken) and the cloud's variables (identityFor). Errors as requestToken's.
-func (r *resourceSecrets) workloadIdentity(ctx context.Context, res *v1alpha1.InfraResource) (*tfrunner.Identity, error) {
+func (r *Keeper) workloadIdentity(ctx context.Context, res *v1alpha1.InfraResource) (*tfrunner.Identity, error) {
 	wi := res.Spec.WorkloadIdentity
 	if wi == nil {
 		return nil, nil

@@ -1,7 +1,7 @@
-package resource
+package secrets
 
 // A run's inputs: the module, the rendered variables, and the Secret inputs read now (never
-// stored); the Kubernetes credentials and cloud identity are in run_access.go and run_identity.go.
+// stored); the Kubernetes credentials and cloud identity are in access.go and identity.go.
 
 import (
 	"context"
@@ -34,11 +34,11 @@ func className(res *v1alpha1.InfraResource) string {
 	return res.Spec.ClassRef.Name
 }
 
-// runSpec assembles what a run needs: the module, the backend, the rendered variables, the
+// RunSpec assembles what a run needs: the module, the backend, the rendered variables, the
 // Secret inputs read now (never stored), the generated passwords (made when due, passwords.go), and the Kubernetes credentials and cloud identity the
 // resource grants its runs (kubernetesAccess, workloadIdentity), requested now. It returns an *provision.InputError when a Secret or key is
 // missing or the ServiceAccount gets no token.
-func (r *resourceSecrets) runSpec(ctx context.Context, res *v1alpha1.InfraResource) (tfrunner.Spec, error) {
+func (r *Keeper) RunSpec(ctx context.Context, res *v1alpha1.InfraResource) (tfrunner.Spec, error) {
 	spec := tfrunner.Spec{
 		Tenant:             tenant(res),
 		Class:              className(res),
@@ -52,14 +52,14 @@ func (r *resourceSecrets) runSpec(ctx context.Context, res *v1alpha1.InfraResour
 	for name, v := range res.Spec.Variables {
 		spec.Variables[name] = json.RawMessage(v.Raw)
 	}
-	err := r.readSecretInputs(ctx, res, &spec)
+	err := r.SecretInputs(ctx, res, &spec)
 	if err != nil {
 		return spec, err
 	}
-	if _, err := r.passwordInputs(ctx, res, &spec, true); err != nil {
+	if _, err := r.PasswordInputs(ctx, res, &spec, true); err != nil {
 		return spec, err
 	}
-	if spec.SourceCredentials, err = provision.ReadModuleCredentials(ctx, r.reader, r.config.Namespace, res.Spec.ModuleCredentials); err != nil {
+	if spec.SourceCredentials, err = provision.ReadModuleCredentials(ctx, r.reader, r.namespace, res.Spec.ModuleCredentials); err != nil {
 		return spec, err
 	}
 	if spec.Kubeconfig, err = r.kubernetesAccess(ctx, res); err != nil {
@@ -69,9 +69,9 @@ func (r *resourceSecrets) runSpec(ctx context.Context, res *v1alpha1.InfraResour
 	return spec, err
 }
 
-// readSecretInputs reads the resource's variablesFrom into spec.SensitiveVariables and its env into
+// SecretInputs reads the resource's variablesFrom into spec.SensitiveVariables and its env into
 // spec.Env, now, from the API server; an *provision.InputError when a Secret or key is missing.
-func (r *resourceSecrets) readSecretInputs(ctx context.Context, res *v1alpha1.InfraResource, spec *tfrunner.Spec) error {
+func (r *Keeper) SecretInputs(ctx context.Context, res *v1alpha1.InfraResource, spec *tfrunner.Spec) error {
 	for _, in := range res.Spec.VariablesFrom {
 		v, err := r.secretValue(ctx, in)
 		if err != nil {
@@ -89,7 +89,7 @@ func (r *resourceSecrets) readSecretInputs(ctx context.Context, res *v1alpha1.In
 	return nil
 }
 
-func (r *resourceSecrets) secretValue(ctx context.Context, in v1alpha1.SecretInput) (string, error) {
+func (r *Keeper) secretValue(ctx context.Context, in v1alpha1.SecretInput) (string, error) {
 	ref := in.SecretKeyRef
 	s := &corev1.Secret{}
 	if err := r.reader.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, s); err != nil {

@@ -1,8 +1,9 @@
-package resource
+package secrets
 
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -41,14 +42,14 @@ func TestGeneratedPasswords(t *testing.T) {
 	_ = v1alpha1.AddToScheme(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).Build()
 	rec := events.NewFakeRecorder(10)
-	r := &resourceSecrets{api: c, reader: c, recorder: rec, config: statebackend.Config{Namespace: "conductor-system"}}
+	r := New(Options{Client: c, Reader: c, Recorder: rec, Namespace: "conductor-system"})
 
 	spec := tfrunner.Spec{}
-	if due, err := r.passwordInputs(ctx, res, &spec, false); err != nil || !due || len(spec.EphemeralVariables) != 0 {
+	if due, err := r.PasswordInputs(ctx, res, &spec, false); err != nil || !due || len(spec.EphemeralVariables) != 0 {
 		t.Fatalf("before any run, a read-only look: due %v, %v, %v; want due, nothing made", due, spec.EphemeralVariables, err)
 	}
 	first := tfrunner.Spec{}
-	if _, err := r.passwordInputs(ctx, res, &first, true); err != nil {
+	if _, err := r.PasswordInputs(ctx, res, &first, true); err != nil {
 		t.Fatal(err)
 	}
 	master, replica := first.EphemeralVariables["master_password"], first.EphemeralVariables["replica_password"]
@@ -71,22 +72,22 @@ func TestGeneratedPasswords(t *testing.T) {
 	}
 
 	again := tfrunner.Spec{}
-	if _, err := r.passwordInputs(ctx, res, &again, true); err != nil || again.EphemeralVariables["master_password"] != master || again.Variables["master_password_version"] != version {
+	if _, err := r.PasswordInputs(ctx, res, &again, true); err != nil || again.EphemeralVariables["master_password"] != master || again.Variables["master_password_version"] != version {
 		t.Fatalf("a second run made new passwords: %v, %v", again.EphemeralVariables, err)
 	}
-	if due, _ := r.passwordInputs(ctx, res, &tfrunner.Spec{}, false); due {
+	if due, _ := r.PasswordInputs(ctx, res, &tfrunner.Spec{}, false); due {
 		t.Fatal("kept passwords are due")
 	}
-	if h1, h2 := inputsHash(res, first), inputsHash(res, again); h1 != h2 || h1 == "" {
-		t.Fatalf("inputs hashes %q, %q", h1, h2)
+	if !reflect.DeepEqual(first, again) {
+		t.Fatalf("kept passwords give other inputs: %+v, then %+v", first, again)
 	}
 
 	res.Annotations = map[string]string{v1alpha1.AnnotationRotatePasswords: "2026-11-29T16:00:00Z"}
-	if due, _ := r.passwordInputs(ctx, res, &tfrunner.Spec{}, false); !due {
+	if due, _ := r.PasswordInputs(ctx, res, &tfrunner.Spec{}, false); !due {
 		t.Fatal("a rotation asked is not due")
 	}
 	rotated := tfrunner.Spec{}
-	if _, err := r.passwordInputs(ctx, res, &rotated, true); err != nil {
+	if _, err := r.PasswordInputs(ctx, res, &rotated, true); err != nil {
 		t.Fatal(err)
 	}
 	if rotated.EphemeralVariables["master_password"] == master || rotated.EphemeralVariables["replica_password"] == replica {
@@ -95,42 +96,39 @@ func TestGeneratedPasswords(t *testing.T) {
 	if v := rotated.Variables["master_password_version"].(int64); v <= version {
 		t.Fatalf("rotated version %d, not above %d", v, version)
 	}
-	if inputsHash(res, rotated) == inputsHash(res, first) {
-		t.Fatal("a rotation leaves the inputs hash as it was: no apply would follow")
-	}
 	if e := <-rec.Events; !strings.Contains(e, v1alpha1.ReasonPasswordsRotated) {
 		t.Fatalf("event %q", e)
 	}
 	same := tfrunner.Spec{}
-	if _, err := r.passwordInputs(ctx, res, &same, true); err != nil || same.EphemeralVariables["master_password"] != rotated.EphemeralVariables["master_password"] {
+	if _, err := r.PasswordInputs(ctx, res, &same, true); err != nil || same.EphemeralVariables["master_password"] != rotated.EphemeralVariables["master_password"] {
 		t.Fatal("the same rotation value rotated twice")
 	}
 
 	outs := map[string]tfjson.Output{"endpoint": {Value: json.RawMessage(`"db.example"`)}, "password": {Value: json.RawMessage(`"from-output"`), Sensitive: true}}
-	data := connectionData(withPasswords(res, outs, same.EphemeralVariables))
+	data := connectionData(WithPasswords(res, outs, same.EphemeralVariables))
 	if string(data["password"]) != same.EphemeralVariables["master_password"] || string(data["replica_password"]) != same.EphemeralVariables["replica_password"] || string(data["endpoint"]) != "db.example" {
 		t.Fatalf("connection data %v", data)
 	}
 	if string(outs["password"].Value) != `"from-output"` {
-		t.Fatal("withPasswords changed the outputs it was given")
+		t.Fatal("WithPasswords changed the outputs it was given")
 	}
 
 	retained := res.DeepCopy()
 	retained.Spec.ReclaimPolicy = v1alpha1.ReclaimRetain
-	if err := r.reclaimPasswords(ctx, retained); err != nil {
+	if err := r.ReclaimPasswords(ctx, retained); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: "conductor-system", Name: secret.Name}, secret); err != nil ||
 		secret.Labels[statebackend.LabelOrphanedFrom] != "db-1" || secret.Labels[statebackend.LabelResource] != "" {
 		t.Fatalf("Retain: %v, labels %v", err, secret.Labels)
 	}
-	if err := r.reclaimPasswords(ctx, res); err != nil {
+	if err := r.ReclaimPasswords(ctx, res); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: "conductor-system", Name: secret.Name}, secret); err == nil {
 		t.Fatal("Delete kept the password Secret")
 	}
-	if err := r.reclaimPasswords(ctx, res); err != nil {
+	if err := r.ReclaimPasswords(ctx, res); err != nil {
 		t.Fatalf("reclaiming a missing password Secret: %v", err)
 	}
 }

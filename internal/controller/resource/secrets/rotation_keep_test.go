@@ -1,4 +1,4 @@
-package resource
+package secrets
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
-func rotationFixture(t *testing.T) (*resourceSecrets, *v1alpha1.InfraResource, func() *corev1.Secret) {
+func rotationFixture(t *testing.T) (*Keeper, *v1alpha1.InfraResource, func() *corev1.Secret) {
 	res := &v1alpha1.InfraResource{
 		ObjectMeta: metav1.ObjectMeta{Name: "db-1"},
 		Spec:       v1alpha1.InfraResourceSpec{RunInputs: v1alpha1.RunInputs{GeneratedPasswords: []v1alpha1.GeneratedPassword{{Variable: "master_password"}}}},
@@ -27,7 +27,7 @@ func rotationFixture(t *testing.T) (*resourceSecrets, *v1alpha1.InfraResource, f
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1alpha1.AddToScheme(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).Build()
-	r := &resourceSecrets{api: c, reader: c, recorder: events.NewFakeRecorder(10), config: statebackend.Config{Namespace: "conductor-system"}}
+	r := New(Options{Client: c, Reader: c, Recorder: events.NewFakeRecorder(10), Namespace: "conductor-system"})
 	secret := func() *corev1.Secret {
 		s := &corev1.Secret{}
 		if err := c.Get(context.Background(), types.NamespacedName{Namespace: "conductor-system", Name: passwordSecretName(res)}, s); err != nil {
@@ -38,9 +38,9 @@ func rotationFixture(t *testing.T) (*resourceSecrets, *v1alpha1.InfraResource, f
 	return r, res, secret
 }
 
-func makePasswords(t *testing.T, r *resourceSecrets, res *v1alpha1.InfraResource) string {
+func makePasswords(t *testing.T, r *Keeper, res *v1alpha1.InfraResource) string {
 	spec := tfrunner.Spec{}
-	if _, err := r.passwordInputs(context.Background(), res, &spec, true); err != nil {
+	if _, err := r.PasswordInputs(context.Background(), res, &spec, true); err != nil {
 		t.Fatal(err)
 	}
 	return spec.EphemeralVariables["master_password"]
@@ -85,13 +85,13 @@ func TestRotatedPasswordUsedOnceApplied(t *testing.T) {
 	if got, _ := r.appliedPasswords(ctx, res); got["master_password"] != p0 {
 		t.Fatalf("after a second rotation not applied: %v; want the first password still", got)
 	}
-	if err := r.passwordsApplied(ctx, res, map[string]string{"master_password": p1}); err != nil {
+	if err := r.PasswordsApplied(ctx, res, map[string]string{"master_password": p1}); err != nil {
 		t.Fatal(err)
 	}
 	if string(secret().Data[previousKeyPrefix+"master_password"]) != p0 {
 		t.Fatal("an apply that sent a password already replaced removed the copy of the applied one")
 	}
-	if err := r.passwordsApplied(ctx, res, map[string]string{"master_password": p2}); err != nil {
+	if err := r.PasswordsApplied(ctx, res, map[string]string{"master_password": p2}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := secret().Data[previousKeyPrefix+"master_password"]; ok {
