@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
+	"github.com/conductor-tf/conductor-tf/internal/controller/resource/state"
 	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
@@ -72,7 +73,7 @@ func managerFlags(fs *flag.FlagSet, o *options, m machine) {
 	fs.BoolVar(&o.keepRunLogs, "keep-run-logs", false, "Keep every run's log in its Secret (tflog-…); by default only failed runs, plans waiting for approval and drift found keep one, and a successful run's summary stays in status.")
 	fs.DurationVar(&o.secretCheck, "secret-check-interval", resourcecontroller.DefaultSecretCheckInterval, "How often an applied resource's Secret inputs (variablesFrom, env) are read to notice a rotation, which applies it once.")
 	fs.IntVar(&o.driftChecks, "max-concurrent-drift-checks", 1, "Drift checks that run at once: the share of the runner pool drift checks may take.")
-	fs.DurationVar(&o.staleLockAfter, "stale-lock-after", resourcecontroller.DefaultStaleLockAfter, "How long a state lock held by anyone but a live run of this controller is held before status reports it as stale (kubectl conductor unlock releases only such locks).")
+	fs.DurationVar(&o.staleLockAfter, "stale-lock-after", state.DefaultStaleLockAfter, "How long a state lock held by anyone but a live run of this controller is held before status reports it as stale (kubectl conductor unlock releases only such locks).")
 	fs.IntVar(&o.stateHistory, "state-history", statebackend.DefaultHistoryLimit, "Earlier versions of each state kept beside it, for restore.")
 	fs.StringVar(&o.stateKeySecret, "state-encryption-secret", "", "Secret in --namespace holding the passphrase of OpenTofu's state and plan encryption (keys \"passphrase\" and, during a rotation, \"previous-passphrase\"), created with a random passphrase when it does not exist; read again every 30s. Empty: states and plans are not encrypted. Terraform runs ignore it (Terraform has no state encryption).")
 	fs.StringVar(&o.stateServerAddr, "state-server-address", "127.0.0.1:0", "Loopback address the state server (Terraform's http backend, for the controller's own runs) listens on; port 0 picks one.")

@@ -63,8 +63,8 @@ func (r *syncer) attachRun(ctx context.Context, s *resourceScope) (bool, error) 
 		return stop, rerr
 	}
 	s.runStart = time.Time{}
-	if k := r.keeper; !k.runLive(last.ID) && k.runnerFenced(s.res.Name) {
-		wait := r.fence.runnerWait(s.res.Name)
+	if k := r.keeper; !k.Live(last.ID) && k.RunnerFenced(s.res.Name) {
+		wait := r.fence.RunnerWait(s.res.Name)
 		ctrl.LoggerFrom(ctx).Info("the last run, started by the previous leader on a runner pool, may still be resumed here: no run starts until then",
 			"run", last.ID, "wait", wait.Round(time.Second).String())
 		s.result = ctrl.Result{RequeueAfter: wait}

@@ -100,7 +100,7 @@ func TestAReconcileWaitsForThenAttachesToAnAdoptedRun(t *testing.T) {
 func TestAfterTheFenceARunNotAdoptedIsNotWaitedFor(t *testing.T) {
 	ctx := context.Background()
 	r, runs, req := runningOnPool(t)
-	r.parts().fence.runner = 0
+	r.parts().fence.EndForTesting(true, false)
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/resource/state"
 	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
@@ -59,10 +60,10 @@ func (a *Adopter) Vouch(ctx context.Context, req runners.AdoptRequest) (*runners
 		return nil, fmt.Errorf("resource %s runs on pool %q, not %q", req.Key, res.Spec.RunnerPool, req.Pool)
 	case last == nil || last.ID != req.RunID || !adoptable(last):
 		return nil, fmt.Errorf("run %s is not the last run of %s recorded Running", req.RunID, req.Key)
-	case res.Status.State == nil || suffix(res) == "":
+	case res.Status.State == nil || state.Suffix(res) == "":
 		return nil, fmt.Errorf("resource %s has no state name", req.Key)
 	}
-	creds, revoke, lockID, err := a.state.IssueAdoptedRun(ctx, req.RunID, suffix(res), stateLabels(res))
+	creds, revoke, lockID, err := a.state.IssueAdoptedRun(ctx, req.RunID, state.Suffix(res), state.Labels(res))
 	if err != nil {
 		return nil, err
 	}

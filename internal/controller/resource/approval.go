@@ -157,7 +157,7 @@ func (r *syncer) holdPlan(ctx context.Context, res *v1alpha1.InfraResource, h *t
 		pp.PolicyDigest, pp.Rule, pp.Message = digest, h.Rule, h.Message
 		return an
 	}
-	rendering, err := r.keeper.sealText(h.Rendering)
+	rendering, err := r.keeper.Seal(h.Rendering)
 	if err != nil {
 		return fmt.Errorf("encrypting the plan's rendering: %w", err)
 	}

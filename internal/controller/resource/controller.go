@@ -35,6 +35,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
 	"github.com/conductor-tf/conductor-tf/internal/controller/resource/secrets"
+	"github.com/conductor-tf/conductor-tf/internal/controller/resource/state"
 	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner/queue"
@@ -95,7 +96,7 @@ type Options struct {
 	// take at most that share of the runner pool.
 	MaxConcurrentDriftChecks int
 	// StaleLockAfter is how long a lock held by anyone but a live run of this deployment is held
-	// before status reports it as stale (DefaultStaleLockAfter when zero).
+	// before status reports it as stale (state.DefaultStaleLockAfter when zero).
 	StaleLockAfter time.Duration
 	// Shard, when set, is this replica's share of the resources (sharding): a resource is
 	// reconciled only while its bucket is held here (Shard.Enter), its fences count from when this
@@ -146,7 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	defer leave()
 	ctx, unwatch := untilLost(ctx, lost)
 	defer unwatch()
-	r.parts().fence.leadingSince()
+	r.parts().fence.LeadingSince()
 	s, err := r.openScope(ctx, req.NamespacedName)
 	if s == nil || err != nil {
 		return ctrl.Result{}, err
@@ -200,10 +201,10 @@ func (r *Reconciler) nameState(ctx context.Context, s *resourceScope) (bool, err
 	if r.opts.Runs == nil {
 		return false, nil
 	}
-	if _, err := r.keeper().chooseStateName(ctx, s.res); err != nil {
+	if _, err := r.keeper().ChooseName(ctx, s.res); err != nil {
 		return true, err
 	}
-	s.state = r.keeper().stateHandle(s.res)
+	s.state = r.keeper().Handle(s.res)
 	return false, nil
 }
 
@@ -314,11 +315,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.opts.Runs != nil {
 		// State names answered from the cache, not an API request each (nil: the API server).
-		names, err := newStateNames(mgr, r.opts.State.Namespace)
+		names, err := state.NewNames(mgr, r.opts.State.Namespace)
 		if err != nil {
 			return err
 		}
-		r.built.keeper.names = names
+		r.built.keeper.UseNames(names)
 	}
 	opts := controller.Options{
 		MaxConcurrentReconciles: workers,

@@ -76,7 +76,7 @@ func (r *syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool
 	now := time.Now()
 	undoRun := beginRun(&res.Status, r.identity.newRun(res, "drift", now))
 	prevRequest := handleReconcileRequest(res)
-	revoke := r.keeper.useBackend(s, &spec)
+	revoke := r.keeper.UseBackend(s.res, &spec)
 	check, err := r.runs.DriftCheck(ctx, res.Name, spec)
 	revoke()
 	done := time.Now()

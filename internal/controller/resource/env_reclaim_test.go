@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/resource/state"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/test/harness/apiserver"
 )
@@ -51,7 +52,7 @@ func TestEnvADeletedResourceWaitsForItsClaimThenIsDestroyedOnce(t *testing.T) {
 	startController(t, runs)
 	ctx := context.Background()
 	claim, res := boundResource(t, runs, "env-in-use", v1alpha1.ReclaimDelete)
-	sfx := suffix(res)
+	sfx := state.Suffix(res)
 
 	if err := envClient.Delete(ctx, res); err != nil {
 		t.Fatal(err)
@@ -102,7 +103,7 @@ func TestEnvAReleasedResourceIsKeptOrReclaimedByItsPolicy(t *testing.T) {
 	if _, destroys := runs.counts(retained.Name); destroys != 0 {
 		t.Errorf("Retain: %d destroys; want none", destroys)
 	}
-	if _, found, err := statebackend.NewStore(envKube, envStateNamespace).For(suffix(retained)).Status(ctx); err != nil || !found {
+	if _, found, err := statebackend.NewStore(envKube, envStateNamespace).For(state.Suffix(retained)).Status(ctx); err != nil || !found {
 		t.Errorf("Retain: the state Secret found %v, %v; want it kept", found, err)
 	}
 	// The retained resource is deleted by a person at last: Retain orphans the state, destroys nothing.

@@ -45,7 +45,7 @@ func (r *syncer) runFailed(ctx context.Context, s *resourceScope, err error, at 
 	o := classifyRun(s.res.Status.LastRun.Operation, err, at)
 	if o.kind == outcomeLocked {
 		metrics.LockConflict()
-		r.keeper.lockHeld(ctx, s)
+		r.keeper.LockHeld(ctx, s.res, s.state)
 	}
 	r.recordFailure(s.res, o)
 	if o.reason == v1alpha1.ReasonWaitingForRunner {

@@ -1,13 +1,7 @@
 package resource
 
 import (
-	"context"
-	"fmt"
-
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
@@ -52,44 +46,4 @@ func recordImports(res *v1alpha1.InfraResource, imports []tfrunner.ImportResult)
 		}
 		res.Status.LastRun.Summary.Import = imported
 	}
-}
-
-// adoptState makes the orphaned state Secret named in spec.adoptState this resource's state, once,
-// before its first plan (see statebackend.Adopt).
-//
-// A resource that does not ask to adopt never silently takes over state that a deleted Retain
-// resource of the same name orphaned: it is refused until spec.adoptState names that Secret.
-func (r *stateKeeper) adoptState(ctx context.Context, s *resourceScope) error {
-	res := s.res
-	from := res.Spec.AdoptState
-	if res.Status.State != nil && res.Status.State.AdoptedFrom == from && from != "" {
-		return nil
-	}
-	if from == "" {
-		if everApplied(res) {
-			return nil
-		}
-		// An orphaned state under the resource's own name (chooseStateName then gave it another)
-		// is likely the infrastructure this resource means: creating it again would duplicate it.
-		own := statebackend.SuffixFor(res.Name)
-		if s.state.Suffix() == own {
-			return nil // chooseStateName found nothing under its own name: that state is its own
-		}
-		orphanedFrom, err := r.states().For(own).OrphanedFrom(ctx)
-		if err != nil || orphanedFrom == "" {
-			return err
-		}
-		name := statebackend.SecretName(statebackend.DefaultWorkspace, own)
-		return &statebackend.AdoptError{Message: fmt.Sprintf(
-			"state Secret %s was orphaned by the deleted resource %s; set spec.adoptState: %s to adopt it, or delete it", name, orphanedFrom, name)}
-	}
-	if err := s.state.Adopt(ctx, from, v1alpha1.LabelValue(res.Name)); err != nil {
-		return err
-	}
-	if res.Status.State == nil {
-		res.Status.State = &v1alpha1.StateStatus{}
-	}
-	res.Status.State.AdoptedFrom = from
-	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateAdopted, "Adopt", "adopted orphaned state %s", from)
-	return nil
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // New validates o and builds the Reconciler with every collaborator (parts.go) made now, once,
-// defaults applied (DefaultSyncInterval, DefaultSecretCheckInterval, DefaultStaleLockAfter, one
+// defaults applied (DefaultSyncInterval, DefaultSecretCheckInterval, state.DefaultStaleLockAfter, one
 // drift check at a time): nothing is built later, and no collaborator is nil. Where runs keep state
 // is chosen here too (stateBackend): o.StateServer, or Terraform's kubernetes backend without one.
 //

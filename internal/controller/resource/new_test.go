@@ -57,12 +57,12 @@ func TestNewValidatesAndBuildsEveryPart(t *testing.T) {
 	server := statebackend.NewServer(kube, "ns", 0)
 	withServer := newReconciler(t, Options{Client: c, APIReader: c, Kube: kube, Recorder: rec, Runs: &recordingRuns{},
 		State: statebackend.Config{Namespace: "ns"}, StateServer: server})
-	if b, ok := withServer.keeper().backend.(serverBackend); !ok || b.server != server {
-		t.Errorf("with a state server the backend is %T; want the server's", withServer.keeper().backend)
+	if k := withServer.keeper(); !k.UsesServer() || k.Store() != server.Store() {
+		t.Errorf("with a state server the keeper uses the server: %v, its store: %v; want both", k.UsesServer(), k.Store() == server.Store())
 	}
 	without := newReconciler(t, Options{Client: c, APIReader: c, Kube: kube, Recorder: rec, Runs: &recordingRuns{},
 		State: statebackend.Config{Namespace: "ns"}})
-	if _, ok := without.keeper().backend.(kubernetesBackend); !ok {
-		t.Errorf("without a state server the backend is %T; want Terraform's kubernetes backend", without.keeper().backend)
+	if without.keeper().UsesServer() {
+		t.Error("without a state server the keeper uses a server; want Terraform's kubernetes backend")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/resource/state"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
@@ -132,7 +133,7 @@ func (r *reclaimer) reclaim(ctx context.Context, s *resourceScope) (bool, error)
 	}
 	if res.Spec.ReclaimPolicy == v1alpha1.ReclaimRetain {
 		// The orphaned state must be the newest: a state a run could not save goes back first.
-		if err := r.keeper.putBackState(ctx, s); err != nil {
+		if err := r.keeper.PutBack(ctx, s.res, s.state); err != nil {
 			return r.sync.stateStop(s, "orphan", err)
 		}
 		if err := s.state.Orphan(ctx, v1alpha1.LabelValue(res.Name)); err != nil {
@@ -147,13 +148,13 @@ func (r *reclaimer) reclaim(ctx context.Context, s *resourceScope) (bool, error)
 		return false, nil
 	}
 	if err := r.destroy(ctx, s); err != nil {
-		var se *stateError
-		var fenced *lockFenced
+		var se *state.Error
+		var fenced *state.LockFenced
 		switch {
 		case errors.As(err, &se):
 			s.result = ctrl.Result{RequeueAfter: stateRetry}
 		case errors.As(err, &fenced):
-			s.result = ctrl.Result{RequeueAfter: fenced.wait}
+			s.result = ctrl.Result{RequeueAfter: fenced.Wait}
 		default:
 			return true, err
 		}
@@ -177,18 +178,18 @@ func (r *reclaimer) destroy(ctx context.Context, s *resourceScope) error {
 		return s.state.Delete(ctx)
 	}
 	// A state a run could not save is saved first: destroy must see every object.
-	if err := r.keeper.putBackState(ctx, s); err != nil {
-		var se *stateError
+	if err := r.keeper.PutBack(ctx, s.res, s.state); err != nil {
+		var se *state.Error
 		if errors.As(err, &se) {
-			r.sync.setRunFailed(res, "destroy", se.reason, se.message, time.Now())
+			r.sync.setRunFailed(res, "destroy", se.Reason, se.Message, time.Now())
 		}
 		return err
 	}
 	// An operator's restore of a missing state (stateMissingOnDelete) is carried out here too.
-	if err := r.keeper.restoreState(ctx, s); err != nil {
-		var se *stateError
+	if err := r.sync.restoreState(ctx, s); err != nil {
+		var se *state.Error
 		if errors.As(err, &se) {
-			r.sync.setRunFailed(res, "destroy", se.reason, se.message, time.Now())
+			r.sync.setRunFailed(res, "destroy", se.Reason, se.Message, time.Now())
 		}
 		return err
 	}
@@ -252,7 +253,7 @@ func (r *reclaimer) runDestroy(ctx context.Context, s *resourceScope, st stateba
 	}
 	res.Status.LastRun.Result = v1alpha1.RunSucceeded
 	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
-	if written, ok := r.keeper.backend.takeWritten(s.state.Suffix()); ok {
+	if written, ok := r.keeper.TakeWritten(s.state.Suffix()); ok {
 		st = written
 	}
 	r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonDestroyed, "Reclaim", "reclaim policy Delete: infrastructure destroyed")
@@ -260,19 +261,19 @@ func (r *reclaimer) runDestroy(ctx context.Context, s *resourceScope, st stateba
 }
 
 // reclaimRun is one run of a reclaim (op "destroy", or "plan" for resolveCreatesOnDelete), as
-// every run goes: a dead run's lock recovered first (a *lockFenced waits), the run recorded as
+// every run goes: a dead run's lock recovered first (a *state.LockFenced waits), the run recorded as
 // Running in status (a checkpoint), fn run with the run's state credentials in spec, and its
 // duration observed. It returns when fn ended and fn's error; stopped is what kept fn from running
 // (the lock recovery's or the checkpoint's error).
 func (r *reclaimer) reclaimRun(ctx context.Context, s *resourceScope, op string, spec *tfrunner.Spec, fn func() error) (done time.Time, err, stopped error) {
-	if err := r.keeper.recoverOwnLock(ctx, s); err != nil {
+	if err := r.keeper.RecoverOwnLock(ctx, s.res, s.state); err != nil {
 		return time.Time{}, nil, err
 	}
-	beginRun(&s.res.Status, r.keeper.identity.newRun(s.res, op, time.Now()))
+	beginRun(&s.res.Status, r.sync.identity.newRun(s.res, op, time.Now()))
 	if err := s.checkpoint(ctx); err != nil {
 		return time.Time{}, nil, err
 	}
-	revoke := r.keeper.useBackend(s, spec)
+	revoke := r.keeper.UseBackend(s.res, spec)
 	err = fn()
 	revoke()
 	done = time.Now()
@@ -333,7 +334,7 @@ func destroyedEarlier(res *v1alpha1.InfraResource) bool {
 // those creates made would be left behind unseen. Those the identities decide were settled first
 // (resolveCreatesOnDelete); for the rest the finalizer stays, with reason CreatesInDoubt naming
 // them, until they are resolved or an operator annotates conductor.io/abandon=true: an event then says they are left
-// as they are, and the reclaim goes on. It returns a *stateError to wait.
+// as they are, and the reclaim goes on. It returns a *state.Error to wait.
 func (r *reclaimer) createsInDoubtOnDelete(res *v1alpha1.InfraResource) error {
 	if len(res.Status.CreatesPending) == 0 {
 		return nil
@@ -349,16 +350,16 @@ func (r *reclaimer) createsInDoubtOnDelete(res *v1alpha1.InfraResource) error {
 		"The resource stays until they are resolved: look for them and delete them, then annotate %s=true "+
 		"(kubectl conductor creates RESOURCE --abandon)", addresses, v1alpha1.AnnotationAbandon)
 	r.sync.setRunFailed(res, "destroy", v1alpha1.ReasonCreatesInDoubt, msg, time.Now())
-	return &stateError{v1alpha1.ReasonCreatesInDoubt, msg}
+	return &state.Error{Reason: v1alpha1.ReasonCreatesInDoubt, Message: msg}
 }
 
 // stateMissingOnDelete decides a Delete reclaim whose state is missing. A resource that never
 // applied has nothing to destroy. One that applied (its infrastructure exists, and nothing says
 // where) keeps its finalizer with reason StateMissing, until the state is restored, or an operator
 // annotates conductor.io/abandon=true (the infrastructure is left, an event says so) or
-// conductor.io/start-fresh=true (there is nothing left to destroy). It returns a *stateError to wait.
+// conductor.io/start-fresh=true (there is nothing left to destroy). It returns a *state.Error to wait.
 func (r *reclaimer) stateMissingOnDelete(res *v1alpha1.InfraResource) error {
-	applied := everApplied(res) || serialOf(res) > 0
+	applied := everApplied(res) || state.Serial(res) > 0
 	switch {
 	case !applied:
 		return nil
@@ -372,8 +373,8 @@ func (r *reclaimer) stateMissingOnDelete(res *v1alpha1.InfraResource) error {
 	msg := fmt.Sprintf("reclaim policy Delete, but the state %s of this applied resource (serial %d) is missing: nothing is destroyed "+
 		"and the resource stays until the state is restored (kubectl conductor restore-state, or the %s annotation), "+
 		"or %s=true leaves the infrastructure as it is, or %s=true says nothing is left to destroy",
-		statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res)), serialOf(res), v1alpha1.AnnotationRestoreState,
+		statebackend.SecretName(statebackend.DefaultWorkspace, state.Suffix(res)), state.Serial(res), v1alpha1.AnnotationRestoreState,
 		v1alpha1.AnnotationAbandon, v1alpha1.AnnotationStartFresh)
 	r.sync.setRunFailed(res, "destroy", v1alpha1.ReasonStateMissing, msg, time.Now())
-	return &stateError{v1alpha1.ReasonStateMissing, msg}
+	return &state.Error{Reason: v1alpha1.ReasonStateMissing, Message: msg}
 }

@@ -217,7 +217,7 @@ func TestNewLeaderFencesItsPredecessorsRunLock(t *testing.T) {
 		t.Fatalf("lock within the fence: %+v; want lock-old kept", l)
 	}
 
-	r.parts().fence.leader = time.Nanosecond // the fence has passed
+	r.parts().fence.EndForTesting(false, true) // the fence has passed
 	_, _ = r.Reconcile(ctx, req)
 	if l, _ := h.InspectLock(ctx); l != nil {
 		t.Errorf("lock after the fence: %+v; want it recovered", l)

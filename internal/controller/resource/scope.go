@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/resource/state"
 	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
 	"github.com/conductor-tf/conductor-tf/internal/policy"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
@@ -87,8 +88,8 @@ func (r *Reconciler) openScope(ctx context.Context, name types.NamespacedName) (
 	if s.reader == nil {
 		s.reader = r.Client
 	}
-	if suffix(res) != "" {
-		s.state = r.keeper().stateHandle(res)
+	if state.Suffix(res) != "" {
+		s.state = r.keeper().Handle(res)
 	}
 	return s, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
 	"github.com/conductor-tf/conductor-tf/internal/controller/resource/secrets"
+	"github.com/conductor-tf/conductor-tf/internal/controller/resource/state"
 	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
@@ -98,18 +99,18 @@ func (r *syncer) beforeRun(ctx context.Context, s *resourceScope) (stop bool, er
 	res := s.res
 	// A state a dead run could not save goes back first (it releases that run's lock once
 	// saved); a lock is never recovered while it is pending, even after a restart.
-	if err := r.keeper.putBackState(ctx, s); err != nil {
+	if err := r.keeper.PutBack(ctx, s.res, s.state); err != nil {
 		return r.stateStop(s, "state", err)
 	}
-	if err := r.keeper.recoverOwnLock(ctx, s); err != nil {
-		var fenced *lockFenced
+	if err := r.keeper.RecoverOwnLock(ctx, s.res, s.state); err != nil {
+		var fenced *state.LockFenced
 		if errors.As(err, &fenced) {
-			s.result = ctrl.Result{RequeueAfter: fenced.wait}
+			s.result = ctrl.Result{RequeueAfter: fenced.Wait}
 			return true, nil
 		}
 		return true, err
 	}
-	if err := r.keeper.adoptState(ctx, s); err != nil {
+	if err := r.keeper.Adopt(ctx, s.res, s.state); err != nil {
 		var ae *statebackend.AdoptError
 		if errors.As(err, &ae) {
 			r.setRunFailed(res, "adopt", v1alpha1.ReasonAdoptionRefused, ae.Message, time.Now())
@@ -118,18 +119,18 @@ func (r *syncer) beforeRun(ctx context.Context, s *resourceScope) (stop bool, er
 		}
 		return true, err
 	}
-	if err := r.keeper.stateChecks(ctx, s); err != nil {
+	if err := r.stateChecks(ctx, s); err != nil {
 		return r.stateStop(s, "state", err)
 	}
 	return false, nil
 }
 
-// stateStop turns a state phase's error into a stop: a *stateError is recorded as the failed
+// stateStop turns a state phase's error into a stop: a *state.Error is recorded as the failed
 // operation op and retried after stateRetry (s.result); any other error goes to the work queue.
 func (r *syncer) stateStop(s *resourceScope, op string, err error) (bool, error) {
-	var se *stateError
+	var se *state.Error
 	if errors.As(err, &se) {
-		r.setRunFailed(s.res, op, se.reason, se.message, time.Now())
+		r.setRunFailed(s.res, op, se.Reason, se.Message, time.Now())
 		s.result = ctrl.Result{RequeueAfter: stateRetry}
 		return true, nil
 	}
@@ -151,7 +152,7 @@ func (r *syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error)
 	// before its first command: a run that waits for a slot writes it once, with its place in line.
 	beginRun(&res.Status, r.identity.newRun(res, op, s.start))
 	handleReconcileRequest(res)
-	revoke := r.keeper.useBackend(s, &s.spec)
+	revoke := r.keeper.UseBackend(s.res, &s.spec)
 	defer revoke()
 	runCtx, stop := s.untilHandover(ctx)
 	defer stop()
@@ -172,7 +173,7 @@ func (r *syncer) ranApply(ctx context.Context, s *resourceScope, out *tfrunner.A
 	if out != nil {
 		ended = out.Ended
 	}
-	settleCreates(res, ended, err, r.keeper.stateStored(s))
+	settleCreates(res, ended, err, r.keeper.Stored(s.state))
 	defer func() {
 		// From the Started event, kept on the scope: a checkpoint or the outcome may replace
 		// status.lastRun meanwhile (recordOutcome starts a new record when the generation moved).
@@ -283,7 +284,7 @@ func (r *syncer) applied(ctx context.Context, s *resourceScope, out *tfrunner.Ap
 			"outputs %s are not in status: each may take %d bytes and all %d together; they are in the connection Secret",
 			strings.Join(omitted, ", "), MaxStatusOutputBytes, MaxStatusOutputsBytes)
 	}
-	r.keeper.readState(ctx, s)
+	r.keeper.Read(ctx, s.res, s.state)
 	sum := v1alpha1.PlanSummary{}
 	if last.Summary != nil {
 		sum = *last.Summary

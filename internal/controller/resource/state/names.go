@@ -1,4 +1,4 @@
-package resource
+package state
 
 import (
 	"context"
@@ -16,18 +16,18 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
-// stateNames answers whether a state name is taken (a state Secret or lock Lease of that suffix
+// Names answers whether a state name is taken (a state Secret or lock Lease of that suffix
 // exists in the state namespace) from a metadata-only cache of that one namespace, so that naming
 // a new resource's state costs no API request. Until the cache has synced it reads the API server
 // (statebackend's Exists: a Secret and a Lease read). Only object names are cached, never data.
-type stateNames struct {
+type Names struct {
 	cache  cache.Cache
 	synced atomic.Bool
 }
 
-// newStateNames makes the cache of namespace's Secret and Lease names and adds it to mgr, started
+// NewNames makes the cache of namespace's Secret and Lease names and adds it to mgr, started
 // with the manager whether or not it leads (like the manager's own cache).
-func newStateNames(mgr ctrl.Manager, namespace string) (*stateNames, error) {
+func NewNames(mgr ctrl.Manager, namespace string) (*Names, error) {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
@@ -35,7 +35,7 @@ func newStateNames(mgr ctrl.Manager, namespace string) (*stateNames, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &stateNames{cache: c}
+	n := &Names{cache: c}
 	for _, obj := range []client.Object{secretMeta(types.NamespacedName{}), leaseMeta(types.NamespacedName{})} {
 		if _, err := c.GetInformer(context.Background(), obj); err != nil {
 			return nil, err
@@ -45,7 +45,7 @@ func newStateNames(mgr ctrl.Manager, namespace string) (*stateNames, error) {
 }
 
 // Start runs the cache until ctx ends and marks it synced once its informers have listed.
-func (n *stateNames) Start(ctx context.Context) error {
+func (n *Names) Start(ctx context.Context) error {
 	go func() {
 		if n.cache.WaitForCacheSync(ctx) {
 			n.synced.Store(true)
@@ -55,11 +55,11 @@ func (n *stateNames) Start(ctx context.Context) error {
 }
 
 // NeedLeaderElection: the cache runs on every replica, as the manager's does.
-func (n *stateNames) NeedLeaderElection() bool { return false }
+func (n *Names) NeedLeaderElection() bool { return false }
 
 // taken reports whether h's state Secret or lock Lease exists: from the cache once synced, else
 // from the API server. nil n reads the API server.
-func (n *stateNames) taken(ctx context.Context, h *statebackend.Handle, namespace string) (bool, error) {
+func (n *Names) taken(ctx context.Context, h *statebackend.Handle, namespace string) (bool, error) {
 	if n == nil || !n.synced.Load() {
 		return h.Exists(ctx)
 	}

@@ -1,4 +1,4 @@
-package resource
+package state
 
 import (
 	"testing"
@@ -13,15 +13,15 @@ import (
 // whose state is tfstate-default-x-1-s, keeps it).
 func TestStateNameIsKept(t *testing.T) {
 	res := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: "x-1"}}
-	if got := suffix(res); got != "" {
+	if got := Suffix(res); got != "" {
 		t.Errorf("suffix of a resource with no state name recorded = %q, want none", got)
 	}
 	res.Status.State = &v1alpha1.StateStatus{SecretName: "tfstate-default-x-1-s"}
-	if got := suffix(res); got != "x-1-s" {
+	if got := Suffix(res); got != "x-1-s" {
 		t.Errorf("suffix = %q, want the recorded x-1-s", got)
 	}
-	k := &stateKeeper{}
-	if changed, err := k.chooseStateName(t.Context(), res); err != nil || changed || suffix(res) != "x-1-s" {
-		t.Errorf("chooseStateName on a recorded name: changed=%v err=%v suffix=%q; want it kept", changed, err, suffix(res))
+	k := &Keeper{}
+	if changed, err := k.ChooseName(t.Context(), res); err != nil || changed || Suffix(res) != "x-1-s" {
+		t.Errorf("ChooseName on a recorded name: changed=%v err=%v suffix=%q; want it kept", changed, err, Suffix(res))
 	}
 }

@@ -1,4 +1,4 @@
-package resource
+package state
 
 import (
 	"context"
@@ -69,7 +69,7 @@ func (b serverBackend) takeWritten(suffix string) (statebackend.State, bool) {
 
 func (b serverBackend) live(runID string) bool { return b.server.Live(runID) }
 
-// mayRecover: the lock stays while the run's state is not saved (putBackState saves it). Runs
+// mayRecover: the lock stays while the run's state is not saved (PutBack saves it). Runs
 // through the state server name themselves in their locks: a lock is recovered only by the id of
 // the dead run recorded in status, never by user@host, which a person's own terraform in the pod
 // also matches; and only once the dead run's carrier can no longer write (fenced).

@@ -1,4 +1,4 @@
-package resource
+package state
 
 import (
 	"context"
@@ -16,44 +16,43 @@ import (
 // State locks: a dead run's own lock recovered, a lock that stops a run shown, the fences that
 // leave an earlier manager's runs alone.
 
-// recoverOwnLock releases a state lock that a dead run of this deployment left behind, before the
+// RecoverOwnLock releases a state lock that a dead run of this deployment left behind, before the
 // next run: the resource's last run was recorded (before it started) by this deployment, it is no
 // longer alive in this controller's pool, and the lock names this deployment as holder and was
 // taken while that run went on (statebackend.IsOwnStaleLock). The run may have died with its pod
 // (recorded Running) or alone (killed, recorded Failed). Anyone else's lock, and a live run's, is
 // left alone: the run then fails with StateLocked and status shows the holder. A lock of a run a
 // predecessor manager started is recovered only once that run can no longer write: until then it
-// returns a *lockFenced, and no run may start.
-func (r *stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) error {
-	res := s.res
+// returns a *LockFenced, and no run may start. h is the resource's state handle.
+func (r *Keeper) RecoverOwnLock(ctx context.Context, res *v1alpha1.InfraResource, h *statebackend.Handle) error {
 	last := res.Status.LastRun
 	if last == nil || last.StartTime == nil || endedOnItsOwn(last) {
 		return nil
 	}
-	lock, err := s.state.InspectLock(ctx)
+	lock, err := h.InspectLock(ctx)
 	if err != nil || lock == nil {
 		return err
 	}
-	run := &statebackend.RunRecord{Who: last.Who, Started: last.StartTime.Time, Alive: r.runLive(last.ID)}
+	run := &statebackend.RunRecord{Who: last.Who, Started: last.StartTime.Time, Alive: r.Live(last.ID)}
 	if last.Result != v1alpha1.RunRunning && last.CompletionTime != nil {
 		run.Ended = last.CompletionTime.Time
 	}
-	dead, fenced := r.backend.mayRecover(s.state.Suffix(), lock, last, run, r.identity.who())
+	dead, fenced := r.backend.mayRecover(h.Suffix(), lock, last, run, r.who)
 	if !dead {
-		return nil // not a dead run's lock, or its state is not saved yet (putBackState saves it)
+		return nil // not a dead run's lock, or its state is not saved yet (PutBack saves it)
 	}
 	if fenced {
 		// The dead run's lock, once its carrier can no longer write: no run starts meanwhile (it
 		// would only fail StateLocked, and its record would replace the dead run's, by which
 		// alone the lock is recovered).
-		if res.Spec.RunnerPool != "" && r.runnerFenced(res.Name) {
-			return &lockFenced{lock: lock.ID, wait: r.fence.runnerWait(res.Name)} // its runner may still carry it
+		if res.Spec.RunnerPool != "" && r.RunnerFenced(res.Name) {
+			return &LockFenced{Lock: lock.ID, Wait: r.fence.RunnerWait(res.Name)} // its runner may still carry it
 		}
-		if res.Spec.RunnerPool == "" && last.Controller != r.identity.Controller && r.leaderFenced(res.Name) {
-			return &lockFenced{lock: lock.ID, wait: r.fence.leaderWait(res.Name)} // its manager's credentials may not have lapsed yet
+		if res.Spec.RunnerPool == "" && last.Controller != r.controller && r.leaderFenced(res.Name) {
+			return &LockFenced{Lock: lock.ID, Wait: r.fence.LeaderWait(res.Name)} // its manager's credentials may not have lapsed yet
 		}
 	}
-	if err := s.state.ReleaseLock(ctx, lock.ID); err != nil {
+	if err := h.ReleaseLock(ctx, lock.ID); err != nil {
 		return fmt.Errorf("recovering own stale lock %s: %w", lock.ID, err)
 	}
 	metrics.LockRecovered()
@@ -70,15 +69,17 @@ func (r *stateKeeper) recoverOwnLock(ctx context.Context, s *resourceScope) erro
 	return nil
 }
 
-// lockFenced is recoverOwnLock's answer for a dead run's lock that is recovered only once its
-// carrier can no longer write (runnerFenced, leaderFenced): try again after wait; start no run.
-type lockFenced struct {
-	lock string
-	wait time.Duration
+// LockFenced is RecoverOwnLock's answer for a dead run's lock that is recovered only once its
+// carrier can no longer write (RunnerFenced, leaderFenced): try again after Wait; start no run.
+type LockFenced struct {
+	// Lock is the lock's ID.
+	Lock string
+	// Wait is how long the fence still holds.
+	Wait time.Duration
 }
 
-func (e *lockFenced) Error() string {
-	return fmt.Sprintf("lock %s of a run this manager's predecessor started is recovered in %s, once that run can no longer write", e.lock, e.wait.Round(time.Second))
+func (e *LockFenced) Error() string {
+	return fmt.Sprintf("lock %s of a run this manager's predecessor started is recovered in %s, once that run can no longer write", e.Lock, e.Wait.Round(time.Second))
 }
 
 // endedOnItsOwn reports a last run that cannot have left a lock: it succeeded, or stopped for
@@ -101,26 +102,26 @@ func isRecordedRunLock(lock *statebackend.Lock, last *v1alpha1.RunStatus, alive 
 	return ok && !alive && last.ID != "" && runID == last.ID && last.Who == self
 }
 
-// lockHeld records in status who holds the state lock that refused a run.
-func (r *stateKeeper) lockHeld(ctx context.Context, s *resourceScope) {
-	res := s.res
-	if res.Status.State == nil || s.state == nil {
+// LockHeld records in res's status who holds the state lock (through h, its state handle; nil:
+// nothing) that refused a run. A failed read records nothing.
+func (r *Keeper) LockHeld(ctx context.Context, res *v1alpha1.InfraResource, h *statebackend.Handle) {
+	if res.Status.State == nil || h == nil {
 		return
 	}
-	if lock, err := s.state.InspectLock(ctx); err == nil {
+	if lock, err := h.InspectLock(ctx); err == nil {
 		setLock(res, lock)
 		res.Status.State.LockStale = r.isStale(lock, time.Now())
 	}
 }
 
 // DefaultStaleLockAfter is how long a lock that is not a live run's of this deployment is held
-// before status reports it as stale.
+// before status reports it as stale: 1 hour.
 const DefaultStaleLockAfter = time.Hour
 
 // isStale reports a lock to show as stale: held for longer than StaleLockAfter, and not by a run of
 // this controller that is alive. Only a person releases it (kubectl conductor unlock); the
-// controller itself releases only its own dead runs' locks (recoverOwnLock).
-func (r *stateKeeper) isStale(lock *statebackend.Lock, now time.Time) bool {
+// controller itself releases only its own dead runs' locks (RecoverOwnLock).
+func (r *Keeper) isStale(lock *statebackend.Lock, now time.Time) bool {
 	after := r.staleLockAfter
 	if after <= 0 {
 		after = DefaultStaleLockAfter
@@ -129,14 +130,14 @@ func (r *stateKeeper) isStale(lock *statebackend.Lock, now time.Time) bool {
 		return false
 	}
 	runID, ok := statebackend.RunOfLock(lock)
-	return !ok || !r.runLive(runID)
+	return !ok || !r.Live(runID)
 }
 
-// runLive reports whether the run runID is alive in this controller: the state server has not
+// Live reports whether the run runID is alive in this controller: the state server has not
 // revoked its credentials yet (statebackend.Server.Live), whichever pool carries it. Without a
 // state server (runs use the kubernetes backend directly) runs are synchronous with the reconcile,
 // so no run of a resource is alive while it reconciles.
-func (r *stateKeeper) runLive(runID string) bool {
+func (r *Keeper) Live(runID string) bool {
 	return r.backend.live(runID)
 }
 
@@ -153,26 +154,27 @@ func setLock(res *v1alpha1.InfraResource, lock *statebackend.Lock) {
 	}
 }
 
-// stateStored reports whether the resource's state is stored: the state server holds no state of
-// it that a run sent and that waits to be written (statebackend.Server.Pending). Without a state
-// server runs write their state themselves (the kubernetes backend), so it is.
-func (r *stateKeeper) stateStored(s *resourceScope) bool {
-	return s.state == nil || !r.backend.pending(s.state.Suffix())
+// Stored reports whether the state of h (a resource's handle; nil: none yet) is stored: the state
+// server holds no state of it that a run sent and that waits to be written
+// (statebackend.Server.Pending). Without a state server runs write their state themselves (the
+// kubernetes backend), so it is.
+func (r *Keeper) Stored(h *statebackend.Handle) bool {
+	return h == nil || !r.backend.pending(h.Suffix())
 }
 
-// runnerFenced reports whether a run on a runner pool that this manager did not start (its
+// RunnerFenced reports whether a run on a runner pool that this manager did not start (its
 // predecessor did, and died) may still be carried by its runner: until RunnerFence has passed since
 // this manager began serving resource name (it leads, or took its bucket), a runner cut off from the dead manager goes on under
 // its lease, then freezes and kills its run; only then may its lock be released. Runs this manager
-// started are known to the state server (runLive) and not concerned.
-func (r *stateKeeper) runnerFenced(name string) bool {
-	return r.fence.runner > 0 && r.fence.runnerWait(name) > 0
+// started are known to the state server (Live) and not concerned.
+func (r *Keeper) RunnerFenced(name string) bool {
+	return r.fence.runner > 0 && r.fence.RunnerWait(name) > 0
 }
 
 // leaderFenced reports whether an in-process run another manager started may still write through
 // that manager's state server: until LeaderFence has passed since this manager began to serve
 // resource name (it leads, or took its bucket), by when that server refuses it (statebackend.Server.Leading) even if its process is alive, frozen
 // or partitioned.
-func (r *stateKeeper) leaderFenced(name string) bool {
-	return r.fence.leader > 0 && r.fence.leaderWait(name) > 0
+func (r *Keeper) leaderFenced(name string) bool {
+	return r.fence.leader > 0 && r.fence.LeaderWait(name) > 0
 }
