@@ -171,13 +171,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.reclaimReleased, // Released: Retain keeps it, Delete deletes it
 	}
 	if r.opts.Runs != nil { // without runs nothing is provisioned: the binding alone gives the phase
-		sy := r.syncer()
+		sy, dr := r.syncer(), r.parts().drift
 		phases = append(phases,
 			sy.holdWhilePaused, // conductor.io/paused: nothing runs (pause.go)
 			sy.decideRun,       // a run is due, or the resource is idle until it is (sync.go)
 			sy.prepareRun,      // the state phases and the run's inputs
 			sy.attachRun,       // a run the previous leader started, adopted here: its outcome (adopt.go)
-			sy.checkForDrift,   // a drift check instead of an apply, when the spec was applied (drift.go)
+			dr.checkForDrift,   // a drift check instead of an apply, when the spec was applied (drift.go)
 			sy.applyPhase,      // apply, or plan, approval and apply; then the outcome
 		)
 	}

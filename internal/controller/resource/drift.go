@@ -46,7 +46,7 @@ func isDriftCheck(res *v1alpha1.InfraResource) bool {
 // check interval, as an idle one does (decideRun): with drift checks due at every sync interval,
 // the reconciles they wake were otherwise the only ones, and a Secret deleted by hand while
 // another object held its name was never written again.
-func (r *syncer) checkForDrift(ctx context.Context, s *resourceScope) (bool, error) {
+func (r *drifter) checkForDrift(ctx context.Context, s *resourceScope) (bool, error) {
 	if !isDriftCheck(s.res) || rotated(s.res, s.spec) {
 		return false, nil
 	}
@@ -67,7 +67,7 @@ func (r *syncer) checkForDrift(ctx context.Context, s *resourceScope) (bool, err
 // checkDrift runs a drift check and records what it found. correct says the drift must be
 // corrected now (policy Correct; the finding is then a checkpoint); otherwise result is when to
 // check again.
-func (r *syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool, result ctrl.Result, err error) {
+func (r *drifter) checkDrift(ctx context.Context, s *resourceScope) (correct bool, result ctrl.Result, err error) {
 	res, spec := s.res, s.spec
 	if !r.takeDriftSlot() {
 		return false, ctrl.Result{RequeueAfter: shared.Jitter(driftRetry)}, nil
@@ -97,7 +97,7 @@ func (r *syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool
 	r.secrets.RecordRun(ctx, res, strings.Join(check.Log, "\n"))
 	if !drifted {
 		markDrift(res, false, "the infrastructure matches the state and the spec")
-		return false, ctrl.Result{RequeueAfter: shared.Jitter(r.interval(res))}, nil
+		return false, ctrl.Result{RequeueAfter: shared.Jitter(interval(res, r.syncInterval))}, nil
 	}
 	policy := res.Spec.DriftPolicy
 	if policy == "" {
@@ -108,7 +108,7 @@ func (r *syncer) checkDrift(ctx context.Context, s *resourceScope) (correct bool
 	r.recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected, "DriftCheck", "%s", msg)
 	metrics.DriftDetected(string(policy))
 	if policy == v1alpha1.DriftReport {
-		return false, ctrl.Result{RequeueAfter: shared.Jitter(r.interval(res))}, nil
+		return false, ctrl.Result{RequeueAfter: shared.Jitter(interval(res, r.syncInterval))}, nil
 	}
 	if err := s.checkpoint(ctx); err != nil {
 		return false, ctrl.Result{}, err
@@ -127,7 +127,7 @@ func driftAddresses(check *tfjson.StreamResult) []string {
 	return slices.Compact(out)
 }
 
-func (r *syncer) takeDriftSlot() bool {
+func (r *drifter) takeDriftSlot() bool {
 	select {
 	case r.driftSlots <- struct{}{}:
 		return true
@@ -136,4 +136,4 @@ func (r *syncer) takeDriftSlot() bool {
 	}
 }
 
-func (r *syncer) releaseDriftSlot() { <-r.driftSlots }
+func (r *drifter) releaseDriftSlot() { <-r.driftSlots }

@@ -13,8 +13,8 @@ import (
 // The resource reconciler's collaborators, each built once from the reconciler's configuration
 // (newParts) with only what it uses; none holds the reconciler. The phases in Reconcile call them.
 type (
-	// syncer decides, runs and records a resource's plan, apply and drift check (sync.go,
-	// failures.go, approval.go, drift.go, adopt.go).
+	// syncer decides, runs and records a resource's plan and apply (sync.go, failures.go,
+	// approval.go, adopt.go, rotation.go, pause.go, state.go).
 	syncer struct {
 		api                 client.Client
 		recorder            events.EventRecorder
@@ -22,6 +22,18 @@ type (
 		keeper              *state.Keeper
 		secrets             *secrets.Keeper
 		fence               *state.Fence
+		identity            RunIdentity
+		syncInterval        time.Duration
+		secretCheckInterval time.Duration
+	}
+
+	// drifter runs a resource's drift check instead of an apply once its spec was applied, at
+	// most one per drift slot at once (drift.go).
+	drifter struct {
+		recorder            events.EventRecorder
+		runs                Runs
+		keeper              *state.Keeper
+		secrets             *secrets.Keeper
 		identity            RunIdentity
 		syncInterval        time.Duration
 		secretCheckInterval time.Duration
@@ -45,6 +57,7 @@ type parts struct {
 	keeper  *state.Keeper
 	secrets *secrets.Keeper
 	sync    *syncer
+	drift   *drifter
 	reclaim *reclaimer
 	fence   *state.Fence
 }
@@ -63,11 +76,13 @@ func (r *Reconciler) newParts() *parts {
 		Namespace: r.opts.State.Namespace, RunCluster: r.opts.RunCluster, ControllerAccount: r.opts.ControllerServiceAccount,
 		KeepRunLogs: r.opts.KeepRunLogs})
 	sy := &syncer{api: r.Client, recorder: r.opts.Recorder, runs: r.opts.Runs, keeper: k, secrets: sec, fence: f, identity: r.opts.Identity,
-		syncInterval: orDefault(r.opts.SyncInterval, DefaultSyncInterval), secretCheckInterval: orDefault(r.opts.SecretCheckInterval, DefaultSecretCheckInterval),
+		syncInterval: orDefault(r.opts.SyncInterval, DefaultSyncInterval), secretCheckInterval: orDefault(r.opts.SecretCheckInterval, DefaultSecretCheckInterval)}
+	dr := &drifter{recorder: r.opts.Recorder, runs: r.opts.Runs, keeper: k, secrets: sec, identity: r.opts.Identity,
+		syncInterval: sy.syncInterval, secretCheckInterval: sy.secretCheckInterval,
 		driftSlots: make(chan struct{}, max(1, r.opts.MaxConcurrentDriftChecks))}
 	rc := &reclaimer{api: r.Client, reader: r.opts.APIReader, recorder: r.opts.Recorder, runs: r.opts.Runs,
 		keeper: k, secrets: sec, sync: sy}
-	return &parts{keeper: k, secrets: sec, sync: sy, reclaim: rc, fence: f}
+	return &parts{keeper: k, secrets: sec, sync: sy, drift: dr, reclaim: rc, fence: f}
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -58,12 +58,12 @@ func restoreReconcileRequest(res *v1alpha1.InfraResource, prev string) {
 	res.Status.LastHandledReconcileAt = prev
 }
 
-// interval is res's sync interval: spec.syncInterval when set, else the manager's.
-func (r *syncer) interval(res *v1alpha1.InfraResource) time.Duration {
+// interval is res's sync interval: spec.syncInterval when set, else def (the manager's).
+func interval(res *v1alpha1.InfraResource, def time.Duration) time.Duration {
 	if d := res.Spec.SyncInterval; d != nil && d.Duration > 0 {
 		return d.Duration
 	}
-	return r.syncInterval
+	return def
 }
 
 // holdWhilePaused ends the reconcile of a paused resource with Synced=False ReconcilePaused and no

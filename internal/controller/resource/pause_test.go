@@ -150,7 +150,7 @@ func TestASyncRequestRunsADriftCheckAndIsEchoed(t *testing.T) {
 func TestASyncRequestWaitsForADriftSlot(t *testing.T) {
 	const at = "2026-11-28T22:05:00Z"
 	r, runs, req := appliedResource(t, time.Minute, map[string]string{v1alpha1.AnnotationReconcileRequestedAt: at}, nil)
-	slots := r.parts().sync.driftSlots
+	slots := r.parts().drift.driftSlots
 	for range cap(slots) {
 		slots <- struct{}{}
 	}

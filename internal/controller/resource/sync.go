@@ -37,7 +37,7 @@ func (r *syncer) decideRun(ctx context.Context, s *resourceScope) (bool, error) 
 	} else if err != nil {
 		return true, err
 	}
-	run, wait := needsRun(res, s.start, r.interval(res))
+	run, wait := needsRun(res, s.start, interval(res, r.syncInterval))
 	run = run || runAsked(s) || policyMoved(s)
 	if !run && everApplied(res) && hasSecretInputs(res) && res.Status.LastRun.Result == v1alpha1.RunSucceeded {
 		changed, err := r.secretInputsRotated(ctx, res)
@@ -301,7 +301,7 @@ func (r *syncer) applied(ctx context.Context, s *resourceScope, out *tfrunner.Ap
 	if out.Applied {
 		r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonApplied, "Apply", "%s", msg)
 	}
-	s.result = ctrl.Result{RequeueAfter: shared.Jitter(r.interval(res))}
+	s.result = ctrl.Result{RequeueAfter: shared.Jitter(interval(res, r.syncInterval))}
 	return nil
 }
 
