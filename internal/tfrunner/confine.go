@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -35,10 +34,6 @@ const runDir = ".conductor"
 // of a socket's path whatever the workspace's name (a resource's name runs to 253 characters).
 const tempDirName = ".tmp"
 
-// runHome and runTemp are a workspace's HOME and TMPDIR.
-func (w *Workspace) runHome() string { return filepath.Join(w.dir, runDir, "home") }
-func (w *Workspace) runTemp() string { return w.tmp }
-
 // tempDirFor is the TMPDIR of the workspace in dir: Dir/.tmp/<hash of its name>, or where a
 // socket's path fits (procs.SocketDir).
 func tempDirFor(dir string) string {
@@ -46,26 +41,10 @@ func tempDirFor(dir string) string {
 	return procs.SocketDir(filepath.Join(filepath.Dir(dir), tempDirName, hex.EncodeToString(sum[:6])))
 }
 
-// freshRunDirs empties and creates the workspace's HOME and TMPDIR: nothing a command left there
-// (a .tofurc, a socket, a planted file) reaches the next.
-func (w *Workspace) freshRunDirs() error {
-	for _, d := range []string{filepath.Join(w.dir, runDir), w.runTemp()} {
-		if err := os.RemoveAll(d); err != nil {
-			return err
-		}
-	}
-	for _, d := range []string{w.runHome(), w.runTemp()} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // access is what the workspace's commands may do besides the sandbox's base: see the table above.
 // connect are directories of warm providers' sockets this command may reach.
 func (w *Workspace) access(connect ...string) sandbox.Access {
-	a := sandbox.Access{Write: []string{w.dir, w.runTemp()}, Read: localSourcePaths(w.spec.Module.Source), Connect: connect}
+	a := sandbox.Access{Write: []string{w.dir, w.files.runTemp()}, Read: localSourcePaths(w.spec.Module.Source), Connect: connect}
 	cache := w.baseEnv["TF_PLUGIN_CACHE_DIR"]
 	if w.initializer {
 		a.Write = append(a.Write, cache)

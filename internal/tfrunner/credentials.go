@@ -89,48 +89,6 @@ func (id *Identity) setEnv(env map[string]string, dir string) {
 	}
 }
 
-// writeCredentials writes the run's granted kubeconfig and cloud identity into the workspace (mode
-// 0600), and removes what an earlier run left of what this one was not granted.
-func (w *Workspace) writeCredentials() error {
-	if err := w.dropCredentials(); err != nil {
-		return err
-	}
-	if len(w.spec.Kubeconfig) > 0 {
-		if err := wsfs.WriteAtomic(filepath.Join(w.dir, kubeconfigFile), w.spec.Kubeconfig, 0o600); err != nil {
-			return err
-		}
-	}
-	id := w.spec.Identity
-	if id == nil {
-		return nil
-	}
-	token := filepath.Join(w.dir, identityTokenFile)
-	if err := wsfs.WriteAtomic(token, id.Token, 0o600); err != nil {
-		return err
-	}
-	if id.Google == nil {
-		return nil
-	}
-	cfg, err := id.Google.credentialConfig(token)
-	if err != nil {
-		return err
-	}
-	return wsfs.WriteAtomic(filepath.Join(w.dir, googleCredentialsFile), cfg, 0o600)
-}
-
-// dropCredentials deletes the run's granted kubeconfig and cloud identity files and its rendered
-// variables (sensitive ones included): the Pool calls it when an operation ends, however it ended;
-// the next operation's Prepare writes them again. It returns the errors other than a missing file.
-func (w *Workspace) dropCredentials() error {
-	var errs []error
-	for _, name := range []string{kubeconfigFile, identityTokenFile, googleCredentialsFile, varsFile, ephemeralVarsFile} {
-		if err := os.Remove(filepath.Join(w.dir, name)); err != nil && !os.IsNotExist(err) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // Files of SourceCredentials in an init's TMPDIR, for the init command only.
 const (
 	gitCredentialsFile = "conductor-git-credentials"

@@ -13,7 +13,7 @@ import (
 func TestInitKeyHoldsTheSourceCredentials(t *testing.T) {
 	key := func(c *SourceCredentials) string {
 		w := &Workspace{bin: Binary{Path: "/bin/tofu", Version: version.Must(version.NewVersion("1.10.0"))}, spec: Spec{Module: Module{Source: "git::https://git.example/m.git", Version: "v1"}, SourceCredentials: c}}
-		k, err := w.initKey()
+		k, err := initKey(w.bin, w.spec)
 		if err != nil {
 			t.Fatal(err)
 		}

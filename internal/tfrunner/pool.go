@@ -184,7 +184,7 @@ func (p *Pool) do(ctx context.Context, key, tenant string, queued func(position,
 	}
 	err = fn(s.ws)
 	// Granted credentials and the rendered variables live only as long as the operation.
-	if derr := s.ws.dropCredentials(); derr != nil && err == nil {
+	if derr := s.ws.files.dropCredentials(); derr != nil && err == nil {
 		err = fmt.Errorf("deleting the run's credentials and variables: %w", derr)
 	}
 	if err != nil {

@@ -68,7 +68,7 @@ func (s *sharedInit) verify() error {
 // not yet, and reports whether init ran. spec (with the run's env) is the one the triggering run
 // uses: init may read the state through the backend.
 func (p *Pool) shared(ctx context.Context, ws *Workspace, spec Spec) (*sharedInit, bool, error) {
-	key, err := ws.initKey()
+	key, err := initKey(ws.bin, ws.spec)
 	if err != nil {
 		return nil, false, err
 	}
@@ -142,10 +142,10 @@ func (w *Workspace) link(s *sharedInit) error {
 		}
 	}
 	w.schema, w.shared = s.schema, s
-	if err := w.writeRoot(); err != nil {
+	if err := w.files.writeRoot(w.spec, w.schema); err != nil {
 		return err
 	}
-	key, err := w.initKey()
+	key, err := initKey(w.bin, w.spec)
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,6 @@
 package tfrunner
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -96,8 +93,8 @@ type Workspace struct {
 	initializer bool
 	shared      *sharedInit
 	connect     []string
-	// tmp is the workspace's TMPDIR (runTemp), fixed by its directory.
-	tmp string
+	// files is the directory's layout: what Prepare writes and each command gets (layout.go).
+	files layout
 }
 
 // NewWorkspace opens (creating it with mode 0700 if needed) the working directory dir for runs with
@@ -111,7 +108,7 @@ func NewWorkspace(dir string, bin Binary, env map[string]string, grace time.Dura
 	if grace <= 0 {
 		grace = DefaultGracePeriod
 	}
-	return &Workspace{dir: dir, bin: bin, baseEnv: maps.Clone(env), grace: grace, tmp: tempDirFor(dir)}, nil
+	return &Workspace{dir: dir, bin: bin, baseEnv: maps.Clone(env), grace: grace, files: layout{dir: dir, tmp: tempDirFor(dir)}}, nil
 }
 
 // Dir is the workspace's directory.
@@ -125,10 +122,10 @@ func (w *Workspace) Binary() Binary { return w.bin }
 // It first removes the links and special files an earlier run may have planted (dropPlanted).
 func (w *Workspace) Prepare(spec Spec) (needsInit bool, err error) {
 	w.spec = spec
-	if _, err := w.dropPlanted(); err != nil {
+	if _, err := w.files.dropPlanted(); err != nil {
 		return false, fmt.Errorf("clearing workspace %s: %w", w.dir, err)
 	}
-	want, err := w.initKey()
+	want, err := initKey(w.bin, w.spec)
 	if err != nil {
 		return false, err
 	}
@@ -142,65 +139,13 @@ func (w *Workspace) Prepare(spec Spec) (needsInit bool, err error) {
 			needsInit = true
 		}
 	}
-	if err := w.writeRoot(); err != nil {
+	if err := w.files.writeRoot(w.spec, w.schema); err != nil {
 		return false, err
 	}
-	if err := w.writeCredentials(); err != nil {
+	if err := w.files.writeCredentials(w.spec); err != nil {
 		return false, err
 	}
-	return needsInit, w.writeVars()
-}
-
-// initKey identifies everything init depends on: binary, module address, backend, and the source
-// credentials init fetches with (SourceCredentials.Fingerprint: a class with other credentials or
-// none never uses a directory another class's credentials fetched).
-func (w *Workspace) initKey() (string, error) {
-	root, err := RenderRoot(RootModule{Module: w.spec.Module, Backend: w.spec.Backend})
-	if err != nil {
-		return "", err
-	}
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%s\n", w.bin.Path, w.bin.Version, w.spec.SourceCredentials.Fingerprint())
-	h.Write(root)
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func (w *Workspace) writeRoot() error {
-	r := RootModule{Module: w.spec.Module, Backend: w.spec.Backend}
-	for name := range w.spec.Variables {
-		r.Variables = append(r.Variables, name)
-	}
-	for name := range w.spec.SensitiveVariables {
-		r.Variables = append(r.Variables, name)
-		r.SensitiveVariables = append(r.SensitiveVariables, name)
-	}
-	for name := range w.spec.EphemeralVariables {
-		r.Variables = append(r.Variables, name)
-		r.EphemeralVariables = append(r.EphemeralVariables, name)
-	}
-	if w.schema != nil {
-		for _, o := range w.schema.Outputs {
-			r.Outputs = append(r.Outputs, OutputDecl{Name: o.Name, Sensitive: o.Sensitive})
-		}
-	}
-	src, err := RenderRoot(r)
-	if err != nil {
-		return err
-	}
-	return wsfs.WriteAtomic(filepath.Join(w.dir, rootFile), src, 0o600)
-}
-
-func (w *Workspace) writeVars() error {
-	all := make(map[string]any, len(w.spec.Variables)+len(w.spec.SensitiveVariables))
-	maps.Copy(all, w.spec.Variables)
-	for k, v := range w.spec.SensitiveVariables {
-		all[k] = v
-	}
-	data, err := json.Marshal(all)
-	if err != nil {
-		return fmt.Errorf("encoding variables: %w", err)
-	}
-	return wsfs.WriteAtomic(filepath.Join(w.dir, varsFile), data, 0o600)
+	return needsInit, w.files.writeVars(w.spec)
 }
 
 // varFiles returns the -var-file options of one command that evaluates the configuration, as
@@ -213,31 +158,11 @@ func varFiles[O any](w *Workspace, withVars bool) (opts []O, done func(), err er
 	if withVars {
 		opts = append(opts, any(tfexec.VarFile(varsFile)).(O))
 	}
-	eph, done, err := w.writeEphemeralVars()
+	eph, done, err := w.files.writeEphemeralVars(w.spec)
 	if eph != nil {
 		opts = append(opts, any(eph).(O))
 	}
 	return opts, done, err
-}
-
-// writeEphemeralVars writes the spec's ephemeral variables into ephemeralVarsFile (JSON, mode
-// 0600) for one command and returns the -var-file option for it — nil when the spec has none —
-// and done, which deletes the file and must be called when the command ends. A file a killed
-// manager left behind is overwritten by the next command and deleted with the workspace.
-func (w *Workspace) writeEphemeralVars() (opt *tfexec.VarFileOption, done func(), err error) {
-	done = func() {}
-	if len(w.spec.EphemeralVariables) == 0 {
-		return nil, done, nil
-	}
-	data, err := json.Marshal(w.spec.EphemeralVariables)
-	if err != nil {
-		return nil, done, fmt.Errorf("encoding ephemeral variables: %w", err)
-	}
-	path := filepath.Join(w.dir, ephemeralVarsFile)
-	if err := wsfs.WriteAtomic(path, data, 0o600); err != nil {
-		return nil, done, err
-	}
-	return tfexec.VarFile(ephemeralVarsFile), func() { _ = os.Remove(path) }, nil
 }
 
 func (w *Workspace) tf() (*tfexec.Terraform, error) { return w.tfWith(nil) }
@@ -245,7 +170,7 @@ func (w *Workspace) tf() (*tfexec.Terraform, error) { return w.tfWith(nil) }
 // fetchTF is tf for a command that fetches modules (init, get): with the spec's
 // SourceCredentials, whose files it writes into the command's fresh TMPDIR; done deletes them.
 func (w *Workspace) fetchTF() (tf *tfexec.Terraform, done func(), err error) {
-	extra, err := w.spec.SourceCredentials.env(w.runTemp())
+	extra, err := w.spec.SourceCredentials.env(w.files.runTemp())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -258,7 +183,7 @@ func (w *Workspace) fetchTF() (tf *tfexec.Terraform, done func(), err error) {
 	if tf, err = w.tfWith(extra); err != nil {
 		return nil, nil, err
 	}
-	if done, err = w.spec.SourceCredentials.write(w.runTemp()); err != nil {
+	if done, err = w.spec.SourceCredentials.write(w.files.runTemp()); err != nil {
 		return nil, nil, err
 	}
 	return tf, done, nil
@@ -267,7 +192,7 @@ func (w *Workspace) fetchTF() (tf *tfexec.Terraform, done func(), err error) {
 // tfWith is the Terraform of the workspace's next command, confined by the binary's sandbox, with
 // runEnv and extra; it empties HOME and TMPDIR first (freshRunDirs).
 func (w *Workspace) tfWith(extra map[string]string) (*tfexec.Terraform, error) {
-	if err := w.freshRunDirs(); err != nil {
+	if err := w.files.freshRunDirs(); err != nil {
 		return nil, err
 	}
 	env := w.runEnv()
@@ -295,7 +220,7 @@ func (w *Workspace) runEnv() map[string]string {
 		env = map[string]string{}
 	}
 	maps.Copy(env, w.spec.Env)
-	env["HOME"], env["TMPDIR"] = w.runHome(), w.runTemp()
+	env["HOME"], env["TMPDIR"] = w.files.runHome(), w.files.runTemp()
 	if len(w.spec.Kubeconfig) > 0 {
 		path := filepath.Join(w.dir, kubeconfigFile)
 		env["KUBECONFIG"], env["KUBE_CONFIG_PATH"] = path, path

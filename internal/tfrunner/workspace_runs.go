@@ -35,10 +35,10 @@ func (w *Workspace) Init(ctx context.Context) error {
 	if w.schema, err = w.loadSchema(); err != nil {
 		return &RunError{Op: "init", Message: err.Error(), Err: err}
 	}
-	if err := w.writeRoot(); err != nil {
+	if err := w.files.writeRoot(w.spec, w.schema); err != nil {
 		return err
 	}
-	key, err := w.initKey()
+	key, err := initKey(w.bin, w.spec)
 	if err != nil {
 		return err
 	}
