@@ -4,11 +4,14 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
+	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
 // newReconciler is New for a spec's options, failing the spec on an error.
@@ -57,12 +60,19 @@ func TestNewValidatesAndBuildsEveryPart(t *testing.T) {
 	server := statebackend.NewServer(kube, "ns", 0)
 	withServer := newReconciler(t, Options{Client: c, APIReader: c, Kube: kube, Recorder: rec, Runs: &recordingRuns{},
 		State: statebackend.Config{Namespace: "ns"}, StateServer: server})
-	if k := withServer.keeper(); !k.UsesServer() || k.Store() != server.Store() {
-		t.Errorf("with a state server the keeper uses the server: %v, its store: %v; want both", k.UsesServer(), k.Store() == server.Store())
+	// The backend chosen is the one a run is pointed at: the server's http backend, with the
+	// server's store, or Terraform's kubernetes backend.
+	backendOf := func(r *Reconciler) string {
+		spec := tfrunner.Spec{Env: map[string]string{}}
+		r.keeper().UseBackend(&v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: "r"}}, &spec)()
+		return spec.Backend.Type
+	}
+	if k := withServer.keeper(); backendOf(withServer) != "http" || k.Store() != server.Store() {
+		t.Errorf("with a state server runs use backend %q, store the server's: %v; want http and the server's", backendOf(withServer), k.Store() == server.Store())
 	}
 	without := newReconciler(t, Options{Client: c, APIReader: c, Kube: kube, Recorder: rec, Runs: &recordingRuns{},
 		State: statebackend.Config{Namespace: "ns"}})
-	if without.keeper().UsesServer() {
-		t.Error("without a state server the keeper uses a server; want Terraform's kubernetes backend")
+	if got := backendOf(without); got != "kubernetes" {
+		t.Errorf("without a state server runs use backend %q; want Terraform's kubernetes backend", got)
 	}
 }

@@ -69,13 +69,13 @@ func (r *Keeper) WriteConnectionSecret(ctx context.Context, res *v1alpha1.InfraR
 
 // KeepConnectionSecret runs on a sync without a run, once the resource was applied: when the
 // connection Secret status records is missing, or the target moved (the claim renamed it), it
-// writes the outputs of the resource's state (read through state, its one state handle; nil:
+// writes the outputs of the resource's state (read through h, its one state handle; nil:
 // nothing to write from) there (stateOutputs), with its generated passwords,
 // and deletes the old one. A Secret that is present is left as it is: one GET per sync, no state
 // read.
-func (r *Keeper) KeepConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, state *statebackend.Handle) error {
+func (r *Keeper) KeepConnectionSecret(ctx context.Context, res *v1alpha1.InfraResource, h *statebackend.Handle) error {
 	target, owner, err := r.connectionTarget(ctx, res)
-	if err != nil || owner == nil || state == nil {
+	if err != nil || owner == nil || h == nil {
 		return err
 	}
 	if ref := res.Status.ConnectionSecret; ref != nil && ref.Namespace == target.Namespace && ref.Name == target.Name {
@@ -84,7 +84,7 @@ func (r *Keeper) KeepConnectionSecret(ctx context.Context, res *v1alpha1.InfraRe
 			return err
 		}
 	}
-	doc, found, err := state.Read(ctx)
+	doc, found, err := h.Read(ctx)
 	if err != nil || !found {
 		return err
 	}

@@ -13,9 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
 // Options are what a Keeper uses; New copies them.
@@ -58,13 +55,4 @@ type Keeper struct {
 func New(o Options) *Keeper {
 	return &Keeper{api: o.Client, reader: o.Reader, clientset: o.Kube, recorder: o.Recorder, namespace: o.Namespace,
 		runCluster: o.RunCluster, controllerAccount: o.ControllerAccount, keepRunLogs: o.KeepRunLogs}
-}
-
-// suffix is the resource's state name suffix (statebackend.SuffixOf its state Secret), "" before
-// the resource has a state name; the plan, log and password Secrets are named after it.
-func suffix(res *v1alpha1.InfraResource) string {
-	if res.Status.State == nil {
-		return ""
-	}
-	return statebackend.SuffixOf(res.Status.State.SecretName)
 }

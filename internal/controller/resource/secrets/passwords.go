@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/resource/state"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
@@ -47,10 +48,10 @@ const passwordAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 // passwordSecretName is the resource's password Secret in the controller's namespace:
 // "tfpassword-" and its state Secret's name, "" before the resource has a state name.
 func passwordSecretName(res *v1alpha1.InfraResource) string {
-	if suffix(res) == "" {
+	if state.Suffix(res) == "" {
 		return ""
 	}
-	return "tfpassword-" + statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
+	return "tfpassword-" + statebackend.SecretName(statebackend.DefaultWorkspace, state.Suffix(res))
 }
 
 // generatePassword returns n characters of passwordAlphabet from crypto/rand; bytes ≥ 248 (4 × 62)

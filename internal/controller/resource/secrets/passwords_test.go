@@ -8,12 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
@@ -26,23 +21,11 @@ import (
 // into the connection data, and reclaimed as the state is.
 func TestGeneratedPasswords(t *testing.T) {
 	ctx := context.Background()
-	res := &v1alpha1.InfraResource{
-		ObjectMeta: metav1.ObjectMeta{Name: "db-1"},
-		Spec: v1alpha1.InfraResourceSpec{
-			RunInputs: v1alpha1.RunInputs{GeneratedPasswords: []v1alpha1.GeneratedPassword{
-				{Variable: "master_password", VersionVariable: "master_password_version", ConnectionSecretKey: "password"},
-				{Variable: "replica_password", Length: 64},
-			}},
-			ReclaimPolicy: v1alpha1.ReclaimDelete,
-		},
-		Status: v1alpha1.InfraResourceStatus{State: &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, statebackend.SuffixFor("db-1"))}},
-	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1alpha1.AddToScheme(scheme)
-	c := fake.NewClientBuilder().WithScheme(scheme).Build()
-	rec := events.NewFakeRecorder(10)
-	r := New(Options{Client: c, Reader: c, Recorder: rec, Namespace: "conductor-system"})
+	res := passwordResource("db-1",
+		v1alpha1.GeneratedPassword{Variable: "master_password", VersionVariable: "master_password_version", ConnectionSecretKey: "password"},
+		v1alpha1.GeneratedPassword{Variable: "replica_password", Length: 64})
+	res.Spec.ReclaimPolicy = v1alpha1.ReclaimDelete
+	r, c, rec := newTestKeeper()
 
 	spec := tfrunner.Spec{}
 	if due, err := r.PasswordInputs(ctx, res, &spec, false); err != nil || !due || len(spec.EphemeralVariables) != 0 {
@@ -64,7 +47,7 @@ func TestGeneratedPasswords(t *testing.T) {
 		t.Fatalf("variables %v: only the version variable a password names", first.Variables)
 	}
 	secret := &corev1.Secret{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: "conductor-system", Name: "tfpassword-" + res.Status.State.SecretName}, secret); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: testNamespace, Name: "tfpassword-" + res.Status.State.SecretName}, secret); err != nil {
 		t.Fatal(err)
 	}
 	if string(secret.Data["password.master_password"]) != master || secret.Labels[statebackend.LabelResource] != "db-1" {
@@ -118,14 +101,14 @@ func TestGeneratedPasswords(t *testing.T) {
 	if err := r.ReclaimPasswords(ctx, retained); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: "conductor-system", Name: secret.Name}, secret); err != nil ||
+	if err := c.Get(ctx, types.NamespacedName{Namespace: testNamespace, Name: secret.Name}, secret); err != nil ||
 		secret.Labels[statebackend.LabelOrphanedFrom] != "db-1" || secret.Labels[statebackend.LabelResource] != "" {
 		t.Fatalf("Retain: %v, labels %v", err, secret.Labels)
 	}
 	if err := r.ReclaimPasswords(ctx, res); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: "conductor-system", Name: secret.Name}, secret); err == nil {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: testNamespace, Name: secret.Name}, secret); err == nil {
 		t.Fatal("Delete kept the password Secret")
 	}
 	if err := r.ReclaimPasswords(ctx, res); err != nil {

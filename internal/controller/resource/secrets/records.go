@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/resource/state"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 )
 
@@ -76,11 +77,11 @@ func keepRunLog(res *v1alpha1.InfraResource, keepAll bool) bool {
 // planSecretName and logSecretName are the Secrets, in the controller's namespace, of a
 // resource's waiting plan (key plan.txt) and last run's log (key log).
 func planSecretName(res *v1alpha1.InfraResource) string {
-	return "tfplan-" + statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
+	return "tfplan-" + statebackend.SecretName(statebackend.DefaultWorkspace, state.Suffix(res))
 }
 
 func logSecretName(res *v1alpha1.InfraResource) string {
-	return "tflog-" + statebackend.SecretName(statebackend.DefaultWorkspace, suffix(res))
+	return "tflog-" + statebackend.SecretName(statebackend.DefaultWorkspace, state.Suffix(res))
 }
 
 // DeleteRunRecords deletes the resource's plan and log Secrets (they are also owned by the

@@ -5,32 +5,18 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
-	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
 func rotationFixture(t *testing.T) (*Keeper, *v1alpha1.InfraResource, func() *corev1.Secret) {
-	res := &v1alpha1.InfraResource{
-		ObjectMeta: metav1.ObjectMeta{Name: "db-1"},
-		Spec:       v1alpha1.InfraResourceSpec{RunInputs: v1alpha1.RunInputs{GeneratedPasswords: []v1alpha1.GeneratedPassword{{Variable: "master_password"}}}},
-		Status:     v1alpha1.InfraResourceStatus{State: &v1alpha1.StateStatus{SecretName: statebackend.SecretName(statebackend.DefaultWorkspace, statebackend.SuffixFor("db-1"))}},
-	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1alpha1.AddToScheme(scheme)
-	c := fake.NewClientBuilder().WithScheme(scheme).Build()
-	r := New(Options{Client: c, Reader: c, Recorder: events.NewFakeRecorder(10), Namespace: "conductor-system"})
+	res := passwordResource("db-1", v1alpha1.GeneratedPassword{Variable: "master_password"})
+	r, c, _ := newTestKeeper()
 	secret := func() *corev1.Secret {
 		s := &corev1.Secret{}
-		if err := c.Get(context.Background(), types.NamespacedName{Namespace: "conductor-system", Name: passwordSecretName(res)}, s); err != nil {
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: testNamespace, Name: passwordSecretName(res)}, s); err != nil {
 			t.Fatal(err)
 		}
 		return s

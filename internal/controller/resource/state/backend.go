@@ -3,8 +3,6 @@ package state
 import (
 	"context"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
@@ -80,15 +78,14 @@ func (b serverBackend) mayRecover(suffix string, lock *statebackend.Lock, last *
 	return isRecordedRunLock(lock, last, run.Alive, self), true
 }
 
-// kubernetesBackend is Terraform's kubernetes backend on the state Secrets of config.Namespace.
+// kubernetesBackend is Terraform's kubernetes backend on the state Secrets of config.Namespace,
+// read and written by the controller through states (one Store, built in New).
 type kubernetesBackend struct {
-	clientset kubernetes.Interface
-	config    statebackend.Config
+	states *statebackend.Store
+	config statebackend.Config
 }
 
-func (b kubernetesBackend) store() *statebackend.Store {
-	return statebackend.NewStore(b.clientset, b.config.Namespace)
-}
+func (b kubernetesBackend) store() *statebackend.Store { return b.states }
 
 func (b kubernetesBackend) configure(spec *tfrunner.Spec, _, suffix string, labels map[string]string) func() {
 	spec.Backend = tfrunner.Backend{Type: "kubernetes", Config: b.config.Attributes(suffix, labels)}

@@ -66,7 +66,7 @@ func New(o Options) *Keeper {
 	if o.Server != nil {
 		k.backend = serverBackend{server: o.Server}
 	} else {
-		k.backend = kubernetesBackend{clientset: o.Kube, config: o.Config}
+		k.backend = kubernetesBackend{states: statebackend.NewStore(o.Kube, o.Config.Namespace), config: o.Config}
 	}
 	return k
 }
@@ -74,13 +74,6 @@ func New(o Options) *Keeper {
 // UseNames answers ChooseName's "is this name taken" from names' cache from now on (set once, at
 // setup, before the first reconcile).
 func (r *Keeper) UseNames(names *Names) { r.names = names }
-
-// UsesServer reports whether runs keep state through the state server (else the kubernetes
-// backend).
-func (r *Keeper) UsesServer() bool {
-	_, ok := r.backend.(serverBackend)
-	return ok
-}
 
 // Handle is the resource's state in the state namespace, labelled with the resource.
 func (r *Keeper) Handle(res *v1alpha1.InfraResource) *statebackend.Handle {
