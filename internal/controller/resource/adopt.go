@@ -40,11 +40,11 @@ func orUnknown(s string) string {
 // not adopted here (yet), waits until RunnerFence has passed since this manager began to lead: its
 // runner may still resume it, and Runs.Resumed wakes the resource when it does; after that the run
 // is dead (its runner killed it) and the next reconcile's recoverOwnLock releases its lock.
-func (r *syncer) attachRun(ctx context.Context, s *resourceScope) (bool, error) {
+func (r *syncer) attachRun(ctx context.Context, s *resourceScope) (ctrl.Result, error) {
 	res := s.res
 	last := res.Status.LastRun
 	if res.Spec.RunnerPool == "" || !adoptable(last) {
-		return false, nil
+		return ctrl.Result{}, nil
 	}
 	if last.StartTime != nil {
 		s.runStart = last.StartTime.Time
@@ -55,20 +55,19 @@ func (r *syncer) attachRun(ctx context.Context, s *resourceScope) (bool, error) 
 		// is not marked applied (ObservedGeneration, conditions, the run record), and runs next.
 		gen := res.Generation
 		res.Generation = last.Generation
-		stop, rerr := r.ranApply(ctx, s, out, err)
+		result, rerr := r.ranApply(ctx, s, out, err)
 		res.Generation = gen
 		if last.Generation != gen && rerr == nil {
-			s.result = ctrl.Result{RequeueAfter: time.Second}
+			result = ctrl.Result{RequeueAfter: time.Second} // the new generation runs next
 		}
-		return stop, rerr
+		return result, rerr
 	}
 	s.runStart = time.Time{}
 	if k := r.keeper; !k.Live(last.ID) && k.RunnerFenced(s.res.Name) {
 		wait := r.fence.RunnerWait(s.res.Name)
 		ctrl.LoggerFrom(ctx).Info("the last run, started by the previous leader on a runner pool, may still be resumed here: no run starts until then",
 			"run", last.ID, "wait", wait.Round(time.Second).String())
-		s.result = ctrl.Result{RequeueAfter: wait}
-		return true, nil
+		return s.end(ctrl.Result{RequeueAfter: wait}), nil
 	}
-	return false, nil
+	return ctrl.Result{}, nil
 }

@@ -5,16 +5,16 @@
 // claimRef without a UID (a reservation) → Available; a claimRef naming a live claim with that UID
 // → Bound; a claimRef with a UID naming a claim that is gone, being deleted, or has another UID →
 // Released. Reconcile is a list of phases over one scope (scope.go) that writes the status once,
-// its phase computed then (phaseOf, status.go); the run phases are in sync.go, reclaim in
-// reclaim.go; the collaborators the phases call are in parts.go. Without a runner (Runs nil) a
-// resource has nothing to run and takes its binding's phase as soon as it exists.
+// its phase computed then (phaseOf, status.go); past the binding, the provisioner chosen in New
+// adds its phases (provisioner.go): with Runs, the run phases (sync.go) and the reclaim
+// (reclaim.go); without (bindingOnly), none, and a resource takes its binding's phase as soon as
+// it exists. The collaborators the phases call are in parts.go.
 package resource
 
 import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -35,7 +35,6 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
 	"github.com/conductor-tf/conductor-tf/internal/controller/resource/secrets"
-	"github.com/conductor-tf/conductor-tf/internal/controller/resource/state"
 	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner/queue"
@@ -56,8 +55,8 @@ type Options struct {
 	// Kube is the client-go clientset statebackend uses for state Secrets and Leases.
 	Kube     kubernetes.Interface
 	Recorder events.EventRecorder
-	// Runs executes Terraform; nil means nothing runs and resources are Available at once (the
-	// binding suites, which test the controller's decisions only).
+	// Runs executes Terraform; nil chooses the bindingOnly provisioner: nothing runs and resources
+	// are Available at once (the binding suites, which test the controller's decisions only).
 	Runs Runs
 	// Drain, when set, is the manager's shutdown: reconciles outlive the manager's context (a
 	// SIGTERM cancels it at once) until the drain's deadline, so that a run under way finishes
@@ -153,97 +152,55 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	s.handover, s.lost = handover, lost
+	prov := r.parts().provision
 	if !s.res.DeletionTimestamp.IsZero() {
-		rc := r.reclaimer()
-		return runPhases(ctx, s,
-			rc.protectInUse,     // a resource bound to a live claim waits for it (FinalizerInUse)
-			rc.reclaimInfra,     // the reclaim policy: Retain orphans the state, Delete destroys (reclaim.go)
-			rc.recordReclaim,    // its outcome written before the finalizer goes
-			rc.deleteRunRecords, // plan and log Secrets
-			rc.dropFinalizer,    // FinalizerResource: the API server deletes the object
-		)
+		return runPhases(ctx, s, prov.reclaimPhases()...) // the reclaim (reclaim.go)
 	}
 	phases := []resourcePhase{
-		r.addFinalizers,   // FinalizerResource and FinalizerInUse, before anything else
-		r.nameState,       // the state name, chosen once (state.go)
-		r.upgradeModule,   // UpgradeAvailable, and upgradePolicy Automatic (upgrade.go)
-		r.observeBinding,  // the claim, and the phase it gives (as syncVolume)
-		r.reclaimReleased, // Released: Retain keeps it, Delete deletes it
+		r.addFinalizers,  // FinalizerResource and FinalizerInUse, before anything else
+		r.upgradeModule,  // UpgradeAvailable, and upgradePolicy Automatic (upgrade.go)
+		r.observeBinding, // the claim, and the phase it gives (as syncVolume)
 	}
-	if r.opts.Runs != nil { // without runs nothing is provisioned: the binding alone gives the phase
-		sy, dr := r.syncer(), r.parts().drift
-		phases = append(phases,
-			sy.holdWhilePaused, // conductor.io/paused: nothing runs (pause.go)
-			sy.decideRun,       // a run is due, or the resource is idle until it is (sync.go)
-			sy.prepareRun,      // the state phases and the run's inputs
-			sy.attachRun,       // a run the previous leader started, adopted here: its outcome (adopt.go)
-			dr.checkForDrift,   // a drift check instead of an apply, when the spec was applied (drift.go)
-			sy.applyPhase,      // apply, or plan, approval and apply; then the outcome
-		)
-	}
-	return runPhases(ctx, s, phases...)
+	// Then the provisioner's: reclaim a Released resource, name the state, and the run phases
+	// (provisioner.go).
+	return runPhases(ctx, s, append(phases, prov.phases()...)...)
 }
 
 // addFinalizers adds the reclaim and in-use finalizers (one update, when either is missing).
-func (r *Reconciler) addFinalizers(ctx context.Context, s *resourceScope) (bool, error) {
+func (r *Reconciler) addFinalizers(ctx context.Context, s *resourceScope) (ctrl.Result, error) {
 	res := s.res
 	if added := controllerutil.AddFinalizer(res, v1alpha1.FinalizerResource); controllerutil.AddFinalizer(res, v1alpha1.FinalizerInUse) || added {
 		if err := r.Update(ctx, res); err != nil {
-			return true, err
+			return ctrl.Result{}, err
 		}
 		s.base = res.DeepCopy() // the object as stored now, status included
 	}
-	return false, nil
-}
-
-// nameState gives the resource its state name once (chooseStateName), when it has runs.
-func (r *Reconciler) nameState(ctx context.Context, s *resourceScope) (bool, error) {
-	if r.opts.Runs == nil {
-		return false, nil
-	}
-	if _, err := r.keeper().ChooseName(ctx, s.res); err != nil {
-		return true, err
-	}
-	s.state = r.keeper().Handle(s.res)
-	return false, nil
+	return ctrl.Result{}, nil
 }
 
 // upgradeModule records whether the class offers a newer module version, and upgrades a resource
 // whose class asks for automatic upgrades: its new generation then plans and applies.
-func (r *Reconciler) upgradeModule(ctx context.Context, s *resourceScope) (bool, error) {
+// An upgrade ends the reconcile: the new generation's own reconcile (a watch event) runs it.
+func (r *Reconciler) upgradeModule(ctx context.Context, s *resourceScope) (ctrl.Result, error) {
 	class, err := r.observeUpgrade(ctx, s.res)
 	if err != nil {
-		return true, err
+		return ctrl.Result{}, err
 	}
 	s.class = class
-	upgraded, err := r.upgradeAutomatically(ctx, s.res, s.class)
-	return upgraded, err
+	if upgraded, err := r.upgradeAutomatically(ctx, s.res, s.class); upgraded || err != nil {
+		return s.end(ctrl.Result{}), err
+	}
+	return ctrl.Result{}, nil
 }
 
 // observeBinding reads the claim the resource names and the phase it gives the resource.
-func (r *Reconciler) observeBinding(ctx context.Context, s *resourceScope) (bool, error) {
+func (r *Reconciler) observeBinding(ctx context.Context, s *resourceScope) (ctrl.Result, error) {
 	claim, err := observeClaim(ctx, r.Client, r.opts.APIReader, s.res)
 	if err != nil {
-		return true, err
+		return ctrl.Result{}, err
 	}
 	s.claim, s.phase = claim, bindingPhase(s.res, claim)
-	return false, nil
-}
-
-// reclaimReleased handles a Released resource (its claim was deleted): Retain keeps it as it is;
-// Delete deletes the object, whose finalizer then destroys the infrastructure and the state.
-func (r *Reconciler) reclaimReleased(ctx context.Context, s *resourceScope) (bool, error) {
-	if s.phase != v1alpha1.ResourceReleased {
-		return false, nil
-	}
-	res := s.res
-	if r.opts.Runs != nil && res.Spec.ReclaimPolicy != v1alpha1.ReclaimRetain {
-		r.opts.Recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonReleased, "Reclaim", "reclaim policy Delete: deleting the resource")
-		if err := r.Delete(ctx, res); client.IgnoreNotFound(err) != nil {
-			return true, err
-		}
-	}
-	return true, nil
+	return ctrl.Result{}, nil
 }
 
 // claimState is what the resource controller observed of the claim a resource names.
@@ -313,14 +270,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if workers < 1 {
 		workers = 1
 	}
-	if r.opts.Runs != nil {
-		// State names answered from the cache, not an API request each (nil: the API server).
-		names, err := state.NewNames(mgr, r.opts.State.Namespace)
-		if err != nil {
-			return err
-		}
-		r.built.keeper.UseNames(names)
-	}
 	opts := controller.Options{
 		MaxConcurrentReconciles: workers,
 		// A failed Terraform run is retried after 1 s, doubling up to 5 min: not at the
@@ -333,9 +282,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		opts.NeedLeaderElection = ptr.To(false)
 		b = b.WatchesRawSource(source.Channel(r.shardEvents, &handler.EnqueueRequestForObject{}))
 	}
-	if r.opts.Runs != nil {
-		// A run a runner resumed here and this manager adopted: its resource attaches to it now.
-		b = b.WatchesRawSource(resumedRuns(r.opts.Runs.Resumed()))
+	b, err := r.parts().provision.watch(mgr, b)
+	if err != nil {
+		return err
 	}
 	return b.
 		// Status writes do not wake the resource up again: a failed run is retried by the work

@@ -46,13 +46,13 @@ func isDriftCheck(res *v1alpha1.InfraResource) bool {
 // check interval, as an idle one does (decideRun): with drift checks due at every sync interval,
 // the reconciles they wake were otherwise the only ones, and a Secret deleted by hand while
 // another object held its name was never written again.
-func (r *drifter) checkForDrift(ctx context.Context, s *resourceScope) (bool, error) {
+func (r *drifter) checkForDrift(ctx context.Context, s *resourceScope) (ctrl.Result, error) {
 	if !isDriftCheck(s.res) || rotated(s.res, s.spec) {
-		return false, nil
+		return ctrl.Result{}, nil
 	}
 	correct, result, err := r.checkDrift(ctx, s)
 	if correct && err == nil {
-		return false, nil
+		return ctrl.Result{}, nil
 	}
 	if err == nil && s.res.Status.ConnectionSecret != nil {
 		if result.RequeueAfter > r.secretCheckInterval {
@@ -60,8 +60,7 @@ func (r *drifter) checkForDrift(ctx context.Context, s *resourceScope) (bool, er
 		}
 		err = r.secrets.KeepConnectionSecret(ctx, s.res, s.state)
 	}
-	s.result = result
-	return true, err
+	return s.end(result), err
 }
 
 // checkDrift runs a drift check and records what it found. correct says the drift must be

@@ -31,23 +31,34 @@ func TestNewValidatesAndBuildsEveryPart(t *testing.T) {
 	rec := events.NewFakeRecorder(1)
 	kube := fake.NewClientset()
 	for _, tc := range []struct {
-		name string
-		o    Options
-		want []string // each in the error; none: no error
+		name      string
+		o         Options
+		want      []string // each in the error; none: no error
+		provision bool     // the provisioner chosen runs Terraform (provisioning, not bindingOnly)
 	}{
-		{"nothing", Options{}, []string{"Options.Client", "Options.Recorder"}},
+		{"nothing", Options{}, []string{"Options.Client", "Options.Recorder"}, false},
 		{"runs without their clients", Options{Client: c, Recorder: rec, Runs: &recordingRuns{}},
-			[]string{"Options.Kube", "Options.APIReader", "Options.State.Namespace"}},
+			[]string{"Options.Kube", "Options.APIReader", "Options.State.Namespace"}, false},
 		{"a state server without runs", Options{Client: c, Recorder: rec, StateServer: statebackend.NewServer(kube, "ns", 0)},
-			[]string{"StateServer is set without Runs"}},
-		{"no runs: the binding alone", Options{Client: c, Recorder: rec}, nil},
+			[]string{"StateServer is set without Runs"}, false},
+		{"no runs: the binding alone", Options{Client: c, Recorder: rec}, nil, false},
 		{"runs on the kubernetes backend", Options{Client: c, APIReader: c, Kube: kube, Recorder: rec, Runs: &recordingRuns{},
-			State: statebackend.Config{Namespace: "ns"}}, nil},
+			State: statebackend.Config{Namespace: "ns"}}, nil, true},
 	} {
 		r, err := New(tc.o)
 		if len(tc.want) == 0 {
-			if err != nil || r.parts() == nil || r.keeper() == nil || r.syncer() == nil || r.reclaimer() == nil || r.secrets() == nil {
+			p := r.parts()
+			if err != nil || p.keeper == nil || p.sync == nil || p.drift == nil || p.reclaim == nil || p.secrets == nil || p.provision == nil {
 				t.Errorf("%s: %v; want every part built", tc.name, err)
+				continue
+			}
+			// One phase list whichever the provisioner: without runs it adds no phase and keeps
+			// only the finalizers' phases of a reclaim.
+			_, provisioning := p.provision.(*provisioning)
+			if provisioning != tc.provision || p.provision.provisions() != tc.provision ||
+				(len(p.provision.phases()) > 0) != tc.provision || len(p.provision.reclaimPhases()) != map[bool]int{false: 2, true: 5}[tc.provision] {
+				t.Errorf("%s: provisioner %T with %d phases and %d reclaim phases; want provisioning=%v",
+					tc.name, p.provision, len(p.provision.phases()), len(p.provision.reclaimPhases()), tc.provision)
 			}
 			continue
 		}

@@ -60,6 +60,8 @@ type parts struct {
 	drift   *drifter
 	reclaim *reclaimer
 	fence   *state.Fence
+	// provision is what happens past the binding: provisioning with Runs, bindingOnly without.
+	provision provisioner
 }
 
 // newParts builds the collaborators from r's configuration (New): defaults applied
@@ -82,7 +84,12 @@ func (r *Reconciler) newParts() *parts {
 		driftSlots: make(chan struct{}, max(1, r.opts.MaxConcurrentDriftChecks))}
 	rc := &reclaimer{api: r.Client, reader: r.opts.APIReader, recorder: r.opts.Recorder, runs: r.opts.Runs,
 		keeper: k, secrets: sec, sync: sy}
-	return &parts{keeper: k, secrets: sec, sync: sy, drift: dr, reclaim: rc, fence: f}
+	var prov provisioner = bindingOnly{reclaim: rc}
+	if r.opts.Runs != nil {
+		prov = &provisioning{api: r.Client, recorder: r.opts.Recorder, runs: r.opts.Runs, keeper: k, sync: sy, drift: dr, reclaim: rc,
+			stateNamespace: r.opts.State.Namespace}
+	}
+	return &parts{keeper: k, secrets: sec, sync: sy, drift: dr, reclaim: rc, fence: f, provision: prov}
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -95,7 +102,4 @@ func orDefault(d, def time.Duration) time.Duration {
 // parts are the collaborators New built.
 func (r *Reconciler) parts() *parts { return r.built }
 
-func (r *Reconciler) keeper() *state.Keeper    { return r.parts().keeper }
-func (r *Reconciler) secrets() *secrets.Keeper { return r.parts().secrets }
-func (r *Reconciler) reclaimer() *reclaimer    { return r.parts().reclaim }
-func (r *Reconciler) syncer() *syncer          { return r.parts().sync }
+func (r *Reconciler) keeper() *state.Keeper { return r.parts().keeper }

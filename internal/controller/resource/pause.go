@@ -70,12 +70,11 @@ func interval(res *v1alpha1.InfraResource, def time.Duration) time.Duration {
 // requeue: removing the annotation wakes the resource (the controller watches annotation changes).
 // A resource that was paused and is no more leaves ReconcilePaused (markResumed) and decideRun
 // runs it at once.
-func (r *syncer) holdWhilePaused(_ context.Context, s *resourceScope) (bool, error) {
+func (r *syncer) holdWhilePaused(_ context.Context, s *resourceScope) (ctrl.Result, error) {
 	if !paused(s.res) {
 		s.resumed = markResumed(s.res)
-		return false, nil
+		return ctrl.Result{}, nil
 	}
 	markPaused(s.res)
-	s.result = ctrl.Result{}
-	return true, nil
+	return s.end(ctrl.Result{}), nil
 }

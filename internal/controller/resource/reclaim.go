@@ -35,14 +35,14 @@ import (
 // (pkg/controller/volume/pvprotection: isBeingUsed); it says so once in an event and in the Ready
 // condition, and waits for the claim's deletion (the claim watch requeues the resource). When the
 // resource is not in use, FinalizerInUse is removed.
-func (r *reclaimer) protectInUse(ctx context.Context, s *resourceScope) (bool, error) {
+func (r *reclaimer) protectInUse(ctx context.Context, s *resourceScope) (ctrl.Result, error) {
 	res := s.res
 	if !controllerutil.ContainsFinalizer(res, v1alpha1.FinalizerInUse) {
-		return false, nil
+		return ctrl.Result{}, nil
 	}
 	claimState, err := observeClaim(ctx, r.api, r.reader, res)
 	if err != nil {
-		return true, err
+		return ctrl.Result{}, err
 	}
 	if claimState == claimLive {
 		ref := res.Spec.ClaimRef
@@ -51,20 +51,21 @@ func (r *reclaimer) protectInUse(ctx context.Context, s *resourceScope) (bool, e
 			r.recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonResourceInUse, "Delete", "%s", msg)
 		}
 		markInUse(res, msg)
-		return true, nil
+		return s.end(ctrl.Result{}), nil
 	}
 	controllerutil.RemoveFinalizer(res, v1alpha1.FinalizerInUse)
 	return r.updateMeta(ctx, s)
 }
 
 // reclaimInfra carries out the reclaim policy (reclaim) on a resource that has state; the phase is
-// Deleting meanwhile. Done (with s.result) while the finalizer must stay.
-func (r *reclaimer) reclaimInfra(ctx context.Context, s *resourceScope) (bool, error) {
+// Deleting meanwhile. It ends the reconcile while the finalizer must stay; a resource never named
+// (it never ran) has no state to reclaim.
+func (r *reclaimer) reclaimInfra(ctx context.Context, s *resourceScope) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(s.res, v1alpha1.FinalizerResource) {
-		return true, nil
+		return s.end(ctrl.Result{}), nil
 	}
-	if r.runs == nil || s.state == nil {
-		return false, nil
+	if s.state == nil {
+		return ctrl.Result{}, nil
 	}
 	s.reclaiming = true
 	return r.reclaim(ctx, s)
@@ -72,64 +73,64 @@ func (r *reclaimer) reclaimInfra(ctx context.Context, s *resourceScope) (bool, e
 
 // recordReclaim writes the reclaim's outcome (a checkpoint) before the finalizer goes: after that
 // the object may be gone.
-func (r *reclaimer) recordReclaim(ctx context.Context, s *resourceScope) (bool, error) {
+func (r *reclaimer) recordReclaim(ctx context.Context, s *resourceScope) (ctrl.Result, error) {
 	if !s.reclaiming {
-		return false, nil
+		return ctrl.Result{}, nil
 	}
 	if err := s.checkpoint(ctx); apierrors.IsNotFound(err) {
 		s.gone = true // its finalizer was removed by hand meanwhile: nothing is left to do
-		return true, nil
+		return s.end(ctrl.Result{}), nil
 	} else if err != nil {
-		return true, err
+		return ctrl.Result{}, err
 	}
-	return false, nil
+	return ctrl.Result{}, nil
 }
 
 // deleteRunRecords deletes the reclaimed resource's plan and log Secrets.
-func (r *reclaimer) deleteRunRecords(ctx context.Context, s *resourceScope) (bool, error) {
+func (r *reclaimer) deleteRunRecords(ctx context.Context, s *resourceScope) (ctrl.Result, error) {
 	if !s.reclaiming {
-		return false, nil
+		return ctrl.Result{}, nil
 	}
-	return false, r.secrets.DeleteRunRecords(ctx, s.res)
+	return ctrl.Result{}, r.secrets.DeleteRunRecords(ctx, s.res)
 }
 
 // dropFinalizer removes the reclaim finalizer: the API server then deletes the object.
-func (r *reclaimer) dropFinalizer(ctx context.Context, s *resourceScope) (bool, error) {
+func (r *reclaimer) dropFinalizer(ctx context.Context, s *resourceScope) (ctrl.Result, error) {
 	controllerutil.RemoveFinalizer(s.res, v1alpha1.FinalizerResource)
-	if _, err := r.updateMeta(ctx, s); err != nil {
-		return true, err
+	if res, err := r.updateMeta(ctx, s); s.ended || err != nil {
+		return res, err
 	}
 	s.gone = true
-	return true, nil
+	return s.end(ctrl.Result{}), nil
 }
 
 // updateMeta writes the resource's metadata (its finalizers); a resource already gone ends the
 // reconcile with nothing more to write.
-func (r *reclaimer) updateMeta(ctx context.Context, s *resourceScope) (bool, error) {
+func (r *reclaimer) updateMeta(ctx context.Context, s *resourceScope) (ctrl.Result, error) {
 	if err := r.api.Update(ctx, s.res); err != nil {
 		s.gone = apierrors.IsNotFound(err)
-		return true, client.IgnoreNotFound(err)
+		return s.end(ctrl.Result{}), client.IgnoreNotFound(err)
 	}
 	s.base.ResourceVersion = s.res.ResourceVersion
-	return false, nil
+	return ctrl.Result{}, nil
 }
 
 // reclaim carries out the reclaim policy on the resource's own state: Retain orphans it, Delete
 // destroys the infrastructure and deletes it. A state under the resource's name that another
 // resource orphaned (an adoption that was refused or never asked for) is not its own: it is
-// neither destroyed, nor deleted, nor relabelled. Done (s.result says when to retry) while the
-// finalizer must stay.
-func (r *reclaimer) reclaim(ctx context.Context, s *resourceScope) (bool, error) {
+// neither destroyed, nor deleted, nor relabelled. It ends the reconcile (with when to retry) while
+// the finalizer must stay.
+func (r *reclaimer) reclaim(ctx context.Context, s *resourceScope) (ctrl.Result, error) {
 	res := s.res
 	orphanedFrom, err := s.state.OrphanedFrom(ctx)
 	if err != nil {
-		return true, err
+		return ctrl.Result{}, err
 	}
 	if orphanedFrom != "" {
 		r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateNotOwned, "Reclaim",
 			"state Secret %s is the orphaned state of the deleted resource %s, never adopted by this one: left as it is, and no destroy",
 			res.Status.State.SecretName, orphanedFrom)
-		return false, nil
+		return ctrl.Result{}, nil
 	}
 	if res.Spec.ReclaimPolicy == v1alpha1.ReclaimRetain {
 		// The orphaned state must be the newest: a state a run could not save goes back first.
@@ -137,34 +138,29 @@ func (r *reclaimer) reclaim(ctx context.Context, s *resourceScope) (bool, error)
 			return r.sync.stateStop(s, "orphan", err)
 		}
 		if err := s.state.Orphan(ctx, v1alpha1.LabelValue(res.Name)); err != nil {
-			return true, err
+			return ctrl.Result{}, err
 		}
 		if err := r.secrets.ReclaimPasswords(ctx, res); err != nil {
-			return true, err
+			return ctrl.Result{}, err
 		}
 		r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonStateOrphaned, "Reclaim",
 			"reclaim policy Retain: infrastructure kept, state Secret %s labelled %s=%s",
 			res.Status.State.SecretName, statebackend.LabelOrphanedFrom, v1alpha1.LabelValue(res.Name))
-		return false, nil
+		return ctrl.Result{}, nil
 	}
 	if err := r.destroy(ctx, s); err != nil {
 		var se *state.Error
 		var fenced *state.LockFenced
 		switch {
 		case errors.As(err, &se):
-			s.result = ctrl.Result{RequeueAfter: stateRetry}
+			return s.end(ctrl.Result{RequeueAfter: stateRetry}), nil
 		case errors.As(err, &fenced):
-			s.result = ctrl.Result{RequeueAfter: fenced.Wait}
-		default:
-			return true, err
+			return s.end(ctrl.Result{RequeueAfter: fenced.Wait}), nil
 		}
-		return true, nil
+		return ctrl.Result{}, err
 	}
 	// The infrastructure is gone and so is its state: its passwords go too.
-	if err := r.secrets.ReclaimPasswords(ctx, res); err != nil {
-		return true, err
-	}
-	return false, nil
+	return ctrl.Result{}, r.secrets.ReclaimPasswords(ctx, res)
 }
 
 // destroy runs terraform destroy (when there is state), records that it did (status.state.destroyed,

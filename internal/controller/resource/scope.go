@@ -21,15 +21,16 @@ import (
 
 // resourceScope is one reconcile of one InfraResource, as cluster-api's reconcilers hold a scope
 // (the object, a patch helper, what the phases found): the resource as read, the status as last
-// written (base, from which every status patch is computed), what the phases observed, and the
-// reconcile's result. Phases change the status in memory; close writes it once, at the end.
+// written (base, from which every status patch is computed), and what the phases observed. Phases
+// change the status in memory and return their result (runPhases aggregates them); close writes
+// the status once, at the end.
 //
 // The only status writes before close are checkpoints: the records that must be durable before a
 // side effect, because a crash right after it must find them (the Running record before a run's
 // first command, a create's start before the apply reads on, a drift to correct before the apply).
 type resourceScope struct {
 	c    client.Client
-	runs bool // the reconciler has runs (phaseOf)
+	runs bool // the reconciler provisions (provisioner.provisions; phaseOf)
 	res  *v1alpha1.InfraResource
 	base *v1alpha1.InfraResource
 
@@ -63,13 +64,24 @@ type resourceScope struct {
 	// reader reads the resource from the API server when a status write conflicts (patch).
 	reader client.Reader
 
-	result ctrl.Result
-	gone   bool // the object was deleted in this reconcile: nothing to write
+	// ended: a phase settled what this reconcile does (end): no later phase runs.
+	ended bool
+	gone  bool // the object was deleted in this reconcile: nothing to write
 }
 
-// resourcePhase is one phase of a resource's reconcile. done ends the reconcile after it (the
-// result is in s.result); an error ends it too and goes to the work queue with s.result.
-type resourcePhase func(ctx context.Context, s *resourceScope) (done bool, err error)
+// resourcePhase is one phase of a resource's reconcile, as cluster-api's machine controller runs
+// its phases: it returns when to reconcile again (zero: only on a watch event) and an error for the
+// work queue. A phase that settles the reconcile (nothing is due, a run was recorded, the object
+// is gone) says so with s.end; an error ends the reconcile too: no phase after a failed one runs,
+// since later phases start runs that the failed one must come before.
+type resourcePhase func(ctx context.Context, s *resourceScope) (ctrl.Result, error)
+
+// end marks the reconcile settled after the phase returning (no later phase runs) and returns
+// result, for the phase to return: `return s.end(ctrl.Result{RequeueAfter: wait}), nil`.
+func (s *resourceScope) end(result ctrl.Result) ctrl.Result {
+	s.ended = true
+	return result
+}
 
 // openScope reads the resource; nil, nil when it is gone. A Running record in the cache is either
 // a run that died with the controller or this controller's own record whose outcome the cache
@@ -84,7 +96,7 @@ func (r *Reconciler) openScope(ctx context.Context, name types.NamespacedName) (
 			return nil, client.IgnoreNotFound(err)
 		}
 	}
-	s := &resourceScope{c: r.Client, reader: r.opts.APIReader, runs: r.opts.Runs != nil, res: res, base: res.DeepCopy(), start: time.Now()}
+	s := &resourceScope{c: r.Client, reader: r.opts.APIReader, runs: r.parts().provision.provisions(), res: res, base: res.DeepCopy(), start: time.Now()}
 	if s.reader == nil {
 		s.reader = r.Client
 	}
@@ -94,20 +106,25 @@ func (r *Reconciler) openScope(ctx context.Context, name types.NamespacedName) (
 	return s, nil
 }
 
-// runPhases runs phases in order until one is done or fails, then writes the status once (close).
-// Conflicts are requeued after retryDelay, as every writer here does.
+// runPhases runs phases in order until one ends the reconcile (s.end) or fails, then writes the
+// status once (close). The result is the soonest of the phases' results (shared.LowestNonZeroResult,
+// as cluster-api aggregates its phases'); conflicts are requeued after shared.RetryDelay, as every
+// writer here does.
 func runPhases(ctx context.Context, s *resourceScope, phases ...resourcePhase) (ctrl.Result, error) {
+	var result ctrl.Result
 	var err error
 	for _, phase := range phases {
-		var done bool
-		if done, err = phase(ctx, s); done || err != nil {
+		var res ctrl.Result
+		res, err = phase(ctx, s)
+		result = shared.LowestNonZeroResult(result, res)
+		if s.ended || err != nil {
 			break
 		}
 	}
 	if cerr := s.close(ctx); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
-	return shared.RequeueOnConflict(s.result, err)
+	return shared.RequeueOnConflict(result, err)
 }
 
 // checkpoint writes the status as it is in memory now, before a side effect (see resourceScope);

@@ -28,21 +28,22 @@ import (
 
 // decideRun ends the reconcile unless a run is due (needsRun at the resource's sync interval, a
 // run asked for by a sync request or a resume, or a Secret input rotated since the last apply);
-// an idle resource keeps its phase and connection Secret until the next sync.
-func (r *syncer) decideRun(ctx context.Context, s *resourceScope) (bool, error) {
+// an idle resource keeps its phase and connection Secret until the next sync, and the reconcile
+// ends with when that is.
+func (r *syncer) decideRun(ctx context.Context, s *resourceScope) (ctrl.Result, error) {
 	res := s.res
 	var ip *invalidPolicy
 	if err := r.preparePolicy(ctx, s); errors.As(err, &ip) {
 		s.policyErr = ip // a run that is due fails on it (prepareRun)
 	} else if err != nil {
-		return true, err
+		return ctrl.Result{}, err
 	}
 	run, wait := needsRun(res, s.start, interval(res, r.syncInterval))
 	run = run || runAsked(s) || policyMoved(s)
 	if !run && everApplied(res) && hasSecretInputs(res) && res.Status.LastRun.Result == v1alpha1.RunSucceeded {
 		changed, err := r.secretInputsRotated(ctx, res)
 		if err != nil {
-			return true, err
+			return ctrl.Result{}, err
 		}
 		if changed {
 			r.noteRotation(res)
@@ -52,50 +53,48 @@ func (r *syncer) decideRun(ctx context.Context, s *resourceScope) (bool, error) 
 		}
 	}
 	if run {
-		return false, nil
+		return ctrl.Result{}, nil
 	}
 	if everApplied(res) && res.Status.ConnectionSecret != nil {
 		// A connection Secret deleted by hand is written again within this time (keepConnectionSecret).
 		wait = min(wait, r.secretCheckInterval)
 	}
-	s.result = ctrl.Result{RequeueAfter: wait}
 	staleApproval(res)
+	idle := s.end(ctrl.Result{RequeueAfter: wait})
 	if !everApplied(res) {
-		return true, nil
+		return idle, nil
 	}
-	return true, r.secrets.KeepConnectionSecret(ctx, s.res, s.state)
+	return idle, r.secrets.KeepConnectionSecret(ctx, s.res, s.state)
 }
 
 // prepareRun runs what every run needs first — recover a dead run's lock, adopt orphaned state,
 // the state phases (beforeRun) — and reads the run's inputs into s.spec. A missing Secret input
 // records the run as failed and is retried after secretRetry.
-func (r *syncer) prepareRun(ctx context.Context, s *resourceScope) (bool, error) {
-	if stop, err := r.beforeRun(ctx, s); stop || err != nil {
-		return true, err
+func (r *syncer) prepareRun(ctx context.Context, s *resourceScope) (ctrl.Result, error) {
+	if res, err := r.beforeRun(ctx, s); s.ended || err != nil {
+		return res, err
 	}
 	spec, err := r.secrets.RunSpec(ctx, s.res)
 	var ie *provision.InputError
 	if errors.As(err, &ie) {
 		r.setRunFailed(s.res, "render", ie.Reason, ie.Message, time.Now())
-		s.result = ctrl.Result{RequeueAfter: secretRetry}
-		return true, nil
+		return s.end(ctrl.Result{RequeueAfter: secretRetry}), nil
 	} else if err != nil {
-		return true, err
+		return ctrl.Result{}, err
 	}
 	if ip := s.policyErr; ip != nil {
 		// The class says so too (PolicyInvalid); its fix wakes the resource (the class watch).
 		r.setRunFailed(s.res, "plan", v1alpha1.ReasonPolicyInvalid, ip.Error(), time.Now())
-		s.result = ctrl.Result{RequeueAfter: secretRetry}
-		return true, nil
+		return s.end(ctrl.Result{RequeueAfter: secretRetry}), nil
 	}
 	s.spec = spec
-	return false, nil
+	return ctrl.Result{}, nil
 }
 
 // beforeRun runs the phases every run needs first: recover a dead run's lock, adopt orphaned
-// state, and the state checks. stop says the run must not happen now (s.result says when to try
-// again; an error goes to the work queue).
-func (r *syncer) beforeRun(ctx context.Context, s *resourceScope) (stop bool, err error) {
+// state, and the state checks. When the run must not happen now it ends the reconcile (s.end)
+// with when to try again; an error goes to the work queue.
+func (r *syncer) beforeRun(ctx context.Context, s *resourceScope) (ctrl.Result, error) {
 	res := s.res
 	// A state a dead run could not save goes back first (it releases that run's lock once
 	// saved); a lock is never recovered while it is pending, even after a restart.
@@ -105,43 +104,40 @@ func (r *syncer) beforeRun(ctx context.Context, s *resourceScope) (stop bool, er
 	if err := r.keeper.RecoverOwnLock(ctx, s.res, s.state); err != nil {
 		var fenced *state.LockFenced
 		if errors.As(err, &fenced) {
-			s.result = ctrl.Result{RequeueAfter: fenced.Wait}
-			return true, nil
+			return s.end(ctrl.Result{RequeueAfter: fenced.Wait}), nil
 		}
-		return true, err
+		return ctrl.Result{}, err
 	}
 	if err := r.keeper.Adopt(ctx, s.res, s.state); err != nil {
 		var ae *statebackend.AdoptError
 		if errors.As(err, &ae) {
 			r.setRunFailed(res, "adopt", v1alpha1.ReasonAdoptionRefused, ae.Message, time.Now())
-			s.result = ctrl.Result{RequeueAfter: secretRetry}
-			return true, nil
+			return s.end(ctrl.Result{RequeueAfter: secretRetry}), nil
 		}
-		return true, err
+		return ctrl.Result{}, err
 	}
 	if err := r.stateChecks(ctx, s); err != nil {
 		return r.stateStop(s, "state", err)
 	}
-	return false, nil
+	return ctrl.Result{}, nil
 }
 
-// stateStop turns a state phase's error into a stop: a *state.Error is recorded as the failed
-// operation op and retried after stateRetry (s.result); any other error goes to the work queue.
-func (r *syncer) stateStop(s *resourceScope, op string, err error) (bool, error) {
+// stateStop turns a state phase's error into the end of the reconcile: a *state.Error is recorded
+// as the failed operation op and retried after stateRetry; any other error goes to the work queue.
+func (r *syncer) stateStop(s *resourceScope, op string, err error) (ctrl.Result, error) {
 	var se *state.Error
 	if errors.As(err, &se) {
 		r.setRunFailed(s.res, op, se.Reason, se.Message, time.Now())
-		s.result = ctrl.Result{RequeueAfter: stateRetry}
-		return true, nil
+		return s.end(ctrl.Result{RequeueAfter: stateRetry}), nil
 	}
-	return true, err
+	return ctrl.Result{}, err
 }
 
 // applyPhase brings the infrastructure to the spec: one apply -json, or, when the run must stop
 // between plan and apply (needsSavedPlan), plan, the approval gate, and apply of that plan. The
 // Running record is a checkpoint: every command of the run may take the state lock, so it is
 // written before the first of them (the crash window recoverOwnLock closes).
-func (r *syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error) {
+func (r *syncer) applyPhase(ctx context.Context, s *resourceScope) (ctrl.Result, error) {
 	res := s.res
 	savedPlan := needsSavedPlan(res) || len(s.policy) > 0
 	op := "apply"
@@ -162,8 +158,9 @@ func (r *syncer) applyPhase(ctx context.Context, s *resourceScope) (bool, error)
 
 // ranApply records the outcome of an apply (or plan) run, out and err as Runs.Apply returned them:
 // a plan held for approval, creates settled, imports and resolutions, the run's log, and then the
-// failure (runFailed) or the success (applied).
-func (r *syncer) ranApply(ctx context.Context, s *resourceScope, out *tfrunner.ApplyResult, err error) (bool, error) {
+// failure (runFailed) or the success (applied). It ends the reconcile: a success comes back after
+// the sync interval (jittered), a failure as runFailed says.
+func (r *syncer) ranApply(ctx context.Context, s *resourceScope, out *tfrunner.ApplyResult, err error) (ctrl.Result, error) {
 	res := s.res
 	if err == nil && out.Held != nil {
 		err = r.holdPlan(ctx, res, out.Held, policyDigest(s.policy, s.facts))
@@ -196,10 +193,12 @@ func (r *syncer) ranApply(ctx context.Context, s *resourceScope, out *tfrunner.A
 	}
 	if err != nil {
 		result, ferr := r.runFailed(ctx, s, err, done)
-		s.result = result
-		return true, ferr
+		return s.end(result), ferr
 	}
-	return true, r.applied(ctx, s, out, done)
+	if err := r.applied(ctx, s, out, done); err != nil {
+		return s.end(ctrl.Result{}), err
+	}
+	return s.end(ctrl.Result{RequeueAfter: shared.Jitter(interval(res, r.syncInterval))}), nil
 }
 
 // applyOptions are the resource's apply as data: the variables checked against the module's
@@ -258,7 +257,7 @@ func runEvents(ctx context.Context, s *resourceScope) tfrunner.Events {
 }
 
 // applied records a successful run: the connection Secret, the one-shot annotations it used, and
-// status (outputs, state, Synced and Ready, drift corrected); the next sync after the interval.
+// status (outputs, state, Synced and Ready, drift corrected).
 func (r *syncer) applied(ctx context.Context, s *resourceScope, out *tfrunner.ApplyResult, done time.Time) error {
 	res := s.res
 	if err := r.secrets.WriteConnectionSecret(ctx, res, secrets.WithPasswords(res, out.Outputs, s.spec.EphemeralVariables)); err != nil {
@@ -301,7 +300,6 @@ func (r *syncer) applied(ctx context.Context, s *resourceScope, out *tfrunner.Ap
 	if out.Applied {
 		r.recorder.Eventf(res, nil, corev1.EventTypeNormal, v1alpha1.ReasonApplied, "Apply", "%s", msg)
 	}
-	s.result = ctrl.Result{RequeueAfter: shared.Jitter(interval(res, r.syncInterval))}
 	return nil
 }
 

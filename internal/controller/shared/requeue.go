@@ -36,3 +36,18 @@ func Truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// LowestNonZeroResult is the sooner of two reconcile results, as cluster-api's
+// util.LowestNonZeroResult aggregates its phases' results: a zero result (requeue only on a watch
+// event) yields to the other; of two RequeueAfter durations, the shorter wins.
+func LowestNonZeroResult(i, j ctrl.Result) ctrl.Result {
+	switch {
+	case i.IsZero():
+		return j
+	case j.IsZero():
+		return i
+	case j.RequeueAfter < i.RequeueAfter:
+		return j
+	}
+	return i
+}
