@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/resource/state"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
@@ -105,7 +106,7 @@ func approved(res *v1alpha1.InfraResource) bool {
 // approval, imports, or the destructive-change guard on a resource that has objects to destroy.
 // A first provisioning under the guard is one apply -json: there is nothing to delete yet.
 func needsSavedPlan(res *v1alpha1.InfraResource) bool {
-	hasState := everApplied(res) || res.Spec.AdoptState != "" || (res.Status.State != nil && res.Status.State.Serial > 0)
+	hasState := state.EverApplied(res) || res.Spec.AdoptState != "" || (res.Status.State != nil && res.Status.State.Serial > 0)
 	return res.Spec.Approval == v1alpha1.ApprovalManual || len(res.Spec.Import) > 0 || holdsCreates(res) ||
 		(!res.Spec.AllowDestructiveChanges && hasState)
 }

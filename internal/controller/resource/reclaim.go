@@ -355,7 +355,7 @@ func (r *reclaimer) createsInDoubtOnDelete(res *v1alpha1.InfraResource) error {
 // annotates conductor.io/abandon=true (the infrastructure is left, an event says so) or
 // conductor.io/start-fresh=true (there is nothing left to destroy). It returns a *state.Error to wait.
 func (r *reclaimer) stateMissingOnDelete(res *v1alpha1.InfraResource) error {
-	applied := everApplied(res) || state.Serial(res) > 0
+	applied := state.EverApplied(res) || state.Serial(res) > 0
 	switch {
 	case !applied:
 		return nil

@@ -130,9 +130,6 @@ func needsRun(res *v1alpha1.InfraResource, now time.Time, interval time.Duration
 	return true, 0
 }
 
-// everApplied reports whether an apply of some generation succeeded.
-func everApplied(res *v1alpha1.InfraResource) bool { return res.Status.ObservedGeneration > 0 }
-
 func summaryOf(p *tfjson.Plan) *v1alpha1.PlanSummary {
 	return &v1alpha1.PlanSummary{Add: int32(p.Summary.Add), Change: int32(p.Summary.Change),
 		Destroy: int32(p.Summary.Destroy), Import: int32(p.Summary.Import)}

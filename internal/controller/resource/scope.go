@@ -156,7 +156,7 @@ func (s *resourceScope) patch(ctx context.Context) error {
 	}
 	st := &s.res.Status
 	st.Phase = phaseOf(phaseInputs{deleting: s.reclaiming, binding: s.phase, runs: s.runs,
-		applied: everApplied(s.res), last: st.LastRun, previous: s.base.Status.Phase})
+		applied: state.EverApplied(s.res), last: st.LastRun, previous: s.base.Status.Phase})
 	if err := s.writeStatus(ctx); err != nil {
 		return err
 	}

@@ -40,7 +40,7 @@ func (r *syncer) decideRun(ctx context.Context, s *resourceScope) (ctrl.Result, 
 	}
 	run, wait := needsRun(res, s.start, interval(res, r.syncInterval))
 	run = run || runAsked(s) || policyMoved(s)
-	if !run && everApplied(res) && hasSecretInputs(res) && res.Status.LastRun.Result == v1alpha1.RunSucceeded {
+	if !run && state.EverApplied(res) && hasSecretInputs(res) && res.Status.LastRun.Result == v1alpha1.RunSucceeded {
 		changed, err := r.secretInputsRotated(ctx, res)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -55,13 +55,13 @@ func (r *syncer) decideRun(ctx context.Context, s *resourceScope) (ctrl.Result, 
 	if run {
 		return ctrl.Result{}, nil
 	}
-	if everApplied(res) && res.Status.ConnectionSecret != nil {
+	if state.EverApplied(res) && res.Status.ConnectionSecret != nil {
 		// A connection Secret deleted by hand is written again within this time (keepConnectionSecret).
 		wait = min(wait, r.secretCheckInterval)
 	}
 	staleApproval(res)
 	idle := s.end(ctrl.Result{RequeueAfter: wait})
-	if !everApplied(res) {
+	if !state.EverApplied(res) {
 		return idle, nil
 	}
 	return idle, r.secrets.KeepConnectionSecret(ctx, s.res, s.state)

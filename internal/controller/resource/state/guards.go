@@ -61,7 +61,7 @@ func (r *Keeper) PutBack(ctx context.Context, res *v1alpha1.InfraResource, h *st
 // existing ones. The start-fresh annotation (removed after the next successful apply) lets it
 // start from empty state. An *Error StateMissing, or the error of reading the state.
 func (r *Keeper) GuardEmpty(ctx context.Context, res *v1alpha1.InfraResource, h *statebackend.Handle) error {
-	applied := everApplied(res) || Serial(res) > 0
+	applied := EverApplied(res) || Serial(res) > 0
 	if !applied || res.Annotations[v1alpha1.AnnotationStartFresh] == "true" {
 		return nil
 	}
@@ -88,7 +88,7 @@ func (r *Keeper) Adopt(ctx context.Context, res *v1alpha1.InfraResource, h *stat
 		return nil
 	}
 	if from == "" {
-		if everApplied(res) {
+		if EverApplied(res) {
 			return nil
 		}
 		// An orphaned state under the resource's own name (ChooseName then gave it another) is

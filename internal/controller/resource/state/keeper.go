@@ -191,6 +191,6 @@ func Serial(res *v1alpha1.InfraResource) int64 {
 	return res.Status.State.Serial
 }
 
-// everApplied reports a resource an apply succeeded for (status.observedGeneration set), as the
-// reconciler's everApplied does.
-func everApplied(res *v1alpha1.InfraResource) bool { return res.Status.ObservedGeneration > 0 }
+// EverApplied reports whether an apply of some generation of res succeeded (status.observedGeneration
+// set): the state guards and the reconciler's phases ask it alike.
+func EverApplied(res *v1alpha1.InfraResource) bool { return res.Status.ObservedGeneration > 0 }
