@@ -84,10 +84,10 @@ func (r *Reconciler) newParts() *parts {
 		driftSlots: make(chan struct{}, max(1, r.opts.MaxConcurrentDriftChecks))}
 	rc := &reclaimer{api: r.Client, reader: r.opts.APIReader, recorder: r.opts.Recorder, runs: r.opts.Runs,
 		keeper: k, secrets: sec, sync: sy}
-	var prov provisioner = bindingOnly{reclaim: rc}
+	var prov provisioner = newBindingOnly(rc)
 	if r.opts.Runs != nil {
-		prov = &provisioning{api: r.Client, recorder: r.opts.Recorder, runs: r.opts.Runs, keeper: k, sync: sy, drift: dr, reclaim: rc,
-			stateNamespace: r.opts.State.Namespace}
+		prov = newProvisioning(provisioning{api: r.Client, recorder: r.opts.Recorder, runs: r.opts.Runs, keeper: k, sync: sy, drift: dr, reclaim: rc,
+			stateNamespace: r.opts.State.Namespace})
 	}
 	return &parts{keeper: k, secrets: sec, sync: sy, drift: dr, reclaim: rc, fence: f, provision: prov}
 }

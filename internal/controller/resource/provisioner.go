@@ -42,31 +42,35 @@ type provisioning struct {
 	reclaim  *reclaimer
 	// stateNamespace is where state Secrets are listed from the cache (state.NewNames).
 	stateNamespace string
+	// run and reclaimList are the phase lists, built once (newProvisioning).
+	run, reclaimList []resourcePhase
 }
 
-func (p *provisioning) phases() []resourcePhase {
-	return []resourcePhase{
-		p.reclaimReleased,      // Released: Retain keeps it, Delete deletes it
-		p.nameState,            // the state name, chosen once
-		p.sync.holdWhilePaused, // conductor.io/paused: nothing runs (pause.go)
-		p.sync.decideRun,       // a run is due, or the resource is idle until it is (sync.go)
-		p.sync.prepareRun,      // the state phases and the run's inputs
-		p.sync.attachRun,       // a run the previous leader started, adopted here: its outcome (adopt.go)
-		p.drift.checkForDrift,  // a drift check instead of an apply, when the spec was applied (drift.go)
-		p.sync.applyPhase,      // apply, or plan, approval and apply; then the outcome
+// newProvisioning builds the provisioning provisioner and its two phase lists, once.
+func newProvisioning(p provisioning) *provisioning {
+	sy, rc := p.sync, p.reclaim
+	p.run = []resourcePhase{
+		p.reclaimReleased,     // Released: Retain keeps it, Delete deletes it
+		p.nameState,           // the state name, chosen once
+		sy.holdWhilePaused,    // conductor.io/paused: nothing runs (pause.go)
+		sy.decideRun,          // a run is due, or the resource is idle until it is (sync.go)
+		sy.prepareRun,         // the state phases and the run's inputs
+		sy.attachRun,          // a run the previous leader started, adopted here: its outcome (adopt.go)
+		p.drift.checkForDrift, // a drift check instead of an apply, when the spec was applied (drift.go)
+		sy.applyPhase,         // apply, or plan, approval and apply; then the outcome
 	}
-}
-
-func (p *provisioning) reclaimPhases() []resourcePhase {
-	rc := p.reclaim
-	return []resourcePhase{
+	p.reclaimList = []resourcePhase{
 		rc.protectInUse,     // a resource bound to a live claim waits for it (FinalizerInUse)
 		rc.reclaimInfra,     // the reclaim policy: Retain orphans the state, Delete destroys (reclaim.go)
 		rc.recordReclaim,    // its outcome written before the finalizer goes
 		rc.deleteRunRecords, // plan and log Secrets
 		rc.dropFinalizer,    // FinalizerResource: the API server deletes the object
 	}
+	return &p
 }
+
+func (p *provisioning) phases() []resourcePhase        { return p.run }
+func (p *provisioning) reclaimPhases() []resourcePhase { return p.reclaimList }
 
 func (p *provisioning) provisions() bool { return true }
 
@@ -112,13 +116,16 @@ func (p *provisioning) nameState(ctx context.Context, s *resourceScope) (ctrl.Re
 // controller's decisions only): nothing is named, run or destroyed; a resource takes its
 // binding's phase at once, a Released one stays Released whatever its policy, and a deleted one
 // loses its finalizers once no live claim is bound to it.
-type bindingOnly struct{ reclaim *reclaimer }
+type bindingOnly struct{ reclaimList []resourcePhase }
+
+// newBindingOnly builds the bindingOnly provisioner: of rc's reclaim phases, the finalizers' only.
+func newBindingOnly(rc *reclaimer) bindingOnly {
+	return bindingOnly{reclaimList: []resourcePhase{rc.protectInUse, rc.dropFinalizer}}
+}
 
 func (bindingOnly) phases() []resourcePhase { return nil }
 
-func (b bindingOnly) reclaimPhases() []resourcePhase {
-	return []resourcePhase{b.reclaim.protectInUse, b.reclaim.dropFinalizer}
-}
+func (b bindingOnly) reclaimPhases() []resourcePhase { return b.reclaimList }
 
 func (bindingOnly) provisions() bool { return false }
 
