@@ -58,6 +58,16 @@ type InfraClaimSpec struct {
 	// +optional
 	Parameters Variables `json:"parameters,omitempty"`
 
+	// ParametersFrom are values read from other claims' module outputs (see ParameterFrom): the
+	// claim is provisioned only once every claim it reads is Ready, and its resource is rendered
+	// again whenever a value it reads changes. A claim cannot read itself; longer cycles are refused
+	// by the controller (InputsReady False, DependencyCycle).
+	// +optional
+	// +listType=map
+	// +listMapKey=parameter
+	// +kubebuilder:validation:MaxItems=32
+	ParametersFrom []ParameterFrom `json:"parametersFrom,omitempty"`
+
 	// WriteConnectionSecretToRef names the Secret, in the claim's namespace, that receives the module's
 	// outputs (sensitive ones included).
 	// +optional
@@ -107,6 +117,10 @@ type InfraClaimStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Inputs is what the claim reads from other claims (spec.parametersFrom) and which claims read
+	// it.
+	// +optional
+	Inputs *ClaimInputs `json:"inputs,omitempty"`
 	// ExpiresAt is when the claim is deleted: its creation plus its lifetime (spec.lifetime bounded
 	// by the class's maxLifetime); unset when it has none.
 	// +optional
@@ -118,6 +132,7 @@ type InfraClaimStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.parametersFrom) || self.spec.parametersFrom.all(p, p.claim != self.metadata.name || (has(p.namespace) && p.namespace != ''))",message="spec.parametersFrom: a claim cannot read its own outputs"
 // +kubebuilder:resource:scope=Namespaced,shortName=iclaim,categories=conductor
 // +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.resourceKind`
 // +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.className`
@@ -125,6 +140,7 @@ type InfraClaimStatus struct {
 // +kubebuilder:printcolumn:name="Resource",type=string,JSONPath=`.status.resourceName`
 // +kubebuilder:printcolumn:name="Capacity",type=string,JSONPath=`.status.capacity.storage`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Inputs",type=string,JSONPath=`.status.conditions[?(@.type=="InputsReady")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Waiting",type=string,JSONPath=`.status.conditions[?(@.type=="ChangePending")].reason`
 // +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.expiresAt`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -145,6 +145,6 @@ Example:
 		"the state encryption key Secret in --controller-namespace (the controller's --state-encryption-secret): it opens encrypted plan renderings")
 	root.AddCommand(newAdoptCommand(o), newPlanCommand(o), newApproveCommand(o), newCreatesCommand(o), newRunsCommand(o), newLogsCommand(o),
 		newUnlockCommand(o), newRestoreStateCommand(o), newInputsCommand(o), newUpgradeCommand(o),
-		newPauseCommand(o), newResumeCommand(o), newSyncCommand(o), newRotatePasswordsCommand(o))
+		newPauseCommand(o), newResumeCommand(o), newSyncCommand(o), newRotatePasswordsCommand(o), newTreeCommand(o))
 	return root
 }

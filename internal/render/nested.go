@@ -70,16 +70,16 @@ func compileNode(name string, v any) (hclsyntax.Expression, error) {
 	return nil, &Error{Name: name, Message: fmt.Sprintf("unexpected JSON value %T", v)}
 }
 
-// compileTemplate parses one string as an HCL template that may refer only to claim, class and
-// resource and call only Functions().
+// compileTemplate parses one string as an HCL template that may refer only to claim, class,
+// resource and inputs and call only Functions().
 func compileTemplate(name, s string) (hclsyntax.Expression, error) {
 	expr, diags := hclsyntax.ParseTemplate([]byte(s), name, hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, &Error{Name: name, Message: diagText(diags)}
 	}
 	for _, tr := range expr.Variables() {
-		if root := tr.RootName(); root != "claim" && root != "class" && root != "resource" {
-			return nil, &Error{Name: name, Message: fmt.Sprintf("unknown variable %q: templates see only claim, class and resource", root)}
+		if root := tr.RootName(); root != "claim" && root != "class" && root != "resource" && root != "inputs" {
+			return nil, &Error{Name: name, Message: fmt.Sprintf("unknown variable %q: templates see only claim, class, resource and inputs", root)}
 		}
 	}
 	if fn := unknownFunction(expr); fn != "" {

@@ -2,9 +2,10 @@
 // against the module's declared inputs.
 //
 // Each string value of a class's variables is an HCL template expression (hcl/v2 hclsyntax),
-// evaluated with go-cty against three variables: `claim` (name, namespace, labels, annotations,
-// and spec exactly as the claim spells it), `class` (name, spec.capabilities) and `resource`
-// (name: the InfraResource rendered for, unique in the cluster). Functions are go-cty's
+// evaluated with go-cty against four variables: `claim` (name, namespace, labels, annotations,
+// and spec exactly as the claim spells it), `class` (name, spec.capabilities), `resource`
+// (name: the InfraResource rendered for, unique in the cluster) and `inputs` (the non-sensitive
+// values the claim reads from other claims' outputs, by parameter). Functions are go-cty's
 // standard library plus gibibytes(), mebibytes() and bytes() for Kubernetes quantities. A template
 // that is a single interpolation ("${gibibytes(...)}") keeps its type; other values pass through
 // typed. Results are cty values; they reach Terraform as JSON, never as HCL source.
@@ -108,6 +109,9 @@ type Claim struct {
 	Labels, Annotations map[string]string
 	// Spec is the claim's spec as JSON.
 	Spec []byte
+	// Inputs is a JSON object of the non-sensitive values the claim reads from other claims'
+	// outputs (spec.parametersFrom), by parameter: templates see it as `inputs`. Empty: {}.
+	Inputs []byte
 }
 
 // Class is what templates see as `class`.
@@ -133,6 +137,14 @@ func Context(claim Claim, class Class, res Resource) (*hcl.EvalContext, error) {
 		}
 		spec = v
 	}
+	inputs := cty.EmptyObjectVal
+	if len(claim.Inputs) > 0 {
+		v, err := decodeJSON(claim.Inputs)
+		if err != nil {
+			return nil, fmt.Errorf("claim inputs: %w", err)
+		}
+		inputs = v
+	}
 	return &hcl.EvalContext{
 		Variables: map[string]cty.Value{
 			"claim": cty.ObjectVal(map[string]cty.Value{
@@ -147,6 +159,7 @@ func Context(claim Claim, class Class, res Resource) (*hcl.EvalContext, error) {
 				"spec": cty.ObjectVal(map[string]cty.Value{"capabilities": stringMap(class.Capabilities)}),
 			}),
 			"resource": cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(res.Name)}),
+			"inputs":   inputs,
 		},
 		Functions: Functions(),
 	}, nil

@@ -71,6 +71,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=conductor.io,resources=infraclaims/finalizers,verbs=update
 // +kubebuilder:rbac:groups=conductor.io,resources=infraresources,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=conductor.io,resources=infraclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=conductor.io,resources=infraoutputgrants,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
@@ -85,6 +86,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if r.Ready != nil {
 			r.Ready.Forget(claim.UID)
 		}
+		if held, err := r.holdForReaders(ctx, claim); held || err != nil {
+			return shared.RequeueOnConflict(ctrl.Result{}, err)
+		}
 		return shared.RequeueOnConflict(ctrl.Result{}, r.release(ctx, claim))
 	}
 	before := claim.DeepCopy()
@@ -92,7 +96,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if gone || err != nil {
 		return shared.RequeueOnConflict(ctrl.Result{}, err)
 	}
-	result, err := r.sync(ctx, claim)
+	var result ctrl.Result
+	held, err := r.observeInputs(ctx, claim)
+	switch {
+	case err != nil:
+	case held != nil && claim.Spec.ResourceName == "":
+		// Claim Pending, a claim it reads is missing, not Ready, not granted or in a cycle:
+		// nothing is provisioned or bound until every value is there (a change of the upstream
+		// wakes it: IndexClaimUpstreams).
+		setPending(claim, held.reason, held.message)
+	default:
+		result, err = r.sync(ctx, claim)
+	}
 	result.RequeueAfter = sooner(result.RequeueAfter, wait)
 	claim.Status.ObservedGeneration = claim.Generation
 	// Most reconciles (a bound resource's status changed) change nothing here: no write.
@@ -150,6 +165,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.InfraClaim{}).
+		// A claim's change wakes the claims that read it and those it reads (inputs, readBy).
+		Watches(&v1alpha1.InfraClaim{}, handler.EnqueueRequestsFromMapFunc(r.relatedClaims)).
+		Watches(&v1alpha1.InfraOutputGrant{}, handler.EnqueueRequestsFromMapFunc(r.claimsForGrant)).
 		Watches(&v1alpha1.InfraResource{}, handler.EnqueueRequestsFromMapFunc(r.claimsForResource)).
 		Watches(&v1alpha1.InfraClass{}, handler.EnqueueRequestsFromMapFunc(r.claimsForClass),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, classReadinessChanged()))).

@@ -28,7 +28,13 @@ import (
 func (r *Reconciler) rerender(ctx context.Context, claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) error {
 	gen := strconv.FormatInt(claim.Generation, 10)
 	if res.Spec.ClassRef == nil || res.Annotations[v1alpha1.AnnotationProvisionedBy] == "" ||
-		res.Annotations[v1alpha1.AnnotationRenderedGeneration] == gen || res.Spec.ClaimRef == nil || res.Spec.ClaimRef.UID != claim.UID {
+		(res.Annotations[v1alpha1.AnnotationRenderedGeneration] == gen && !inputsChanged(claim, res)) ||
+		res.Spec.ClaimRef == nil || res.Spec.ClaimRef.UID != claim.UID {
+		return nil
+	}
+	if c := meta.FindStatusCondition(claim.Status.Conditions, v1alpha1.ConditionInputsReady); c != nil && c.Status != metav1.ConditionTrue {
+		// Claim Bound, an upstream missing, not Ready or in a cycle: the resource keeps what it
+		// has (InputsReady says why); nothing is rendered until every value is there again.
 		return nil
 	}
 	class := &v1alpha1.InfraClass{}
@@ -73,22 +79,53 @@ func (r *Reconciler) rerender(ctx context.Context, claim *v1alpha1.InfraClaim, r
 		r.Recorder.Eventf(claim, res, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Render", "variables not updated: %v", err)
 		return nil
 	}
+	from := res.Spec.VariablesFrom
+	if reads := inputsChanged(claim, res) || res.Annotations[v1alpha1.AnnotationReadsFrom] != ""; reads {
+		// A claim that reads (or read) other claims: its sensitive inputs follow what it reads now.
+		if from, err = provision.VariablesFrom(claim, class); err != nil {
+			r.Recorder.Eventf(claim, res, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Render", "variables not updated: %v", err)
+			return nil
+		}
+	}
+	annotations := maps.Clone(res.Annotations)
+	annotations[v1alpha1.AnnotationRenderedGeneration] = gen
+	provision.SetInputAnnotations(annotations, claim)
 	if equality.Semantic.DeepEqual(vars, res.Spec.Variables) && equality.Semantic.DeepEqual(ids, res.Spec.ImportIdentities) &&
-		equality.Semantic.DeepEqual(claim.Spec.Resources.Requests, res.Spec.Capacity) {
+		equality.Semantic.DeepEqual(claim.Spec.Resources.Requests, res.Spec.Capacity) &&
+		equality.Semantic.DeepEqual(from, res.Spec.VariablesFrom) && !inputsChanged(claim, res) {
 		// The new generation changes nothing the resource holds (binding wrote spec.resourceName,
 		// say): no write.
 		return nil
 	}
+	if inputsChanged(claim, res) && res.Annotations[v1alpha1.AnnotationInputsDigest] != "" {
+		r.Recorder.Eventf(claim, res, corev1.EventTypeNormal, v1alpha1.ReasonInputsChanged, "Render",
+			"a value read from %s changed: resource %s is rendered and planned again", provision.ReadsFrom(claim), res.Name)
+	}
 	updated := res.DeepCopy()
 	updated.Spec.Variables = vars
 	updated.Spec.ImportIdentities = ids
+	updated.Spec.VariablesFrom = from
 	updated.Spec.Capacity = claim.Spec.Resources.Requests.DeepCopy()
-	updated.Annotations[v1alpha1.AnnotationRenderedGeneration] = gen
+	updated.Annotations = annotations
 	if err := r.Update(ctx, updated); err != nil {
 		return fmt.Errorf("updating the variables of resource %s: %w", res.Name, err)
 	}
 	*res = *updated
 	return nil
+}
+
+// inputsChanged reports whether what the claim reads (the upstreams, or the digest of the values)
+// differs from what its resource was last rendered with (AnnotationReadsFrom,
+// AnnotationInputsDigest). A claim that reads nothing and a resource that records nothing agree.
+func inputsChanged(claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) bool {
+	if res.Annotations[v1alpha1.AnnotationReadsFrom] != provision.ReadsFrom(claim) {
+		return true
+	}
+	digest := ""
+	if claim.Status.Inputs != nil && len(claim.Spec.ParametersFrom) > 0 {
+		digest = claim.Status.Inputs.Digest
+	}
+	return res.Annotations[v1alpha1.AnnotationInputsDigest] != digest
 }
 
 // resizeCheck compares a bound claim's requests with its resource's capacity, as Kubernetes checks

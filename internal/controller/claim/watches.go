@@ -2,6 +2,7 @@ package claim
 
 import (
 	"context"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,7 +47,14 @@ func (r *Reconciler) claimsForResource(ctx context.Context, obj client.Object) [
 		return nil
 	}
 	if ref := res.Spec.ClaimRef; ref != nil {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}}
+		// Its claim; the claims that read its claim (an output changed); and the claims its claim
+		// read (their deletion waits for this resource).
+		reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}}
+		reqs = append(reqs, r.readers(ctx, shared.UpstreamKey(ref.Namespace, ref.Name))...)
+		return append(reqs, readsFrom(res)...)
+	}
+	if from := readsFrom(res); len(from) > 0 {
+		return from
 	}
 	if res.Status.Phase != v1alpha1.ResourceAvailable {
 		return nil
@@ -75,4 +83,52 @@ func (r *Reconciler) pendingClaims(ctx context.Context, kind string) []reconcile
 		}
 	}
 	return out
+}
+
+// readsFrom are the claims a resource's claim read (AnnotationReadsFrom).
+func readsFrom(res *v1alpha1.InfraResource) []reconcile.Request {
+	v := res.Annotations[v1alpha1.AnnotationReadsFrom]
+	if v == "" {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, key := range strings.Split(v, ",") {
+		if ns, name, ok := strings.Cut(key, "/"); ok {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+		}
+	}
+	return out
+}
+
+// readers lists the claims under key in IndexClaimUpstreams (UpstreamKey or NamespaceKey), from the
+// cache.
+func (r *Reconciler) readers(ctx context.Context, key string) []reconcile.Request {
+	claims := &v1alpha1.InfraClaimList{}
+	if err := r.List(ctx, claims, client.MatchingFields{shared.IndexClaimUpstreams: key}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(claims.Items))
+	for i := range claims.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&claims.Items[i])})
+	}
+	return out
+}
+
+// relatedClaims are the claims that read the claim (their inputs) and those it reads (their
+// readBy, and their deletion waiting for it).
+func (r *Reconciler) relatedClaims(ctx context.Context, obj client.Object) []reconcile.Request {
+	claim, ok := obj.(*v1alpha1.InfraClaim)
+	if !ok {
+		return nil
+	}
+	reqs := r.readers(ctx, shared.UpstreamKey(claim.Namespace, claim.Name))
+	for _, p := range claim.Spec.ParametersFrom {
+		reqs = append(reqs, reconcile.Request{NamespacedName: upstreamKey(claim.Namespace, p)})
+	}
+	return reqs
+}
+
+// claimsForGrant are the claims that read claims of the grant's namespace.
+func (r *Reconciler) claimsForGrant(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.readers(ctx, shared.NamespaceKey(obj.GetNamespace()))
 }

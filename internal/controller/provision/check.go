@@ -65,6 +65,7 @@ func CheckClassTemplate(class *v1alpha1.InfraClass, schema *tfrunner.ModuleSchem
 		return err
 	}
 	ctx.Variables["claim"] = cty.DynamicVal
+	ctx.Variables["inputs"] = cty.DynamicVal
 	ctx.Variables["resource"] = cty.ObjectVal(map[string]cty.Value{"name": cty.UnknownVal(cty.String)})
 	for _, name := range tmpl.Names() {
 		values[name] = tmpl.Partial(ctx, name)

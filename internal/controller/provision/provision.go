@@ -36,6 +36,15 @@ func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, n
 	if policy == "" {
 		policy = v1alpha1.ReclaimDelete
 	}
+	runInputs := *class.Spec.RunInputs.DeepCopy()
+	if runInputs.VariablesFrom, err = VariablesFrom(claim, class); err != nil {
+		return nil, err
+	}
+	annotations := map[string]string{
+		v1alpha1.AnnotationProvisionedBy:      "conductor-tf",
+		v1alpha1.AnnotationRenderedGeneration: strconv.FormatInt(claim.Generation, 10),
+	}
+	SetInputAnnotations(annotations, claim)
 	return &v1alpha1.InfraResource{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name,
@@ -44,10 +53,7 @@ func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, n
 				v1alpha1.LabelClaimName:      v1alpha1.LabelValue(claim.Name),
 				v1alpha1.LabelClass:          v1alpha1.LabelValue(class.Name),
 			},
-			Annotations: map[string]string{
-				v1alpha1.AnnotationProvisionedBy:      "conductor-tf",
-				v1alpha1.AnnotationRenderedGeneration: strconv.FormatInt(claim.Generation, 10),
-			},
+			Annotations: annotations,
 			// Born with the resource controller's finalizers: its first reconcile need not add them.
 			Finalizers: []string{v1alpha1.FinalizerResource, v1alpha1.FinalizerInUse},
 		},
@@ -57,7 +63,7 @@ func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, n
 			Module:           class.Spec.Module,
 			Variables:        vars,
 			ImportIdentities: ids,
-			RunInputs:        *class.Spec.RunInputs.DeepCopy(),
+			RunInputs:        runInputs,
 			Capacity:         claim.Spec.Resources.Requests.DeepCopy(),
 			Capabilities:     maps.Clone(class.Spec.Capabilities),
 			ClaimRef:         &v1alpha1.ClaimReference{Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID},
@@ -70,8 +76,10 @@ func ResourceFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, n
 }
 
 // RenderVariables evaluates the class's variables template against the claim, for the resource
-// named resource (see package render), and returns the values as the resource stores them. It
-// returns a *render.Error when a template does not parse or does not evaluate.
+// named resource (see package render), and returns the values as the resource stores them, with
+// the claim's non-sensitive inputs that name a module variable the class leaves unset (inputs.go).
+// It returns a *render.Error when a template does not parse or does not evaluate, and an
+// *InputError when a sensitive input names no such variable.
 func RenderVariables(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, resource string) (v1alpha1.Variables, error) {
 	encoded, err := renderTemplates(claim, class, resource, RawVariables(class.Spec.Variables))
 	if err != nil {
@@ -81,7 +89,26 @@ func RenderVariables(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, res
 	for k, v := range encoded {
 		out[k] = apiextensionsv1.JSON{Raw: v}
 	}
+	if err := passInputs(claim, class, out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// SetInputAnnotations sets, in a resource's annotations, what its claim reads
+// (AnnotationReadsFrom) and the digest of the values read (AnnotationInputsDigest); it removes
+// both for a claim that reads nothing.
+func SetInputAnnotations(annotations map[string]string, claim *v1alpha1.InfraClaim) {
+	from := ReadsFrom(claim)
+	if from == "" {
+		delete(annotations, v1alpha1.AnnotationReadsFrom)
+		delete(annotations, v1alpha1.AnnotationInputsDigest)
+		return
+	}
+	annotations[v1alpha1.AnnotationReadsFrom] = from
+	if claim.Status.Inputs != nil && claim.Status.Inputs.Digest != "" {
+		annotations[v1alpha1.AnnotationInputsDigest] = claim.Status.Inputs.Digest
+	}
 }
 
 // RenderIdentities evaluates the class's importIdentities templates against the claim, for the
@@ -128,7 +155,7 @@ func renderTemplates(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, res
 		return nil, err
 	}
 	ctx, err := render.Context(
-		render.Claim{Name: claim.Name, Namespace: claim.Namespace, Labels: claim.Labels, Annotations: claim.Annotations, Spec: spec},
+		render.Claim{Name: claim.Name, Namespace: claim.Namespace, Labels: claim.Labels, Annotations: claim.Annotations, Spec: spec, Inputs: InputsJSON(claim)},
 		render.Class{Name: class.Name, Capabilities: class.Spec.Capabilities},
 		render.Resource{Name: resource},
 	)

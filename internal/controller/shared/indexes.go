@@ -2,6 +2,7 @@ package shared
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,7 +22,34 @@ const (
 	// IndexResourceClass indexes InfraResources by spec.classRef.name (resources to tell of a class's
 	// new module version).
 	IndexResourceClass = "spec.classRef.name"
+	// IndexClaimUpstreams indexes InfraClaims by what they read (UpstreamKeys): a claim's change
+	// wakes the claims that read it, and a grant's the claims that read its namespace, as the
+	// binding index wakes claims when resources change, never by polling.
+	IndexClaimUpstreams = "spec.parametersFrom"
+	// IndexResourceReadsFrom indexes InfraResources by the claims their claim read
+	// (AnnotationReadsFrom, UpstreamKey): deleting a claim waits for the resources that read it.
+	IndexResourceReadsFrom = "conductor.io/reads-from"
 )
+
+// UpstreamKeys are claim's keys in IndexClaimUpstreams: UpstreamKey of every claim it reads, and
+// NamespaceKey of every namespace it reads from.
+func UpstreamKeys(claim *v1alpha1.InfraClaim) []string {
+	var keys []string
+	for _, p := range claim.Spec.ParametersFrom {
+		ns := p.Namespace
+		if ns == "" {
+			ns = claim.Namespace
+		}
+		keys = append(keys, UpstreamKey(ns, p.Claim), NamespaceKey(ns))
+	}
+	return keys
+}
+
+// UpstreamKey is the IndexClaimUpstreams key of the claims that read claim namespace/name.
+func UpstreamKey(namespace, name string) string { return namespace + "/" + name }
+
+// NamespaceKey is the IndexClaimUpstreams key of the claims that read a claim of namespace.
+func NamespaceKey(namespace string) string { return "namespace:" + namespace }
 
 var indexOnce sync.Map // manager -> error
 
@@ -39,6 +67,19 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 				return []string{ref.Name}
 			}
 			return nil
+		}); err != nil {
+			return err
+		}
+		if err := idx.IndexField(ctx, &v1alpha1.InfraResource{}, IndexResourceReadsFrom, func(o client.Object) []string {
+			if v := o.GetAnnotations()[v1alpha1.AnnotationReadsFrom]; v != "" {
+				return strings.Split(v, ",")
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := idx.IndexField(ctx, &v1alpha1.InfraClaim{}, IndexClaimUpstreams, func(o client.Object) []string {
+			return UpstreamKeys(o.(*v1alpha1.InfraClaim))
 		}); err != nil {
 			return err
 		}
