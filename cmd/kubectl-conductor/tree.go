@@ -50,7 +50,7 @@ type graph struct {
 
 // edge is one read: from the upstream's output to the reader's parameter.
 type edge struct {
-	reader           types.NamespacedName
+	reader            types.NamespacedName
 	parameter, output string
 }
 

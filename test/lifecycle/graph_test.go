@@ -138,7 +138,7 @@ var _ = Describe("A graph of claims on real tofu", func() {
 		}, timeout).Should(And(ContainSubstring("claim "+s.ns+"/app"), ContainSubstring("claim "+s.ns+"/db")))
 		Consistently(func() string { return fileContent(netPath) }, 3*time.Second).Should(Equal("hello net-v2"))
 		Eventually(s.claim(db), timeout).Should(WithTransform(inputsCondition, HaveField("Reason", v1alpha1.ReasonUpstreamNotFound)))
-		Expect(fileContent(dbPath)).To(Equal(`{"net":"` + newSha + `"}`), "a reader whose upstream goes keeps its infrastructure")
+		Expect(fileContent(dbPath)).To(Equal(`{"net":"`+newSha+`"}`), "a reader whose upstream goes keeps its infrastructure")
 
 		By("the whole graph is deleted: readers are destroyed before what they read")
 		Expect(k8s.Delete(s.ctx, app)).To(Succeed())
