@@ -161,6 +161,7 @@ var _ = Describe("A claim that reads another claim's outputs", func() {
 			return ""
 		}, timeout).Should(And(HavePrefix(v1alpha1.ReasonInUseByDependents), ContainSubstring("claim "+ns+"/db")))
 		Consistently(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(up.claim), &v1alpha1.InfraClaim{}) }, 2*time.Second).Should(Succeed())
+		Expect(getResource(ctx, up.res)().Status.Phase).To(Equal(v1alpha1.ResourceBound), "the upstream's resource is not released while it is read")
 
 		By("the dependent keeps its resource and values and says the upstream is going")
 		Eventually(getClaim(ctx, db), timeout).Should(WithTransform(inputsReason, Equal(v1alpha1.ReasonUpstreamNotFound)))

@@ -209,7 +209,7 @@ type claimState int
 const (
 	claimNone     claimState = iota // no claimRef
 	claimLive                       // bound: the claim exists, with the claimRef's UID
-	claimGone                       // bound, and the claim is not found, being deleted, or of another UID
+	claimGone                       // bound, and the claim is not found, released by the claim controller after its deletion, or of another UID
 	claimReserved                   // pre-bound by name (no UID): a reservation, not a bind
 )
 
@@ -240,7 +240,12 @@ func observeClaim(ctx context.Context, c, live client.Reader, res *v1alpha1.Infr
 		return claimGone, nil
 	case err != nil:
 		return claimNone, err
-	case claim.UID != ref.UID, !claim.DeletionTimestamp.IsZero():
+	case claim.UID != ref.UID:
+		return claimGone, nil
+	case !claim.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(claim, v1alpha1.FinalizerClaim):
+		// A deleted claim is gone once the claim controller released it (its finalizer removed,
+		// at once unless other claims read it: their resources are reclaimed first). Until then
+		// the resource stays Bound: the infrastructure they read is still in use.
 		return claimGone, nil
 	}
 	return claimLive, nil
