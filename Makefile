@@ -23,7 +23,7 @@ help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 ##@ Development
-.PHONY: tools manifests generate generate-proto verify-proto docs fmt vet test test-faults bench bench-scale bench-controlplane bench-encryption bench-pool
+.PHONY: tools manifests generate generate-proto verify-proto docs fmt vet test test-faults bench bench-scale bench-controlplane bench-encryption bench-pool bench-graph
 tools: ## Build every pinned tool into the cache (idempotent).
 	@$(TOOLS) all
 
@@ -93,6 +93,11 @@ bench-controlplane: tools ## The control plane alone, NO Terraform runs (a carri
 
 bench-encryption: tools ## N claims to Ready without state encryption, then N with it (--state-encryption-secret), in one run, and their ratio (N=200).
 	$(WITH_TOOLS) go test -tags scale ./test/scale -run TestBenchEncryption -count 1 -timeout 180m -v -args -n=$(N) | grep -v '^=== RUN'
+
+CHAINS ?= 10
+CHAIN_LENGTH ?= 20
+bench-graph: tools ## Claims that read claims, NO Terraform runs: CHAINS chains of CHAIN_LENGTH claims to Ready beside as many claims reading nothing (API requests per edge), a new head value's propagation per edge (p50/p90), and a no-op sync of the heads (applies it starts downstream: 0).
+	$(WITH_TOOLS) go test -tags scale ./test/scale -run TestBenchGraph -count 1 -timeout 60m -v -args -chains=$(CHAINS) -chain-length=$(CHAIN_LENGTH) | grep -v '^=== RUN'
 
 POOL_CLAIMS ?= 10
 bench-pool: tools ## A claim's creation → Ready with a class's ready pool and without, p50/p90 and their ratio, one claim at a time (POOL_CLAIMS=10 per class).

@@ -132,7 +132,7 @@ type InfraClaimStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:validation:XValidation:rule="!has(self.spec.parametersFrom) || self.spec.parametersFrom.all(p, p.claim != self.metadata.name || (has(p.namespace) && p.namespace != ”))",message="spec.parametersFrom: a claim cannot read its own outputs"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.parametersFrom) || self.spec.parametersFrom.all(p, p.claim != self.metadata.name || (has(p.namespace) && size(p.namespace) > 0))",message="spec.parametersFrom: a claim cannot read its own outputs"
 // +kubebuilder:resource:scope=Namespaced,shortName=iclaim,categories=conductor
 // +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.resourceKind`
 // +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.className`
