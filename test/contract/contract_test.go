@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
@@ -126,6 +128,11 @@ func TestSampleClassesRenderToDeclaredTypes(t *testing.T) {
 				continue
 			}
 			matched++
+			sampleInputs(t, &claim, classes, claims)
+			class.Status.Inputs = nil
+			for _, in := range s.Inputs {
+				class.Status.Inputs = append(class.Status.Inputs, v1alpha1.ModuleInput{Name: in.Name, Required: in.Required})
+			}
 			vars, err := provision.RenderVariables(&claim, &class, provision.ResourceName(&claim))
 			if err != nil {
 				t.Errorf("class %s, claim %s: %v", class.Name, claim.Name, err)
@@ -137,7 +144,11 @@ func TestSampleClassesRenderToDeclaredTypes(t *testing.T) {
 				values[name], _ = ctyjson.Unmarshal(v.Raw, ty)
 			}
 			var fromSecrets []string
-			for _, in := range class.Spec.VariablesFrom {
+			from, err := provision.VariablesFrom(&claim, &class)
+			if err != nil {
+				t.Errorf("class %s, claim %s: %v", class.Name, claim.Name, err)
+			}
+			for _, in := range from {
 				fromSecrets = append(fromSecrets, in.Name)
 			}
 			// Generated passwords come in at run time, with their versions (Unix seconds).
@@ -175,6 +186,7 @@ func TestSampleClassesRenderToDeclaredTypes(t *testing.T) {
 		"standard/wordpress-db":    {"allocated_storage": "25", "instance_class": `"db.t3.medium"`, "backup_window": `"02:00-03:00"`},
 		"performance/analytics-db": {"allocated_storage": "960", "instance_class": `"db.r6g.2xlarge"`, "backup_window": `"03:00-04:00"`},
 		"minio-standard/assets":    {"storage_gib": "8", "namespace": `"minio-assets-e3b0c"`, "bucket": `"assets"`},
+		"minio-bucket/reports":     {"namespace": `"assets.namespace"`, "endpoint": `"assets.endpoint"`, "bucket": `"reports"`},
 	}
 	for key, vals := range want {
 		got, ok := rendered[key]
@@ -188,6 +200,52 @@ func TestSampleClassesRenderToDeclaredTypes(t *testing.T) {
 				t.Errorf("%s: %s = %s, want %s", key, name, b, w)
 			}
 		}
+	}
+}
+
+// sampleInputs fills a sample claim's status.inputs as the claim controller would once the sample
+// claims it reads are Ready: "<claim>.<output>" for a non-sensitive output, and for a sensitive one
+// (as the upstream class's module declares it) a reference to the upstream's connection Secret.
+func sampleInputs(t *testing.T, claim *v1alpha1.InfraClaim, classes []v1alpha1.InfraClass, claims []v1alpha1.InfraClaim) {
+	t.Helper()
+	if len(claim.Spec.ParametersFrom) == 0 {
+		return
+	}
+	claim.Status.Inputs = &v1alpha1.ClaimInputs{}
+	for _, p := range claim.Spec.ParametersFrom {
+		var up *v1alpha1.InfraClaim
+		for i := range claims {
+			if claims[i].Name == p.Claim {
+				up = &claims[i]
+			}
+		}
+		if up == nil {
+			t.Fatalf("claim %s reads claim %s, which is no sample", claim.Name, p.Claim)
+		}
+		var module string
+		for _, c := range classes {
+			if c.Spec.ResourceKind == up.Spec.ResourceKind && (c.Name == up.Spec.ClassName || (up.Spec.ClassName == "" && c.Spec.Default)) {
+				module = c.Spec.Module.Source[strings.LastIndex(c.Spec.Module.Source, "/")+1:]
+			}
+		}
+		read := v1alpha1.InputRead{Parameter: p.Parameter, Namespace: up.Namespace, Claim: up.Name, Output: p.Output}
+		found := false
+		for _, o := range schema(t, module).Outputs {
+			if o.Name != p.Output {
+				continue
+			}
+			found = true
+			if o.Sensitive {
+				read.Sensitive = true
+				read.Secret = &v1alpha1.SecretKeySelector{Namespace: up.Namespace, Name: up.Spec.WriteConnectionSecretToRef.Name, Key: p.Output}
+			} else {
+				read.Value = &apiextensionsv1.JSON{Raw: []byte(strconv.Quote(up.Name + "." + p.Output))}
+			}
+		}
+		if !found {
+			t.Errorf("claim %s reads output %s of claim %s, which module %s does not declare", claim.Name, p.Output, p.Claim, module)
+		}
+		claim.Status.Inputs.Reads = append(claim.Status.Inputs.Reads, read)
 	}
 }
 
