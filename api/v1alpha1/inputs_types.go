@@ -124,6 +124,11 @@ const (
 	// when the resource is rendered: a new digest with the same variables (a sensitive value
 	// changed) wakes the resource, whose Secret inputs' hash then differs and it applies once.
 	AnnotationInputsDigest = "conductor.io/inputs-digest"
+	// FinalizerReadByClaims keeps an upstream claim's connection Secret while claims read a
+	// sensitive output from it: their resources' runs (a destroy included) read it there, and
+	// deleting a namespace would otherwise remove it before those runs end. The upstream claim's
+	// release removes it once no claim reads it, and a connection Secret that moves loses it.
+	FinalizerReadByClaims = "conductor.io/read-by-claims"
 	// AnnotationReadsFrom lists, on a dependent's resource, the claims it reads
 	// ("namespace/name", comma-separated): their deletion waits for this resource to be reclaimed.
 	AnnotationReadsFrom = "conductor.io/reads-from"

@@ -140,13 +140,14 @@ var _ = Describe("A graph of claims on real tofu", func() {
 		Eventually(s.claim(db), timeout).Should(WithTransform(inputsCondition, HaveField("Reason", v1alpha1.ReasonUpstreamNotFound)))
 		Expect(fileContent(dbPath)).To(Equal(`{"net":"`+newSha+`"}`), "a reader whose upstream goes keeps its infrastructure")
 
-		By("the whole graph is deleted: readers are destroyed before what they read")
-		Expect(k8s.Delete(s.ctx, app)).To(Succeed())
-		Expect(k8s.Delete(s.ctx, db)).To(Succeed())
+		By("the namespace is deleted with the whole graph: readers are destroyed before what they read, " +
+			"app's destroy reading network's password from its connection Secret, which stays until then")
+		Expect(k8s.Delete(s.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})).To(Succeed())
 		Eventually(func() bool { _, err := os.Stat(netPath); return os.IsNotExist(err) }, timeout, 200*time.Millisecond).Should(BeTrue())
 		// When network's file went, app's and db's were gone already.
 		Expect(fileContent(appPath)).To(HavePrefix("<"))
 		Expect(fileContent(dbPath)).To(HavePrefix("<"))
 		Eventually(gone(func() error { return k8s.Get(s.ctx, client.ObjectKey{Name: netRes.Name}, &v1alpha1.InfraResource{}) }), timeout).Should(BeTrue())
+		Eventually(gone(func() error { return k8s.Get(s.ctx, client.ObjectKey{Name: s.ns}, &corev1.Namespace{}) }), timeout).Should(BeTrue())
 	})
 })

@@ -256,8 +256,29 @@ func (r *Reconciler) release(ctx context.Context, claim *v1alpha1.InfraClaim) er
 				"claim %s/%s deleted; reclaim policy %s", claim.Namespace, claim.Name, res.Spec.ReclaimPolicy)
 		}
 	}
+	if err := r.releaseConnectionSecret(ctx, claim); err != nil {
+		return err
+	}
 	controllerutil.RemoveFinalizer(claim, v1alpha1.FinalizerClaim)
 	return client.IgnoreNotFound(r.Update(ctx, claim))
+}
+
+// releaseConnectionSecret removes FinalizerReadByClaims from the released claim's connection
+// Secret: no claim reads it any more (holdForReaders let the release go on).
+func (r *Reconciler) releaseConnectionSecret(ctx context.Context, claim *v1alpha1.InfraClaim) error {
+	if claim.Spec.WriteConnectionSecretToRef == nil {
+		return nil
+	}
+	secret := &corev1.Secret{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: claim.Spec.WriteConnectionSecretToRef.Name}, secret); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !controllerutil.ContainsFinalizer(secret, v1alpha1.FinalizerReadByClaims) {
+		return nil
+	}
+	before := secret.DeepCopy()
+	controllerutil.RemoveFinalizer(secret, v1alpha1.FinalizerReadByClaims)
+	return client.IgnoreNotFound(r.Patch(ctx, secret, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
 }
 
 // reasonOf returns the condition reason of a scheduler decision, or ProvisioningFailed.

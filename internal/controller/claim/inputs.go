@@ -32,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
@@ -157,7 +158,8 @@ func upstreamKey(ns string, p v1alpha1.ParameterFrom) types.NamespacedName {
 }
 
 // read resolves one parameter: the upstream claim, its resource and the output; for a sensitive
-// output, sum is the SHA-256 of its value (for the digest only).
+// output, sum is the SHA-256 of the Secret's name and the value (for the digest only: a value or
+// a Secret that changes renders the reader again).
 func (r *Reconciler) read(ctx context.Context, claim *v1alpha1.InfraClaim, p v1alpha1.ParameterFrom) (read v1alpha1.InputRead, sum []byte, problem *inputProblem, err error) {
 	key := upstreamKey(claim.Namespace, p)
 	read = v1alpha1.InputRead{Parameter: p.Parameter, Namespace: key.Namespace, Claim: key.Name, Output: p.Output}
@@ -202,7 +204,10 @@ func (r *Reconciler) read(ctx context.Context, claim *v1alpha1.InfraClaim, p v1a
 		if v, ok := secret.Data[p.Output]; ok && err == nil && provision.IsConnectionSecretOf(secret, res) {
 			// The value itself goes nowhere: the resource names the Secret and key, the digest
 			// takes the value's hash.
-			s := sha256.Sum256(v)
+			if err := r.keepForReaders(ctx, secret); err != nil {
+				return read, nil, nil, err
+			}
+			s := sha256.Sum256(append([]byte(ref.Namespace+"/"+ref.Name+"\x00"), v...))
 			read.Sensitive = true
 			read.Secret = &v1alpha1.SecretKeySelector{Namespace: ref.Namespace, Name: ref.Name, Key: p.Output}
 			return read, s[:], nil, nil
@@ -213,6 +218,18 @@ func (r *Reconciler) read(ctx context.Context, claim *v1alpha1.InfraClaim, p v1a
 		"%s: claim %s's module has no output %q among its non-sensitive outputs (%s), and its connection Secret has no such key "+
 			"(a sensitive output is read from the upstream's connection Secret: set its spec.writeConnectionSecretToRef)",
 		p.Parameter, key, p.Output, strings.Join(names, ", "))}, nil
+}
+
+// keepForReaders adds FinalizerReadByClaims to an upstream's connection Secret that a claim reads
+// a sensitive output from (one patch, the first time): the reader's runs read it there until the
+// reader is reclaimed, even while its namespace is being deleted.
+func (r *Reconciler) keepForReaders(ctx context.Context, secret *corev1.Secret) error {
+	if controllerutil.ContainsFinalizer(secret, v1alpha1.FinalizerReadByClaims) || !secret.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	before := secret.DeepCopy()
+	controllerutil.AddFinalizer(secret, v1alpha1.FinalizerReadByClaims)
+	return client.IgnoreNotFound(r.Patch(ctx, secret, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
 }
 
 // keepsNote is what a bound claim does when an upstream is gone.

@@ -222,6 +222,8 @@ var _ = Describe("A claim that reads another claim's outputs", func() {
 		generation := res.Generation
 
 		By("the sensitive value changes: the digest changes and the resource is woken (annotation), its variables unchanged")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+		Expect(secret.Finalizers).To(ContainElement(v1alpha1.FinalizerReadByClaims), "kept while a claim reads it")
 		secret.Data["password"] = []byte("rotated-value")
 		Expect(k8s.Update(ctx, secret)).To(Succeed())
 		// A Secret is not watched: the upstream resource's next status write (its run) wakes the readers.

@@ -143,6 +143,12 @@ func (r *Keeper) putConnectionSecret(ctx context.Context, res *v1alpha1.InfraRes
 	if old := res.Status.ConnectionSecret; old != nil && (old.Namespace != target.Namespace || old.Name != target.Name) {
 		prev := &corev1.Secret{}
 		err := r.api.Get(ctx, types.NamespacedName{Namespace: old.Namespace, Name: old.Name}, prev)
+		if err == nil && provision.IsConnectionSecretOf(prev, res) && controllerutil.ContainsFinalizer(prev, v1alpha1.FinalizerReadByClaims) {
+			// Claims that read it are told of the new one (its name is in their digest) and point
+			// their runs there.
+			controllerutil.RemoveFinalizer(prev, v1alpha1.FinalizerReadByClaims)
+			err = r.api.Update(ctx, prev)
+		}
 		if err == nil && provision.IsConnectionSecretOf(prev, res) {
 			err = r.api.Delete(ctx, prev, client.Preconditions{UID: &prev.UID})
 		}
