@@ -38,9 +38,9 @@ type ParameterFrom struct {
 
 // ClaimInputs is what a claim reads from other claims and who reads it (status.inputs).
 type ClaimInputs struct {
-	// Digest is "sha256:" and the hex SHA-256 of every value the claim reads (sensitive ones by
-	// their value, never shown), as last rendered into its resource: the resource is rendered and
-	// planned again only when it changes.
+	// Digest is "sha256:" and the hex SHA-256 of every value the claim reads (a sensitive one by
+	// the version of the Secret that holds it, never by its value), as last rendered into its
+	// resource: the resource is rendered and planned again only when it changes.
 	// +optional
 	Digest string `json:"digest,omitempty"`
 	// Reads lists the values the claim reads, one per spec.parametersFrom entry, with the

@@ -87,7 +87,7 @@ func annotation(t *testing.T, name, key string) (string, bool) {
 
 func TestHelpNamesEveryCommandWithAnExample(t *testing.T) {
 	root := NewRootCommand(genericiooptions.NewTestIOStreamsDiscard())
-	want := []string{"adopt", "approve", "creates", "inputs", "logs", "pause", "plan", "restore-state", "resume", "rotate-passwords", "runs", "sync", "unlock", "upgrade"}
+	want := []string{"adopt", "approve", "creates", "inputs", "logs", "pause", "plan", "restore-state", "resume", "rotate-passwords", "runs", "sync", "tree", "unlock", "upgrade"}
 	var got []string
 	for _, c := range root.Commands() {
 		got = append(got, c.Name())

@@ -131,7 +131,7 @@ func TestSampleClassesRenderToDeclaredTypes(t *testing.T) {
 			sampleInputs(t, &claim, classes, claims)
 			class.Status.Inputs = nil
 			for _, in := range s.Inputs {
-				class.Status.Inputs = append(class.Status.Inputs, v1alpha1.ModuleInput{Name: in.Name, Required: in.Required})
+				class.Status.Inputs = append(class.Status.Inputs, v1alpha1.ModuleInput{Name: in.Name, Required: in.Required, Sensitive: in.Sensitive})
 			}
 			vars, err := provision.RenderVariables(&claim, &class, provision.ResourceName(&claim))
 			if err != nil {

@@ -202,6 +202,12 @@ func (r *Reconciler) provision(ctx context.Context, claim *v1alpha1.InfraClaim, 
 		setPending(claim, v1alpha1.ReasonProvisioningFailed, fmt.Sprintf("class %s is not ready: %s", class.Name, c.Message))
 		return ctrl.Result{RequeueAfter: PendingResync}, nil
 	}
+	if len(claim.Spec.ParametersFrom) > 0 && !meta.IsStatusConditionTrue(class.Status.Conditions, v1alpha1.ConditionReady) {
+		// Claim Pending, it reads other claims and its class's module has not been checked yet:
+		// which inputs pass to which module variables is known only from the module's inputs.
+		setPending(claim, v1alpha1.ReasonWaitingForUpstream, fmt.Sprintf("class %s has not been checked yet: a claim that reads other claims is provisioned once its module's inputs are known", class.Name))
+		return ctrl.Result{RequeueAfter: PendingResync}, nil
+	}
 	names := provision.ResourceNames(claim)
 	for _, name := range names {
 		// Rendered per name: templates see the resource's name (resource.name).
@@ -242,11 +248,18 @@ func (r *Reconciler) release(ctx context.Context, claim *v1alpha1.InfraClaim) er
 	if !controllerutil.ContainsFinalizer(claim, v1alpha1.FinalizerClaim) {
 		return nil
 	}
+	secrets := []*v1alpha1.SecretReference{}
+	if ref := claim.Spec.WriteConnectionSecretToRef; ref != nil {
+		secrets = append(secrets, &v1alpha1.SecretReference{Namespace: claim.Namespace, Name: ref.Name})
+	}
 	if name := provision.BoundName(claim); name != "" {
 		res := &v1alpha1.InfraResource{}
 		err := r.Get(ctx, types.NamespacedName{Name: name}, res)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
+		}
+		if err == nil && provision.IsBoundPair(res, claim) && res.Status.ConnectionSecret != nil {
+			secrets = append(secrets, res.Status.ConnectionSecret)
 		}
 		if err == nil && provision.IsBoundPair(res, claim) && res.Status.Phase != v1alpha1.ResourceReleased {
 			// Claim deleted, resource bound to it (UID match; a reservation without a UID is not a
@@ -256,21 +269,21 @@ func (r *Reconciler) release(ctx context.Context, claim *v1alpha1.InfraClaim) er
 				"claim %s/%s deleted; reclaim policy %s", claim.Namespace, claim.Name, res.Spec.ReclaimPolicy)
 		}
 	}
-	if err := r.releaseConnectionSecret(ctx, claim); err != nil {
-		return err
+	for _, ref := range secrets {
+		if err := r.releaseConnectionSecret(ctx, ref); err != nil {
+			return err
+		}
 	}
 	controllerutil.RemoveFinalizer(claim, v1alpha1.FinalizerClaim)
 	return client.IgnoreNotFound(r.Update(ctx, claim))
 }
 
-// releaseConnectionSecret removes FinalizerReadByClaims from the released claim's connection
-// Secret: no claim reads it any more (holdForReaders let the release go on).
-func (r *Reconciler) releaseConnectionSecret(ctx context.Context, claim *v1alpha1.InfraClaim) error {
-	if claim.Spec.WriteConnectionSecretToRef == nil {
-		return nil
-	}
+// releaseConnectionSecret removes FinalizerReadByClaims from a connection Secret of the released
+// claim (the one it names, and the one its resource last wrote): no claim reads it any more
+// (holdForReaders let the release go on).
+func (r *Reconciler) releaseConnectionSecret(ctx context.Context, ref *v1alpha1.SecretReference) error {
 	secret := &corev1.Secret{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: claim.Spec.WriteConnectionSecretToRef.Name}, secret); err != nil {
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if !controllerutil.ContainsFinalizer(secret, v1alpha1.FinalizerReadByClaims) {

@@ -91,7 +91,11 @@ func (r *Reconciler) resolve(ctx context.Context, claim *v1alpha1.InfraClaim) (*
 		return nil, nil, "", err
 	}
 	if cycle != nil {
-		return &inputProblem{v1alpha1.ReasonDependencyCycle, "claims read each other in a cycle: " + strings.Join(cycle, " → ") +
+		shown := cycle
+		if len(shown) > 2*maxListed {
+			shown = append(append(slices.Clone(cycle[:maxListed]), fmt.Sprintf("(%d more)", len(cycle)-2*maxListed)), cycle[len(cycle)-maxListed:]...)
+		}
+		return &inputProblem{v1alpha1.ReasonDependencyCycle, "claims read each other in a cycle: " + strings.Join(shown, " → ") +
 			"; nothing on it is provisioned or rendered again until one of them stops reading (spec.parametersFrom)"}, nil, "", nil
 	}
 	var first *inputProblem
@@ -125,7 +129,7 @@ func (r *Reconciler) resolve(ctx context.Context, claim *v1alpha1.InfraClaim) (*
 
 // inputsDigest is "sha256:" and the hex SHA-256 of the reads (sorted by parameter): each one's
 // parameter, upstream, output and value, the value of a sensitive one being sums[parameter], the
-// SHA-256 of the value (so the digest changes with it and shows nothing of it). Lengths precede
+// version of the Secret that holds it (so the digest changes with it and shows nothing of it). Lengths precede
 // every field: no two different sets of reads hash the same bytes.
 func inputsDigest(reads []v1alpha1.InputRead, sums map[string][]byte) string {
 	h := sha256.New()
@@ -158,8 +162,8 @@ func upstreamKey(ns string, p v1alpha1.ParameterFrom) types.NamespacedName {
 }
 
 // read resolves one parameter: the upstream claim, its resource and the output; for a sensitive
-// output, sum is the SHA-256 of the Secret's name and the value (for the digest only: a value or
-// a Secret that changes renders the reader again).
+// output, sum names the Secret's version (its name, UID and resourceVersion: for the digest only,
+// so that a value or a Secret that changes renders the reader again), never its value.
 func (r *Reconciler) read(ctx context.Context, claim *v1alpha1.InfraClaim, p v1alpha1.ParameterFrom) (read v1alpha1.InputRead, sum []byte, problem *inputProblem, err error) {
 	key := upstreamKey(claim.Namespace, p)
 	read = v1alpha1.InputRead{Parameter: p.Parameter, Namespace: key.Namespace, Claim: key.Name, Output: p.Output}
@@ -201,16 +205,17 @@ func (r *Reconciler) read(ctx context.Context, claim *v1alpha1.InfraClaim, p v1a
 		if err != nil && !apierrors.IsNotFound(err) {
 			return read, nil, nil, err
 		}
-		if v, ok := secret.Data[p.Output]; ok && err == nil && provision.IsConnectionSecretOf(secret, res) {
-			// The value itself goes nowhere: the resource names the Secret and key, the digest
-			// takes the value's hash.
+		if _, ok := secret.Data[p.Output]; ok && err == nil && provision.IsConnectionSecretOf(secret, res) {
+			// The value itself goes nowhere: the resource names the Secret and key.
 			if err := r.keepForReaders(ctx, secret); err != nil {
 				return read, nil, nil, err
 			}
-			s := sha256.Sum256(append([]byte(ref.Namespace+"/"+ref.Name+"\x00"), v...))
 			read.Sensitive = true
 			read.Secret = &v1alpha1.SecretKeySelector{Namespace: ref.Namespace, Name: ref.Name, Key: p.Output}
-			return read, s[:], nil, nil
+			// No hash of the value is published: the digest takes the Secret's name, UID and
+			// resourceVersion, which change whenever its value can have (a write that changes
+			// nothing else wakes the resource once, whose Secret inputs' hash then starts no run).
+			return read, []byte(ref.Namespace + "/" + ref.Name + "\x00" + string(secret.UID) + "\x00" + secret.ResourceVersion), nil, nil
 		}
 	}
 	names := slices.Sorted(maps.Keys(res.Status.Outputs))
@@ -291,7 +296,8 @@ func (r *Reconciler) findCycle(ctx context.Context, claim *v1alpha1.InfraClaim) 
 	return walk(claim)
 }
 
-// dependents lists the claims that read claim (IndexClaimUpstreams), sorted, with their resources.
+// dependents lists the claims that read claim (IndexClaimUpstreams; another namespace's only when
+// a grant lets it), sorted, with their resources.
 func (r *Reconciler) dependents(ctx context.Context, claim *v1alpha1.InfraClaim) ([]v1alpha1.ClaimDependent, error) {
 	list := &v1alpha1.InfraClaimList{}
 	if err := r.List(ctx, list, client.MatchingFields{shared.IndexClaimUpstreams: shared.UpstreamKey(claim.Namespace, claim.Name)}); err != nil {
@@ -302,6 +308,17 @@ func (r *Reconciler) dependents(ctx context.Context, claim *v1alpha1.InfraClaim)
 		d := &list.Items[i]
 		if d.UID == claim.UID {
 			continue
+		}
+		if d.Namespace != claim.Namespace {
+			// Another namespace's claim reads this one only while a grant here lets it: one
+			// without cannot hold this claim back, nor show in its status.
+			ok, err := r.granted(ctx, client.ObjectKeyFromObject(claim), d.Namespace)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
 		}
 		out = append(out, v1alpha1.ClaimDependent{Namespace: d.Namespace, Name: d.Name, ResourceName: provision.BoundName(d)})
 	}

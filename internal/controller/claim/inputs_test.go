@@ -70,6 +70,7 @@ func dependentClass(ctx context.Context, kind string) *v1alpha1.InfraClass {
 			return err
 		}
 		got.Status.Inputs = []v1alpha1.ModuleInput{{Name: "name", Required: true}, {Name: "network_id", Required: true}, {Name: "region"}, {Name: "password", Sensitive: true}}
+		meta.SetStatusCondition(&got.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Checked", Message: "checked"})
 		return k8s.Status().Update(ctx, got)
 	}, timeout).Should(Succeed())
 	return class
@@ -254,6 +255,50 @@ var _ = Describe("A claim that reads another claim's outputs", func() {
 			Expect(getClaim(ctx, x)()).To(WithTransform(phaseOf, Equal(v1alpha1.ClaimPending)))
 		}
 		Expect(inputsMessage(getClaim(ctx, a)())).To(ContainSubstring(ns + "/a → " + ns + "/b → " + ns + "/c → " + ns + "/a"))
+	})
+
+	It("deletes bound claims that were edited into a cycle of three, none waiting for the next", func() {
+		ctx := context.Background()
+		ns := newNamespace(ctx)
+		var ups []*upstream
+		for _, name := range []string{"a", "b", "c"} {
+			u := newUpstream(ctx, ns, name)
+			u.outputs(map[string]string{"id": name})
+			ups = append(ups, u)
+		}
+		for i, u := range ups {
+			next := ups[(i+1)%3].claim.Name
+			Eventually(func() error {
+				c := getClaim(ctx, u.claim)()
+				c.Spec.ParametersFrom = []v1alpha1.ParameterFrom{{Parameter: "id", Claim: next, Output: "id"}}
+				return k8s.Update(ctx, c)
+			}, timeout).Should(Succeed())
+		}
+		for _, u := range ups {
+			Eventually(getClaim(ctx, u.claim), timeout).Should(WithTransform(inputsReason, Equal(v1alpha1.ReasonDependencyCycle)))
+			Expect(getClaim(ctx, u.claim)()).To(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)), "a bound claim stays bound")
+		}
+		for _, u := range ups {
+			Expect(k8s.Delete(ctx, u.claim)).To(Succeed())
+		}
+		for _, u := range ups {
+			Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(u.claim), &v1alpha1.InfraClaim{}) }, timeout).Should(Satisfy(apierrors.IsNotFound))
+		}
+	})
+
+	It("is not held back by a claim of another namespace that no grant lets read it", func() {
+		ctx := context.Background()
+		owner, other := newNamespace(ctx), newNamespace(ctx)
+		up := newUpstream(ctx, owner, "db")
+		up.outputs(map[string]string{"vpc_id": "vpc-1"})
+		kind := uniqueKind()
+		dependentClass(ctx, kind)
+		squatter := newClaim(other, "squatter", kind, "1Gi", reads(owner, "db", "vpc_id", "vpc_id"))
+		Expect(k8s.Create(ctx, squatter)).To(Succeed())
+		Eventually(getClaim(ctx, squatter), timeout).Should(WithTransform(inputsReason, Equal(v1alpha1.ReasonReferenceNotGranted)))
+		Consistently(func() *v1alpha1.ClaimInputs { return getClaim(ctx, up.claim)().Status.Inputs }, 2*time.Second).Should(BeNil(), "not listed as a reader")
+		Expect(k8s.Delete(ctx, up.claim)).To(Succeed())
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(up.claim), &v1alpha1.InfraClaim{}) }, timeout).Should(Satisfy(apierrors.IsNotFound))
 	})
 
 	It("reads another namespace's claim only where that namespace grants it", func() {

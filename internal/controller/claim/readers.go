@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -35,7 +36,7 @@ func (r *Reconciler) holdForReaders(ctx context.Context, claim *v1alpha1.InfraCl
 		return false, err
 	}
 	before := claim.DeepCopy()
-	msg := "deletion waits for what reads this claim's outputs to be reclaimed first: " + strings.Join(waiting, ", ")
+	msg := "deletion waits for what reads this claim's outputs to be reclaimed first: " + listed(waiting, maxListed)
 	prev := meta.FindStatusCondition(claim.Status.Conditions, v1alpha1.ConditionInUse)
 	shared.SetCondition(&claim.Status.Conditions, claim.Generation, v1alpha1.ConditionInUse, metav1.ConditionTrue, v1alpha1.ReasonInUseByDependents, msg)
 	if prev == nil || prev.Message != msg {
@@ -46,29 +47,40 @@ func (r *Reconciler) holdForReaders(ctx context.Context, claim *v1alpha1.InfraCl
 }
 
 // liveReaders names what holds back the claim's release: "claim ns/name" for each claim that reads
-// it (deleting or not), and "resource name" for each resource whose claim read it that still holds
-// infrastructure to reclaim (not a Released resource kept by reclaim policy Retain, which keeps its
-// infrastructure by the platform's choice). A reader the claim reads too (a cycle of two, both
-// deleted) is not waited for: each would wait for the other.
+// it (deleting or not; another namespace's only while a grant lets it read, as dependents lists
+// them), and "resource name" for each resource whose claim read it that still holds infrastructure
+// to reclaim (not a Released resource kept by reclaim policy Retain, which keeps its
+// infrastructure by the platform's choice, nor one freed of its claim). A reader on a cycle through
+// the claim that is being deleted too is not waited for: each would wait for the next.
 func (r *Reconciler) liveReaders(ctx context.Context, claim *v1alpha1.InfraClaim) ([]string, error) {
 	key := shared.UpstreamKey(claim.Namespace, claim.Name)
-	reads := map[string]bool{}
-	for _, p := range claim.Spec.ParametersFrom {
-		reads[upstreamKey(claim.Namespace, p).String()] = true
-	}
-	var out []string
-	claims := &v1alpha1.InfraClaimList{}
-	if err := r.List(ctx, claims, client.MatchingFields{shared.IndexClaimUpstreams: key}); err != nil {
+	// Claims on a cycle through this one, deleted with it, would each wait for the next: those
+	// are not waited for (nor their resources), whatever the cycle's length.
+	onCycle := map[string]bool{}
+	cycle, err := r.findCycle(ctx, claim)
+	if err != nil {
 		return nil, err
 	}
-	held := map[string]bool{}
-	for i := range claims.Items {
-		d := &claims.Items[i]
-		if d.UID == claim.UID || (reads[client.ObjectKeyFromObject(d).String()] && !d.DeletionTimestamp.IsZero()) {
-			continue
+	for _, k := range cycle {
+		onCycle[k] = true
+	}
+	readers, err := r.dependents(ctx, claim)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	skip := map[string]bool{}
+	for _, d := range readers {
+		k := shared.UpstreamKey(d.Namespace, d.Name)
+		if onCycle[k] {
+			live := &v1alpha1.InfraClaim{}
+			if err := r.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Name}, live); err == nil && !live.DeletionTimestamp.IsZero() {
+				skip[k] = true
+				continue
+			}
 		}
-		out = append(out, "claim "+client.ObjectKeyFromObject(d).String())
-		held[shared.UpstreamKey(d.Namespace, d.Name)] = true
+		out = append(out, "claim "+k)
+		skip[k] = true // its resource is its claim's to hold
 	}
 	resources := &v1alpha1.InfraResourceList{}
 	if err := r.List(ctx, resources, client.MatchingFields{shared.IndexResourceReadsFrom: key}); err != nil {
@@ -76,8 +88,11 @@ func (r *Reconciler) liveReaders(ctx context.Context, claim *v1alpha1.InfraClaim
 	}
 	for i := range resources.Items {
 		res := &resources.Items[i]
-		if ref := res.Spec.ClaimRef; ref != nil && held[shared.UpstreamKey(ref.Namespace, ref.Name)] {
-			continue // its claim is listed
+		ref := res.Spec.ClaimRef
+		if ref == nil || res.Status.Phase == v1alpha1.ResourceAvailable || skip[shared.UpstreamKey(ref.Namespace, ref.Name)] {
+			// No claim any more (an admin freed it: it holds nothing it read), or its claim is
+			// listed or on a cycle with this one.
+			continue
 		}
 		if res.Spec.ReclaimPolicy == v1alpha1.ReclaimRetain && res.Status.Phase == v1alpha1.ResourceReleased {
 			continue
@@ -93,4 +108,16 @@ func phaseOr(p v1alpha1.ResourcePhase, def string) string {
 		return def
 	}
 	return string(p)
+}
+
+// maxListed bounds the names a condition or event message lists (a condition message holds at
+// most 32768 bytes, an event note 1 KiB).
+const maxListed = 10
+
+// listed joins names, at most max of them, and says how many more there are.
+func listed(names []string, max int) string {
+	if len(names) <= max {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:max], ", ") + fmt.Sprintf(" and %d more", len(names)-max)
 }

@@ -52,13 +52,15 @@ func setByClass(class *v1alpha1.InfraClass, name string) bool {
 	return false
 }
 
-// declares reports whether the class's module declares input variable name (class status).
-func declares(class *v1alpha1.InfraClass, name string) bool {
-	return slices.ContainsFunc(class.Status.Inputs, func(in v1alpha1.ModuleInput) bool { return in.Name == name })
+// declares reports whether the class's module declares input variable name (class status), and
+// for a sensitive value, declares it sensitive: a sensitive output never reaches a variable whose
+// value Terraform would show in plans or pass to outputs unmarked.
+func declares(class *v1alpha1.InfraClass, name string, sensitive bool) bool {
+	return slices.ContainsFunc(class.Status.Inputs, func(in v1alpha1.ModuleInput) bool { return in.Name == name && (in.Sensitive || !sensitive) })
 }
 
 // passedInputs splits the claim's reads that are passed straight to module variables: those the
-// module declares and the class leaves unset. A sensitive read that cannot be passed so is an
+// module declares (sensitive, for a sensitive read) and the class leaves unset. A sensitive read that cannot be passed so is an
 // *InputError (InputNotAccepted): templates never see sensitive values, so nothing could use it.
 func passedInputs(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (plain []v1alpha1.InputRead, sensitive []v1alpha1.InputRead, err error) {
 	if claim.Status.Inputs == nil {
@@ -66,7 +68,7 @@ func passedInputs(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (plain
 	}
 	var refused []string
 	for _, r := range claim.Status.Inputs.Reads {
-		passable := declares(class, r.Parameter) && !setByClass(class, r.Parameter)
+		passable := declares(class, r.Parameter, r.Sensitive) && !setByClass(class, r.Parameter)
 		switch {
 		case passable && r.Sensitive:
 			sensitive = append(sensitive, r)
@@ -78,7 +80,7 @@ func passedInputs(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (plain
 	}
 	if len(refused) > 0 {
 		return nil, nil, &InputError{Reason: v1alpha1.ReasonInputNotAccepted, Message: fmt.Sprintf(
-			"sensitive parameters %s name no module variable of class %s that the class leaves unset: a sensitive output is passed only "+
+			"sensitive parameters %s name no sensitive module variable of class %s that the class leaves unset: a sensitive output is passed only "+
 				"as such a variable (templates never see sensitive values)", strings.Join(refused, ", "), class.Name)}
 	}
 	return plain, sensitive, nil

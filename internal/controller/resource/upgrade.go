@@ -6,6 +6,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,6 +48,23 @@ func (r *Reconciler) upgradeAutomatically(ctx context.Context, res *v1alpha1.Inf
 			class.Spec.Module.Version, claim.Namespace, claim.Name)
 		return false, nil
 	}
+	if len(claim.Spec.ParametersFrom) > 0 && (!meta.IsStatusConditionTrue(claim.Status.Conditions, v1alpha1.ConditionInputsReady) ||
+		claim.Status.Inputs == nil || claim.Status.Inputs.Digest != res.Annotations[v1alpha1.AnnotationInputsDigest]) {
+		// The claim reads other claims and what it read is not what the resource was rendered
+		// with (an upstream missing, or a new value the claim controller renders next): an upgrade
+		// now would render values the resource has not been given; it waits for that render.
+		return false, nil
+	}
+	secretInputs := res.Spec.VariablesFrom
+	if len(claim.Spec.ParametersFrom) > 0 {
+		// The sensitive inputs follow the new version's module (which may declare other variables).
+		var err error
+		if secretInputs, err = provision.VariablesFrom(claim, class); err != nil {
+			r.opts.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Upgrade",
+				"not upgraded to %s: %v", class.Spec.Module.Version, err)
+			return false, nil
+		}
+	}
 	vars, ids, err := provision.RenderFor(claim, class, res)
 	if err != nil {
 		r.opts.Recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Upgrade",
@@ -58,6 +76,7 @@ func (r *Reconciler) upgradeAutomatically(ctx context.Context, res *v1alpha1.Inf
 	res.Spec.ModuleCredentials = class.Spec.ModuleCredentials.DeepCopy() // the new version's source may need the class's new ones
 	res.Spec.Variables = vars
 	res.Spec.ImportIdentities = ids
+	res.Spec.VariablesFrom = secretInputs
 	if err := r.Update(ctx, res); err != nil {
 		return false, err
 	}
