@@ -39,8 +39,8 @@ Example:
 	return cmd
 }
 
-// graph is the namespace's claims and the edges between them: edges[upstream] are the reads of
-// the claims that read upstream.
+// graph is the namespace's claims and the edges between them: edges[upstream] are the claims that
+// read upstream, each with what it reads.
 type graph struct {
 	nodes map[types.NamespacedName]*v1alpha1.InfraClaim
 	edges map[types.NamespacedName][]edge
@@ -48,10 +48,20 @@ type graph struct {
 	foreign map[types.NamespacedName]bool
 }
 
-// edge is one read: from the upstream's output to the reader's parameter.
+// edge is what one reader reads of one upstream: "output → parameter", one per read.
 type edge struct {
-	reader            types.NamespacedName
-	parameter, output string
+	reader types.NamespacedName
+	reads  []string
+}
+
+// text is the edge's reads as the tree shows them: "a as x, b as y".
+func (e edge) text() string {
+	parts := make([]string, len(e.reads))
+	for i, r := range e.reads {
+		out, param, _ := strings.Cut(r, " → ")
+		parts[i] = out + " as " + param
+	}
+	return strings.Join(parts, ", ")
 }
 
 // graphOf builds the graph of claims (one namespace's).
@@ -71,13 +81,20 @@ func graphOf(claims []v1alpha1.InfraClaim) *graph {
 			if g.nodes[up] == nil {
 				g.foreign[up] = true
 			}
-			g.edges[up] = append(g.edges[up], edge{reader: client.ObjectKeyFromObject(c), parameter: p.Parameter, output: p.Output})
+			reader := client.ObjectKeyFromObject(c)
+			i := slices.IndexFunc(g.edges[up], func(e edge) bool { return e.reader == reader })
+			if i < 0 {
+				g.edges[up] = append(g.edges[up], edge{reader: reader})
+				i = len(g.edges[up]) - 1
+			}
+			g.edges[up][i].reads = append(g.edges[up][i].reads, p.Output+" → "+p.Parameter)
 		}
 	}
 	for k := range g.edges {
-		slices.SortFunc(g.edges[k], func(a, b edge) int {
-			return strings.Compare(a.reader.String()+"#"+a.parameter, b.reader.String()+"#"+b.parameter)
-		})
+		for i := range g.edges[k] {
+			slices.Sort(g.edges[k][i].reads)
+		}
+		slices.SortFunc(g.edges[k], func(a, b edge) int { return strings.Compare(a.reader.String(), b.reader.String()) })
 	}
 	return g
 }
@@ -147,7 +164,7 @@ func (g *graph) writeTree(w io.Writer, ns string) {
 			if i == len(edges)-1 {
 				branch, next = "└── ", "    "
 			}
-			line := fmt.Sprintf("%s%s%s  (reads %s as %s)", prefix, branch, g.label(e.reader, ns), e.output, e.parameter)
+			line := fmt.Sprintf("%s%s%s  (reads %s)", prefix, branch, g.label(e.reader, ns), e.text())
 			switch {
 			case path[e.reader]:
 				fmt.Fprintln(w, line+"  (cycle)")
@@ -229,7 +246,7 @@ func (g *graph) writeDOT(w io.Writer, ns string) {
 	}
 	for _, up := range g.upstreams() {
 		for _, e := range g.edges[up] {
-			fmt.Fprintf(w, "  %s -> %s [label=%q];\n", nodeID(up), nodeID(e.reader), e.output+" → "+e.parameter)
+			fmt.Fprintf(w, "  %s -> %s [label=%q];\n", nodeID(up), nodeID(e.reader), strings.Join(e.reads, ", "))
 		}
 	}
 	fmt.Fprintln(w, "}")
@@ -244,7 +261,7 @@ func (g *graph) writeMermaid(w io.Writer, ns string) {
 	}
 	for _, up := range g.upstreams() {
 		for _, e := range g.edges[up] {
-			fmt.Fprintf(w, "  %s -->|\"%s\"| %s\n", nodeID(up), quote(e.output+" → "+e.parameter), nodeID(e.reader))
+			fmt.Fprintf(w, "  %s -->|\"%s\"| %s\n", nodeID(up), quote(strings.Join(e.reads, ", ")), nodeID(e.reader))
 		}
 	}
 }

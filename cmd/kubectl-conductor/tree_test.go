@@ -32,7 +32,8 @@ func TestTreeShowsWhatReadsWhat(t *testing.T) {
 		graphClaim("db", v1alpha1.ClaimBound, "", v1alpha1.ParameterFrom{Parameter: "vpc_id", Claim: "network", Output: "vpc_id"}),
 		graphClaim("app", v1alpha1.ClaimPending, v1alpha1.ReasonWaitingForUpstream,
 			v1alpha1.ParameterFrom{Parameter: "endpoint", Claim: "db", Output: "endpoint"},
-			v1alpha1.ParameterFrom{Parameter: "vpc_id", Claim: "network", Output: "vpc_id"}),
+			v1alpha1.ParameterFrom{Parameter: "vpc_id", Claim: "network", Output: "vpc_id"},
+			v1alpha1.ParameterFrom{Parameter: "secret_word", Claim: "network", Output: "password"}),
 		graphClaim("cache", v1alpha1.ClaimPending, "", v1alpha1.ParameterFrom{Parameter: "dns", Claim: "zone", Namespace: "platform", Output: "zone_id"}),
 		graphClaim("x", v1alpha1.ClaimPending, v1alpha1.ReasonDependencyCycle, v1alpha1.ParameterFrom{Parameter: "a", Claim: "y", Output: "a"}),
 		graphClaim("y", v1alpha1.ClaimPending, v1alpha1.ReasonDependencyCycle, v1alpha1.ParameterFrom{Parameter: "a", Claim: "x", Output: "a"}),
@@ -43,7 +44,7 @@ func TestTreeShowsWhatReadsWhat(t *testing.T) {
 	t.Log("\n" + got)
 	want := []string{
 		"network  [Bound, Ready=True(Applied), resource network-1a2b3]",
-		"├── app  [Pending, Inputs=WaitingForUpstream]  (reads vpc_id as vpc_id)",
+		"├── app  [Pending, Inputs=WaitingForUpstream]  (reads password as secret_word, vpc_id as vpc_id)",
 		"└── db  [Bound, Ready=True(Applied), resource db-1a2b3]  (reads vpc_id as vpc_id)",
 		"    └── app  [Pending, Inputs=WaitingForUpstream]  (reads endpoint as endpoint)  (see above)",
 		"platform/zone (another namespace)",
@@ -59,7 +60,7 @@ func TestTreeShowsWhatReadsWhat(t *testing.T) {
 
 	out.Reset()
 	graphOf(claims).writeMermaid(&out, "team")
-	for _, w := range []string{"flowchart LR", `n_team_network -->|"vpc_id → vpc_id"| n_team_db`, `n_platform_zone -->|"zone_id → dns"| n_team_cache`} {
+	for _, w := range []string{"flowchart LR", `n_team_network -->|"vpc_id → vpc_id"| n_team_db`, `n_team_network -->|"password → secret_word, vpc_id → vpc_id"| n_team_app`, `n_platform_zone -->|"zone_id → dns"| n_team_cache`} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("mermaid lacks %q:\n%s", w, out.String())
 		}
