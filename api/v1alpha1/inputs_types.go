@@ -36,6 +36,15 @@ type ParameterFrom struct {
 	Output string `json:"output"`
 }
 
+// UpstreamNamespace is the namespace of the claim p names, read by a claim of namespace own:
+// p.Namespace, else own.
+func (p ParameterFrom) UpstreamNamespace(own string) string {
+	if p.Namespace != "" {
+		return p.Namespace
+	}
+	return own
+}
+
 // ClaimInputs is what a claim reads from other claims and who reads it (status.inputs).
 type ClaimInputs struct {
 	// Digest is "sha256:" and the hex SHA-256 of every value the claim reads (a sensitive one by

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -73,11 +74,7 @@ func graphOf(claims []v1alpha1.InfraClaim) *graph {
 	for i := range claims {
 		c := &claims[i]
 		for _, p := range c.Spec.ParametersFrom {
-			ns := p.Namespace
-			if ns == "" {
-				ns = c.Namespace
-			}
-			up := types.NamespacedName{Namespace: ns, Name: p.Claim}
+			up := types.NamespacedName{Namespace: p.UpstreamNamespace(c.Namespace), Name: p.Claim}
 			if g.nodes[up] == nil {
 				g.foreign[up] = true
 			}
@@ -106,11 +103,7 @@ func (g *graph) roots() []types.NamespacedName {
 	for k, c := range g.nodes {
 		local := false
 		for _, p := range c.Spec.ParametersFrom {
-			ns := p.Namespace
-			if ns == "" {
-				ns = c.Namespace
-			}
-			local = local || g.nodes[types.NamespacedName{Namespace: ns, Name: p.Claim}] != nil
+			local = local || g.nodes[types.NamespacedName{Namespace: p.UpstreamNamespace(c.Namespace), Name: p.Claim}] != nil
 		}
 		if !local {
 			out = append(out, k)
@@ -119,7 +112,7 @@ func (g *graph) roots() []types.NamespacedName {
 	for k := range g.foreign {
 		out = append(out, k)
 	}
-	slices.SortFunc(out, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(out, byName)
 	return out
 }
 
@@ -182,31 +175,26 @@ func (g *graph) writeTree(w io.Writer, ns string) {
 	roots := g.roots()
 	if len(roots) == 0 {
 		// Every claim is on a cycle: start at the first.
-		for k := range g.nodes {
-			roots = append(roots, k)
-		}
-		slices.SortFunc(roots, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
-		roots = roots[:1]
+		roots = sortedKeys(g.nodes)[:1]
 	}
 	for _, r := range roots {
 		fmt.Fprintln(w, g.label(r, ns))
 		printed[r] = true
 		walk(r, "", map[types.NamespacedName]bool{r: true})
 	}
-	for _, k := range g.sortedNodes() {
+	for _, k := range sortedKeys(g.nodes) {
 		if !printed[k] {
 			fmt.Fprintln(w, g.label(k, ns)+"  (cycle)")
 		}
 	}
 }
 
-func (g *graph) sortedNodes() []types.NamespacedName {
-	out := make([]types.NamespacedName, 0, len(g.nodes))
-	for k := range g.nodes {
-		out = append(out, k)
-	}
-	slices.SortFunc(out, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
-	return out
+// byName orders claims by "namespace/name".
+func byName(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) }
+
+// sortedKeys are m's keys by name.
+func sortedKeys[V any](m map[types.NamespacedName]V) []types.NamespacedName {
+	return slices.SortedFunc(maps.Keys(m), byName)
 }
 
 // nodeID is a DOT and Mermaid identifier for k: letters, digits and underscores only.
@@ -219,21 +207,10 @@ func nodeID(k types.NamespacedName) string {
 	}, k.String())
 }
 
+// allNodes are the namespace's claims and the other namespaces' claims they read, by name.
 func (g *graph) allNodes() []types.NamespacedName {
-	out := g.sortedNodes()
-	for k := range g.foreign {
-		out = append(out, k)
-	}
-	slices.SortFunc(out, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
-	return out
-}
-
-func (g *graph) upstreams() []types.NamespacedName {
-	out := make([]types.NamespacedName, 0, len(g.edges))
-	for k := range g.edges {
-		out = append(out, k)
-	}
-	slices.SortFunc(out, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	out := append(sortedKeys(g.nodes), sortedKeys(g.foreign)...)
+	slices.SortFunc(out, byName)
 	return out
 }
 
@@ -244,7 +221,7 @@ func (g *graph) writeDOT(w io.Writer, ns string) {
 	for _, k := range g.allNodes() {
 		fmt.Fprintf(w, "  %s [label=%q];\n", nodeID(k), g.label(k, ns))
 	}
-	for _, up := range g.upstreams() {
+	for _, up := range sortedKeys(g.edges) {
 		for _, e := range g.edges[up] {
 			fmt.Fprintf(w, "  %s -> %s [label=%q];\n", nodeID(up), nodeID(e.reader), strings.Join(e.reads, ", "))
 		}
@@ -259,7 +236,7 @@ func (g *graph) writeMermaid(w io.Writer, ns string) {
 	for _, k := range g.allNodes() {
 		fmt.Fprintf(w, "  %s[\"%s\"]\n", nodeID(k), quote(g.label(k, ns)))
 	}
-	for _, up := range g.upstreams() {
+	for _, up := range sortedKeys(g.edges) {
 		for _, e := range g.edges[up] {
 			fmt.Fprintf(w, "  %s -->|\"%s\"| %s\n", nodeID(up), quote(strings.Join(e.reads, ", ")), nodeID(e.reader))
 		}

@@ -225,27 +225,8 @@ func startCPReplica(t *testing.T, env *harness.Env, i int, runs resourcecontroll
 // watch), the API server's and etcd's CPU per claim, and what one idle sync of every resource
 // costs (requests and CPU over one -idle-sync window once all are Ready).
 func TestBenchControlPlane(t *testing.T) {
-	ctrl.SetLogger(logr.Discard())
-	dir := t.TempDir()
-	env, err := harness.Start(dir, harness.CRDDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	k8s, err := env.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := client.NewWithWatch(env.Config, client.Options{Scheme: k8s.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, env, k8s, w := startCPEnv(t, "bench")
 	ctx := context.Background()
-	for _, ns := range []string{stateNamespace, "bench"} {
-		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	runs := &noTerraform{}
 	var rs []*cpReplica
 	for i := range *replicas {
@@ -261,13 +242,7 @@ func TestBenchControlPlane(t *testing.T) {
 		Spec: v1alpha1.InfraClassSpec{ResourceKind: "Pet", Default: true, ReclaimPolicy: v1alpha1.ReclaimDelete,
 			Module:    v1alpha1.ModuleSource{Source: module, Version: "v1"},
 			Variables: v1alpha1.Variables{"prefix": {Raw: []byte(`"${claim.name}"`)}}}}
-	if err := k8s.Create(ctx, class); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 2*time.Minute, func() bool {
-		got := &v1alpha1.InfraClass{}
-		return k8s.Get(ctx, client.ObjectKeyFromObject(class), got) == nil && meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady)
-	})
+	createClassReady(t, ctx, k8s, class)
 	if *replicas > 1 {
 		waitFor(t, time.Minute, func() bool {
 			held := 0
@@ -340,6 +315,44 @@ func TestBenchControlPlane(t *testing.T) {
 		}
 		fmt.Printf("bucket handovers while the claims were created, made Ready and synced: %d\n", bucketHandovers(t, ctx, k8s)-handovers0)
 	}
+}
+
+// startCPEnv starts the API server of a control-plane bench (stopped when t ends) with the state
+// namespace and namespaces, and returns a work directory, the server, a client and a watching one.
+func startCPEnv(t *testing.T, namespaces ...string) (string, *harness.Env, client.Client, client.WithWatch) {
+	ctrl.SetLogger(logr.Discard())
+	dir := t.TempDir()
+	env, err := harness.Start(dir, harness.CRDDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	k8s, err := env.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := client.NewWithWatch(env.Config, client.Options{Scheme: k8s.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range append([]string{stateNamespace}, namespaces...) {
+		if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, env, k8s, w
+}
+
+// createClassReady creates class and waits until the class controller has checked its module.
+func createClassReady(t *testing.T, ctx context.Context, k8s client.Client, class *v1alpha1.InfraClass) {
+	t.Helper()
+	if err := k8s.Create(ctx, class); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, func() bool {
+		got := &v1alpha1.InfraClass{}
+		return k8s.Get(ctx, client.ObjectKeyFromObject(class), got) == nil && meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady)
+	})
 }
 
 // bucketHandovers sums the leaseTransitions of the shard's bucket Leases (internal/shard: one per

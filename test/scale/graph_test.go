@@ -14,17 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
-	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
 var (
@@ -75,27 +70,8 @@ func (c *graphRuns) Apply(ctx context.Context, key string, spec tfrunner.Spec, o
 // p90, max). Then a sync of every head that changes nothing: the applies it starts downstream
 // (want 0).
 func TestBenchGraph(t *testing.T) {
-	ctrl.SetLogger(logr.Discard())
-	dir := t.TempDir()
-	env, err := harness.Start(dir, harness.CRDDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	k8s, err := env.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := client.NewWithWatch(env.Config, client.Options{Scheme: k8s.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, env, k8s, w := startCPEnv(t, "graph", "flat")
 	ctx := context.Background()
-	for _, ns := range []string{stateNamespace, "graph", "flat"} {
-		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	runs := &graphRuns{started: map[string]time.Time{}, ended: map[string]time.Time{}, byValue: map[string]int{}}
 	r := startCPReplica(t, env, 0, runs, dir)
 	defer r.cancel()
@@ -104,13 +80,7 @@ func TestBenchGraph(t *testing.T) {
 		graphClass("head", "GraphHead", module, `"${claim.spec.parameters.v}"`),
 		graphClass("link", "GraphLink", module, `"${inputs.up}"`),
 	} {
-		if err := k8s.Create(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, 2*time.Minute, func() bool {
-			got := &v1alpha1.InfraClass{}
-			return k8s.Get(ctx, client.ObjectKeyFromObject(c), got) == nil && meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady)
-		})
+		createClassReady(t, ctx, k8s, c)
 	}
 	total := *chains * *chainN
 	edges := *chains * (*chainN - 1)

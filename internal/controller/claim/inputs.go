@@ -155,10 +155,7 @@ func inputsDigest(reads []v1alpha1.InputRead, sums map[string][]byte) string {
 
 // upstreamKey is "namespace/name" of the claim p names, read from a claim of namespace ns.
 func upstreamKey(ns string, p v1alpha1.ParameterFrom) types.NamespacedName {
-	if p.Namespace != "" {
-		ns = p.Namespace
-	}
-	return types.NamespacedName{Namespace: ns, Name: p.Claim}
+	return types.NamespacedName{Namespace: p.UpstreamNamespace(ns), Name: p.Claim}
 }
 
 // read resolves one parameter: the upstream claim, its resource and the output; for a sensitive

@@ -123,11 +123,7 @@ func VariablesFrom(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) ([]v1
 func ReadsFrom(claim *v1alpha1.InfraClaim) string {
 	var keys []string
 	for _, p := range claim.Spec.ParametersFrom {
-		ns := p.Namespace
-		if ns == "" {
-			ns = claim.Namespace
-		}
-		keys = append(keys, ns+"/"+p.Claim)
+		keys = append(keys, p.UpstreamNamespace(claim.Namespace)+"/"+p.Claim)
 	}
 	slices.Sort(keys)
 	return strings.Join(slices.Compact(keys), ",")

@@ -36,10 +36,7 @@ const (
 func UpstreamKeys(claim *v1alpha1.InfraClaim) []string {
 	var keys []string
 	for _, p := range claim.Spec.ParametersFrom {
-		ns := p.Namespace
-		if ns == "" {
-			ns = claim.Namespace
-		}
+		ns := p.UpstreamNamespace(claim.Namespace)
 		keys = append(keys, UpstreamKey(ns, p.Claim), NamespaceKey(ns))
 	}
 	return keys
