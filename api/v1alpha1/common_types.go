@@ -487,6 +487,14 @@ const (
 	InterruptedCreatesRetry InterruptedCreatesPolicy = "Retry"
 )
 
+// CreatesUnrecorded is the entry of status.createsPending that stands for creates a dead run may
+// have started without a record: the run died during its apply holding the state lock (the
+// witness that Terraform was applying), and Terraform calls a provider's create right after it
+// writes apply_start, without waiting for the controller to read and record it, so a kill
+// between the two leaves an object no state and no record holds. Every create the next plan
+// makes of an object outside Terraform's state is then in doubt (tfrunner.Gate.InDoubt).
+const CreatesUnrecorded = "*"
+
 // GeneratedPassword is a password the controller generates for each resource and keeps in a
 // Secret of its own (tfpassword-<state Secret's name>, in the controller's namespace), never in
 // the resource's state or plans: it reaches the module only as an ephemeral input variable

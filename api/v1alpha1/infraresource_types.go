@@ -322,7 +322,10 @@ type InfraResourceStatus struct {
 	// run that has not ended: each is written before the run's next event is read, and the list is
 	// cleared when the run's process ends on its own (its state saved). A list left by a run that
 	// died (SIGKILL, pod deleted, OOM, node lost) makes the next plan that would create any of them
-	// wait (interruptedCreates: Hold) with reason InterruptedCreate.
+	// wait (interruptedCreates: Hold) with reason InterruptedCreate. "*" (CreatesUnrecorded) stands
+	// for the creates a run that died holding the state lock during its apply may have started
+	// without a record (Terraform calls the provider without waiting for its apply_start to be
+	// read): every create of an object outside Terraform's state is then in doubt.
 	// +optional
 	CreatesPending []string `json:"createsPending,omitempty"`
 	// CreatesPendingRun is the id of the run that started the creates in createsPending.

@@ -29,8 +29,12 @@ type Gate struct {
 	AllowDestructive bool
 	// Imported are the module addresses (ModuleAddress) of imported objects.
 	Imported []string
-	// CreatesInDoubt are the module addresses of objects a dead run had started creating.
+	// CreatesInDoubt are the module addresses of objects a dead run had started creating, and
+	// v1alpha1.CreatesUnrecorded when it may have started creates it did not record (InDoubt).
 	CreatesInDoubt []string
+	// StateOnly reports the addresses of objects that live only in state (readStateOnlyTypes),
+	// which CreatesUnrecorded leaves out; nil: none is known to (every create is in doubt).
+	StateOnly func(address string) bool
 	// ResolveCreates makes the run decide CreatesInDoubt before planning (resolveCreates): adopt
 	// the objects that exist, create those the provider finds none of, hold the rest.
 	ResolveCreates bool
@@ -118,7 +122,7 @@ func (g Gate) hold(ctx context.Context, p *tfjson.Plan) (*Hold, error) {
 	}
 	var again, importedRisky []string
 	for _, c := range p.Changes {
-		if slices.Contains(c.Actions, "create") && slices.Contains(g.CreatesInDoubt, c.Address) {
+		if slices.Contains(c.Actions, "create") && g.InDoubt(c.Address) {
 			again = append(again, c.Address)
 		}
 		if c.Destroys() && slices.Contains(g.Imported, c.Address) {
@@ -144,4 +148,18 @@ func (g Gate) hold(ctx context.Context, p *tfjson.Plan) (*Hold, error) {
 		return ruled(v1alpha1.HoldPolicyApproval, v), nil
 	}
 	return nil, nil
+}
+
+// InDoubt reports whether a create of the object at module address is in doubt: the address is
+// among CreatesInDoubt, or CreatesInDoubt has v1alpha1.CreatesUnrecorded and the object is not one
+// that lives only in state (tfjson.NoRemoteObject, confirmed by StateOnly: creating those again
+// duplicates nothing; their provisioners' starts are recorded when they happen).
+func (g Gate) InDoubt(address string) bool {
+	if slices.Contains(g.CreatesInDoubt, address) {
+		return true
+	}
+	if !slices.Contains(g.CreatesInDoubt, v1alpha1.CreatesUnrecorded) {
+		return false
+	}
+	return !(tfjson.NoRemoteObject(address) && g.StateOnly != nil && g.StateOnly(address))
 }

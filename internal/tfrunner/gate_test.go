@@ -66,6 +66,16 @@ func TestGateDecide(t *testing.T) {
 		{name: "the guard is a rule of its own", plan: plan("p1", replace),
 			reason: v1alpha1.HoldDestructive, addresses: []string{"module.main.a.z"}, rule: policy.DestructiveChange.Name, render: true},
 		{name: "rules a plan passes hold nothing", gate: Gate{Policy: []policy.Rule{noZ, askY}}, plan: plan("p1", create)},
+		{name: "unrecorded creates hold every create of the plan", gate: Gate{CreatesInDoubt: []string{v1alpha1.CreatesUnrecorded}, AllowDestructive: true},
+			plan: plan("p1", create, update, replace), reason: v1alpha1.HoldInterruptedCreate, addresses: []string{"module.main.a.x", "module.main.a.z"}, render: true},
+		{name: "unrecorded creates leave out objects that live only in state",
+			gate:   Gate{CreatesInDoubt: []string{v1alpha1.CreatesUnrecorded}, StateOnly: func(string) bool { return true }},
+			plan:   plan("p1", tfjson.Change{Address: "module.main.random_pet.p", Actions: []string{"create"}}, create),
+			reason: v1alpha1.HoldInterruptedCreate, addresses: []string{"module.main.a.x"}, render: true},
+		{name: "a type named like a state-only one is in doubt unless its module confirms it",
+			gate:   Gate{CreatesInDoubt: []string{v1alpha1.CreatesUnrecorded}},
+			plan:   plan("p1", tfjson.Change{Address: "module.main.random_pet.p", Actions: []string{"create"}}),
+			reason: v1alpha1.HoldInterruptedCreate, addresses: []string{"module.main.random_pet.p"}, render: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, err := tc.gate.Decide(context.Background(), tc.plan)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner/tfjson"
 )
 
@@ -51,10 +52,17 @@ type importer interface {
 //     among them unless a provisioner of theirs had started, which touches the world.
 //
 // Errors: only a context error stops it; a failed import is a CreateHeld with its message.
+//
+// v1alpha1.CreatesUnrecorded stays in doubt as it is, and puts every address with an identity that
+// is not in state among those decided: any of them may have been created unrecorded.
 func resolveCreates(ctx context.Context, imp importer, gate *Gate, inState []string) ([]Resolution, []string, error) {
 	var out []Resolution
 	var held []string
-	for _, addr := range gate.CreatesInDoubt {
+	for _, addr := range inDoubtAddresses(gate, inState) {
+		if addr == v1alpha1.CreatesUnrecorded {
+			held = append(held, addr)
+			continue
+		}
 		if slices.Contains(inState, addr) {
 			held = append(held, addr)
 			continue
@@ -91,10 +99,33 @@ func resolveCreates(ctx context.Context, imp importer, gate *Gate, inState []str
 	return out, held, nil
 }
 
+// inDoubtAddresses are gate's CreatesInDoubt, and, when they hold v1alpha1.CreatesUnrecorded, the
+// addresses of gate's identities that are neither among them nor in state (inState), sorted.
+func inDoubtAddresses(gate *Gate, inState []string) []string {
+	out := slices.Clone(gate.CreatesInDoubt)
+	if !slices.Contains(out, v1alpha1.CreatesUnrecorded) {
+		return out
+	}
+	var more []string
+	for addr := range gate.Identities {
+		if !slices.Contains(out, addr) && !slices.Contains(inState, addr) {
+			more = append(more, addr)
+		}
+	}
+	slices.Sort(more)
+	return append(out, more...)
+}
+
 // resolveGate resolves gate's creates in doubt in ws (resolveCreates) when gate asks for it, records
 // the decisions in res.Resolutions, and returns the gate the plan is decided by: gate itself, or a
 // copy whose CreatesInDoubt are only the addresses still in doubt.
 func resolveGate(ctx context.Context, ws *Workspace, gate *Gate, res *ApplyResult) (*Gate, error) {
+	if gate != nil && gate.StateOnly == nil && slices.Contains(gate.CreatesInDoubt, v1alpha1.CreatesUnrecorded) {
+		// Which objects live only in state, from the modules init installed (unreadable: none).
+		types, _ := readStateOnlyTypes(ws.dir)
+		g := *gate
+		g.StateOnly, gate = types.has, &g
+	}
 	if gate == nil || !gate.ResolveCreates || len(gate.CreatesInDoubt) == 0 {
 		return gate, nil
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 )
 
 // fakeImporter answers imports from a table of existing objects, as a provider would.
@@ -132,6 +134,40 @@ func TestResolveCreates(t *testing.T) {
 	}
 	if len(imp.calls) != 3 {
 		t.Errorf("imports %v: only the three addresses with identities not in state are tried", imp.calls)
+	}
+}
+
+// Unrecorded creates (a run that died during its apply): every identity whose object is not in
+// state is tried, and the mark itself stays in doubt for the gate.
+func TestResolveCreatesUnrecorded(t *testing.T) {
+	gate := &Gate{
+		ResolveCreates: true,
+		CreatesInDoubt: []string{v1alpha1.CreatesUnrecorded},
+		Identities: map[string]string{
+			"module.main.kubernetes_secret_v1.exists":  "ns/a",
+			"module.main.kubernetes_secret_v1.missing": "ns/b",
+			"module.main.kubernetes_secret_v1.stored":  "ns/d",
+		},
+	}
+	imp := &fakeImporter{exists: map[string]bool{"ns/a": true, "ns/d": true}}
+	got, held, err := resolveCreates(context.Background(), imp, gate, []string{"module.main.kubernetes_secret_v1.stored"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Resolution{
+		{Address: "module.main.kubernetes_secret_v1.exists", Decision: CreateAdopted, ID: "ns/a"},
+		{Address: "module.main.kubernetes_secret_v1.missing", Decision: CreateRetried, ID: "ns/b"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i].Address != want[i].Address || got[i].Decision != want[i].Decision || got[i].ID != want[i].ID {
+			t.Errorf("decision %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if !sameElements(held, []string{v1alpha1.CreatesUnrecorded}) {
+		t.Errorf("held %v, want only the mark", held)
 	}
 }
 

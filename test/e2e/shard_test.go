@@ -204,6 +204,7 @@ var _ = Describe("Sharded replicas", Ordered, func() {
 			}
 			if n != 1 {
 				twice = append(twice, fmt.Sprintf("%s: %d", c.Name, n))
+				GinkgoWriter.Printf("%s: ledger %d, never held:\n%s", c.Name, n, doubledReport(c))
 			}
 		}
 		Expect(twice).To(BeEmpty(), "every claim's object created exactly once (the ledger), but for creates in doubt an operator approved")

@@ -11,7 +11,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -44,6 +43,26 @@ type carrier struct {
 
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc
+	die     func() // armed by dieAfterCreate: called once, by the next create, after it landed
+}
+
+// dieAfterCreate arms the next create of c's runs to land in the world at once and then call die
+// (the replica's SIGKILL) before its CreateStarted is recorded: tofu calls the provider as soon as
+// it writes apply_start, without waiting for the controller to read it, and a process killed
+// between the two leaves an object that neither state nor status records.
+func (c *carrier) dieAfterCreate(die func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.die = die
+}
+
+// armed takes the die func dieAfterCreate armed (nil when none).
+func (c *carrier) armed() func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	die := c.die
+	c.die = nil
+	return die
 }
 
 func newCarrier(name string, w *world, seed uint64) *carrier {
@@ -117,12 +136,17 @@ func (c *carrier) Apply(ctx context.Context, key string, spec tfrunner.Spec, opt
 	if gate == nil {
 		gate = &tfrunner.Gate{}
 	}
-	if slices.Contains(gate.CreatesInDoubt, petAddress) && gate.Approved != plan.ID {
+	if gate.InDoubt(petAddress) && gate.Approved != plan.ID {
 		result.Held = &tfrunner.Hold{Plan: plan, Reason: v1alpha1.HoldInterruptedCreate, Addresses: []string{petAddress}}
 		return result, st.unlock(lockID)
 	}
-	if slices.Contains(gate.CreatesInDoubt, petAddress) && c.w.has(key) {
+	if gate.InDoubt(petAddress) && c.w.has(key) {
 		c.w.adopt(key, c.name) // approved after looking: the object exists, and is imported
+	} else if die := c.armed(); die != nil {
+		c.w.begin(key, c.name)
+		c.w.end(key, c.name, true)
+		die()
+		return nil, errKilled // the lock is left, as a killed tofu leaves it
 	} else {
 		if err := opts.Events.Send(tfrunner.CreateStarted{Address: petAddress}); err != nil {
 			return nil, err // the checkpoint failed: the run stops before creating (its lock stays, as a killed tofu's)

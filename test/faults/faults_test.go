@@ -72,11 +72,11 @@ var faults = []fault{
 		f.replicaIn(victim(rnd)).faults.memberHang.Store(true)
 	}},
 	{"sigkill", func(f *fleet, rnd *rand.Rand) { // the process gone: its runs die with it, the API server never hears from it again
+		sigkill(f.replicaIn(victim(rnd)))
+	}},
+	{"sigkill-after-create", func(f *fleet, rnd *rand.Rand) { // the next create lands and the process dies before its record is written
 		r := f.replicaIn(victim(rnd))
-		r.faults.cut.Store(true)
-		r.carrier.kill(func(string) bool { return true })
-		r.drain.Interrupt()
-		r.cancel()
+		r.carrier.dieAfterCreate(func() { sigkill(r) })
 	}},
 	{"graceful-stop", func(f *fleet, rnd *rand.Rand) { // SIGTERM at a random point of a create: runs under way finish (drain)
 		r := f.replicaIn(victim(rnd))
@@ -96,6 +96,15 @@ var faults = []fault{
 		r.faults.cut.Store(true)
 		time.AfterFunc(10*time.Second, func() { r.faults.cut.Store(false) })
 	}},
+}
+
+// sigkill ends replica r as SIGKILL does: cut off from the API server, its runs killed, its
+// process gone.
+func sigkill(r *replica) {
+	r.faults.cut.Store(true)
+	r.carrier.kill(func(string) bool { return true })
+	r.drain.Interrupt()
+	r.cancel()
 }
 
 func TestFaults(t *testing.T) {

@@ -18,6 +18,7 @@ package resource
 // approve the plan. Creates that never started are never held.
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -72,6 +73,27 @@ func settleCreates(res *v1alpha1.InfraResource, ended []string, runErr error, st
 	if len(res.Status.CreatesPending) == 0 {
 		res.Status.CreatesPending, res.Status.CreatesPendingRun = nil, ""
 	}
+}
+
+// unrecordedCreates records, before the state lock of the resource's dead last run is released,
+// that the run may have started creates it had no time to record (v1alpha1.CreatesUnrecorded):
+// Terraform calls a provider's create as soon as it writes apply_start, so a process killed before
+// the controller wrote that event down leaves an object no state and no record holds. The lock is
+// the witness that Terraform was running; only a run recorded as an apply (one apply -json, or a
+// saved plan that passed its gate) may have been creating. It checkpoints the mark, so that a
+// controller that dies next still finds it; nothing is written for a plan or destroy run, or when
+// the mark is there already.
+func unrecordedCreates(ctx context.Context, s *resourceScope) error {
+	res := s.res
+	last := res.Status.LastRun
+	if last == nil || last.Operation != "apply" || slices.Contains(res.Status.CreatesPending, v1alpha1.CreatesUnrecorded) {
+		return nil
+	}
+	res.Status.CreatesPending = append(res.Status.CreatesPending, v1alpha1.CreatesUnrecorded)
+	if res.Status.CreatesPendingRun == "" {
+		res.Status.CreatesPendingRun = last.ID
+	}
+	return s.checkpoint(ctx)
 }
 
 // holdsCreates reports whether the resource must stop between plan and apply because a dead run
@@ -130,8 +152,8 @@ func (r *syncer) recordResolutions(res *v1alpha1.InfraResource, decided []tfrunn
 
 // interruptedMessage explains a held plan.
 func interruptedMessage(addresses []string) string {
-	return "a run that died had started creating " + strings.Join(addresses, ", ") +
-		" and may have created them; this plan would create them again. Look for a duplicate and import it (spec.import), or approve the plan"
+	return "a run that died during its apply may have created " + strings.Join(addresses, ", ") +
+		" (it had started creating them, or died before it could record which creates it had started); this plan would create them again. Look for a duplicate and import it (spec.import), or approve the plan"
 }
 
 func runID(res *v1alpha1.InfraResource) string {

@@ -262,7 +262,7 @@ func (r *reclaimer) runDestroy(ctx context.Context, s *resourceScope, st stateba
 // duration observed. It returns when fn ended and fn's error; stopped is what kept fn from running
 // (the lock recovery's or the checkpoint's error).
 func (r *reclaimer) reclaimRun(ctx context.Context, s *resourceScope, op string, spec *tfrunner.Spec, fn func() error) (done time.Time, err, stopped error) {
-	if err := r.keeper.RecoverOwnLock(ctx, s.res, s.state); err != nil {
+	if err := r.keeper.RecoverOwnLock(ctx, s.res, s.state, nil); err != nil {
 		return time.Time{}, nil, err
 	}
 	beginRun(&s.res.Status, r.sync.identity.newRun(s.res, op, time.Now()))
@@ -335,7 +335,8 @@ func (r *reclaimer) createsInDoubtOnDelete(res *v1alpha1.InfraResource) error {
 	if len(res.Status.CreatesPending) == 0 {
 		return nil
 	}
-	addresses := strings.Join(res.Status.CreatesPending, ", ")
+	addresses := strings.ReplaceAll(strings.Join(res.Status.CreatesPending, ", "), v1alpha1.CreatesUnrecorded,
+		"any object of the module outside its state (the run died during its apply before it could record which creates it had started)")
 	if res.Annotations[v1alpha1.AnnotationAbandon] == "true" {
 		r.recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonAbandoned, "Reclaim",
 			"%s=true: whatever a run that died may have created of %s is left as it is; destroy removes what the state holds",

@@ -56,7 +56,9 @@ func (r *reclaimer) resolveCreatesOnDelete(ctx context.Context, s *resourceScope
 	}
 	// Adopted (now in state), retried (never made) and those already in state (no resolution:
 	// destroy sees them) are settled; only what stayed held remains.
-	res.Status.CreatesPending = slices.DeleteFunc(res.Status.CreatesPending, func(a string) bool { return !held[a] })
+	res.Status.CreatesPending = slices.DeleteFunc(res.Status.CreatesPending, func(a string) bool {
+		return a != v1alpha1.CreatesUnrecorded && !held[a] // unrecorded creates stay: no identity decides them all
+	})
 	if len(res.Status.CreatesPending) == 0 {
 		res.Status.CreatesPending, res.Status.CreatesPendingRun = nil, ""
 	}

@@ -23,8 +23,10 @@ import (
 // (recorded Running) or alone (killed, recorded Failed). Anyone else's lock, and a live run's, is
 // left alone: the run then fails with StateLocked and status shows the holder. A lock of a run a
 // predecessor manager started is recovered only once that run can no longer write: until then it
-// returns a *LockFenced, and no run may start. h is the resource's state handle.
-func (r *Keeper) RecoverOwnLock(ctx context.Context, res *v1alpha1.InfraResource, h *statebackend.Handle) error {
+// returns a *LockFenced, and no run may start. h is the resource's state handle. beforeRelease
+// (nil: none) is called once the lock is found to be a dead run's and before it is released; its
+// error stops the recovery (the lock stays, the witness that the run held it).
+func (r *Keeper) RecoverOwnLock(ctx context.Context, res *v1alpha1.InfraResource, h *statebackend.Handle, beforeRelease func() error) error {
 	last := res.Status.LastRun
 	if last == nil || last.StartTime == nil || endedOnItsOwn(last) {
 		return nil
@@ -50,6 +52,11 @@ func (r *Keeper) RecoverOwnLock(ctx context.Context, res *v1alpha1.InfraResource
 		}
 		if res.Spec.RunnerPool == "" && last.Controller != r.controller && r.leaderFenced(res.Name) {
 			return &LockFenced{Lock: lock.ID, Wait: r.fence.LeaderWait(res.Name)} // its manager's credentials may not have lapsed yet
+		}
+	}
+	if beforeRelease != nil {
+		if err := beforeRelease(); err != nil {
+			return err
 		}
 	}
 	if err := h.ReleaseLock(ctx, lock.ID); err != nil {
