@@ -122,7 +122,9 @@ func (g Gate) hold(ctx context.Context, p *tfjson.Plan) (*Hold, error) {
 	}
 	var again, importedRisky []string
 	for _, c := range p.Changes {
-		if slices.Contains(c.Actions, "create") && g.InDoubt(c.Address) {
+		// A replace's address is in state: the mark of unrecorded creates leaves it to the list.
+		recorded := slices.Contains(g.CreatesInDoubt, c.Address)
+		if slices.Contains(c.Actions, "create") && (recorded || !slices.Contains(c.Actions, "delete") && g.InDoubt(c.Address)) {
 			again = append(again, c.Address)
 		}
 		if c.Destroys() && slices.Contains(g.Imported, c.Address) {
@@ -153,7 +155,8 @@ func (g Gate) hold(ctx context.Context, p *tfjson.Plan) (*Hold, error) {
 // InDoubt reports whether a create of the object at module address is in doubt: the address is
 // among CreatesInDoubt, or CreatesInDoubt has v1alpha1.CreatesUnrecorded and the object is not one
 // that lives only in state (tfjson.NoRemoteObject, confirmed by StateOnly: creating those again
-// duplicates nothing; their provisioners' starts are recorded when they happen).
+// duplicates nothing; their provisioners' starts are recorded when they happen). The gate asks it
+// of the plan's creates; under the mark, of its plain creates only (a replace's object is in state).
 func (g Gate) InDoubt(address string) bool {
 	if slices.Contains(g.CreatesInDoubt, address) {
 		return true
