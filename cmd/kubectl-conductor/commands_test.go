@@ -249,6 +249,13 @@ func TestCreatesShowsWhatIsInDoubtAndResolvesIt(t *testing.T) {
 	}
 }
 
+// A run that died during its apply before it could record its creates leaves the mark "*": any
+// create outside the state is in doubt, so --import takes any address.
+func TestCreatesShowsUnrecordedCreates(t *testing.T) {
+	ok(t, []string{"  *  any create outside the state: the run died during its apply before it could record which it had started"}, "creates", "db-unrecorded")
+	ok(t, []string{"local_file.f added to spec.import with ID /srv/f"}, "creates", "db-unrecorded", "--import", "local_file.f=/srv/f")
+}
+
 func TestRunsNewestFirstWithTheFailure(t *testing.T) {
 	out := ok(t, []string{"\nRun 9b2d4f10 (apply, 4h ago) failed:\n  Error: creating bucket: AccessDenied: Access Denied\n    with minio_s3_bucket.this\n"},
 		"runs", "team-a-bucket")

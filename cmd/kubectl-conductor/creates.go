@@ -98,6 +98,10 @@ func showCreates(out io.Writer, t target, cl *Clients) {
 	res := t.Resource
 	fmt.Fprintf(out, "%s: a run that died had started creating, and may have created:\n", t)
 	for _, a := range res.Status.CreatesPending {
+		if a == v1alpha1.CreatesUnrecorded {
+			fmt.Fprintf(out, "  %s  any create outside the state: the run died during its apply before it could record which it had started (the plan that waits names them)\n", a)
+			continue
+		}
 		id := res.Spec.ImportIdentities[strings.TrimPrefix(a, "module.main.")]
 		fmt.Fprintf(out, "  %s  import identity: %s\n", a, orDash(id))
 	}
@@ -130,7 +134,8 @@ func importIdentity(ctx context.Context, out io.Writer, cl *Clients, t target, a
 	}
 	inDoubt := false
 	for _, a := range res.Status.CreatesPending {
-		inDoubt = inDoubt || strings.TrimPrefix(a, "module.main.") == addr
+		// Under the unrecorded-creates mark, any address may be what the dead run created.
+		inDoubt = inDoubt || a == v1alpha1.CreatesUnrecorded || strings.TrimPrefix(a, "module.main.") == addr
 	}
 	if !inDoubt {
 		return fmt.Errorf("%s: %s is not in doubt (in doubt: %s)", t, addr, strings.Join(res.Status.CreatesPending, ", "))

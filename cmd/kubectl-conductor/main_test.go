@@ -256,6 +256,14 @@ func makeFixtures(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	unrecorded := resource("db-unrecorded")
+	unrecorded.Spec.Approval = ""
+	if err := createWithStatus(ctx, unrecorded, func() {
+		unrecorded.Status.CreatesPending = []string{v1alpha1.CreatesUnrecorded}
+		unrecorded.Status.CreatesPendingRun = "0badc0de-2222-4c9d-8e7f-6a5b4c3d2e1f"
+	}); err != nil {
+		return err
+	}
 	moved := resource("bucket-moved")
 	if err := createWithStatus(ctx, moved, func() {
 		moved.Status.State = &v1alpha1.StateStatus{SecretName: "tfstate-default-bucket-moved", LockID: "L3",

@@ -84,16 +84,25 @@ func settleCreates(res *v1alpha1.InfraResource, ended []string, runErr error, st
 // controller that dies next still finds it; nothing is written for a plan or destroy run, or when
 // the mark is there already.
 func unrecordedCreates(ctx context.Context, s *resourceScope) error {
-	res := s.res
+	if !markUnrecorded(s.res) {
+		return nil
+	}
+	return s.checkpoint(ctx)
+}
+
+// markUnrecorded adds v1alpha1.CreatesUnrecorded to status.createsPending when the last run was
+// an apply and the mark is not there yet (the list's run stays the one that started its
+// addresses, or becomes the last run); it reports whether it did.
+func markUnrecorded(res *v1alpha1.InfraResource) bool {
 	last := res.Status.LastRun
 	if last == nil || last.Operation != "apply" || slices.Contains(res.Status.CreatesPending, v1alpha1.CreatesUnrecorded) {
-		return nil
+		return false
 	}
 	res.Status.CreatesPending = append(res.Status.CreatesPending, v1alpha1.CreatesUnrecorded)
 	if res.Status.CreatesPendingRun == "" {
 		res.Status.CreatesPendingRun = last.ID
 	}
-	return s.checkpoint(ctx)
+	return true
 }
 
 // holdsCreates reports whether the resource must stop between plan and apply because a dead run

@@ -59,3 +59,49 @@ func TestSettleCreatesOnlyOnceTheStateIsStored(t *testing.T) {
 		})
 	}
 }
+
+// A dead run's lock recovered: only an apply may have created unrecorded, and the mark makes the
+// next run stop between plan and apply with every create in doubt (the kind CI's c32, created
+// twice: Terraform called the provider before the controller recorded apply_start).
+func TestMarkUnrecordedAfterADeadApply(t *testing.T) {
+	const x = "module.main.x.y"
+	for _, c := range []struct {
+		name        string
+		op          string
+		pending     []string
+		pendingRun  string
+		marked      bool
+		wantPending []string
+		wantRun     string
+	}{
+		{"an apply that recorded nothing", "apply", nil, "", true, []string{v1alpha1.CreatesUnrecorded}, "dead"},
+		{"an apply that recorded a create", "apply", []string{x}, "dead", true, []string{x, v1alpha1.CreatesUnrecorded}, "dead"},
+		{"an earlier dead run's list stays its own", "apply", []string{x}, "older", true, []string{x, v1alpha1.CreatesUnrecorded}, "older"},
+		{"marked already", "apply", []string{v1alpha1.CreatesUnrecorded}, "dead", false, []string{v1alpha1.CreatesUnrecorded}, "dead"},
+		{"a saved plan not past its gate", "plan", nil, "", false, nil, ""},
+		{"a destroy", "destroy", nil, "", false, nil, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := &v1alpha1.InfraResource{}
+			res.Status.LastRun = &v1alpha1.RunStatus{ID: "dead", Operation: c.op, Result: v1alpha1.RunRunning}
+			res.Status.CreatesPending, res.Status.CreatesPendingRun = slices.Clone(c.pending), c.pendingRun
+			if got := markUnrecorded(res); got != c.marked {
+				t.Errorf("marked %v, want %v", got, c.marked)
+			}
+			if !slices.Equal(res.Status.CreatesPending, c.wantPending) || res.Status.CreatesPendingRun != c.wantRun {
+				t.Errorf("createsPending %v (run %q), want %v (run %q)", res.Status.CreatesPending, res.Status.CreatesPendingRun, c.wantPending, c.wantRun)
+			}
+			if !c.marked {
+				return
+			}
+			// The next run: a saved plan, its gate holding every create in doubt.
+			res.Status.LastRun = &v1alpha1.RunStatus{ID: "next", Operation: "plan"}
+			if !needsSavedPlan(res) {
+				t.Error("the next run does not stop between plan and apply")
+			}
+			if g := gateOf(res); !g.InDoubt("module.main.kubernetes_config_map_v1.ledger") {
+				t.Errorf("the next gate (in doubt: %v) lets a create of the ledger through", g.CreatesInDoubt)
+			}
+		})
+	}
+}
