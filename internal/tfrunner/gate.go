@@ -35,6 +35,9 @@ type Gate struct {
 	// StateOnly reports the addresses of objects that live only in state (readStateOnlyTypes),
 	// which CreatesUnrecorded leaves out; nil: none is known to (every create is in doubt).
 	StateOnly func(address string) bool
+	// decided are the addresses the run's resolution adopted or created again (resolveGate): no
+	// longer in doubt under CreatesUnrecorded.
+	decided []string
 	// ResolveCreates makes the run decide CreatesInDoubt before planning (resolveCreates): adopt
 	// the objects that exist, create those the provider finds none of, hold the rest.
 	ResolveCreates bool
@@ -155,13 +158,13 @@ func (g Gate) hold(ctx context.Context, p *tfjson.Plan) (*Hold, error) {
 // InDoubt reports whether a create of the object at module address is in doubt: the address is
 // among CreatesInDoubt, or CreatesInDoubt has v1alpha1.CreatesUnrecorded and the object is not one
 // that lives only in state (tfjson.NoRemoteObject, confirmed by StateOnly: creating those again
-// duplicates nothing; their provisioners' starts are recorded when they happen). The gate asks it
-// of the plan's creates; under the mark, of its plain creates only (a replace's object is in state).
+// duplicates nothing; their provisioners' starts are recorded when they happen) nor one the run's
+// resolution decided (adopted, or found missing and created again). The gate asks it of the plan's creates; under the mark, of its plain creates only (a replace's object is in state).
 func (g Gate) InDoubt(address string) bool {
 	if slices.Contains(g.CreatesInDoubt, address) {
 		return true
 	}
-	if !slices.Contains(g.CreatesInDoubt, v1alpha1.CreatesUnrecorded) {
+	if !slices.Contains(g.CreatesInDoubt, v1alpha1.CreatesUnrecorded) || slices.Contains(g.decided, address) {
 		return false
 	}
 	return !(tfjson.NoRemoteObject(address) && g.StateOnly != nil && g.StateOnly(address))

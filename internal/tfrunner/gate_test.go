@@ -74,6 +74,8 @@ func TestGateDecide(t *testing.T) {
 			gate:   Gate{CreatesInDoubt: []string{v1alpha1.CreatesUnrecorded}, StateOnly: func(string) bool { return true }},
 			plan:   plan("p1", tfjson.Change{Address: "module.main.random_pet.p", Actions: []string{"create"}}, create),
 			reason: v1alpha1.HoldInterruptedCreate, addresses: []string{"module.main.a.x"}, render: true},
+		{name: "an address the resolution decided is not in doubt under the mark",
+			gate: Gate{CreatesInDoubt: []string{v1alpha1.CreatesUnrecorded}, decided: []string{"module.main.a.x"}}, plan: plan("p1", create)},
 		{name: "a type named like a state-only one is in doubt unless its module confirms it",
 			gate:   Gate{CreatesInDoubt: []string{v1alpha1.CreatesUnrecorded}},
 			plan:   plan("p1", tfjson.Change{Address: "module.main.random_pet.p", Actions: []string{"create"}}),

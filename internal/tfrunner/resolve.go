@@ -140,6 +140,11 @@ func resolveGate(ctx context.Context, ws *Workspace, gate *Gate, res *ApplyResul
 	}
 	g := *gate
 	g.CreatesInDoubt = held
+	for _, d := range decided {
+		if d.Decision != CreateHeld {
+			g.decided = append(g.decided, d.Address)
+		}
+	}
 	return &g, nil
 }
 
