@@ -24,7 +24,9 @@ const (
 // resource's status.pendingPlan.reason, which the claim's ChangePending condition shows.
 const (
 	// HoldInterruptedCreate: the plan would create again an object whose create a dead run had
-	// started (crossplane-runtime's create-pending, for Terraform).
+	// started (crossplane-runtime's create-pending, for Terraform), or, when the run died during its
+	// apply holding the state lock, any object outside the state it may have created before it could
+	// record it (CreatesUnrecorded).
 	HoldInterruptedCreate = "InterruptedCreate"
 	// HoldImportedReplaced: the plan would destroy or replace an imported object.
 	HoldImportedReplaced = "ImportedObjectReplaced"
