@@ -125,9 +125,7 @@ func (g Gate) hold(ctx context.Context, p *tfjson.Plan) (*Hold, error) {
 	}
 	var again, importedRisky []string
 	for _, c := range p.Changes {
-		// A replace's address is in state: the mark of unrecorded creates leaves it to the list.
-		recorded := slices.Contains(g.CreatesInDoubt, c.Address)
-		if slices.Contains(c.Actions, "create") && (recorded || !slices.Contains(c.Actions, "delete") && g.InDoubt(c.Address)) {
+		if g.createsAgain(c) {
 			again = append(again, c.Address)
 		}
 		if c.Destroys() && slices.Contains(g.Imported, c.Address) {
@@ -159,7 +157,7 @@ func (g Gate) hold(ctx context.Context, p *tfjson.Plan) (*Hold, error) {
 // among CreatesInDoubt, or CreatesInDoubt has v1alpha1.CreatesUnrecorded and the object is not one
 // that lives only in state (tfjson.NoRemoteObject, confirmed by StateOnly: creating those again
 // duplicates nothing; their provisioners' starts are recorded when they happen) nor one the run's
-// resolution decided (adopted, or found missing and created again). The gate asks it of the plan's creates; under the mark, of its plain creates only (a replace's object is in state).
+// resolution decided (adopted, or found missing and created again).
 func (g Gate) InDoubt(address string) bool {
 	if slices.Contains(g.CreatesInDoubt, address) {
 		return true
@@ -168,4 +166,14 @@ func (g Gate) InDoubt(address string) bool {
 		return false
 	}
 	return !(tfjson.NoRemoteObject(address) && g.StateOnly != nil && g.StateOnly(address))
+}
+
+// createsAgain reports whether change c would create again an object in doubt: any create of an
+// address CreatesInDoubt names, and, under v1alpha1.CreatesUnrecorded, a plain create (a replace's
+// object is in state: the destructive-change guard sees it) of an object InDoubt.
+func (g Gate) createsAgain(c tfjson.Change) bool {
+	if !slices.Contains(c.Actions, "create") {
+		return false
+	}
+	return slices.Contains(g.CreatesInDoubt, c.Address) || !slices.Contains(c.Actions, "delete") && g.InDoubt(c.Address)
 }

@@ -145,6 +145,7 @@ func (c *carrier) Apply(ctx context.Context, key string, spec tfrunner.Spec, opt
 	} else if die := c.armed(); die != nil {
 		c.w.begin(key, c.name)
 		c.w.end(key, c.name, true)
+		c.w.landedUnrecorded(key, c.name)
 		die()
 		return nil, errKilled // the lock is left, as a killed tofu leaves it
 	} else {

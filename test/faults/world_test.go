@@ -26,6 +26,18 @@ type world struct {
 	creates    int
 	killed     int
 	adopted    int
+	// unrecorded counts the creates sigkill-after-create aimed at (armed) and those it hit: the
+	// object landed and the replica died before the record (landed).
+	armed, landed int
+}
+
+// landedUnrecorded records that replica's create of key landed and the replica died before its
+// record was written (sigkill-after-create hit its moment).
+func (w *world) landedUnrecorded(key, replica string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.landed++
+	w.logLocked(key, replica, "replica killed before the create's record")
 }
 
 func newWorld() *world {

@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/resource/state"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
@@ -88,6 +89,14 @@ func unrecordedCreates(ctx context.Context, s *resourceScope) error {
 		return nil
 	}
 	return s.checkpoint(ctx)
+}
+
+// recoverLock recovers the state lock a dead run of the resource left (state.Keeper.RecoverOwnLock),
+// marking first the creates it may have left unrecorded (unrecordedCreates). Every path that
+// starts a run calls it, sync and reclaim alike: a reclaim that recovered the lock without the mark
+// would destroy what the state holds and leave an unrecorded object behind unseen.
+func recoverLock(ctx context.Context, keeper *state.Keeper, s *resourceScope) error {
+	return keeper.RecoverOwnLock(ctx, s.res, s.state, func() error { return unrecordedCreates(ctx, s) })
 }
 
 // markUnrecorded adds v1alpha1.CreatesUnrecorded to status.createsPending when the last run was

@@ -101,7 +101,7 @@ func (r *syncer) beforeRun(ctx context.Context, s *resourceScope) (ctrl.Result, 
 	if err := r.keeper.PutBack(ctx, s.res, s.state); err != nil {
 		return r.stateStop(s, "state", err)
 	}
-	if err := r.keeper.RecoverOwnLock(ctx, s.res, s.state, func() error { return unrecordedCreates(ctx, s) }); err != nil {
+	if err := recoverLock(ctx, r.keeper, s); err != nil {
 		var fenced *state.LockFenced
 		if errors.As(err, &fenced) {
 			return s.end(ctrl.Result{RequeueAfter: fenced.Wait}), nil
