@@ -92,9 +92,9 @@ func unrecordedCreates(ctx context.Context, s *resourceScope) error {
 }
 
 // recoverLock recovers the state lock a dead run of the resource left (state.Keeper.RecoverOwnLock),
-// marking first the creates it may have left unrecorded (unrecordedCreates). Every path that
-// starts a run calls it, sync and reclaim alike: a reclaim that recovered the lock without the mark
-// would destroy what the state holds and leave an unrecorded object behind unseen.
+// marking first the creates it may have left unrecorded (unrecordedCreates), before a sync's run.
+// A Delete reclaim recovers without the mark: its destroy removes what the state holds, and an
+// object a dead apply created unrecorded is left (docs/state.md, What is not guaranteed).
 func recoverLock(ctx context.Context, keeper *state.Keeper, s *resourceScope) error {
 	return keeper.RecoverOwnLock(ctx, s.res, s.state, func() error { return unrecordedCreates(ctx, s) })
 }

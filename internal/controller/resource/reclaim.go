@@ -205,11 +205,6 @@ func (r *reclaimer) destroy(ctx context.Context, s *resourceScope) error {
 			return err
 		}
 	}
-	// A dead apply's lock is recovered before the creates in doubt are read: the creates it may
-	// have left unrecorded are among them then (recoverLock).
-	if err := recoverLock(ctx, r.keeper, s); err != nil {
-		return err
-	}
 	if ran, err := r.resolveCreatesOnDelete(ctx, s); err != nil {
 		return err
 	} else if ran {
@@ -267,7 +262,7 @@ func (r *reclaimer) runDestroy(ctx context.Context, s *resourceScope, st stateba
 // duration observed. It returns when fn ended and fn's error; stopped is what kept fn from running
 // (the lock recovery's or the checkpoint's error).
 func (r *reclaimer) reclaimRun(ctx context.Context, s *resourceScope, op string, spec *tfrunner.Spec, fn func() error) (done time.Time, err, stopped error) {
-	if err := recoverLock(ctx, r.keeper, s); err != nil {
+	if err := r.keeper.RecoverOwnLock(ctx, s.res, s.state, nil); err != nil {
 		return time.Time{}, nil, err
 	}
 	beginRun(&s.res.Status, r.sync.identity.newRun(s.res, op, time.Now()))
