@@ -209,9 +209,10 @@ func TestFaults(t *testing.T) {
 	defer w.mu.Unlock()
 	t.Logf("%d rounds: %d creates (%d killed mid-create, %d of %d sigkill-after-create landed before their record), %d existing objects adopted after approval, 0 violations",
 		*rounds, w.creates, w.killed, w.landed, w.armed, w.adopted)
-	// One drawing may come after its replica's last create of the run; three that all miss mean
-	// the fault no longer reaches the window it tests.
-	if w.armed >= 3 && w.landed == 0 {
+	// A drawing misses when its replica starts no create after it (1 hit of 6 in a 3-round run of
+	// this fault alone): among all faults that is allowed, but a run of this fault alone
+	// (FAULT_ONLY=sigkill-after-create, the spec of the unrecorded-creates mark) must hit.
+	if *only == "sigkill-after-create" && w.landed == 0 {
 		t.Errorf("sigkill-after-create was drawn %d times and never hit a create: the window it tests was not exercised", w.armed)
 	}
 }
