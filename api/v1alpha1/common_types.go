@@ -191,6 +191,18 @@ const (
 	ReasonResourceNotAllowed = "ResourceNotAllowed"
 	// ReasonClassLimitReached: provisioning would take the namespace over the class's limits.
 	ReasonClassLimitReached = "ClassLimitReached"
+	// ReasonSpendLimitReached: provisioning (or growing) would take the namespace's estimated
+	// monthly cost over its class's maxMonthlyCostPerNamespace or its conductor.io/max-monthly-cost.
+	ReasonSpendLimitReached = "SpendLimitReached"
+	// ReasonNoClassFits: the claim asks for the cheapest class (or a spread over zones) and no class
+	// of its kind fits it: none offered to its namespace, priced, ready and meeting its requirements.
+	ReasonNoClassFits = "NoClassFits"
+	// ReasonClassChosen: the claim's spec.scheduling chose the class named in the message (its
+	// estimated cost, and the zone and how many of the claim's spread group are there).
+	ReasonClassChosen = "ClassChosen"
+	// ReasonPriceInvalid: a class's price has a unit that is not above zero, a negative amount, or
+	// a spend limit without a price.
+	ReasonPriceInvalid = "PriceInvalid"
 	// ReasonBoundFromPool: the claim took a ready resource of its class's ready pool (an event).
 	ReasonBoundFromPool = "BoundFromPool"
 	// ReasonApplyingClaimParameters: the claim took a member of its class's ready pool, applied

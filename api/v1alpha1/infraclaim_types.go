@@ -20,6 +20,7 @@ type ClaimResources struct {
 }
 
 // InfraClaimSpec is an application team's request for infrastructure.
+// +kubebuilder:validation:XValidation:rule="!has(self.scheduling) || !has(self.scheduling.classSelection) || self.scheduling.classSelection == 'Default' || !has(self.className) || size(self.className) == 0",message="spec.scheduling.classSelection chooses a class for a claim that names none: leave out spec.className or the selection"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.resourceName) || size(oldSelf.resourceName) == 0 || (has(self.resourceName) && self.resourceName == oldSelf.resourceName)",message="resourceName cannot be changed once set"
 type InfraClaimSpec struct {
 	// ResourceKind is the kind of infrastructure asked for (e.g. ObjectStore).
@@ -40,6 +41,11 @@ type InfraClaimSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	ResourceName string `json:"resourceName,omitempty"`
+
+	// Scheduling chooses for a claim that names no class: the cheapest class that fits, and zones
+	// spread with the namespace's other claims of a group.
+	// +optional
+	Scheduling *ClaimScheduling `json:"scheduling,omitempty"`
 
 	// Selector restricts binding to resources whose labels match.
 	// +optional
@@ -121,6 +127,11 @@ type InfraClaimStatus struct {
 	// it.
 	// +optional
 	Inputs *ClaimInputs `json:"inputs,omitempty"`
+	// MonthlyCost is the estimated monthly cost of the resource the claim holds: its class's price
+	// (spec.price) for the resource's capacity, a decimal amount with two places ("12.50"), kept up
+	// to date when the class's price changes. Absent when the resource's class has no price.
+	// +optional
+	MonthlyCost string `json:"monthlyCost,omitempty"`
 	// ExpiresAt is when the claim is deleted: its creation plus its lifetime (spec.lifetime bounded
 	// by the class's maxLifetime); unset when it has none.
 	// +optional
@@ -140,6 +151,7 @@ type InfraClaimStatus struct {
 // +kubebuilder:printcolumn:name="Resource",type=string,JSONPath=`.status.resourceName`
 // +kubebuilder:printcolumn:name="Capacity",type=string,JSONPath=`.status.capacity.storage`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Cost",type=string,JSONPath=`.status.monthlyCost`,priority=1,description="Estimated monthly cost of the resource held"
 // +kubebuilder:printcolumn:name="Inputs",type=string,JSONPath=`.status.conditions[?(@.type=="InputsReady")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Waiting",type=string,JSONPath=`.status.conditions[?(@.type=="ChangePending")].reason`
 // +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.expiresAt`,priority=1

@@ -43,9 +43,17 @@ type InfraClassSpec struct {
 	// runner pool. Copied whole into the resources the class provisions.
 	RunInputs `json:",inline"`
 
-	// Capabilities are what resources of this class offer; claims' requirements are matched against them.
+	// Capabilities are what resources of this class offer; claims' requirements are matched against
+	// them. topology.kubernetes.io/zone and topology.kubernetes.io/region name where its resources
+	// are, for claims that spread over zones (spec.scheduling.spread).
 	// +optional
 	Capabilities map[string]string `json:"capabilities,omitempty"`
+
+	// Price is what one resource of this class costs per month (fixed, and per unit of capacity):
+	// the claim's status shows the estimate, claims may ask for the cheapest class that fits, and
+	// namespaces may be bounded by spend. Data the platform team writes; no price service is called.
+	// +optional
+	Price *ClassPrice `json:"price,omitempty"`
 
 	// UpgradePolicy: Manual (default) leaves the resources this class provisioned on their module
 	// version when the class moves to a newer one (they say UpgradeAvailable); Automatic moves them.
@@ -152,6 +160,10 @@ type ClassLimits struct {
 	// MaxStoragePerNamespace bounds the sum of the storage capacity of those resources.
 	// +optional
 	MaxStoragePerNamespace *resource.Quantity `json:"maxStoragePerNamespace,omitempty"`
+	// MaxMonthlyCostPerNamespace bounds the sum of the estimated monthly cost of those resources
+	// (spec.price times their capacity; a decimal amount). A class with this limit must have a price.
+	// +optional
+	MaxMonthlyCostPerNamespace *resource.Quantity `json:"maxMonthlyCostPerNamespace,omitempty"`
 }
 
 // ModuleInput is an input variable the module declares.
@@ -216,6 +228,7 @@ type InfraClassStatus struct {
 // +kubebuilder:printcolumn:name="Module",type=string,JSONPath=`.spec.module.source`,priority=1
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.module.version`
 // +kubebuilder:printcolumn:name="Reclaim",type=string,JSONPath=`.spec.reclaimPolicy`
+// +kubebuilder:printcolumn:name="Monthly",type=string,JSONPath=`.spec.price.monthly`,priority=1,description="Fixed monthly price of one resource"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Pool",type=integer,JSONPath=`.status.readyPool.ready`,description="Pooled resources ready for a claim"
 // +kubebuilder:printcolumn:name="Pool-Size",type=integer,JSONPath=`.spec.readyPool.size`,priority=1

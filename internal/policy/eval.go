@@ -41,6 +41,9 @@ type Plan struct {
 type Facts struct {
 	Claim, Class, Resource Object
 	Namespace              Object `json:",omitzero"`
+	// Cost is the resource's estimated monthly cost (rules' cost), set only when a rule reads it
+	// (ReadsCost); omitted from the JSON when zero, as Namespace.
+	Cost float64 `json:",omitzero"`
 }
 
 // Violation is a rule that one or more changes of a plan broke.
@@ -95,6 +98,7 @@ func (s *Set) EvaluateContext(ctx context.Context, p Plan, facts Facts) []Violat
 		"namespaceObject": objectMap(facts.Namespace, false),
 		"class":           objectMap(facts.Class, false),
 		"resource":        objectMap(facts.Resource, false),
+		"cost":            facts.Cost,
 	}}
 	var out []Violation
 	var spent uint64

@@ -21,6 +21,8 @@
 //	                 in CEL.
 //	class            the resource's class: name, labels
 //	resource         the resource: name, labels
+//	cost             the resource's estimated monthly cost, a double: its class's spec.price for
+//	                 its capacity (0.0 when the class has no price), in the cluster's one currency
 //
 // A rule reads nothing else: no Secret, no state, no function that reaches outside the
 // expression (the environment has CEL's standard library, its strings and sets extensions, and
@@ -216,6 +218,7 @@ func celEnv() (*cel.Env, error) {
 			cel.Variable("namespaceObject", obj),
 			cel.Variable("class", obj),
 			cel.Variable("resource", obj),
+			cel.Variable("cost", cel.DoubleType),
 			cel.CrossTypeNumericComparisons(true),
 			ext.Strings(),
 			ext.Sets(),
@@ -255,7 +258,15 @@ func checkFields(ast *cel.Ast) error {
 // anywhere in the expression; a rule that does not parse counts as not reading it). The controller
 // reads the claim's Namespace, and keeps its labels in a held plan's policy digest, only then: a
 // class whose rules do not read it decides and digests exactly as before the variable existed.
-func ReadsNamespace(rules []Rule) bool {
+func ReadsNamespace(rules []Rule) bool { return reads(rules, "namespaceObject") }
+
+// ReadsCost reports whether any of rules names the cost variable, as ReadsNamespace: the
+// controller puts the estimated monthly cost into the facts, and so into a held plan's policy
+// digest (a price change makes the held plan again), only then.
+func ReadsCost(rules []Rule) bool { return reads(rules, "cost") }
+
+// reads reports whether any of rules names the variable ident.
+func reads(rules []Rule, ident string) bool {
 	e, err := celEnv()
 	if err != nil {
 		return false
@@ -267,7 +278,7 @@ func ReadsNamespace(rules []Rule) bool {
 		}
 		found := false
 		celast.PostOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(x celast.Expr) {
-			if x.Kind() == celast.IdentKind && x.AsIdent() == "namespaceObject" {
+			if x.Kind() == celast.IdentKind && x.AsIdent() == ident {
 				found = true
 			}
 		}))

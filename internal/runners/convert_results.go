@@ -153,14 +153,14 @@ func factsToProto(f policy.Facts) *runnerpb.PolicyFacts {
 	obj := func(o policy.Object) *runnerpb.PolicyObject {
 		return &runnerpb.PolicyObject{Namespace: o.Namespace, Name: o.Name, Labels: o.Labels}
 	}
-	return &runnerpb.PolicyFacts{Claim: obj(f.Claim), Class: obj(f.Class), Resource: obj(f.Resource), Namespace: obj(f.Namespace)}
+	return &runnerpb.PolicyFacts{Claim: obj(f.Claim), Class: obj(f.Class), Resource: obj(f.Resource), Namespace: obj(f.Namespace), Cost: f.Cost}
 }
 
 func factsFromProto(p *runnerpb.PolicyFacts) policy.Facts {
 	obj := func(o *runnerpb.PolicyObject) policy.Object {
 		return policy.Object{Namespace: o.GetNamespace(), Name: o.GetName(), Labels: nilIfEmptyMap(o.GetLabels())}
 	}
-	return policy.Facts{Claim: obj(p.GetClaim()), Class: obj(p.GetClass()), Resource: obj(p.GetResource()), Namespace: obj(p.GetNamespace())}
+	return policy.Facts{Claim: obj(p.GetClaim()), Class: obj(p.GetClass()), Resource: obj(p.GetResource()), Namespace: obj(p.GetNamespace()), Cost: p.GetCost()}
 }
 
 // holdToProto converts h without its plan, which travels once, as ApplyResult.plan.

@@ -88,6 +88,10 @@ type Matcher struct {
 	// classNamespaces are the allowedNamespaces of the classes resources were provisioned from,
 	// by class name: a resource of a class not offered to the namespace is no candidate either.
 	classNamespaces map[string]*metav1.LabelSelector
+	// spreadKey and load are the claim's spread (Spread): the topology capability and the group's
+	// resources per value of it.
+	spreadKey string
+	load      map[string]int
 }
 
 // InNamespace gives the matcher the labels of the claim's namespace: resources whose
@@ -206,6 +210,17 @@ func (m *Matcher) check(res *v1alpha1.InfraResource, explain bool) (bool, string
 	return true, ""
 }
 
+// before reports whether Best prefers a to b: with a spread (Spread), the one in the topology value
+// that holds fewer of the group's resources; then the smaller.
+func (m *Matcher) before(a, b *v1alpha1.InfraResource) bool {
+	if m.spreadKey != "" {
+		if la, lb := m.loadOf(a.Spec.Capabilities), m.loadOf(b.Spec.Capabilities); la != lb {
+			return la < lb
+		}
+	}
+	return m.smaller(a, b)
+}
+
 // smaller reports whether a's capacity is smaller than b's, comparing the requested resources in
 // name order, then the names, so that the choice is deterministic.
 func (m *Matcher) smaller(a, b *v1alpha1.InfraResource) bool {
@@ -221,7 +236,8 @@ func (m *Matcher) smaller(a, b *v1alpha1.InfraResource) bool {
 // Best returns the resource the claim should bind to, or nil when none fits. It mirrors
 // findMatchingVolume: resources being deleted are skipped; a resource pre-bound to this claim is
 // returned if it fits, whatever its phase; otherwise only Available resources with no claimRef
-// (and not in a class's ready pool) are candidates, and the smallest that fits wins.
+// (and not in a class's ready pool) are candidates, and the smallest that fits wins (with a
+// spread, the one in the least loaded zone first: before).
 func (m *Matcher) Best(resources []v1alpha1.InfraResource) *v1alpha1.InfraResource {
 	var best *v1alpha1.InfraResource
 	for i := range resources {
@@ -243,7 +259,7 @@ func (m *Matcher) Best(resources []v1alpha1.InfraResource) *v1alpha1.InfraResour
 		if ok, _ := m.check(res, false); !ok {
 			continue
 		}
-		if best == nil || m.smaller(res, best) {
+		if best == nil || m.before(res, best) {
 			best = res
 		}
 	}

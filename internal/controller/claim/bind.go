@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,7 +36,7 @@ func (r *Reconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) (ctrl
 		setPending(claim, reasonOf(err), err.Error())
 		return ctrl.Result{}, nil
 	}
-	nsLabels, err := r.namespaceLabels(ctx, claim)
+	ns, err := r.namespaceOf(ctx, claim)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -45,7 +44,26 @@ func (r *Reconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) (ctrl
 	if err := r.List(ctx, classes); err != nil {
 		return ctrl.Result{}, err
 	}
-	matcher.InNamespace(nsLabels).WithClasses(classes.Items)
+	matcher.InNamespace(ns.Labels).WithClasses(classes.Items)
+	// Checked and provisioned under one lock (lockFor): the namespace's when it has a budget or the
+	// claim spreads, else the class's limits'. Two claims at once cannot both take the last place,
+	// or the same emptiest zone. It is released once the resource exists (before binding).
+	unlock := func() {}
+	defer func() { unlock() }()
+	if namespaceWide(claim, ns) {
+		unlock = r.lockFor(claim, nil, ns)
+	}
+	if sp := spreadOf(claim); sp != nil {
+		load, msg, err := r.spreadLoad(ctx, claim, sp)
+		if err != nil || msg != "" {
+			// Claim Pending, its spread's selector does not parse.
+			if msg != "" {
+				setPending(claim, v1alpha1.ReasonInvalidRequirement, msg)
+			}
+			return ctrl.Result{}, err
+		}
+		matcher.Spread(sp.TopologyKey, load)
+	}
 	candidates, err := r.bindingCandidates(ctx, claim)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -54,37 +72,39 @@ func (r *Reconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) (ctrl
 		// Claim Pending, resource Available (or pre-bound to this claim): bind.
 		return r.bind(ctx, claim, res)
 	}
-	class, err := scheduler.SelectClass(claim, classes.Items)
+	choice, err := matcher.ChooseClass(classes.Items)
 	if err != nil {
-		// Claim Pending, class missing, of another kind, or ambiguous.
+		// Claim Pending, class missing, of another kind, or ambiguous; or, scheduled by cost or
+		// zone, no class fits.
 		setPending(claim, reasonOf(err), err.Error())
 		return ctrl.Result{RequeueAfter: PendingResync}, nil
 	}
-	if class == nil {
+	if choice == nil {
 		// Claim Pending, nothing matches and no class applies: wait for a resource or a class.
 		setPending(claim, v1alpha1.ReasonNoMatchingResource, fmt.Sprintf(
 			"no Available %s resource matches the claim and no class applies (name one in spec.className or mark one default)",
 			claim.Spec.ResourceKind))
 		return ctrl.Result{RequeueAfter: PendingResync}, nil
 	}
-	if !scheduler.AllowsNamespace(class.Spec.AllowedNamespaces, nsLabels) {
+	class := choice.Class
+	if !scheduler.AllowsNamespace(class.Spec.AllowedNamespaces, ns.Labels) {
 		// Claim Pending, the class is not offered to this namespace: nothing is provisioned.
 		setPending(claim, v1alpha1.ReasonClassNotAllowed, fmt.Sprintf("class %s is not offered to namespace %s (its allowedNamespaces)", class.Name, claim.Namespace))
 		return ctrl.Result{RequeueAfter: PendingResync}, nil
 	}
-	// Checked and provisioned under the class's and namespace's lock: two claims at once cannot
-	// both take the last place. It is released once the resource exists (before binding).
-	unlock := func() {}
-	if hasLimits(class) {
-		unlock = sync.OnceFunc(r.lockLimits(class.Name, claim.Namespace))
+	if !namespaceWide(claim, ns) {
+		unlock = r.lockFor(claim, class, ns)
 	}
-	defer unlock()
-	if msg, err := r.overLimits(ctx, claim, class); err != nil || msg != "" {
-		// Claim Pending, provisioning would take the namespace over the class's limits.
+	if reason, msg, err := r.overLimits(ctx, claim, class, ns); err != nil || msg != "" {
+		// Claim Pending, provisioning would take the namespace over the class's limits or its
+		// spend budget.
 		if msg != "" {
-			setPending(claim, v1alpha1.ReasonClassLimitReached, msg)
+			setPending(claim, reason, msg)
 		}
 		return ctrl.Result{RequeueAfter: PendingResync}, err
+	}
+	if claim.Spec.Scheduling != nil {
+		r.Recorder.Eventf(claim, class, corev1.EventTypeNormal, v1alpha1.ReasonClassChosen, "Schedule", "chose %s", choice.Why())
 	}
 	if res, err := r.takeFromPool(ctx, claim, class); err != nil || res != nil {
 		// Claim Pending, a ready resource of the class's pool is now bound to it: bind the claim.
@@ -95,7 +115,7 @@ func (r *Reconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) (ctrl
 		return r.bind(ctx, claim, res)
 	}
 	// Claim Pending, a class applies: provision a resource pre-bound to the claim.
-	return r.provision(ctx, claim, class, unlock)
+	return r.provision(ctx, claim, class, func() { unlock() })
 }
 
 // syncNamed handles a claim that names its resource: statically pre-bound by the user, or bound.
@@ -189,6 +209,9 @@ func (r *Reconciler) bind(ctx context.Context, claim *v1alpha1.InfraClaim, res *
 	prevReady := meta.FindStatusCondition(claim.Status.Conditions, v1alpha1.ConditionReady).DeepCopy()
 	setBound(claim, res)
 	setChangePending(claim, res)
+	if err := r.setCost(ctx, claim, res); err != nil {
+		return ctrl.Result{}, err
+	}
 	again, err := r.checkConnectionSecret(ctx, claim, res)
 	keepTransitionTime(claim.Status.Conditions, prevReady)
 	return ctrl.Result{RequeueAfter: again}, err

@@ -42,15 +42,22 @@ func (r *Reconciler) rerender(ctx context.Context, claim *v1alpha1.InfraClaim, r
 		return client.IgnoreNotFound(err)
 	}
 	if reason, msg := resizeCheck(claim.Spec.Resources.Requests, res.Spec.Capacity, class); reason != "" {
-		if reason == v1alpha1.ReasonExpanded && hasLimits(class) {
-			// Growing counts against the class's limits, checked and written under their lock.
-			defer r.lockLimits(class.Name, claim.Namespace)()
-			over, err := r.overLimits(ctx, claim, class)
+		if reason == v1alpha1.ReasonExpanded {
+			// Growing counts against the class's limits and the namespace's budget, checked and
+			// written under their lock.
+			ns, err := r.namespaceOf(ctx, claim)
 			if err != nil {
 				return err
 			}
-			if over != "" {
-				reason, msg = v1alpha1.ReasonClassLimitReached, "expansion refused: "+over
+			if bounded(class, ns) {
+				defer r.lockFor(claim, class, ns)()
+				why, over, err := r.overLimits(ctx, claim, class, ns)
+				if err != nil {
+					return err
+				}
+				if over != "" {
+					reason, msg = why, "expansion refused: "+over
+				}
 			}
 		}
 		prev := meta.FindStatusCondition(claim.Status.Conditions, v1alpha1.ConditionResized)

@@ -17,6 +17,7 @@ func setPending(claim *v1alpha1.InfraClaim, reason, message string) {
 	claim.Status.Phase = v1alpha1.ClaimPending
 	claim.Status.ResourceName = ""
 	claim.Status.Capacity = nil
+	claim.Status.MonthlyCost = ""
 	meta.RemoveStatusCondition(&claim.Status.Conditions, v1alpha1.ConditionChangePending)
 	shared.SetCondition(&claim.Status.Conditions, claim.Generation, v1alpha1.ConditionBound, metav1.ConditionFalse, reason, message)
 	shared.SetCondition(&claim.Status.Conditions, claim.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)

@@ -6,6 +6,7 @@ package claim
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,12 +16,21 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/scheduler"
 )
 
-// namespaceLabels returns the labels of the claim's namespace (from the cache), for the
-// allowedNamespaces of classes and resources.
-func (r *Reconciler) namespaceLabels(ctx context.Context, claim *v1alpha1.InfraClaim) (map[string]string, error) {
+// namespaceOf returns the claim's namespace (from the cache): its labels, for the
+// allowedNamespaces of classes and resources, and its annotations (its spend budget).
+func (r *Reconciler) namespaceOf(ctx context.Context, claim *v1alpha1.InfraClaim) (*corev1.Namespace, error) {
 	ns := &corev1.Namespace{}
 	if err := r.Get(ctx, types.NamespacedName{Name: claim.Namespace}, ns); err != nil {
 		return nil, fmt.Errorf("reading namespace %s: %w", claim.Namespace, err)
+	}
+	return ns, nil
+}
+
+// namespaceLabels returns the labels of the claim's namespace (namespaceOf).
+func (r *Reconciler) namespaceLabels(ctx context.Context, claim *v1alpha1.InfraClaim) (map[string]string, error) {
+	ns, err := r.namespaceOf(ctx, claim)
+	if err != nil {
+		return nil, err
 	}
 	return ns.Labels, nil
 }
@@ -38,48 +48,108 @@ func (r *Reconciler) lockLimits(class, namespace string) func() {
 	return func() { _ = r.limitLocks.UnlockKey(key) }
 }
 
+// lockNamespace takes the lock of every class's limits in namespace, and of its budget and
+// spreads, and returns its release: a claim whose namespace has a budget, or that spreads, counts
+// across classes. Its key cannot be a class's (a class name is never empty).
+func (r *Reconciler) lockNamespace(namespace string) func() {
+	return r.lockLimits("", namespace)
+}
+
+// lockFor takes the one lock a claim's provisioning of class needs: the namespace's when it has a
+// budget or the claim spreads, else the class's in the namespace when the class has limits, else
+// none. It returns the release (callable more than once).
+func (r *Reconciler) lockFor(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, ns *corev1.Namespace) func() {
+	switch {
+	case namespaceWide(claim, ns):
+		return sync.OnceFunc(r.lockNamespace(claim.Namespace))
+	case class != nil && hasLimits(class):
+		return sync.OnceFunc(r.lockLimits(class.Name, claim.Namespace))
+	}
+	return func() {}
+}
+
+// namespaceWide reports whether a claim's choice counts across classes: its namespace has a
+// budget, or it spreads with the namespace's other claims.
+func namespaceWide(claim *v1alpha1.InfraClaim, ns *corev1.Namespace) bool {
+	_, budget := ns.Annotations[v1alpha1.AnnotationMaxMonthlyCost]
+	return budget || (claim.Spec.Scheduling != nil && claim.Spec.Scheduling.Spread != nil)
+}
+
 // hasLimits reports whether class bounds what a namespace provisions from it.
 func hasLimits(class *v1alpha1.InfraClass) bool {
 	lim := class.Spec.Limits
-	return lim != nil && (lim.MaxClaimsPerNamespace != nil || lim.MaxStoragePerNamespace != nil)
+	return lim != nil && (lim.MaxClaimsPerNamespace != nil || lim.MaxStoragePerNamespace != nil || lim.MaxMonthlyCostPerNamespace != nil)
+}
+
+// bounded reports whether holding a resource of class is bounded in the claim's namespace: by the
+// class's limits or the namespace's budget.
+func bounded(class *v1alpha1.InfraClass, ns *corev1.Namespace) bool {
+	_, budget := ns.Annotations[v1alpha1.AnnotationMaxMonthlyCost]
+	return budget || hasLimits(class)
 }
 
 // overLimits says why holding a resource of class with the claim's requests would exceed the
-// class's limits for the claim's namespace ("" when it would not). It counts the resources of the
-// class held by the namespace's other claims (labelled with the class and the claim's namespace at
-// provisioning; a resource pre-bound to this claim is the claim's own and is counted once, as the
-// claim) and sums their storage capacity with the claim's request. Callers hold the limit lock of
-// the class and namespace (lockLimits) until they wrote what the answer allowed.
-func (r *Reconciler) overLimits(ctx context.Context, claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass) (string, error) {
-	if !hasLimits(class) {
-		return "", nil
+// class's limits for the claim's namespace, or its spend budget: the reason (ClassLimitReached or
+// SpendLimitReached) and message, "" when it would not. It counts the resources held by the
+// namespace's other claims (labelled with the claim's namespace at provisioning; a resource
+// pre-bound to this claim is the claim's own and is counted once, as the claim): those of the
+// class for its count and storage limits, all for spend (overSpend, prices from the cache's
+// classes). Callers hold the lock lockFor gives until they wrote what the answer allowed.
+func (r *Reconciler) overLimits(ctx context.Context, claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, ns *corev1.Namespace) (string, string, error) {
+	if !bounded(class, ns) {
+		return "", "", nil
 	}
-	lim := class.Spec.Limits
 	reader := client.Reader(r.Client)
 	if r.APIReader != nil {
 		reader = r.APIReader
 	}
 	list := &v1alpha1.InfraResourceList{}
-	if err := reader.List(ctx, list, client.MatchingLabels{
-		v1alpha1.LabelClass: v1alpha1.LabelValue(class.Name), v1alpha1.LabelClaimNamespace: claim.Namespace,
-	}); err != nil {
-		return "", err
+	if err := reader.List(ctx, list, client.MatchingLabels{v1alpha1.LabelClaimNamespace: claim.Namespace}); err != nil {
+		return "", "", err
 	}
-	var held []*v1alpha1.InfraResource
+	var held, ofClass []*v1alpha1.InfraResource
 	for i := range list.Items {
-		if !scheduler.IsPreBoundTo(&list.Items[i], claim) {
-			held = append(held, &list.Items[i])
+		if res := &list.Items[i]; !scheduler.IsPreBoundTo(res, claim) {
+			held = append(held, res)
+			if res.Labels[v1alpha1.LabelClass] == v1alpha1.LabelValue(class.Name) {
+				ofClass = append(ofClass, res)
+			}
 		}
 	}
+	msg := classOver(claim, class, ofClass)
+	if msg != "" {
+		return v1alpha1.ReasonClassLimitReached, msg, nil
+	}
+	classes := &v1alpha1.InfraClassList{}
+	if err := r.List(ctx, classes); err != nil {
+		return "", "", err
+	}
+	byName := make(map[string]*v1alpha1.InfraClass, len(classes.Items))
+	for i := range classes.Items {
+		byName[classes.Items[i].Name] = &classes.Items[i]
+	}
+	if msg := overSpend(claim, class, ns, byName, held); msg != "" {
+		return v1alpha1.ReasonSpendLimitReached, msg, nil
+	}
+	return "", "", nil
+}
+
+// classOver says why the claim's resource would take the namespace over class's count or storage
+// limit, given held, the resources of the class its other claims hold ("" when it would not).
+func classOver(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, held []*v1alpha1.InfraResource) string {
+	lim := class.Spec.Limits
+	if lim == nil {
+		return ""
+	}
 	if n := lim.MaxClaimsPerNamespace; n != nil && int32(len(held))+1 > *n {
-		return fmt.Sprintf("class %s allows %d resources per namespace; namespace %s holds %d", class.Name, *n, claim.Namespace, len(held)), nil
+		return fmt.Sprintf("class %s allows %d resources per namespace; namespace %s holds %d", class.Name, *n, claim.Namespace, len(held))
 	}
 	if limit := lim.MaxStoragePerNamespace; limit != nil {
 		if _, ok := claim.Spec.Resources.Requests["storage"]; !ok {
 			// As a ResourceQuota on requests.storage refuses a claim that requests none: what
 			// the module would make of no request is not counted anywhere.
 			return fmt.Sprintf("class %s allows %s of storage per namespace: a claim of it must request storage (resources.requests.storage)",
-				class.Name, limit.String()), nil
+				class.Name, limit.String())
 		}
 		total := claim.Spec.Resources.Requests.Storage()
 		for _, res := range held {
@@ -89,10 +159,10 @@ func (r *Reconciler) overLimits(ctx context.Context, claim *v1alpha1.InfraClaim,
 		}
 		if total.Cmp(*limit) > 0 {
 			return fmt.Sprintf("class %s allows %s of storage per namespace; with this claim namespace %s would hold %s",
-				class.Name, limit.String(), claim.Namespace, total.String()), nil
+				class.Name, limit.String(), claim.Namespace, total.String())
 		}
 	}
-	return "", nil
+	return ""
 }
 
 // notOffered says why a resource named by a claim of namespace ns is not offered to it: its own

@@ -62,12 +62,24 @@ func (r *Reconciler) claimsForResource(ctx context.Context, obj client.Object) [
 	return r.pendingClaims(ctx, res.Spec.ResourceKind)
 }
 
+// claimsForClass are the Pending claims of the class's kind, and the claims bound to resources of
+// the class (labelled with it at provisioning): their status.monthlyCost follows its price.
 func (r *Reconciler) claimsForClass(ctx context.Context, obj client.Object) []reconcile.Request {
 	class, ok := obj.(*v1alpha1.InfraClass)
 	if !ok {
 		return nil
 	}
-	return r.pendingClaims(ctx, class.Spec.ResourceKind)
+	reqs := r.pendingClaims(ctx, class.Spec.ResourceKind)
+	list := &v1alpha1.InfraResourceList{}
+	if err := r.List(ctx, list, client.MatchingLabels{v1alpha1.LabelClass: v1alpha1.LabelValue(class.Name)}); err != nil {
+		return reqs
+	}
+	for i := range list.Items {
+		if ref := list.Items[i].Spec.ClaimRef; ref != nil {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}})
+		}
+	}
+	return reqs
 }
 
 // pendingClaims lists the unbound claims of a kind, from the cache.

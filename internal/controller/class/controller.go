@@ -108,6 +108,9 @@ func (r *Reconciler) validate(ctx context.Context, class *v1alpha1.InfraClass) e
 	if err := provision.CheckClassPolicy(class); err != nil {
 		return err
 	}
+	if err := provision.CheckClassPrice(class); err != nil {
+		return err
+	}
 	creds, err := provision.ReadModuleCredentials(ctx, r.Secrets, r.Namespace, class.Spec.ModuleCredentials)
 	if ie := (*provision.InputError)(nil); errors.As(err, &ie) {
 		return &provision.ClassError{Reason: ie.Reason, Message: ie.Message}

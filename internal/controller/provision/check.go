@@ -11,6 +11,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/render"
+	"github.com/conductor-tf/conductor-tf/internal/scheduler"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
 )
 
@@ -102,6 +103,20 @@ func CheckClassTemplate(class *v1alpha1.InfraClass, schema *tfrunner.ModuleSchem
 	}
 	if len(problems) > 0 {
 		return &ClassError{v1alpha1.ReasonTemplateInvalid, strings.Join(problems, "; ")}
+	}
+	return nil
+}
+
+// CheckClassPrice checks a class's price (scheduler.CheckPrice: units above zero, amounts not
+// negative, each capacity priced once) and that a class bounding spend per namespace
+// (limits.maxMonthlyCostPerNamespace) has a price. It returns a *ClassError with reason
+// PriceInvalid, or nil.
+func CheckClassPrice(class *v1alpha1.InfraClass) error {
+	if err := scheduler.CheckPrice(class.Spec.Price); err != nil {
+		return &ClassError{v1alpha1.ReasonPriceInvalid, err.Error()}
+	}
+	if lim := class.Spec.Limits; lim != nil && lim.MaxMonthlyCostPerNamespace != nil && class.Spec.Price == nil {
+		return &ClassError{v1alpha1.ReasonPriceInvalid, "limits.maxMonthlyCostPerNamespace bounds spend, and the class has no price (spec.price) to count it with"}
 	}
 	return nil
 }

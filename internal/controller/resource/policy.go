@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
 	"github.com/conductor-tf/conductor-tf/internal/policy"
+	"github.com/conductor-tf/conductor-tf/internal/scheduler"
 )
 
 // policyDigest identifies rules and what they saw (12 hex characters of a hash of both; "" for
@@ -70,6 +72,13 @@ func (r *syncer) preparePolicy(ctx context.Context, s *resourceScope) error {
 	s.facts = policy.Facts{
 		Class:    policy.Object{Name: s.class.Name, Labels: s.class.Labels},
 		Resource: policy.Object{Name: res.Name, Labels: res.Labels},
+	}
+	if policy.ReadsCost(s.policy) {
+		// The estimate the claim's status shows (an unpriced class, or one whose price does not
+		// compute, costs 0.0 to rules, as to budgets).
+		if cost, err := scheduler.MonthlyCost(s.class.Spec.Price, res.Spec.Capacity); err == nil && cost != nil {
+			s.facts.Cost, _ = strconv.ParseFloat(cost.String(), 64)
+		}
 	}
 	if ref := res.Spec.ClaimRef; ref != nil {
 		claim := &v1alpha1.InfraClaim{}
