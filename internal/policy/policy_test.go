@@ -204,3 +204,31 @@ func TestNamespaceVariable(t *testing.T) {
 		}
 	}
 }
+
+// Issue 68: cost is the resource's estimated monthly cost, a double, compared with int and double
+// literals alike; ReadsCost finds it, and a rule that does not read it sees 0.0.
+func TestCostVariable(t *testing.T) {
+	set, err := Compile([]Rule{{Name: "dear-needs-approval", Action: ActionRequireApproval,
+		Expression: "cost <= 300 || claim.labels['cost-approved'] == 'true'"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := Plan{Changes: []Change{{Address: "db.this", Type: "db", Actions: []string{"create"}}}}
+	if v := set.Evaluate(plan, Facts{Cost: 412.5}); len(v) != 1 {
+		t.Fatalf("a resource of 412.50 a month passed: %+v", v)
+	}
+	if v := set.Evaluate(plan, Facts{Cost: 412.5, Claim: Object{Labels: map[string]string{"cost-approved": "true"}}}); v != nil {
+		t.Fatalf("an approved cost was held: %+v", v)
+	}
+	if v := set.Evaluate(plan, Facts{Cost: 299.99}); v != nil {
+		t.Fatalf("a resource under the bound was held: %+v", v)
+	}
+	if _, err := Compile([]Rule{{Name: "x", Action: ActionDeny, Expression: "cost.monthly > 1.0"}}); err == nil {
+		t.Fatal("cost is a double, not an object: cost.monthly compiled")
+	}
+	for expr, want := range map[string]bool{"cost > 10.0": true, "claim.labels['cost'] == 'x'": false, "'cost' in claim.labels": false} {
+		if got := ReadsCost([]Rule{{Name: "r", Expression: expr}}); got != want {
+			t.Errorf("ReadsCost(%s) = %v, want %v", expr, got, want)
+		}
+	}
+}

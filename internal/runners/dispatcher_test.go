@@ -144,7 +144,7 @@ func TestDispatcherSendsTheGateAndAnswersEvents(t *testing.T) {
 	var events []tfrunner.Event
 	gate := &tfrunner.Gate{Approved: "abc", Imported: []string{"module.main.x.y"}, Shown: "abc", ShownReason: v1alpha1.HoldDestructive,
 		Policy: []policy.Rule{{Name: "tagged", Expression: "'team' in claim.labels", Action: policy.ActionDeny, Message: "a team"}},
-		Facts:  policy.Facts{Claim: policy.Object{Namespace: "shop", Name: "db", Labels: map[string]string{"team": "a"}}, Class: policy.Object{Name: "pg"}, Resource: policy.Object{Name: "pg-1"}}}
+		Facts:  policy.Facts{Claim: policy.Object{Namespace: "shop", Name: "db", Labels: map[string]string{"team": "a"}}, Class: policy.Object{Name: "pg"}, Resource: policy.Object{Name: "pg-1"}, Cost: 12.5}}
 	done := applyAsync(d, context.Background(), "res-a", tfrunner.ApplyOptions{
 		CheckInputs: true, Gate: gate,
 		Events: func(e tfrunner.Event) error { events = append(events, e); return nil },

@@ -1247,7 +1247,10 @@ type PolicyFacts struct {
 	Resource *PolicyObject          `protobuf:"bytes,3,opt,name=resource,proto3" json:"resource,omitempty"`
 	// namespace is the claim's namespace (name and labels), set only when a rule reads it
 	// (policy.ReadsNamespace); a manager older than the field sends none, which rules see as "" and {}.
-	Namespace     *PolicyObject `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Namespace *PolicyObject `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// cost is the resource's estimated monthly cost (rules' cost), set only when a rule reads it
+	// (policy.ReadsCost); a manager older than the field sends none, which rules see as 0.0.
+	Cost          float64 `protobuf:"fixed64,5,opt,name=cost,proto3" json:"cost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1308,6 +1311,13 @@ func (x *PolicyFacts) GetNamespace() *PolicyObject {
 		return x.Namespace
 	}
 	return nil
+}
+
+func (x *PolicyFacts) GetCost() float64 {
+	if x != nil {
+		return x.Cost
+	}
+	return 0
 }
 
 // PolicyObject is policy.Object.
@@ -3345,12 +3355,13 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"expression\x18\x02 \x01(\tR\n" +
 	"expression\x12\x16\n" +
 	"\x06action\x18\x03 \x01(\tR\x06action\x12\x18\n" +
-	"\amessage\x18\x04 \x01(\tR\amessage\"\xff\x01\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"\x93\x02\n" +
 	"\vPolicyFacts\x127\n" +
 	"\x05claim\x18\x01 \x01(\v2!.conductor.runner.v1.PolicyObjectR\x05claim\x127\n" +
 	"\x05class\x18\x02 \x01(\v2!.conductor.runner.v1.PolicyObjectR\x05class\x12=\n" +
 	"\bresource\x18\x03 \x01(\v2!.conductor.runner.v1.PolicyObjectR\bresource\x12?\n" +
-	"\tnamespace\x18\x04 \x01(\v2!.conductor.runner.v1.PolicyObjectR\tnamespace\"\xc2\x01\n" +
+	"\tnamespace\x18\x04 \x01(\v2!.conductor.runner.v1.PolicyObjectR\tnamespace\x12\x12\n" +
+	"\x04cost\x18\x05 \x01(\x01R\x04cost\"\xc2\x01\n" +
 	"\fPolicyObject\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12E\n" +
