@@ -104,6 +104,13 @@ type InfraClassSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="lifetimeNotice must be a duration above 0s and at most 2562047h (what a Go duration holds)"
 	LifetimeNotice *Duration `json:"lifetimeNotice,omitempty"`
 
+	// Discovery lists, with a module of data sources, the objects that exist outside the controller
+	// and that this class's module could manage: each becomes an Available InfraResource of the
+	// class (labelled conductor.io/discovered-by, reclaim policy Retain), never applied until a
+	// claim binds it, whose first plan must then only import (docs/discovery.md).
+	// +optional
+	Discovery *ClassDiscovery `json:"discovery,omitempty"`
+
 	// ReadyPool keeps resources of this class provisioned before claims ask for them, so that a
 	// claim binds at once (docs/claims.md#ready-pools).
 	// +optional
@@ -214,6 +221,9 @@ type InfraClassStatus struct {
 	// ReadyPool counts the class's ready pool; absent when it keeps none.
 	// +optional
 	ReadyPool *ReadyPoolStatus `json:"readyPool,omitempty"`
+	// Discovery is what the class's last listing found; absent without spec.discovery.
+	// +optional
+	Discovery *DiscoveryStatus `json:"discovery,omitempty"`
 }
 
 // InfraClass is a platform team's recipe for one kind of infrastructure: a versioned module plus a

@@ -113,7 +113,7 @@ type InfraResourceSpec struct {
 }
 
 // ResourcePhase is where a resource is in its life, as PersistentVolumePhase.
-// +kubebuilder:validation:Enum=Pending;Provisioning;Available;Bound;Released;Deleting;Failed
+// +kubebuilder:validation:Enum=Pending;Provisioning;Available;Bound;Released;Deleting;Failed;Lost
 type ResourcePhase string
 
 const (
@@ -124,6 +124,9 @@ const (
 	ResourceReleased     ResourcePhase = "Released"
 	ResourceDeleting     ResourcePhase = "Deleting"
 	ResourceFailed       ResourcePhase = "Failed"
+	// ResourceLost: a discovered resource, unbound, whose object its class's last listing no
+	// longer found (conductor.io/discovery-lost); no claim binds it.
+	ResourceLost ResourcePhase = "Lost"
 )
 
 // PlanSummary counts the changes of a plan, as terraform show -json reports them.
@@ -264,7 +267,8 @@ type ImportStatus struct {
 
 // InfraResourceStatus is what the controller observed of a resource.
 type InfraResourceStatus struct {
-	// Phase: Pending, Provisioning, Available, Bound, Released, Deleting or Failed.
+	// Phase: Pending, Provisioning, Available, Bound, Released, Deleting, Failed, or Lost (a
+	// discovered resource whose object is gone).
 	// +optional
 	Phase ResourcePhase `json:"phase,omitempty"`
 	// ObservedGeneration is the generation the last successful apply was for.

@@ -28,6 +28,7 @@ import (
 	conductorv1alpha1 "github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	claimcontroller "github.com/conductor-tf/conductor-tf/internal/controller/claim"
 	classcontroller "github.com/conductor-tf/conductor-tf/internal/controller/class"
+	discoverycontroller "github.com/conductor-tf/conductor-tf/internal/controller/discovery"
 	readypoolcontroller "github.com/conductor-tf/conductor-tf/internal/controller/readypool"
 	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
 	"github.com/conductor-tf/conductor-tf/internal/controller/resource/secrets"
@@ -351,6 +352,9 @@ func (m *manager) setupReconcilers() error {
 		return err
 	}
 	if err := (&readypoolcontroller.Reconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&discoverycontroller.Reconciler{Client: mgr.GetClient(), Recorder: rec, Secrets: mgr.GetAPIReader(), Namespace: o.namespace}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -184,7 +184,7 @@ func streamResultToProto(r *tfjson.StreamResult) *runnerpb.StreamResult {
 	if r == nil {
 		return nil
 	}
-	p := &runnerpb.StreamResult{Plan: planToProto(r.Plan), Outputs: outputsToProto(r.Outputs), Drift: r.Drift, Errors: r.Errors, Log: r.Log}
+	p := &runnerpb.StreamResult{Plan: planToProto(r.Plan), Outputs: outputsToProto(r.Outputs), Drift: r.Drift, Errors: r.Errors, Log: r.Log, OutputsChanged: r.OutputsChanged}
 	if r.Applied != nil {
 		p.Applied = summaryToProto(*r.Applied)
 	}
@@ -196,7 +196,7 @@ func streamResultFromProto(p *runnerpb.StreamResult) *tfjson.StreamResult {
 		return nil
 	}
 	r := &tfjson.StreamResult{Plan: planFromProto(p.GetPlan()), Outputs: outputsFromProto(p.GetOutputs()),
-		Drift: nilIfEmpty(p.GetDrift()), Errors: nilIfEmpty(p.GetErrors()), Log: nilIfEmpty(p.GetLog())}
+		Drift: nilIfEmpty(p.GetDrift()), Errors: nilIfEmpty(p.GetErrors()), Log: nilIfEmpty(p.GetLog()), OutputsChanged: p.GetOutputsChanged()}
 	if p.GetApplied() != nil {
 		s := summaryFromProto(p.GetApplied())
 		r.Applied = &s

@@ -223,7 +223,7 @@ func TestResultRoundTrip(t *testing.T) {
 	applied := tfjson.Summary{Add: 1}
 	drift := &tfjson.StreamResult{Plan: &tfjson.Plan{ID: "ba9876543210", Destroy: true}, Applied: &applied,
 		Outputs: map[string]tfjson.Output{"secret": {Sensitive: true}, "url": {Value: json.RawMessage(`"u"`)}},
-		Drift:   []string{"module.main.a.b"}, Errors: []string{"Error: x: y"}, Log: []string{"one", "two"}}
+		Drift:   []string{"module.main.a.b"}, Errors: []string{"Error: x: y"}, Log: []string{"one", "two"}, OutputsChanged: true}
 
 	for name, c := range map[string]struct {
 		apply *tfrunner.ApplyResult

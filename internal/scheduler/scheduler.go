@@ -236,13 +236,14 @@ func (m *Matcher) smaller(a, b *v1alpha1.InfraResource) bool {
 // Best returns the resource the claim should bind to, or nil when none fits. It mirrors
 // findMatchingVolume: resources being deleted are skipped; a resource pre-bound to this claim is
 // returned if it fits, whatever its phase; otherwise only Available resources with no claimRef
-// (and not in a class's ready pool) are candidates, and the smallest that fits wins (with a
+// (and not in a class's ready pool, nor a class's discovery listing) are candidates, and the smallest that fits wins (with a
 // spread, the one in the least loaded zone first: before).
 func (m *Matcher) Best(resources []v1alpha1.InfraResource) *v1alpha1.InfraResource {
 	var best *v1alpha1.InfraResource
 	for i := range resources {
 		res := &resources[i]
-		if res.DeletionTimestamp != nil {
+		if res.DeletionTimestamp != nil || res.Labels[v1alpha1.LabelDiscoveryOf] != "" {
+			// A class's listing resource runs its discovery module: it is nobody's.
 			continue
 		}
 		if IsPreBoundTo(res, m.claim) {
@@ -284,6 +285,12 @@ func CheckStaticBinding(claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource)
 		// As the PV controller words it ("volume already bound to a different claim"): the other
 		// claim, perhaps of another namespace, is not named to this one.
 		return errorf(v1alpha1.ReasonResourceBoundToOtherClaim, "resource %s is bound or reserved to a different claim", res.Name)
+	}
+	if res.Labels[v1alpha1.LabelDiscoveryOf] != "" {
+		return errorf(v1alpha1.ReasonResourceMismatch, "resource %s runs a class's discovery: no claim binds it", res.Name)
+	}
+	if res.Status.Phase == v1alpha1.ResourceLost && res.Spec.ClaimRef == nil {
+		return errorf(v1alpha1.ReasonResourceMismatch, "resource %s is Lost: its class's last discovery no longer found its object", res.Name)
 	}
 	if res.Labels[v1alpha1.LabelReadyPool] != "" && res.Spec.ClaimRef == nil {
 		return errorf(v1alpha1.ReasonResourceMismatch, "resource %s is in a class's ready pool: claim the class (spec.className) and a ready one is bound", res.Name)

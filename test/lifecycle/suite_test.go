@@ -29,6 +29,7 @@ import (
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	claimcontroller "github.com/conductor-tf/conductor-tf/internal/controller/claim"
 	classcontroller "github.com/conductor-tf/conductor-tf/internal/controller/class"
+	discoverycontroller "github.com/conductor-tf/conductor-tf/internal/controller/discovery"
 	readypoolcontroller "github.com/conductor-tf/conductor-tf/internal/controller/readypool"
 	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
 	"github.com/conductor-tf/conductor-tf/internal/controller/resource/secrets"
@@ -237,6 +238,7 @@ var _ = BeforeSuite(func() {
 		Secrets: mgr.GetAPIReader(), Namespace: stateNamespace,
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&readypoolcontroller.Reconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&discoverycontroller.Reconciler{Client: mgr.GetClient(), Recorder: rec, Secrets: mgr.GetAPIReader(), Namespace: stateNamespace}).SetupWithManager(mgr)).To(Succeed())
 
 	var mctx context.Context
 	mctx, cancel = context.WithCancel(context.Background())

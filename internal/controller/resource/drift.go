@@ -87,7 +87,10 @@ func (r *drifter) checkDrift(ctx context.Context, s *resourceScope) (correct boo
 		return false, ctrl.Result{}, fmt.Errorf("resource %s: drift check: %w", res.Name, err)
 	}
 	addresses := driftAddresses(check)
-	drifted := check.Plan.HasChanges || len(addresses) > 0
+	// A class's discovery listing (data sources only) changes nothing but its outputs: a listing
+	// that reads another set of candidates is applied, so that its outputs reach the class.
+	relisted := res.Labels[v1alpha1.LabelDiscoveryOf] != "" && check.OutputsChanged && !check.Plan.HasChanges && len(addresses) == 0
+	drifted := check.Plan.HasChanges || len(addresses) > 0 || relisted
 	res.Status.Drift = &v1alpha1.DriftStatus{CheckedAt: metav1.NewTime(done), Drifted: drifted, Addresses: addresses}
 	res.Status.LastRun.Result = v1alpha1.RunSucceeded
 	res.Status.LastRun.CompletionTime = &metav1.Time{Time: done}
@@ -103,9 +106,15 @@ func (r *drifter) checkDrift(ctx context.Context, s *resourceScope) (correct boo
 		policy = v1alpha1.DriftCorrect
 	}
 	msg := fmt.Sprintf("the infrastructure drifted (%s); driftPolicy %s", strings.Join(addresses, ", "), policy)
+	if relisted {
+		policy = v1alpha1.DriftCorrect
+		msg = "the discovery listing found other candidates: applied to publish them"
+	}
 	markDrift(res, true, msg)
-	r.recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected, "DriftCheck", "%s", msg)
-	metrics.DriftDetected(string(policy))
+	if !relisted {
+		r.recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected, "DriftCheck", "%s", msg)
+		metrics.DriftDetected(string(policy))
+	}
 	if policy == v1alpha1.DriftReport {
 		return false, ctrl.Result{RequeueAfter: shared.Jitter(interval(res, r.syncInterval))}, nil
 	}

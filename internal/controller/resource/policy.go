@@ -21,6 +21,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
+	"github.com/conductor-tf/conductor-tf/internal/controller/resource/state"
 	"github.com/conductor-tf/conductor-tf/internal/policy"
 	"github.com/conductor-tf/conductor-tf/internal/scheduler"
 )
@@ -52,11 +53,50 @@ func policyMoved(s *resourceScope) bool {
 	return pp.PolicyDigest != policyDigest(s.policy, s.facts)
 }
 
-// preparePolicy sets the run's rules and facts on s (the class's rules; the claim, class and
-// resource as rules see them, and the claim's namespace when a rule reads it), once the class is
-// known. The error is an *invalidPolicy when a rule
-// does not compile, or the claim's read.
+// preparePolicy sets the run's rules and facts on s (the class's rules, then discovery's
+// (discoveryRules); the claim, class and resource as rules see them, and the claim's namespace
+// when a rule reads it), once the class is known. The error is an *invalidPolicy when a rule does
+// not compile, or the claim's read.
 func (r *syncer) preparePolicy(ctx context.Context, s *resourceScope) error {
+	if err := r.prepareClassPolicy(ctx, s); err != nil {
+		return err
+	}
+	s.policy = append(s.policy, discoveryRules(s.res)...)
+	return nil
+}
+
+// Discovery's rules (issue 68): what a class's discovery brings in is only read, never changed by
+// surprise.
+var (
+	// DiscoveryReadOnly refuses any plan of a class's listing resource that would change a managed
+	// object: a discovery module only reads (data sources).
+	DiscoveryReadOnly = policy.Rule{Name: "discovery-read-only", Expression: "false", Action: policy.ActionDeny,
+		Message: "a discovery module only reads (data sources): this plan would change managed objects"}
+	// DiscoveredNoDestroy refuses a discovered resource's first plan that would delete or replace
+	// what it found: nobody created it here.
+	DiscoveredNoDestroy = policy.Rule{Name: "discovered-no-destroy", Expression: "!('delete' in change.actions)", Action: policy.ActionDeny,
+		Message: "a discovered object is never deleted or replaced by its first plan: fix the variables its discovery gave, or the module"}
+	// DiscoveredImportOnly holds a discovered resource's first plan unless it only imports (0 to
+	// add, 0 to change, 0 to destroy): the plan is shown and waits for a person.
+	DiscoveredImportOnly = policy.Rule{Name: "discovered-import-only", Expression: "change.actions == ['no-op']", Action: policy.ActionRequireApproval,
+		Message: "a discovered object's first plan must only import it (0 to add, 0 to change, 0 to destroy)"}
+)
+
+// discoveryRules are the rules discovery adds to a resource's runs: DiscoveryReadOnly on a class's
+// listing resource (conductor.io/discovery-of), and DiscoveredNoDestroy and DiscoveredImportOnly
+// on a discovered resource (conductor.io/discovered-by) until its first apply succeeded.
+func discoveryRules(res *v1alpha1.InfraResource) []policy.Rule {
+	switch {
+	case res.Labels[v1alpha1.LabelDiscoveryOf] != "":
+		return []policy.Rule{DiscoveryReadOnly}
+	case res.Labels[v1alpha1.LabelDiscoveredBy] != "" && !state.EverApplied(res):
+		return []policy.Rule{DiscoveredNoDestroy, DiscoveredImportOnly}
+	}
+	return nil
+}
+
+// prepareClassPolicy sets the class's rules and the facts they see on s.
+func (r *syncer) prepareClassPolicy(ctx context.Context, s *resourceScope) error {
 	s.policy, s.facts = provision.PolicyRules(s.class), policy.Facts{}
 	if pp := s.res.Status.PendingPlan; s.class == nil && s.res.Spec.ClassRef != nil && pp != nil && pp.PolicyDigest != "" {
 		// The plan that waits was decided under the class's rules, which cannot be read now.

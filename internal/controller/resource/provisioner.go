@@ -51,6 +51,7 @@ func newProvisioning(p provisioning) *provisioning {
 	sy, rc := p.sync, p.reclaim
 	p.run = []resourcePhase{
 		p.reclaimReleased,     // Released: Retain keeps it, Delete deletes it
+		p.awaitClaim,          // discovered and unbound: nothing runs (discovered.go)
 		p.nameState,           // the state name, chosen once
 		sy.holdWhilePaused,    // conductor.io/paused: nothing runs (pause.go)
 		sy.decideRun,          // a run is due, or the resource is idle until it is (sync.go)

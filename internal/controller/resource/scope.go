@@ -156,7 +156,8 @@ func (s *resourceScope) patch(ctx context.Context) error {
 	}
 	st := &s.res.Status
 	st.Phase = phaseOf(phaseInputs{deleting: s.reclaiming, binding: s.phase, runs: s.runs,
-		applied: state.EverApplied(s.res), last: st.LastRun, previous: s.base.Status.Phase})
+		applied: state.EverApplied(s.res), last: st.LastRun, previous: s.base.Status.Phase,
+		discovered: s.res.Labels[v1alpha1.LabelDiscoveredBy] != "" && !state.EverApplied(s.res), lost: discoveryLost(s.res)})
 	if err := s.writeStatus(ctx); err != nil {
 		return err
 	}

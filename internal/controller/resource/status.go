@@ -154,6 +154,9 @@ type phaseInputs struct {
 	last *v1alpha1.RunStatus
 	// previous is the phase as last written.
 	previous v1alpha1.ResourcePhase
+	// discovered: a discovered resource that was never applied (waitsForClaim), and lost: its
+	// class's last listing no longer found its object.
+	discovered, lost bool
 }
 
 // phaseOf computes status.phase, once, at each status write (as cluster-api's setPhase), from
@@ -162,6 +165,8 @@ type phaseInputs struct {
 //   - Deleting while the reclaim policy of a deleted object is carried out.
 //   - Unobserved binding: the phase as last written.
 //   - Released once the claim is gone (bindingPhase keeps it).
+//   - A discovered resource never applied and unbound: Available, or Lost when its class's last
+//     listing no longer found its object.
 //   - Without runs, or once applied: the binding's phase, Available or Bound (a failed run of an
 //     applied resource leaves its infrastructure there: Synced and Ready say the rest).
 //   - Before any apply, by the last run: none yet, Pending; Running, Provisioning (Failed while a
@@ -174,6 +179,10 @@ func phaseOf(in phaseInputs) v1alpha1.ResourcePhase {
 	case in.binding == "":
 		return in.previous
 	case in.binding == v1alpha1.ResourceReleased, !in.runs, in.applied:
+		return in.binding
+	case in.discovered && in.binding == v1alpha1.ResourceAvailable && in.lost:
+		return v1alpha1.ResourceLost
+	case in.discovered && in.binding == v1alpha1.ResourceAvailable:
 		return in.binding
 	case in.last == nil:
 		return v1alpha1.ResourcePending

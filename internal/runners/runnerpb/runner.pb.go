@@ -2944,9 +2944,11 @@ type StreamResult struct {
 	// The error diagnostics, as "summary: detail".
 	Errors []string `protobuf:"bytes,5,rep,name=errors,proto3" json:"errors,omitempty"`
 	// Every message's human-readable text, in order.
-	Log           []string `protobuf:"bytes,6,rep,name=log,proto3" json:"log,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Log []string `protobuf:"bytes,6,rep,name=log,proto3" json:"log,omitempty"`
+	// The plan changes a root output (tfjson.StreamResult.OutputsChanged).
+	OutputsChanged bool `protobuf:"varint,7,opt,name=outputs_changed,json=outputsChanged,proto3" json:"outputs_changed,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *StreamResult) Reset() {
@@ -3019,6 +3021,13 @@ func (x *StreamResult) GetLog() []string {
 		return x.Log
 	}
 	return nil
+}
+
+func (x *StreamResult) GetOutputsChanged() bool {
+	if x != nil {
+		return x.OutputsChanged
+	}
+	return false
 }
 
 // Error is an error of the run, by kind.
@@ -3510,14 +3519,15 @@ const file_conductor_runner_v1_runner_proto_rawDesc = "" +
 	"\x05error\x18\x04 \x01(\v2\x1a.conductor.runner.v1.ErrorR\x05error\"<\n" +
 	"\x06Output\x12\x14\n" +
 	"\x05value\x18\x01 \x01(\fR\x05value\x12\x1c\n" +
-	"\tsensitive\x18\x02 \x01(\bR\tsensitive\"\xd8\x02\n" +
+	"\tsensitive\x18\x02 \x01(\bR\tsensitive\"\x81\x03\n" +
 	"\fStreamResult\x12-\n" +
 	"\x04plan\x18\x01 \x01(\v2\x19.conductor.runner.v1.PlanR\x04plan\x126\n" +
 	"\aapplied\x18\x02 \x01(\v2\x1c.conductor.runner.v1.SummaryR\aapplied\x12H\n" +
 	"\aoutputs\x18\x03 \x03(\v2..conductor.runner.v1.StreamResult.OutputsEntryR\aoutputs\x12\x14\n" +
 	"\x05drift\x18\x04 \x03(\tR\x05drift\x12\x16\n" +
 	"\x06errors\x18\x05 \x03(\tR\x06errors\x12\x10\n" +
-	"\x03log\x18\x06 \x03(\tR\x03log\x1aW\n" +
+	"\x03log\x18\x06 \x03(\tR\x03log\x12'\n" +
+	"\x0foutputs_changed\x18\a \x01(\bR\x0eoutputsChanged\x1aW\n" +
 	"\fOutputsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x121\n" +
 	"\x05value\x18\x02 \x01(\v2\x1b.conductor.runner.v1.OutputR\x05value:\x028\x01\"\xe0\x01\n" +

@@ -58,6 +58,9 @@ type streamChangeSummary struct {
 type streamOut struct {
 	Sensitive bool            `json:"sensitive"`
 	Value     json.RawMessage `json:"value,omitempty"`
+	// Action is a plan's change of the output (create, update, delete, noop); absent in an
+	// apply's outputs message.
+	Action string `json:"action,omitempty"`
 }
 
 type streamDiagnostic struct {
@@ -75,6 +78,10 @@ type StreamResult struct {
 	Applied *Summary
 	// Outputs are the root outputs the run reported; sensitive ones have no Value.
 	Outputs map[string]Output
+	// OutputsChanged is true when the plan changes a root output (its outputs message names an
+	// action other than noop): a data source read anew gave another value. Terraform's change
+	// summary counts resources only.
+	OutputsChanged bool
 	// Drift lists the addresses whose real objects changed outside Terraform (resource_drift).
 	Drift []string
 	// Ended lists, in order, the addresses whose apply ended with the provider's answer: every
@@ -240,6 +247,9 @@ func (res *StreamResult) add(m *streamMessage) {
 		res.Outputs = make(map[string]Output, len(m.Outputs))
 		for name, o := range m.Outputs {
 			res.Outputs[name] = Output{Value: o.Value, Sensitive: o.Sensitive}
+			if o.Action != "" && o.Action != "noop" {
+				res.OutputsChanged = true
+			}
 		}
 	case "diagnostic":
 		if d := m.Diagnostic; d != nil && d.Severity == "error" {
