@@ -18,13 +18,15 @@ import (
 )
 
 // configMapAccess is the ServiceAccount the discovery spec's runs get (kubernetesAccess): ConfigMaps
-// of the cluster, nothing else. Made once; its name is returned.
+// of the cluster, and reading CRDs (kubernetes_resources looks a kind up there), nothing else. Made once; its name is returned.
 func configMapAccess(s *scenario) string {
 	const name = "conductor-tf-module-configmaps"
 	for _, obj := range []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: stateNamespace, Name: name}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}},
+			APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}, {
+			// kubernetes_resources looks the kind up among CRDs first.
+			APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}}}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: stateNamespace, Name: name}}},
