@@ -23,7 +23,7 @@ help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 ##@ Development
-.PHONY: tools manifests generate generate-proto verify-proto docs fmt vet test test-faults bench bench-scale bench-controlplane bench-encryption bench-pool bench-graph
+.PHONY: tools manifests generate generate-proto verify-proto docs fmt vet test test-faults bench bench-scale bench-controlplane bench-encryption bench-pool bench-graph bench-discovery
 tools: ## Build every pinned tool into the cache (idempotent).
 	@$(TOOLS) all
 
@@ -98,6 +98,10 @@ CHAINS ?= 10
 CHAIN_LENGTH ?= 20
 bench-graph: tools ## Claims that read claims, NO Terraform runs: CHAINS chains of CHAIN_LENGTH claims to Ready beside as many claims reading nothing (API requests per edge), a new head value's propagation per edge (p50/p90), and a no-op sync of the heads (applies it starts downstream: 0).
 	$(WITH_TOOLS) go test -tags scale ./test/scale -run TestBenchGraph -count 1 -timeout 60m -v -args -chains=$(CHAINS) -chain-length=$(CHAIN_LENGTH) | grep -v '^=== RUN'
+
+DISCOVER ?= 1000
+bench-discovery: tools ## A class's discovery of DISCOVER ConfigMaps made outside (DISCOVER=1000), real manager and kubernetes provider: class → every candidate an Available resource, beside the bare listing (tofu apply of the discovery module) and their ratio; a tenth deleted → Lost.
+	$(WITH_TOOLS) go test -tags scale ./test/scale -run TestBenchDiscovery -count 1 -timeout 60m -v -args -discover=$(DISCOVER) | grep -v '^=== RUN'
 
 POOL_CLAIMS ?= 10
 bench-pool: tools ## A claim's creation → Ready with a class's ready pool and without, p50/p90 and their ratio, one claim at a time (POOL_CLAIMS=10 per class).
