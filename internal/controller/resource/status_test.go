@@ -163,6 +163,10 @@ func TestPhaseOf(t *testing.T) {
 		{"first plan waits for a person", phaseInputs{binding: bound, runs: true, last: run(v1alpha1.RunWaitingForApproval)}, v1alpha1.ResourcePending},
 		{"first provisioning failed", phaseInputs{binding: available, runs: true, last: run(v1alpha1.RunFailed), previous: v1alpha1.ResourceProvisioning}, v1alpha1.ResourceFailed},
 		{"invalid inputs", phaseInputs{binding: bound, runs: true, last: run(v1alpha1.RunInvalid)}, v1alpha1.ResourceFailed},
+		{"discovered, waiting for a claim: Available without a run", phaseInputs{binding: available, runs: true, discovered: true}, available},
+		{"discovered, its object no longer listed: Lost", phaseInputs{binding: available, runs: true, discovered: true, lost: true}, v1alpha1.ResourceLost},
+		{"discovered and bound: its first run decides, as any", phaseInputs{binding: bound, runs: true, discovered: true, lost: true}, v1alpha1.ResourcePending},
+		{"discovered, its import plan waits", phaseInputs{binding: bound, runs: true, discovered: true, last: run(v1alpha1.RunWaitingForApproval)}, v1alpha1.ResourcePending},
 	} {
 		if got := phaseOf(tc.in); got != tc.want {
 			t.Errorf("%s: phaseOf(%+v) = %s, want %s", tc.name, tc.in, got, tc.want)
