@@ -189,3 +189,45 @@ var _ = Describe("Discovery: infrastructure that appears becomes resources", fun
 		GinkgoWriter.Printf("transcript: held %s: %s %s (%s) %+v %v\n", name, pp.Reason, pp.Rule, pp.Message, pp.Summary, pp.Changes)
 	})
 })
+
+// The failure model: a listing that fails is not an empty one. A class whose runs may not list
+// says DiscoveryFailed with the provider's error and makes nothing; once allowed, it lists; when
+// the access goes again, the failing listings mark nothing Lost.
+var _ = Describe("Discovery when the listing fails", func() {
+	It("says DiscoveryFailed with the error, and a later failing listing leaves the discovered resources as they are", func() {
+		s := newScenario()
+		found := "found-" + s.ns
+		Expect(k8s.Create(s.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: found}})).To(Succeed())
+		madeOutside(s, found, "one", map[string]string{"discover": "fail"})
+		madeOutside(s, found, "two", map[string]string{"discover": "fail"})
+		// An account of its own, with no rights yet.
+		sa := "discovery-" + s.ns
+		Expect(k8s.Create(s.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: stateNamespace, Name: sa}})).To(Succeed())
+		class := discoveringClass(s, "cm-fail-"+s.ns, found, "fail", `{}`)
+		class.Spec.KubernetesAccess.ServiceAccountName = sa
+		Expect(k8s.Create(s.ctx, class)).To(Succeed())
+		discovered := func() metav1.Condition {
+			c := &v1alpha1.InfraClass{}
+			Expect(k8s.Get(s.ctx, client.ObjectKeyFromObject(class), c)).To(Succeed())
+			return condition(c.Status.Conditions, v1alpha1.ConditionDiscovered)
+		}
+		Eventually(func() string { c := discovered(); return c.Reason + ": " + c.Message }, timeout, time.Second).Should(
+			And(HavePrefix(v1alpha1.ReasonDiscoveryFailed+": "), ContainSubstring("forbidden")))
+		Expect(discoveredOf(s, class.Name)()).To(BeEmpty())
+
+		By("allowed to list: the two ConfigMaps become resources")
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: configMapAccess(s)},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: stateNamespace, Name: sa}}}
+		Expect(k8s.Create(s.ctx, binding)).To(Succeed())
+		Eventually(discoveredOf(s, class.Name), timeout, time.Second).Should(Equal(map[string]v1alpha1.ResourcePhase{
+			found + "/one": v1alpha1.ResourceAvailable, found + "/two": v1alpha1.ResourceAvailable}))
+		Expect(discovered().Status).To(Equal(metav1.ConditionTrue))
+
+		By("the access revoked and one ConfigMap deleted: the listings fail, and nothing is marked Lost")
+		Expect(k8s.Delete(s.ctx, binding)).To(Succeed())
+		Expect(k8s.Delete(s.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: found, Name: "two"}})).To(Succeed())
+		Consistently(discoveredOf(s, class.Name), 30*time.Second, time.Second).Should(Equal(map[string]v1alpha1.ResourcePhase{
+			found + "/one": v1alpha1.ResourceAvailable, found + "/two": v1alpha1.ResourceAvailable}), "a failed listing is not an empty one")
+	})
+})

@@ -61,7 +61,8 @@ func lostConsequence(res *v1alpha1.InfraResource) string {
 }
 
 // refresh brings a discovered resource found again to the listing: the lost mark removed, and,
-// while unbound and never applied, the spec (variables, imports, capacity, capabilities).
+// while unbound and never applied, the spec (the class's module; the listing's variables, imports,
+// capacity, capabilities).
 func (r *Reconciler) refresh(ctx context.Context, have, want *v1alpha1.InfraResource) error {
 	patch := client.MergeFrom(have.DeepCopy())
 	changed := false
@@ -71,9 +72,9 @@ func (r *Reconciler) refresh(ctx context.Context, have, want *v1alpha1.InfraReso
 	}
 	if have.Spec.ClaimRef == nil && have.Status.ObservedGeneration == 0 && have.DeletionTimestamp.IsZero() {
 		w := want.Spec
-		if !equality.Semantic.DeepEqual(have.Spec.Variables, w.Variables) || !equality.Semantic.DeepEqual(have.Spec.Import, w.Import) ||
+		if have.Spec.Module != w.Module || !equality.Semantic.DeepEqual(have.Spec.Variables, w.Variables) || !equality.Semantic.DeepEqual(have.Spec.Import, w.Import) ||
 			!equality.Semantic.DeepEqual(have.Spec.Capacity, w.Capacity) || !equality.Semantic.DeepEqual(have.Spec.Capabilities, w.Capabilities) {
-			have.Spec.Variables, have.Spec.Import, have.Spec.ImportIdentities = w.Variables, w.Import, w.ImportIdentities
+			have.Spec.Module, have.Spec.Variables, have.Spec.Import, have.Spec.ImportIdentities = w.Module, w.Variables, w.Import, w.ImportIdentities
 			have.Spec.Capacity, have.Spec.Capabilities = w.Capacity, w.Capabilities
 			changed = true
 		}
