@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -130,26 +129,8 @@ var _ = Describe("Scheduling by cost and zone", func() {
 			claims = append(claims, newClaim(ns, "c"+strconv.Itoa(i), kind, "1Gi"))
 		}
 		team := asTeam(ctx, ns)
-		var wg sync.WaitGroup
-		for _, c := range claims {
-			wg.Go(func() {
-				defer GinkgoRecover()
-				Expect(team.Create(ctx, c)).To(Succeed())
-			})
-		}
-		wg.Wait()
-		settled := func() (bound, refused int) {
-			for _, c := range claims {
-				got := getClaim(ctx, c)()
-				switch {
-				case got.Status.Phase == v1alpha1.ClaimBound:
-					bound++
-				case boundReason(got) == v1alpha1.ReasonSpendLimitReached:
-					refused++
-				}
-			}
-			return bound, refused
-		}
+		createTogether(ctx, team, claims)
+		settled := func() (bound, refused int) { return settledAs(ctx, claims, v1alpha1.ReasonSpendLimitReached) }
 		Eventually(func() int { b, r := settled(); return b + r }, timeout).Should(Equal(6))
 		bound, refused := settled()
 		Expect([]int{bound, refused}).To(Equal([]int{2, 4}), "4 + 4 fit in 10; a third would spend 12")
@@ -210,15 +191,7 @@ var _ = Describe("Scheduling by cost and zone", func() {
 		other := newClaim(ns, "batch", kind, "1Gi")
 		Expect(asTeam(ctx, ns).Create(ctx, other)).To(Succeed())
 		Eventually(getClaim(ctx, other), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
-		team := asTeam(ctx, ns)
-		var wg sync.WaitGroup
-		for _, c := range claims {
-			wg.Go(func() {
-				defer GinkgoRecover()
-				Expect(team.Create(ctx, c)).To(Succeed())
-			})
-		}
-		wg.Wait()
+		createTogether(ctx, asTeam(ctx, ns), claims)
 		zones := func() map[string]int {
 			out := map[string]int{}
 			for _, c := range claims {

@@ -19,6 +19,32 @@ import (
 	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
 )
 
+// createTogether creates claims at once, each from its own goroutine, with client c.
+func createTogether(ctx context.Context, c client.Client, claims []*v1alpha1.InfraClaim) {
+	var wg sync.WaitGroup
+	for _, claim := range claims {
+		wg.Go(func() {
+			defer GinkgoRecover()
+			Expect(c.Create(ctx, claim)).To(Succeed())
+		})
+	}
+	wg.Wait()
+}
+
+// settledAs counts the claims that are Bound, and those Pending for reason.
+func settledAs(ctx context.Context, claims []*v1alpha1.InfraClaim, reason string) (bound, refused int) {
+	for _, c := range claims {
+		got := getClaim(ctx, c)()
+		switch {
+		case got.Status.Phase == v1alpha1.ClaimBound:
+			bound++
+		case boundReason(got) == reason:
+			refused++
+		}
+	}
+	return bound, refused
+}
+
 // labelledNamespace creates a namespace with these labels.
 func labelledNamespace(ctx context.Context, labels map[string]string) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tenant-", Labels: labels}}
@@ -152,27 +178,8 @@ var _ = Describe("Classes and resources for some namespaces only", func() {
 		for i := range 8 {
 			claims = append(claims, newClaim(ns, "c"+strconv.Itoa(i), kind, "1Gi"))
 		}
-		team := asTeam(ctx, ns)
-		var wg sync.WaitGroup
-		for _, c := range claims {
-			wg.Go(func() {
-				defer GinkgoRecover()
-				Expect(team.Create(ctx, c)).To(Succeed())
-			})
-		}
-		wg.Wait()
-		settled := func() (bound, refused int) {
-			for _, c := range claims {
-				got := getClaim(ctx, c)()
-				switch {
-				case got.Status.Phase == v1alpha1.ClaimBound:
-					bound++
-				case boundReason(got) == v1alpha1.ReasonClassLimitReached:
-					refused++
-				}
-			}
-			return bound, refused
-		}
+		createTogether(ctx, asTeam(ctx, ns), claims)
+		settled := func() (bound, refused int) { return settledAs(ctx, claims, v1alpha1.ReasonClassLimitReached) }
 		Eventually(func() int { b, r := settled(); return b + r }, timeout).Should(Equal(8))
 		Consistently(func() int {
 			list := &v1alpha1.InfraResourceList{}
