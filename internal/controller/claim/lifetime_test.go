@@ -111,14 +111,17 @@ var _ = Describe("A class's new maxLifetime", func() {
 		class.Spec.MaxLifetime = &v1alpha1.Duration{Duration: time.Second}
 		Expect(k8s.Update(ctx, class)).To(Succeed())
 		told := time.Now()
-		// The class's change reaches its claims at their next reconcile: an edit of the claim makes one.
-		got := getClaim(ctx, claim)()
-		got.Labels = map[string]string{"touched": "yes"}
-		Expect(k8s.Update(ctx, got)).To(Succeed())
+		// The class's change wakes its bound claims (claimsForClass), which may write the claim as
+		// this edit does: the edit is retried on a conflict.
+		Eventually(func() error {
+			got := getClaim(ctx, claim)()
+			got.Labels = map[string]string{"touched": "yes"}
+			return k8s.Update(ctx, got)
+		}, timeout).Should(Succeed())
 		Eventually(func() bool {
 			return meta.IsStatusConditionTrue(getClaim(ctx, claim)().Status.Conditions, v1alpha1.ConditionLifetimeEnding)
 		}, timeout).Should(BeTrue())
-		got = getClaim(ctx, claim)()
+		got := getClaim(ctx, claim)()
 		Expect(got.DeletionTimestamp).To(BeNil())
 		Expect(got.Status.ExpiresAt).NotTo(BeNil())
 		Expect(got.Status.ExpiresAt.Time).To(BeTemporally(">=", told.Add(time.Hour-2*time.Second)), "at least a whole notice after it was told")
