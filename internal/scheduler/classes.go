@@ -83,7 +83,8 @@ func (m *Matcher) FitsClass(c *v1alpha1.InfraClass) (bool, string) {
 }
 
 // ChooseClass picks the class that provisions for a claim that names none, by its
-// spec.scheduling. Without one, or with classSelection Default and no spread, it is SelectClass
+// spec.scheduling. Without one, with classSelection Default and no spread, or for a claim that
+// names its class, it is SelectClass
 // (nil, nil when the kind has no default). Otherwise the candidates are the classes that fit
 // (FitsClass), and with classSelection Cheapest only those with a price that computes; with a
 // spread only those whose capabilities name the topology key. They are ordered by the group's load
@@ -93,7 +94,8 @@ func (m *Matcher) FitsClass(c *v1alpha1.InfraClass) (bool, string) {
 // none is a candidate, and SelectClass's errors on its path.
 func (m *Matcher) ChooseClass(classes []v1alpha1.InfraClass) (*Choice, error) {
 	sched := m.claim.Spec.Scheduling
-	if sched == nil || (sched.ClassSelection != v1alpha1.ClassSelectionCheapest && sched.Spread == nil) {
+	if sched == nil || m.claim.Spec.ClassName != "" || (sched.ClassSelection != v1alpha1.ClassSelectionCheapest && sched.Spread == nil) {
+		// A claim that names its class gets it (a spread then orders Available resources only).
 		c, err := SelectClass(m.claim, classes)
 		if c == nil || err != nil {
 			return nil, err

@@ -252,7 +252,8 @@ func (m *Matcher) Best(resources []v1alpha1.InfraResource) *v1alpha1.InfraResour
 			}
 			continue
 		}
-		if res.Status.Phase != v1alpha1.ResourceAvailable || res.Spec.ClaimRef != nil || res.Labels[v1alpha1.LabelReadyPool] != "" {
+		if res.Status.Phase != v1alpha1.ResourceAvailable || res.Spec.ClaimRef != nil || res.Labels[v1alpha1.LabelReadyPool] != "" ||
+			res.Annotations[v1alpha1.AnnotationDiscoveryLost] != "" {
 			// A member of a class's ready pool goes only to a claim of that class, rendered for it
 			// (the claim reconciler's takeFromPool).
 			continue
@@ -289,7 +290,7 @@ func CheckStaticBinding(claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource)
 	if res.Labels[v1alpha1.LabelDiscoveryOf] != "" {
 		return errorf(v1alpha1.ReasonResourceMismatch, "resource %s runs a class's discovery: no claim binds it", res.Name)
 	}
-	if res.Status.Phase == v1alpha1.ResourceLost && res.Spec.ClaimRef == nil {
+	if (res.Status.Phase == v1alpha1.ResourceLost || res.Annotations[v1alpha1.AnnotationDiscoveryLost] != "") && res.Spec.ClaimRef == nil {
 		return errorf(v1alpha1.ReasonResourceMismatch, "resource %s is Lost: its class's last discovery no longer found its object", res.Name)
 	}
 	if res.Labels[v1alpha1.LabelReadyPool] != "" && res.Spec.ClaimRef == nil {

@@ -45,14 +45,12 @@ func (r *Reconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) (ctrl
 		return ctrl.Result{}, err
 	}
 	matcher.InNamespace(ns.Labels).WithClasses(classes.Items)
-	// Checked and provisioned under one lock (lockFor): the namespace's when it has a budget or the
-	// claim spreads, else the class's limits'. Two claims at once cannot both take the last place,
-	// or the same emptiest zone. It is released once the resource exists (before binding).
-	unlock := func() {}
+	// Checked and provisioned or bound under the namespace's lock (lockFor), taken here when the
+	// namespace has a budget or the claim spreads, else once a class with limits is in play. Two
+	// claims at once cannot both take the last place, or the same emptiest zone. bind releases it
+	// once the bind is written; at most one lock is held at a time.
+	unlock := r.lockFor(claim, nil, ns)
 	defer func() { unlock() }()
-	if namespaceWide(claim, ns) {
-		unlock = r.lockFor(claim, nil, ns)
-	}
 	if sp := spreadOf(claim); sp != nil {
 		load, msg, err := r.spreadLoad(ctx, claim, sp)
 		if err != nil || msg != "" {
@@ -68,11 +66,33 @@ func (r *Reconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) (ctrl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if res := matcher.Best(candidates); res != nil {
+	overSpent := ""
+	for res := matcher.Best(candidates); res != nil; res = matcher.Best(candidates) {
+		if !scheduler.IsPreBoundTo(res, claim) {
+			if res.Spec.ClassRef != nil && !namespaceWide(claim, ns) {
+				unlock() // at most one lock held
+				unlock = r.lockFor(claim, classNamed(classes.Items, res.Spec.ClassRef.Name), ns)
+			}
+			msg, err := r.overSpendBinding(ctx, claim, res, ns)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if msg != "" {
+				// Binding it would take the namespace over a spend limit: the next best, if any.
+				overSpent, candidates = msg, without(candidates, res.Name)
+				continue
+			}
+		}
 		// Claim Pending, resource Available (or pre-bound to this claim): bind.
-		return r.bind(ctx, claim, res)
+		return r.bind(ctx, claim, res, unlock)
 	}
 	choice, err := matcher.ChooseClass(classes.Items)
+	if choice == nil && err == nil && overSpent != "" {
+		// Claim Pending, every resource that fits would take the namespace over a spend limit,
+		// and no class applies.
+		setPending(claim, v1alpha1.ReasonSpendLimitReached, overSpent)
+		return ctrl.Result{RequeueAfter: PendingResync}, nil
+	}
 	if err != nil {
 		// Claim Pending, class missing, of another kind, or ambiguous; or, scheduled by cost or
 		// zone, no class fits.
@@ -93,7 +113,8 @@ func (r *Reconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) (ctrl
 		return ctrl.Result{RequeueAfter: PendingResync}, nil
 	}
 	if !namespaceWide(claim, ns) {
-		unlock = r.lockFor(claim, class, ns)
+		unlock() // a lock a candidate's binding took: at most one held
+		unlock = r.lockFor(claim, class, ns) // the namespace's lock, when the class has limits
 	}
 	if reason, msg, err := r.overLimits(ctx, claim, class, ns); err != nil || msg != "" {
 		// Claim Pending, provisioning would take the namespace over the class's limits or its
@@ -111,8 +132,7 @@ func (r *Reconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) (ctrl
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		unlock()
-		return r.bind(ctx, claim, res)
+		return r.bind(ctx, claim, res, unlock)
 	}
 	// Claim Pending, a class applies: provision a resource pre-bound to the claim.
 	return r.provision(ctx, claim, class, func() { unlock() })
@@ -170,18 +190,31 @@ func (r *Reconciler) syncNamed(ctx context.Context, claim *v1alpha1.InfraClaim) 
 			return ctrl.Result{RequeueAfter: PendingResync}, nil
 		}
 	}
-	return r.bind(ctx, claim, res)
+	return r.bind(ctx, claim, res, func() {})
 }
 
-// bind writes the resource's claimRef (skipped when it already names this claim with its UID), then
-// the claim's resourceName and its finalizer in one update (skipped when both are there), then sets
-// the Bound status. A claim gets its finalizer only here: until it names a resource there is
+// bind writes the resource's claimRef (skipped when it already names this claim with its UID) and
+// labels it with the claim's namespace (what the namespace's limits and budget count), then the
+// claim's resourceName and its finalizer in one update (skipped when both are there), then calls
+// release (the namespace's lock, once what it guarded is written; before rerender, which may take
+// it again), then sets the Bound status. A claim gets its finalizer only here: until it names a resource there is
 // nothing to release, and a claim deleted between the two writes leaves a resource whose claim is
 // gone, which the resource controller finds Released (as the PV controller's syncVolume would).
-func (r *Reconciler) bind(ctx context.Context, claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) (ctrl.Result, error) {
+func (r *Reconciler) bind(ctx context.Context, claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource, release func()) (ctrl.Result, error) {
+	defer release()
+	if ref := res.Spec.ClaimRef; ref != nil && ref.UID == claim.UID && res.Labels[v1alpha1.LabelClaimNamespace] != claim.Namespace {
+		// Bound before binds labelled: the labels alone, with no precondition (a conflict must not
+		// turn a bound claim Pending).
+		labelled := res.DeepCopy()
+		labelClaim(labelled, claim)
+		if err := r.Patch(ctx, labelled, client.MergeFrom(res)); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("labelling resource %s with its claim: %w", res.Name, err)
+		}
+	}
 	if ref := res.Spec.ClaimRef; ref == nil || ref.UID != claim.UID {
 		res = res.DeepCopy()
 		res.Spec.ClaimRef = &v1alpha1.ClaimReference{Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID}
+		labelClaim(res, claim)
 		// Update carries the resourceVersion the match was made on: a concurrent bind conflicts.
 		if err := r.Update(ctx, res); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
@@ -200,6 +233,7 @@ func (r *Reconciler) bind(ctx context.Context, claim *v1alpha1.InfraClaim, res *
 		}
 		claim.Status = status
 	}
+	release()
 	if err := r.rerender(ctx, claim, res); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -218,7 +252,7 @@ func (r *Reconciler) bind(ctx context.Context, claim *v1alpha1.InfraClaim, res *
 }
 
 // provision creates a resource from the class, pre-bound to the claim, then binds it. created is
-// called once the resource exists, before binding (it releases the class limits' lock).
+// bind's release (the namespace's lock, released once the bind is written).
 func (r *Reconciler) provision(ctx context.Context, claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, created func()) (ctrl.Result, error) {
 	if c := meta.FindStatusCondition(class.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse {
 		// Claim Pending, class broken: do not provision from it.
@@ -241,10 +275,9 @@ func (r *Reconciler) provision(ctx context.Context, claim *v1alpha1.InfraClaim, 
 		}
 		err = r.Create(ctx, res)
 		if err == nil {
-			created()
 			r.Recorder.Eventf(claim, res, corev1.EventTypeNormal, v1alpha1.ReasonProvisioning, "Provision",
 				"provisioning resource %s from class %s (module %s@%s), bound to this claim", res.Name, class.Name, class.Spec.Module.Source, class.Spec.Module.Version)
-			return r.bind(ctx, claim, res)
+			return r.bind(ctx, claim, res, created)
 		}
 		if !apierrors.IsAlreadyExists(err) {
 			setPending(claim, v1alpha1.ReasonProvisioningFailed, fmt.Sprintf("creating resource %s: %v", res.Name, err))
@@ -257,7 +290,7 @@ func (r *Reconciler) provision(ctx context.Context, claim *v1alpha1.InfraClaim, 
 			return ctrl.Result{}, err
 		}
 		if scheduler.IsPreBoundTo(existing, claim) {
-			return r.bind(ctx, claim, existing)
+			return r.bind(ctx, claim, existing, created)
 		}
 	}
 	setPending(claim, v1alpha1.ReasonProvisioningFailed, fmt.Sprintf("resources %s exist and are not pre-bound to this claim", strings.Join(names, ", ")))
@@ -324,6 +357,37 @@ func reasonOf(err error) string {
 		return se.Reason
 	}
 	return v1alpha1.ReasonProvisioningFailed
+}
+
+// without is resources but the one named name.
+func without(resources []v1alpha1.InfraResource, name string) []v1alpha1.InfraResource {
+	out := make([]v1alpha1.InfraResource, 0, len(resources))
+	for _, r := range resources {
+		if r.Name != name {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// labelClaim labels res with its claim's namespace and name, as provisioning does: what the
+// namespace's limits and budget count (heldBy).
+func labelClaim(res *v1alpha1.InfraResource, claim *v1alpha1.InfraClaim) {
+	if res.Labels == nil {
+		res.Labels = map[string]string{}
+	}
+	res.Labels[v1alpha1.LabelClaimNamespace] = claim.Namespace
+	res.Labels[v1alpha1.LabelClaimName] = v1alpha1.LabelValue(claim.Name)
+}
+
+// classNamed is the class of that name among classes, nil when there is none.
+func classNamed(classes []v1alpha1.InfraClass, name string) *v1alpha1.InfraClass {
+	for i := range classes {
+		if classes[i].Name == name {
+			return &classes[i]
+		}
+	}
+	return nil
 }
 
 func wasBound(claim *v1alpha1.InfraClaim) bool {

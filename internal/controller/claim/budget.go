@@ -5,6 +5,7 @@ package claim
 // (overLimits), under the same locks.
 
 import (
+	"context"
 	"fmt"
 
 	"gopkg.in/inf.v0"
@@ -43,12 +44,13 @@ func costOf(res *v1alpha1.InfraResource, classes map[string]*v1alpha1.InfraClass
 	return c
 }
 
-// overSpend says why holding a resource of class with the claim's requests would take the
+// overSpend says why holding a resource of class with capacity (the claim's requests, for one to
+// provision; an existing resource's capacity, to bind it) would take the
 // namespace over a spend limit ("" when it would not): the class's maxMonthlyCostPerNamespace
 // over the resources of the class in held, and the namespace's budget over every resource in
 // held. held are the resources the namespace's other claims hold (overLimits reads them). A
 // budget that does not read, or a class price that does not compute, refuses too, and says so.
-func overSpend(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, ns *corev1.Namespace,
+func overSpend(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, capacity v1alpha1.Quantities, ns *corev1.Namespace,
 	classes map[string]*v1alpha1.InfraClass, held []*v1alpha1.InfraResource) string {
 	budget, err := namespaceBudget(ns)
 	if err != nil {
@@ -62,7 +64,7 @@ func overSpend(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, ns *corev
 	if budget == nil && classLimit == nil {
 		return ""
 	}
-	own, err := scheduler.MonthlyCost(class.Spec.Price, claim.Spec.Resources.Requests)
+	own, err := scheduler.MonthlyCost(class.Spec.Price, capacity)
 	if err != nil {
 		return fmt.Sprintf("class %s: %v", class.Name, err)
 	}
@@ -71,6 +73,9 @@ func overSpend(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, ns *corev
 			return fmt.Sprintf("class %s bounds spend per namespace but has no price (spec.price)", class.Name)
 		}
 		own = new(inf.Dec)
+	}
+	if own.Sign() == 0 {
+		return "" // what costs nothing adds nothing to any spend
 	}
 	ofClass, all := new(inf.Dec).Set(own), new(inf.Dec).Set(own)
 	for _, res := range held {
@@ -89,4 +94,27 @@ func overSpend(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, ns *corev
 			claim.Namespace, scheduler.FormatCost(budget), v1alpha1.AnnotationMaxMonthlyCost, scheduler.FormatCost(own), scheduler.FormatCost(all))
 	}
 	return ""
+}
+
+// overSpendBinding says why binding res, an existing resource, would take the claim's namespace
+// over a spend limit (overSpend with the resource's own capacity; "" when it would not, and for a
+// resource of no class or of a class that is gone: it costs 0). Callers hold the namespace's lock
+// when namespaceWide or the resource's class has limits.
+func (r *Reconciler) overSpendBinding(ctx context.Context, claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource, ns *corev1.Namespace) (string, error) {
+	if res.Spec.ClassRef == nil {
+		return "", nil
+	}
+	classes, err := r.classesByName(ctx)
+	if err != nil {
+		return "", err
+	}
+	class := classes[res.Spec.ClassRef.Name]
+	if class == nil || !bounded(class, ns) {
+		return "", nil
+	}
+	held, err := r.heldBy(ctx, claim)
+	if err != nil {
+		return "", err
+	}
+	return overSpend(claim, class, res.Spec.Capacity, ns, classes, held), nil
 }

@@ -203,4 +203,24 @@ var _ = Describe("Scheduling by cost and zone", func() {
 		}
 		Eventually(zones, timeout).Should(Equal(map[string]int{"a": 2, "b": 2, "c": 2}))
 	})
+
+	It("binding an existing priced resource counts against the budget too; a free one binds", func() {
+		Expect(k8s.Create(ctx, newClass("dear-"+lc, kind, false, pricedAt("50", "")))).To(Succeed())
+		dear := staticResource("dear-"+lc, kind, "10Gi", func(r *v1alpha1.InfraResource) {
+			r.Spec.ClassRef = &v1alpha1.ClassReference{Name: "dear-" + lc}
+		})
+		createAvailable(ctx, dear)
+		ns := budgetNamespace(ctx, "20")
+		c := newClaim(ns, "db", kind, "5Gi")
+		Expect(asTeam(ctx, ns).Create(ctx, c)).To(Succeed())
+		Eventually(getClaim(ctx, c), timeout).Should(WithTransform(boundReason, Equal(v1alpha1.ReasonSpendLimitReached)))
+		Expect(boundMessage(getClaim(ctx, c)())).To(ContainSubstring("with this claim (50.00) it would spend 50.00"))
+		Expect(getResource(ctx, dear.Name)().Spec.ClaimRef).To(BeNil())
+
+		free := staticResource("free-"+lc, kind, "10Gi")
+		createAvailable(ctx, free)
+		Eventually(getClaim(ctx, c), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
+		Expect(getClaim(ctx, c)().Spec.ResourceName).To(Equal(free.Name))
+		Expect(getResource(ctx, free.Name)().Labels).To(HaveKeyWithValue(v1alpha1.LabelClaimNamespace, ns), "counted as the namespace's from now on")
+	})
 })

@@ -35,35 +35,27 @@ func (r *Reconciler) namespaceLabels(ctx context.Context, claim *v1alpha1.InfraC
 	return ns.Labels, nil
 }
 
-// lockLimits takes the lock of class's limits in namespace and returns its release. It serialises
-// the check of a class's limits and the write it allows (provisioning a resource, growing one's
-// capacity), so that two claims reconciled at once cannot both pass a limit only one of them fits
-// in. Only the leader reconciles claims, so a lock in its memory is enough; the counts are read
-// from the API server (Reconciler.APIReader), never from a cache that may not hold the
-// resource created a moment ago. The locks are k8s.io/utils' hashed key mutex: unrelated keys may
-// share a lock, which costs a wait, never a deadlock (no caller holds two).
-func (r *Reconciler) lockLimits(class, namespace string) func() {
-	key := class + "/" + namespace
-	r.limitLocks.LockKey(key)
-	return func() { _ = r.limitLocks.UnlockKey(key) }
-}
-
-// lockNamespace takes the lock of every class's limits in namespace, and of its budget and
-// spreads, and returns its release: a claim whose namespace has a budget, or that spreads, counts
-// across classes. Its key cannot be a class's (a class name is never empty).
+// lockNamespace takes the lock of a namespace's limits and returns its release. It serialises the
+// check of what bounds the namespace (a class's limits, its budget, a spread's zones) and the write
+// it allows (provisioning a resource, binding one, growing one's capacity), so that two claims
+// reconciled at once cannot both pass a limit only one of them fits in, or take the same emptiest
+// zone. One key per namespace, whatever the class: a claim that spreads and one that does not, of
+// the same class, count its limits under the same lock. Only the leader reconciles claims, so a
+// lock in its memory is enough; the counts are read from the API server (Reconciler.APIReader),
+// never from a cache that may not hold the resource created a moment ago. The locks are
+// k8s.io/utils' hashed key mutex: unrelated namespaces may share a lock, which costs a wait, never
+// a deadlock (no caller holds two, and bind releases it before rerender may take it again).
 func (r *Reconciler) lockNamespace(namespace string) func() {
-	return r.lockLimits("", namespace)
+	r.limitLocks.LockKey(namespace)
+	return func() { _ = r.limitLocks.UnlockKey(namespace) }
 }
 
-// lockFor takes the one lock a claim's provisioning of class needs: the namespace's when it has a
-// budget or the claim spreads, else the class's in the namespace when the class has limits, else
-// none. It returns the release (callable more than once).
+// lockFor takes the namespace's lock (lockNamespace) when the claim's choice is bounded: its
+// namespace has a budget, the claim spreads, or class (nil: not chosen yet) has limits. It returns
+// the release (callable more than once; a no-op when nothing was taken).
 func (r *Reconciler) lockFor(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, ns *corev1.Namespace) func() {
-	switch {
-	case namespaceWide(claim, ns):
+	if namespaceWide(claim, ns) || (class != nil && hasLimits(class)) {
 		return sync.OnceFunc(r.lockNamespace(claim.Namespace))
-	case class != nil && hasLimits(class):
-		return sync.OnceFunc(r.lockLimits(class.Name, claim.Namespace))
 	}
 	return func() {}
 }
@@ -95,43 +87,69 @@ func bounded(class *v1alpha1.InfraClass, ns *corev1.Namespace) bool {
 // pre-bound to this claim is the claim's own and is counted once, as the claim): those of the
 // class for its count and storage limits, all for spend (overSpend, prices from the cache's
 // classes). Callers hold the lock lockFor gives until they wrote what the answer allowed.
+// Binding an existing resource is bounded by spend only (overSpendBinding): a class's count and
+// storage limits bound what one provisions from it.
 func (r *Reconciler) overLimits(ctx context.Context, claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, ns *corev1.Namespace) (string, string, error) {
 	if !bounded(class, ns) {
 		return "", "", nil
 	}
-	reader := client.Reader(r.Client)
-	if r.APIReader != nil {
-		reader = r.APIReader
-	}
-	list := &v1alpha1.InfraResourceList{}
-	if err := reader.List(ctx, list, client.MatchingLabels{v1alpha1.LabelClaimNamespace: claim.Namespace}); err != nil {
+	held, err := r.heldBy(ctx, claim)
+	if err != nil {
 		return "", "", err
 	}
-	var held, ofClass []*v1alpha1.InfraResource
-	for i := range list.Items {
-		if res := &list.Items[i]; !scheduler.IsPreBoundTo(res, claim) {
-			held = append(held, res)
-			if res.Labels[v1alpha1.LabelClass] == v1alpha1.LabelValue(class.Name) {
-				ofClass = append(ofClass, res)
-			}
+	var ofClass []*v1alpha1.InfraResource
+	for _, res := range held {
+		if res.Labels[v1alpha1.LabelClass] == v1alpha1.LabelValue(class.Name) {
+			ofClass = append(ofClass, res)
 		}
 	}
 	msg := classOver(claim, class, ofClass)
 	if msg != "" {
 		return v1alpha1.ReasonClassLimitReached, msg, nil
 	}
+	byName, err := r.classesByName(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	if msg := overSpend(claim, class, claim.Spec.Resources.Requests, ns, byName, held); msg != "" {
+		return v1alpha1.ReasonSpendLimitReached, msg, nil
+	}
+	return "", "", nil
+}
+
+// heldBy are the resources the claim's namespace's other claims hold: those labelled with the
+// namespace (conductor.io/claim-namespace: provisioned for, taken from a pool by, or bound to one
+// of its claims), read from the API server, but a resource pre-bound to this claim (the claim's
+// own, counted once, as the claim).
+func (r *Reconciler) heldBy(ctx context.Context, claim *v1alpha1.InfraClaim) ([]*v1alpha1.InfraResource, error) {
+	reader := client.Reader(r.Client)
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
+	list := &v1alpha1.InfraResourceList{}
+	if err := reader.List(ctx, list, client.MatchingLabels{v1alpha1.LabelClaimNamespace: claim.Namespace}); err != nil {
+		return nil, err
+	}
+	var held []*v1alpha1.InfraResource
+	for i := range list.Items {
+		if res := &list.Items[i]; !scheduler.IsPreBoundTo(res, claim) {
+			held = append(held, res)
+		}
+	}
+	return held, nil
+}
+
+// classesByName are the classes in the cache, by name (their prices).
+func (r *Reconciler) classesByName(ctx context.Context) (map[string]*v1alpha1.InfraClass, error) {
 	classes := &v1alpha1.InfraClassList{}
 	if err := r.List(ctx, classes); err != nil {
-		return "", "", err
+		return nil, err
 	}
 	byName := make(map[string]*v1alpha1.InfraClass, len(classes.Items))
 	for i := range classes.Items {
 		byName[classes.Items[i].Name] = &classes.Items[i]
 	}
-	if msg := overSpend(claim, class, ns, byName, held); msg != "" {
-		return v1alpha1.ReasonSpendLimitReached, msg, nil
-	}
-	return "", "", nil
+	return byName, nil
 }
 
 // classOver says why the claim's resource would take the namespace over class's count or storage

@@ -14,6 +14,7 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -75,6 +76,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return shared.RequeueOnConflict(ctrl.Result{}, err)
 	}
 	listing, err := r.keepListing(ctx, class)
+	var taken *takenError
+	if errors.As(err, &taken) {
+		// Discovery stops and says why; the resource of that name is not touched.
+		shared.SetCondition(&class.Status.Conditions, class.Generation, v1alpha1.ConditionDiscovered, metav1.ConditionFalse,
+			v1alpha1.ReasonDiscoveryFailed, taken.Error())
+		_, err := shared.PatchStatusLocked(ctx, r.Client, class, before)
+		return shared.RequeueOnConflict(ctrl.Result{}, err)
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -93,7 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			v1alpha1.ReasonDiscoveryFailed, err.Error())
 	default:
 		if err := r.syncCandidates(ctx, class, candidates); err != nil {
-			return ctrl.Result{}, err
+			return shared.RequeueOnConflict(ctrl.Result{}, err)
 		}
 		status.Candidates, status.ListedAt = int32(len(candidates)), listedAt(listing)
 		msg := fmt.Sprintf("the listing found %d candidates", len(candidates))
@@ -154,6 +163,10 @@ func (r *Reconciler) keepListing(ctx context.Context, class *v1alpha1.InfraClass
 	}
 	listing := &v1alpha1.InfraResource{ObjectMeta: metav1.ObjectMeta{Name: ListingName(class.Name)}}
 	_, err := controllerutil.CreateOrPatch(ctx, r.Client, listing, func() error {
+		if listing.ResourceVersion != "" && !metav1.IsControlledBy(listing, class) {
+			// A resource of that name that is not this class's listing is never taken over.
+			return &takenError{name: listing.Name}
+		}
 		if listing.Labels == nil {
 			listing.Labels = map[string]string{}
 		}
@@ -169,12 +182,20 @@ func (r *Reconciler) keepListing(ctx context.Context, class *v1alpha1.InfraClass
 	return listing, err
 }
 
+// takenError is a resource named as the class's listing that is not its listing (not controlled
+// by the class).
+type takenError struct{ name string }
+
+func (e *takenError) Error() string {
+	return fmt.Sprintf("an InfraResource named %s exists and is not this class's discovery listing: rename it, or delete it, for discovery to run", e.name)
+}
+
 // dropListing deletes the class's listing resource (its discovered resources stay: they stand for
 // objects that exist, and some may be bound).
 func (r *Reconciler) dropListing(ctx context.Context, class *v1alpha1.InfraClass) error {
 	listing := &v1alpha1.InfraResource{}
 	err := r.Get(ctx, types.NamespacedName{Name: ListingName(class.Name)}, listing)
-	if err != nil || listing.Labels[v1alpha1.LabelDiscoveryOf] != v1alpha1.LabelValue(class.Name) || !listing.DeletionTimestamp.IsZero() {
+	if err != nil || !metav1.IsControlledBy(listing, class) || !listing.DeletionTimestamp.IsZero() {
 		return client.IgnoreNotFound(err)
 	}
 	return client.IgnoreNotFound(r.Delete(ctx, listing))

@@ -41,7 +41,7 @@ func (r *Reconciler) syncCandidates(ctx context.Context, class *v1alpha1.InfraCl
 		if listed[name] || res.Annotations[v1alpha1.AnnotationDiscoveryLost] != "" {
 			continue
 		}
-		patch := client.MergeFrom(res.DeepCopy())
+		patch := client.MergeFromWithOptions(res.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		res.Annotations[v1alpha1.AnnotationDiscoveryLost] = r.Now().UTC().Format(time.RFC3339)
 		if err := r.Patch(ctx, res, patch); client.IgnoreNotFound(err) != nil {
 			return err
@@ -64,7 +64,9 @@ func lostConsequence(res *v1alpha1.InfraResource) string {
 // while unbound and never applied, the spec (the class's module; the listing's variables, imports,
 // capacity, capabilities).
 func (r *Reconciler) refresh(ctx context.Context, have, want *v1alpha1.InfraResource) error {
-	patch := client.MergeFrom(have.DeepCopy())
+	// With the resourceVersion read: a claim that bound it since (a newer object) makes the patch
+	// conflict, and the next reconcile sees the bind.
+	patch := client.MergeFromWithOptions(have.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	changed := false
 	if _, lost := have.Annotations[v1alpha1.AnnotationDiscoveryLost]; lost {
 		delete(have.Annotations, v1alpha1.AnnotationDiscoveryLost)

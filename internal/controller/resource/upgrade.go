@@ -29,7 +29,9 @@ import (
 // as it is (UpgradeAvailable stays True, and an event says why).
 func (r *Reconciler) upgradeAutomatically(ctx context.Context, res *v1alpha1.InfraResource, class *v1alpha1.InfraClass) (bool, error) {
 	if class == nil || res.Status.AvailableModuleVersion == "" || res.Spec.ClaimRef == nil ||
-		class.Spec.UpgradePolicy != v1alpha1.UpgradeAutomatic {
+		class.Spec.UpgradePolicy != v1alpha1.UpgradeAutomatic || res.Annotations[v1alpha1.AnnotationProvisionedBy] == "" {
+		// Only what the controller provisioned from the class is rendered again from it: a
+		// static or discovered resource's variables describe what exists, not the template.
 		return false, nil
 	}
 	claim := &v1alpha1.InfraClaim{}
