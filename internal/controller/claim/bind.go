@@ -113,7 +113,7 @@ func (r *Reconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) (ctrl
 		return ctrl.Result{RequeueAfter: PendingResync}, nil
 	}
 	if !namespaceWide(claim, ns) {
-		unlock() // a lock a candidate's binding took: at most one held
+		unlock()                             // a lock a candidate's binding took: at most one held
 		unlock = r.lockFor(claim, class, ns) // the namespace's lock, when the class has limits
 	}
 	if reason, msg, err := r.overLimits(ctx, claim, class, ns); err != nil || msg != "" {
