@@ -28,13 +28,15 @@ type Sources struct {
 // scrapeTimeout bounds the reads of one scrape.
 const scrapeTimeout = 5 * time.Second
 
-// holdReasons are the reasons a plan waits for a person (status.pendingPlan.reason); each has a
-// series from the start, so that a dashboard and an alert see zero rather than nothing.
-var holdReasons = []string{"Manual", "DestructiveChange", "ImportedObjectReplaced", "InterruptedCreate"}
+// holdReasons are the reasons a plan waits (status.pendingPlan.reason: the Hold* reasons, policy
+// holds and refusals included); each has a series from the start, so that a dashboard and an
+// alert see zero rather than nothing.
+var holdReasons = []string{v1alpha1.HoldManual, v1alpha1.HoldDestructive, v1alpha1.HoldImportedReplaced, v1alpha1.HoldInterruptedCreate,
+	v1alpha1.HoldPolicyApproval, v1alpha1.HoldPolicyDenied}
 
 var (
 	approvalsDesc = prometheus.NewDesc("conductor_tf_approvals_pending",
-		"InfraResources with a plan waiting for approval, by reason (Manual, DestructiveChange, ImportedObjectReplaced, InterruptedCreate).", []string{"reason"}, nil)
+		"InfraResources with a plan waiting for approval, by reason (Manual, DestructiveChange, ImportedObjectReplaced, InterruptedCreate, PolicyRequiresApproval, PolicyDenied).", []string{"reason"}, nil)
 	approvalAgeDesc = prometheus.NewDesc("conductor_tf_approval_oldest_pending_seconds",
 		"Age in seconds of the oldest plan waiting for approval, by reason (0 when none waits).", []string{"reason"}, nil)
 	resourcesDesc = prometheus.NewDesc("conductor_tf_resources",
@@ -133,7 +135,8 @@ func (c *objectCollector) collectResources(ch chan<- prometheus.Metric, items []
 	}
 	counts := map[v1alpha1.ResourcePhase]int{}
 	for _, phase := range []v1alpha1.ResourcePhase{v1alpha1.ResourcePending, v1alpha1.ResourceProvisioning,
-		v1alpha1.ResourceAvailable, v1alpha1.ResourceBound, v1alpha1.ResourceReleased, v1alpha1.ResourceDeleting, v1alpha1.ResourceFailed} {
+		v1alpha1.ResourceAvailable, v1alpha1.ResourceBound, v1alpha1.ResourceReleased, v1alpha1.ResourceDeleting, v1alpha1.ResourceFailed,
+		v1alpha1.ResourceLost} {
 		counts[phase] = 0
 	}
 	for i := range items {

@@ -43,6 +43,8 @@ conductor_tf_approval_oldest_pending_seconds{reason="DestructiveChange"} 90
 conductor_tf_approval_oldest_pending_seconds{reason="ImportedObjectReplaced"} 0
 conductor_tf_approval_oldest_pending_seconds{reason="InterruptedCreate"} 0
 conductor_tf_approval_oldest_pending_seconds{reason="Manual"} 0
+conductor_tf_approval_oldest_pending_seconds{reason="PolicyDenied"} 0
+conductor_tf_approval_oldest_pending_seconds{reason="PolicyRequiresApproval"} 0
 # HELP conductor_tf_claims InfraClaims by namespace and status.phase (an empty phase is reported as Pending).
 # TYPE conductor_tf_claims gauge
 conductor_tf_claims{namespace="a",phase="Bound"} 1

@@ -217,7 +217,7 @@ var _ = Describe("Metrics", func() {
 		Expect(inFlight).To(And(BeNumerically(">=", 0), BeNumerically("<=", maxRuns)))
 		Expect(count("conductor_tf_state_lock_conflicts_total", nil)).To(BeNumerically(">=", 0))
 		Expect(count("conductor_tf_state_locks_recovered_total", nil)).To(BeNumerically(">=", 0))
-		Expect(families["conductor_tf_approvals_pending"].GetMetric()).To(HaveLen(4), "one series per reason a plan waits")
+		Expect(families["conductor_tf_approvals_pending"].GetMetric()).To(HaveLen(6), "one series per reason a plan waits, policy holds included")
 		Expect(count("conductor_tf_approvals_pending", nil)).To(BeNumerically(">=", 0))
 		// A run's duration is at least the apply itself: the sum is positive, and a run lasts less than
 		// the timeout on average. (The sum of the whole suite's runs grows with the suite: 70 runs that
