@@ -16,6 +16,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,6 +52,34 @@ type Reconciler struct {
 	Namespace string
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+
+	// synced holds, by class name, the listing version (listingVersion) and class generation whose
+	// candidates were last synced (syncKey): a reconcile that finds both unchanged reads no Secret.
+	// In memory: a new leader syncs each class once.
+	synced sync.Map
+}
+
+// errUnchanged is a listing whose candidates are synced already.
+var errUnchanged = errors.New("the listing is synced")
+
+// syncKey identifies what a class's sync was made from: the listing's Secret version and the
+// class's generation (its module, kind and run inputs go into the discovered resources).
+func syncKey(class *v1alpha1.InfraClass, version string) string {
+	return fmt.Sprintf("%s/%d", version, class.Generation)
+}
+
+// syncedVersion is the listing version the class's last sync was made from, under its current
+// generation ("" when none was).
+func (r *Reconciler) syncedVersion(class *v1alpha1.InfraClass) string {
+	key, ok := r.synced.Load(class.Name)
+	if !ok {
+		return ""
+	}
+	version, gen, _ := strings.Cut(key.(string), "/")
+	if gen != fmt.Sprint(class.Generation) {
+		return ""
+	}
+	return version
 }
 
 // +kubebuilder:rbac:groups=conductor.io,resources=infraclasses,verbs=get;list;watch
@@ -92,8 +122,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		status.ListedAt, status.Candidates = prev.ListedAt, prev.Candidates
 	}
 	class.Status.Discovery = status
-	candidates, err := r.candidates(ctx, listing)
+	version, err := r.listingVersion(ctx, listing)
+	if err == nil && r.syncedVersion(class) == version && meta.IsStatusConditionTrue(class.Status.Conditions, v1alpha1.ConditionDiscovered) {
+		// The listing published nothing since its candidates were synced, under this generation
+		// of the class: its Secret is not read again (a discovered resource's every event
+		// reconciles the class; the counts below are all that can have moved).
+		err = errUnchanged
+	}
+	var candidates []Candidate
+	if err == nil {
+		candidates, version, err = r.candidates(ctx, listing)
+	}
 	switch {
+	case err == errUnchanged:
 	case err == errNotListed:
 		shared.SetCondition(&class.Status.Conditions, class.Generation, v1alpha1.ConditionDiscovered, metav1.ConditionFalse,
 			v1alpha1.ReasonDiscoveryFailed, listingProblem(listing, "the listing resource "+listing.Name+" has not listed yet"))
@@ -104,6 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.syncCandidates(ctx, class, candidates); err != nil {
 			return shared.RequeueOnConflict(ctrl.Result{}, err)
 		}
+		r.synced.Store(class.Name, syncKey(class, version))
 		status.Candidates, status.ListedAt = int32(len(candidates)), listedAt(listing)
 		msg := fmt.Sprintf("the listing found %d candidates", len(candidates))
 		shared.SetCondition(&class.Status.Conditions, class.Generation, v1alpha1.ConditionDiscovered, metav1.ConditionTrue, v1alpha1.ReasonDiscovered, msg)
@@ -201,25 +243,56 @@ func (r *Reconciler) dropListing(ctx context.Context, class *v1alpha1.InfraClass
 	return client.IgnoreNotFound(r.Delete(ctx, listing))
 }
 
-// candidates reads the listing's published candidates: errNotListed before its first successful
-// apply or while its Secret is missing, and a parse error (ParseCandidates) as it is.
-func (r *Reconciler) candidates(ctx context.Context, listing *v1alpha1.InfraResource) ([]Candidate, error) {
+// listingSecret is the Secret the listing's outputs are in: errNotListed before its first
+// successful apply.
+func listingSecret(listing *v1alpha1.InfraResource) (types.NamespacedName, error) {
 	ref := listing.Status.ConnectionSecret
 	if listing.Status.ObservedGeneration == 0 || ref == nil {
-		return nil, errNotListed
+		return types.NamespacedName{}, errNotListed
+	}
+	return types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, nil
+}
+
+// listingVersion is the resourceVersion of the listing's Secret, read as metadata only (its
+// candidates may be hundreds of kilobytes): errNotListed before the first listing or while the
+// Secret is missing.
+func (r *Reconciler) listingVersion(ctx context.Context, listing *v1alpha1.InfraResource) (string, error) {
+	key, err := listingSecret(listing)
+	if err != nil {
+		return "", err
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err := r.Secrets.Get(ctx, key, meta); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", errNotListed
+		}
+		return "", err
+	}
+	return meta.ResourceVersion, nil
+}
+
+// candidates reads the listing's published candidates and the version of the Secret they were
+// read from: errNotListed before its first successful apply or while its Secret is missing, and a
+// parse error (ParseCandidates) as it is.
+func (r *Reconciler) candidates(ctx context.Context, listing *v1alpha1.InfraResource) ([]Candidate, string, error) {
+	key, err := listingSecret(listing)
+	if err != nil {
+		return nil, "", err
 	}
 	secret := &corev1.Secret{}
-	if err := r.Secrets.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
+	if err := r.Secrets.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, errNotListed
+			return nil, "", errNotListed
 		}
-		return nil, err
+		return nil, "", err
 	}
 	raw, ok := secret.Data[CandidatesOutput]
 	if !ok {
-		return nil, fmt.Errorf("the discovery module has no output %q (a list of id, import_ids, variables)", CandidatesOutput)
+		return nil, "", fmt.Errorf("the discovery module has no output %q (a list of id, import_ids, variables)", CandidatesOutput)
 	}
-	return ParseCandidates(raw)
+	candidates, err := ParseCandidates(raw)
+	return candidates, secret.ResourceVersion, err
 }
 
 // SetupWithManager registers the reconciler: classes (their spec), their listing resources (a
