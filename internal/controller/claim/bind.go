@@ -49,7 +49,15 @@ func (r *Reconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) (ctrl
 	// namespace has a budget or the claim spreads, else once a class with limits is in play. Two
 	// claims at once cannot both take the last place, or the same emptiest zone. bind releases it
 	// once the bind is written; at most one lock is held at a time.
-	unlock := r.lockFor(claim, nil, ns)
+	counts := r.newCounting(claim, ns, classes.Items)
+	// Taken once, and held until bind releases it (or the reconcile ends): what counts reads under
+	// it stays true until the bind is written.
+	unlock, locked := r.lockFor(claim, nil, ns)
+	lockFor := func(class *v1alpha1.InfraClass) {
+		if !locked {
+			unlock, locked = r.lockFor(claim, class, ns)
+		}
+	}
 	defer func() { unlock() }()
 	if sp := spreadOf(claim); sp != nil {
 		load, msg, err := r.spreadLoad(ctx, claim, sp)
@@ -69,11 +77,10 @@ func (r *Reconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) (ctrl
 	overSpent := ""
 	for res := matcher.Best(candidates); res != nil; res = matcher.Best(candidates) {
 		if !scheduler.IsPreBoundTo(res, claim) {
-			if res.Spec.ClassRef != nil && !namespaceWide(claim, ns) {
-				unlock() // at most one lock held
-				unlock = r.lockFor(claim, classNamed(classes.Items, res.Spec.ClassRef.Name), ns)
+			if res.Spec.ClassRef != nil {
+				lockFor(counts.classes[res.Spec.ClassRef.Name])
 			}
-			msg, err := r.overSpendBinding(ctx, claim, res, ns)
+			msg, err := counts.overSpendBinding(ctx, res)
 			if err != nil {
 				return ctrl.Result{}, err
 			}
@@ -112,11 +119,8 @@ func (r *Reconciler) sync(ctx context.Context, claim *v1alpha1.InfraClaim) (ctrl
 		setPending(claim, v1alpha1.ReasonClassNotAllowed, fmt.Sprintf("class %s is not offered to namespace %s (its allowedNamespaces)", class.Name, claim.Namespace))
 		return ctrl.Result{RequeueAfter: PendingResync}, nil
 	}
-	if !namespaceWide(claim, ns) {
-		unlock()                             // a lock a candidate's binding took: at most one held
-		unlock = r.lockFor(claim, class, ns) // the namespace's lock, when the class has limits
-	}
-	if reason, msg, err := r.overLimits(ctx, claim, class, ns); err != nil || msg != "" {
+	lockFor(class) // the namespace's lock, when the class has limits
+	if reason, msg, err := counts.overLimits(ctx, class); err != nil || msg != "" {
 		// Claim Pending, provisioning would take the namespace over the class's limits or its
 		// spend budget.
 		if msg != "" {
@@ -378,16 +382,6 @@ func labelClaim(res *v1alpha1.InfraResource, claim *v1alpha1.InfraClaim) {
 	}
 	res.Labels[v1alpha1.LabelClaimNamespace] = claim.Namespace
 	res.Labels[v1alpha1.LabelClaimName] = v1alpha1.LabelValue(claim.Name)
-}
-
-// classNamed is the class of that name among classes, nil when there is none.
-func classNamed(classes []v1alpha1.InfraClass, name string) *v1alpha1.InfraClass {
-	for i := range classes {
-		if classes[i].Name == name {
-			return &classes[i]
-		}
-	}
-	return nil
 }
 
 func wasBound(claim *v1alpha1.InfraClaim) bool {

@@ -100,21 +100,17 @@ func overSpend(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, capacity 
 // over a spend limit (overSpend with the resource's own capacity; "" when it would not, and for a
 // resource of no class or of a class that is gone: it costs 0). Callers hold the namespace's lock
 // when namespaceWide or the resource's class has limits.
-func (r *Reconciler) overSpendBinding(ctx context.Context, claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource, ns *corev1.Namespace) (string, error) {
+func (c *counting) overSpendBinding(ctx context.Context, res *v1alpha1.InfraResource) (string, error) {
 	if res.Spec.ClassRef == nil {
 		return "", nil
 	}
-	classes, err := r.classesByName(ctx)
-	if err != nil {
-		return "", err
-	}
-	class := classes[res.Spec.ClassRef.Name]
-	if class == nil || !bounded(class, ns) {
+	class := c.classes[res.Spec.ClassRef.Name]
+	if class == nil || !bounded(class, c.ns) {
 		return "", nil
 	}
-	held, err := r.heldBy(ctx, claim)
+	held, err := c.heldBy(ctx)
 	if err != nil {
 		return "", err
 	}
-	return overSpend(claim, class, res.Spec.Capacity, ns, classes, held), nil
+	return overSpend(c.claim, class, res.Spec.Capacity, c.ns, c.classes, held), nil
 }

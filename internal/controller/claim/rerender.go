@@ -50,8 +50,13 @@ func (r *Reconciler) rerender(ctx context.Context, claim *v1alpha1.InfraClaim, r
 				return err
 			}
 			if bounded(class, ns) {
-				defer r.lockFor(claim, class, ns)()
-				why, over, err := r.overLimits(ctx, claim, class, ns)
+				release, _ := r.lockFor(claim, class, ns)
+				defer release()
+				classes := &v1alpha1.InfraClassList{}
+				if err := r.List(ctx, classes); err != nil {
+					return err
+				}
+				why, over, err := r.newCounting(claim, ns, classes.Items).overLimits(ctx, class)
 				if err != nil {
 					return err
 				}

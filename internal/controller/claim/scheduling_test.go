@@ -217,8 +217,9 @@ var _ = Describe("Scheduling by cost and zone", func() {
 		Expect(boundMessage(getClaim(ctx, c)())).To(ContainSubstring("with this claim (50.00) it would spend 50.00"))
 		Expect(getResource(ctx, dear.Name)().Spec.ClaimRef).To(BeNil())
 
+		// Not createAvailable: the waiting claim may bind it before it is seen Available.
 		free := staticResource("free-"+lc, kind, "10Gi")
-		createAvailable(ctx, free)
+		Expect(k8s.Create(ctx, free)).To(Succeed())
 		Eventually(getClaim(ctx, c), timeout).Should(WithTransform(phaseOf, Equal(v1alpha1.ClaimBound)))
 		Expect(getClaim(ctx, c)().Spec.ResourceName).To(Equal(free.Name))
 		Expect(getResource(ctx, free.Name)().Labels).To(HaveKeyWithValue(v1alpha1.LabelClaimNamespace, ns), "counted as the namespace's from now on")

@@ -52,12 +52,12 @@ func (r *Reconciler) lockNamespace(namespace string) func() {
 
 // lockFor takes the namespace's lock (lockNamespace) when the claim's choice is bounded: its
 // namespace has a budget, the claim spreads, or class (nil: not chosen yet) has limits. It returns
-// the release (callable more than once; a no-op when nothing was taken).
-func (r *Reconciler) lockFor(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, ns *corev1.Namespace) func() {
+// the release (callable more than once; a no-op when nothing was taken) and whether it took it.
+func (r *Reconciler) lockFor(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, ns *corev1.Namespace) (func(), bool) {
 	if namespaceWide(claim, ns) || (class != nil && hasLimits(class)) {
-		return sync.OnceFunc(r.lockNamespace(claim.Namespace))
+		return sync.OnceFunc(r.lockNamespace(claim.Namespace)), true
 	}
-	return func() {}
+	return func() {}, false
 }
 
 // namespaceWide reports whether a claim's choice counts across classes: its namespace has a
@@ -80,20 +80,39 @@ func bounded(class *v1alpha1.InfraClass, ns *corev1.Namespace) bool {
 	return budget || hasLimits(class)
 }
 
+// counting is what one reconcile counts a namespace's limits and spend from: the classes (the
+// cache's, listed once by the caller) and the resources the namespace's other claims hold (heldBy:
+// from the API server, read once, when first needed, under the namespace's lock, which the caller
+// holds until it wrote what the answers allowed).
+type counting struct {
+	r       *Reconciler
+	claim   *v1alpha1.InfraClaim
+	ns      *corev1.Namespace
+	classes map[string]*v1alpha1.InfraClass
+	held    []*v1alpha1.InfraResource
+	read    bool
+}
+
+// newCounting is the counting of claim in namespace ns, with classes (the cache's).
+func (r *Reconciler) newCounting(claim *v1alpha1.InfraClaim, ns *corev1.Namespace, classes []v1alpha1.InfraClass) *counting {
+	byName := make(map[string]*v1alpha1.InfraClass, len(classes))
+	for i := range classes {
+		byName[classes[i].Name] = &classes[i]
+	}
+	return &counting{r: r, claim: claim, ns: ns, classes: byName}
+}
+
 // overLimits says why holding a resource of class with the claim's requests would exceed the
 // class's limits for the claim's namespace, or its spend budget: the reason (ClassLimitReached or
 // SpendLimitReached) and message, "" when it would not. It counts the resources held by the
-// namespace's other claims (labelled with the claim's namespace at provisioning; a resource
-// pre-bound to this claim is the claim's own and is counted once, as the claim): those of the
-// class for its count and storage limits, all for spend (overSpend, prices from the cache's
-// classes). Callers hold the lock lockFor gives until they wrote what the answer allowed.
-// Binding an existing resource is bounded by spend only (overSpendBinding): a class's count and
-// storage limits bound what one provisions from it.
-func (r *Reconciler) overLimits(ctx context.Context, claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, ns *corev1.Namespace) (string, string, error) {
-	if !bounded(class, ns) {
+// namespace's other claims (heldBy): those of the class for its count and storage limits, all for
+// spend (overSpend, prices from the classes). Binding an existing resource is bounded by spend
+// only (overSpendBinding): a class's count and storage limits bound what one provisions from it.
+func (c *counting) overLimits(ctx context.Context, class *v1alpha1.InfraClass) (string, string, error) {
+	if !bounded(class, c.ns) {
 		return "", "", nil
 	}
-	held, err := r.heldBy(ctx, claim)
+	held, err := c.heldBy(ctx)
 	if err != nil {
 		return "", "", err
 	}
@@ -103,15 +122,10 @@ func (r *Reconciler) overLimits(ctx context.Context, claim *v1alpha1.InfraClaim,
 			ofClass = append(ofClass, res)
 		}
 	}
-	msg := classOver(claim, class, ofClass)
-	if msg != "" {
+	if msg := classOver(c.claim, class, ofClass); msg != "" {
 		return v1alpha1.ReasonClassLimitReached, msg, nil
 	}
-	byName, err := r.classesByName(ctx)
-	if err != nil {
-		return "", "", err
-	}
-	if msg := overSpend(claim, class, claim.Spec.Resources.Requests, ns, byName, held); msg != "" {
+	if msg := overSpend(c.claim, class, c.claim.Spec.Resources.Requests, c.ns, c.classes, held); msg != "" {
 		return v1alpha1.ReasonSpendLimitReached, msg, nil
 	}
 	return "", "", nil
@@ -119,37 +133,27 @@ func (r *Reconciler) overLimits(ctx context.Context, claim *v1alpha1.InfraClaim,
 
 // heldBy are the resources the claim's namespace's other claims hold: those labelled with the
 // namespace (conductor.io/claim-namespace: provisioned for, taken from a pool by, or bound to one
-// of its claims), read from the API server, but a resource pre-bound to this claim (the claim's
-// own, counted once, as the claim).
-func (r *Reconciler) heldBy(ctx context.Context, claim *v1alpha1.InfraClaim) ([]*v1alpha1.InfraResource, error) {
-	reader := client.Reader(r.Client)
-	if r.APIReader != nil {
-		reader = r.APIReader
+// of its claims), read from the API server once, but a resource pre-bound to this claim (the
+// claim's own, counted once, as the claim).
+func (c *counting) heldBy(ctx context.Context) ([]*v1alpha1.InfraResource, error) {
+	if c.read {
+		return c.held, nil
+	}
+	reader := client.Reader(c.r.Client)
+	if c.r.APIReader != nil {
+		reader = c.r.APIReader
 	}
 	list := &v1alpha1.InfraResourceList{}
-	if err := reader.List(ctx, list, client.MatchingLabels{v1alpha1.LabelClaimNamespace: claim.Namespace}); err != nil {
+	if err := reader.List(ctx, list, client.MatchingLabels{v1alpha1.LabelClaimNamespace: c.claim.Namespace}); err != nil {
 		return nil, err
 	}
-	var held []*v1alpha1.InfraResource
 	for i := range list.Items {
-		if res := &list.Items[i]; !scheduler.IsPreBoundTo(res, claim) {
-			held = append(held, res)
+		if res := &list.Items[i]; !scheduler.IsPreBoundTo(res, c.claim) {
+			c.held = append(c.held, res)
 		}
 	}
-	return held, nil
-}
-
-// classesByName are the classes in the cache, by name (their prices).
-func (r *Reconciler) classesByName(ctx context.Context) (map[string]*v1alpha1.InfraClass, error) {
-	classes := &v1alpha1.InfraClassList{}
-	if err := r.List(ctx, classes); err != nil {
-		return nil, err
-	}
-	byName := make(map[string]*v1alpha1.InfraClass, len(classes.Items))
-	for i := range classes.Items {
-		byName[classes.Items[i].Name] = &classes.Items[i]
-	}
-	return byName, nil
+	c.read = true
+	return c.held, nil
 }
 
 // classOver says why the claim's resource would take the namespace over class's count or storage
