@@ -227,7 +227,12 @@ var _ = Describe("Discovery when the listing fails", func() {
 		By("the access revoked and one ConfigMap deleted: the listings fail, and nothing is marked Lost")
 		Expect(k8s.Delete(s.ctx, binding)).To(Succeed())
 		Expect(k8s.Delete(s.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: found, Name: "two"}})).To(Succeed())
+		listing := discovery.ListingName(class.Name)
+		plans := countOps("plan", listing)
 		Consistently(discoveredOf(s, class.Name), 30*time.Second, time.Second).Should(Equal(map[string]v1alpha1.ResourcePhase{
 			found + "/one": v1alpha1.ResourceAvailable, found + "/two": v1alpha1.ResourceAvailable}), "a failed listing is not an empty one")
+		// The window held listings (the drift checks of an interval of 10s), refused by the API:
+		// had none run, nothing could have been marked Lost either way.
+		Expect(countOps("plan", listing)).To(BeNumerically(">", plans), "listings ran while the access was revoked")
 	})
 })
