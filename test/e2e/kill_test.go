@@ -209,7 +209,7 @@ var _ = Describe("The manager pod deleted in the middle of applies", Ordered, fu
 			return converged(claim, want)()
 		}).Should(HavePrefix("True"))
 		GinkgoWriter.Printf("converged %s after the first kill; %d held plan(s) approved\n", time.Since(start).Round(time.Second), len(approved))
-		Expect(locksHeld()).To(BeEmpty())
+		Expect(locksHeld(claim)).To(BeEmpty())
 		if password(claim) != first {
 			Expect(approved).NotTo(BeEmpty(), "the password was created twice without an approval")
 		}

@@ -171,7 +171,7 @@ var _ = Describe("Two replicas", Ordered, func() {
 		GinkgoWriter.Printf("converged %s after the kill, by %s; lock recoveries: %v; approvals: %d\n",
 			time.Since(killed).Round(time.Second), res.Status.LastRun.Controller, lockEvents(res.Name), len(approved))
 		Expect(res.Status.LastRun.Controller).NotTo(Equal(pod))
-		Expect(locksHeld()).To(BeEmpty())
+		Expect(locksHeld(claim)).To(BeEmpty())
 	})
 
 	It("the leader's manager killed with SIGKILL mid-apply: the next leader recovers the dead run's lock and the claim converges", func() {
@@ -180,7 +180,7 @@ var _ = Describe("Two replicas", Ordered, func() {
 		startApply(claim, "second")
 		pod := resourceOf(claim).Status.LastRun.Controller
 		time.Sleep(2 * time.Second)
-		held := locksHeld()
+		held := locksHeld(claim)
 		Expect(held).NotTo(BeEmpty(), "the apply holds its state's lock")
 		pids := killManager(pod)
 		Expect(pids).NotTo(BeEmpty(), "no manager process of pod %s on the node", pod)
@@ -193,7 +193,7 @@ var _ = Describe("Two replicas", Ordered, func() {
 		GinkgoWriter.Printf("converged %s after the kill, by %s; lock recoveries: %v; approvals: %d\n",
 			time.Since(killed).Round(time.Second), res.Status.LastRun.Controller, recovered, len(approved))
 		Expect(recovered).NotTo(BeEmpty(), "the lock the killed run left was recovered (StateLockRecovered)")
-		Expect(locksHeld()).To(BeEmpty())
+		Expect(locksHeld(claim)).To(BeEmpty())
 	})
 
 	// Issue 46 item 7: two managers lead at once for a while. The leader Lease is handed, by hand,
@@ -242,7 +242,7 @@ var _ = Describe("Two replicas", Ordered, func() {
 			// not saved yet is in doubt, and made again only on a person's approval.
 			Expect(approved).NotTo(BeEmpty(), "the ledger ConfigMap was created twice without an approval")
 		}
-		Expect(locksHeld()).To(BeEmpty())
+		Expect(locksHeld(claim)).To(BeEmpty())
 		Expect(res.Status.LastRun.Controller).To(Equal(standby), "the standby, leader now, ran last (%s)", leadership())
 	})
 
@@ -276,6 +276,6 @@ var _ = Describe("Two replicas", Ordered, func() {
 			}).Should(HavePrefix("True"))
 		}
 		GinkgoWriter.Printf("3 claims converged %s after rollout restart; approvals: %d\n", time.Since(start).Round(time.Second), len(approved))
-		Expect(locksHeld()).To(BeEmpty())
+		Expect(locksHeld(claims...)).To(BeEmpty())
 	})
 })

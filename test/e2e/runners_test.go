@@ -170,7 +170,7 @@ var _ = Describe("Runner pools on the cluster", Ordered, func() {
 			return converged(claim, "round-1")()
 		}).Should(HavePrefix("True"))
 		GinkgoWriter.Printf("converged %s after the runner pod was deleted; %d held plan(s) approved\n", time.Since(deleted).Round(time.Second), len(approved))
-		Expect(locksHeld()).To(BeEmpty())
+		Expect(locksHeld(claim)).To(BeEmpty())
 		if password(claim) != first {
 			Expect(approved).NotTo(BeEmpty(), "the password was created twice without an approval")
 		}
