@@ -6,6 +6,7 @@ import (
 )
 
 // InfraClassSpec describes how to provision resources of one kind from a versioned module.
+// +kubebuilder:validation:XValidation:rule="!has(self.sharing) || (!has(self.readyPool) && !has(self.discovery))",message="a sharing class has no readyPool and no discovery: its claims get shares of shared resources it provisions"
 type InfraClassSpec struct {
 	// ResourceKind is the abstract kind this class serves (e.g. ObjectStore, RelationalDatabase);
 	// claims ask for a kind.
@@ -110,6 +111,12 @@ type InfraClassSpec struct {
 	// claim binds it, whose first plan must then only import (docs/discovery.md).
 	// +optional
 	Discovery *ClassDiscovery `json:"discovery,omitempty"`
+
+	// Sharing lets several claims share one resource of the class: each claim gets a share (the
+	// per-claim module, bound to it alone) of a shared resource of the class's module, which is
+	// reclaimed when its last share is gone (docs/sharing.md).
+	// +optional
+	Sharing *ClassSharing `json:"sharing,omitempty"`
 
 	// ReadyPool keeps resources of this class provisioned before claims ask for them, so that a
 	// claim binds at once (docs/claims.md#ready-pools).

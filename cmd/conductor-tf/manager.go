@@ -32,6 +32,7 @@ import (
 	readypoolcontroller "github.com/conductor-tf/conductor-tf/internal/controller/readypool"
 	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
 	"github.com/conductor-tf/conductor-tf/internal/controller/resource/secrets"
+	sharingcontroller "github.com/conductor-tf/conductor-tf/internal/controller/sharing"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/runners"
 	"github.com/conductor-tf/conductor-tf/internal/shard"
@@ -322,7 +323,11 @@ func (m *manager) setupReconcilers() error {
 	metrics.Register(metrics.Sources{Reader: mgr.GetCache(), Locks: statebackend.LockTimes(m.kube, o.namespace), Elected: mgr.Elected(), SyncInterval: o.syncInterval})
 	if err := (&claimcontroller.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, MaxConcurrentReconciles: o.workers, Ready: &metrics.ClaimReady{},
+		Namespace: o.namespace,
 	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&sharingcontroller.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	opts := resourcecontroller.Options{

@@ -242,8 +242,9 @@ func (m *Matcher) Best(resources []v1alpha1.InfraResource) *v1alpha1.InfraResour
 	var best *v1alpha1.InfraResource
 	for i := range resources {
 		res := &resources[i]
-		if res.DeletionTimestamp != nil || res.Labels[v1alpha1.LabelDiscoveryOf] != "" {
-			// A class's listing resource runs its discovery module: it is nobody's.
+		if res.DeletionTimestamp != nil || res.Labels[v1alpha1.LabelDiscoveryOf] != "" || res.Labels[v1alpha1.LabelSharedOf] != "" {
+			// A class's listing resource runs its discovery module, and a shared resource holds
+			// its claims' shares: neither is any claim's.
 			continue
 		}
 		if IsPreBoundTo(res, m.claim) {
@@ -289,6 +290,9 @@ func CheckStaticBinding(claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource)
 	}
 	if res.Labels[v1alpha1.LabelDiscoveryOf] != "" {
 		return errorf(v1alpha1.ReasonResourceMismatch, "resource %s runs a class's discovery: no claim binds it", res.Name)
+	}
+	if res.Labels[v1alpha1.LabelSharedOf] != "" {
+		return errorf(v1alpha1.ReasonResourceMismatch, "resource %s is shared by the claims of class %s: claim the class and a share of it is made", res.Name, res.Labels[v1alpha1.LabelSharedOf])
 	}
 	if (res.Status.Phase == v1alpha1.ResourceLost || res.Annotations[v1alpha1.AnnotationDiscoveryLost] != "") && res.Spec.ClaimRef == nil {
 		return errorf(v1alpha1.ReasonResourceMismatch, "resource %s is Lost: its class's last discovery no longer found its object", res.Name)

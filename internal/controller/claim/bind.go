@@ -269,6 +269,10 @@ func (r *Reconciler) provision(ctx context.Context, claim *v1alpha1.InfraClaim, 
 		setPending(claim, v1alpha1.ReasonWaitingForUpstream, fmt.Sprintf("class %s has not been checked yet: a claim that reads other claims is provisioned once its module's inputs are known", class.Name))
 		return ctrl.Result{RequeueAfter: PendingResync}, nil
 	}
+	if class.Spec.Sharing != nil {
+		// Claim Pending, its class shares resources: a place in one (shares.go).
+		return r.provisionShare(ctx, claim, class, created)
+	}
 	names := provision.ResourceNames(claim)
 	for _, name := range names {
 		// Rendered per name: templates see the resource's name (resource.name).

@@ -62,7 +62,12 @@ type Reconciler struct {
 	// (DefaultConnectionSecretCheck when zero).
 	ConnectionSecretCheck time.Duration
 
-	limitLocks keymutex.KeyMutex // set by SetupWithManager; see lockLimits
+	// Namespace is the controller's namespace: where shared resources write their connection
+	// Secrets (shares.go).
+	Namespace string
+
+	limitLocks  keymutex.KeyMutex // set by SetupWithManager; see lockLimits
+	sharedLocks keymutex.KeyMutex // a sharing class's places (shares.go); taken after limitLocks, never before
 }
 
 // Delete: a claim whose lifetime ended is deleted (lifetime.go).
@@ -156,6 +161,7 @@ func becameReady(before, after *v1alpha1.InfraClaim) bool {
 // (every Pending claim of their kind).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.limitLocks = keymutex.NewHashed(0)
+	r.sharedLocks = keymutex.NewHashed(0)
 	if err := shared.SetupIndexes(context.Background(), mgr); err != nil {
 		return err
 	}

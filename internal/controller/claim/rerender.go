@@ -41,6 +41,7 @@ func (r *Reconciler) rerender(ctx context.Context, claim *v1alpha1.InfraClaim, r
 	if err := r.Get(ctx, types.NamespacedName{Name: res.Spec.ClassRef.Name}, class); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	class = provision.ClassFor(res, class) // a share renders from the per-claim module's view
 	if reason, msg := resizeCheck(claim.Spec.Resources.Requests, res.Spec.Capacity, class); reason != "" {
 		if reason == v1alpha1.ReasonExpanded {
 			// Growing counts against the class's limits and the namespace's budget, checked and

@@ -19,6 +19,7 @@ import (
 	claimctrl "github.com/conductor-tf/conductor-tf/internal/controller/claim"
 	"github.com/conductor-tf/conductor-tf/internal/controller/readypool"
 	"github.com/conductor-tf/conductor-tf/internal/controller/resource"
+	"github.com/conductor-tf/conductor-tf/internal/controller/sharing"
 	"github.com/conductor-tf/conductor-tf/test/harness"
 )
 
@@ -53,7 +54,8 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	rec := mgr.GetEventRecorder("conductor-tf")
 	Expect((&claimctrl.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, MaxConcurrentReconciles: 4,
-		ConnectionSecretCheck: time.Second}).SetupWithManager(mgr)).To(Succeed())
+		ConnectionSecretCheck: time.Second, Namespace: "default"}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&sharing.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Grace: sharingGrace}).SetupWithManager(mgr)).To(Succeed())
 	resources, err := resource.New(resource.Options{Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: 4})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(resources.SetupWithManager(mgr)).To(Succeed())

@@ -17,6 +17,7 @@ import (
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 	"github.com/conductor-tf/conductor-tf/internal/controller/resource/state"
+	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
 	"github.com/conductor-tf/conductor-tf/internal/statebackend"
 	"github.com/conductor-tf/conductor-tf/internal/tfrunner"
@@ -40,6 +41,9 @@ func (r *reclaimer) protectInUse(ctx context.Context, s *resourceScope) (ctrl.Re
 	if !controllerutil.ContainsFinalizer(res, v1alpha1.FinalizerInUse) {
 		return ctrl.Result{}, nil
 	}
+	if result, held, err := r.protectShared(ctx, s); held || err != nil {
+		return result, err
+	}
 	claimState, err := observeClaim(ctx, r.api, r.reader, res)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -55,6 +59,35 @@ func (r *reclaimer) protectInUse(ctx context.Context, s *resourceScope) (ctrl.Re
 	}
 	controllerutil.RemoveFinalizer(res, v1alpha1.FinalizerInUse)
 	return r.updateMeta(ctx, s)
+}
+
+// protectShared keeps a shared resource being deleted (by hand: the sharing reconciler deletes
+// only one with no share) while shares of it exist, as protectInUse keeps a bound one: their
+// claims' buckets or databases live in it. It says so once in an event and in the Ready
+// condition, ends the reconcile (held) and looks again in 30 s.
+func (r *reclaimer) protectShared(ctx context.Context, s *resourceScope) (ctrl.Result, bool, error) {
+	res := s.res
+	if res.Labels[v1alpha1.LabelSharedOf] == "" {
+		return ctrl.Result{}, false, nil
+	}
+	reader := r.reader
+	if reader == nil {
+		reader = r.api
+	}
+	shares := &v1alpha1.InfraResourceList{}
+	if err := reader.List(ctx, shares, client.MatchingLabels{v1alpha1.LabelShareOf: v1alpha1.LabelValue(res.Name)}); err != nil {
+		return ctrl.Result{}, false, err
+	}
+	if len(shares.Items) == 0 {
+		return ctrl.Result{}, false, nil
+	}
+	msg := fmt.Sprintf("deletion waits: %d claims hold shares of this shared resource (%s, ...); it is deleted once the last share is gone",
+		len(shares.Items), shares.Items[0].Name)
+	if c := meta.FindStatusCondition(res.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Reason != v1alpha1.ReasonSharedInUse {
+		r.recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonSharedInUse, "Delete", "%s", msg)
+	}
+	shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonSharedInUse, msg)
+	return s.end(ctrl.Result{RequeueAfter: 30 * time.Second}), true, nil
 }
 
 // reclaimInfra carries out the reclaim policy (reclaim) on a resource that has state; the phase is

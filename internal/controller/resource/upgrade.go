@@ -104,8 +104,12 @@ func (r *Reconciler) observeUpgrade(ctx context.Context, res *v1alpha1.InfraReso
 		class = nil
 	} else if err != nil {
 		return nil, err
-	} else if class.Spec.Module.Source == res.Spec.Module.Source && newer(class.Spec.Module.Version, res.Spec.Module.Version) {
-		offered = class.Spec.Module.Version
+	} else {
+		// A share is of its class's per-claim module: that view is its class.
+		class = provision.ClassFor(res, class)
+		if class.Spec.Module.Source == res.Spec.Module.Source && newer(class.Spec.Module.Version, res.Spec.Module.Version) {
+			offered = class.Spec.Module.Version
+		}
 	}
 	markUpgrade(res, class, offered)
 	return class, nil

@@ -88,7 +88,7 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 }
 
 // CandidateKeys are resource res's keys in IndexResourceCandidates: FreeKey of its kind when it
-// names no claim and is no ready pool's (it may be Available to any claim of the kind), or
+// names no claim and is no ready pool's nor shared (it may be Available to any claim of the kind), or
 // ClaimKey of the claim its claimRef names (pre-bound or bound to it). A resource bound to a claim
 // is no other claim's candidate, so a claim's lookup finds at most the free resources of its kind
 // and its own, whatever the number of bound ones.
@@ -96,7 +96,7 @@ func CandidateKeys(res *v1alpha1.InfraResource) []string {
 	if ref := res.Spec.ClaimRef; ref != nil {
 		return []string{ClaimKey(res.Spec.ResourceKind, ref.Namespace, ref.Name)}
 	}
-	if res.Labels[v1alpha1.LabelReadyPool] != "" {
+	if res.Labels[v1alpha1.LabelReadyPool] != "" || res.Labels[v1alpha1.LabelSharedOf] != "" {
 		return nil
 	}
 	return []string{FreeKey(res.Spec.ResourceKind)}

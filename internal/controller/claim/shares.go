@@ -1,0 +1,134 @@
+package claim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
+	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
+	"github.com/conductor-tf/conductor-tf/internal/scheduler"
+)
+
+// Shares: a claim of a sharing class (spec.sharing) gets a place in a shared resource of the class
+// rather than a resource of its own (docs/sharing.md). The phases:
+//  1. list the class's shared resources and their shares from the API server, under the class's
+//     sharing lock (one claim of this manager decides at a time);
+//  2. choose the fullest shared resource with a free place (scheduler.ChooseShared), or make a
+//     new one and wait for it;
+//  3. wait until it is Available (its outputs are the share's inputs);
+//  4. mark the join on the shared resource with the resourceVersion it was chosen by (a deletion
+//     decided on an older version fails);
+//  5. create the share, named after its place (a place taken meanwhile: AlreadyExists, retried),
+//     pre-bound to the claim, and bind it as any provisioned resource.
+
+// provisionShare takes a place for claim in a shared resource of class, as provision makes a
+// resource of its own; created is bind's release (the namespace's lock).
+func (r *Reconciler) provisionShare(ctx context.Context, claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, created func()) (ctrl.Result, error) {
+	key := "shared/" + class.Name
+	r.sharedLocks.LockKey(key)
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			_ = r.sharedLocks.UnlockKey(key)
+		}
+	}
+	defer unlock()
+	list := &v1alpha1.InfraResourceList{}
+	if err := r.apiReader().List(ctx, list, client.MatchingLabels{v1alpha1.LabelClass: v1alpha1.LabelValue(class.Name)}); err != nil {
+		return ctrl.Result{}, err
+	}
+	sharedRes, place := scheduler.ChooseShared(scheduler.GroupShares(list.Items), int(class.Spec.Sharing.MaxClaims))
+	if sharedRes == nil {
+		// Claim Pending, every shared resource of the class is full (or there is none): a new one.
+		res, err := provision.SharedResourceFromClass(class, r.Namespace)
+		if err != nil {
+			setPending(claim, v1alpha1.ReasonProvisioningFailed, err.Error())
+			return ctrl.Result{}, nil
+		}
+		if err := r.Create(ctx, res); err != nil {
+			// A random name taken: the next reconcile draws another.
+			return ctrl.Result{}, client.IgnoreAlreadyExists(err)
+		}
+		r.Recorder.Eventf(claim, res, corev1.EventTypeNormal, v1alpha1.ReasonProvisioning, "Provision",
+			"provisioning shared resource %s from class %s (module %s@%s, %d claims each); this claim's share is made once it is Available",
+			res.Name, class.Name, class.Spec.Module.Source, class.Spec.Module.Version, class.Spec.Sharing.MaxClaims)
+		setPending(claim, v1alpha1.ReasonWaitingForShared, fmt.Sprintf("shared resource %s of class %s is being provisioned; the claim's share is made once it is Available", res.Name, class.Name))
+		return ctrl.Result{RequeueAfter: PendingResync}, nil
+	}
+	if sharedRes.Status.Phase != v1alpha1.ResourceAvailable {
+		// Claim Pending, the shared resource is not Available yet (or failed): its outputs are
+		// the share's inputs. Its becoming Available wakes the claims of its kind.
+		setPending(claim, v1alpha1.ReasonWaitingForShared, fmt.Sprintf("shared resource %s is %s: the claim's share is made once it is Available%s",
+			sharedRes.Name, phaseName(sharedRes), readyMessage(sharedRes)))
+		return ctrl.Result{RequeueAfter: PendingResync}, nil
+	}
+	share, err := provision.ShareFromClass(claim, class, sharedRes, place)
+	if err != nil {
+		setPending(claim, v1alpha1.ReasonProvisioningFailed, err.Error())
+		return ctrl.Result{}, nil
+	}
+	joined := sharedRes.DeepCopy()
+	if joined.Annotations == nil {
+		joined.Annotations = map[string]string{}
+	}
+	joined.Annotations[v1alpha1.AnnotationSharedJoined] = time.Now().UTC().Format(time.RFC3339)
+	if err := r.Patch(ctx, joined, client.MergeFromWithOptions(sharedRes, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			// Claim Pending, the shared resource changed since it was listed (another join, or
+			// its deletion): choose again.
+			setPending(claim, v1alpha1.ReasonWaitingForResource, fmt.Sprintf("shared resource %s changed while taking a place; retrying", sharedRes.Name))
+			return ctrl.Result{RequeueAfter: shared.RetryDelay()}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if err := r.Create(ctx, share); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			// Claim Pending, the place was taken by another claim meanwhile: choose again.
+			setPending(claim, v1alpha1.ReasonWaitingForResource, fmt.Sprintf("place %d of shared resource %s was taken meanwhile; retrying", place, sharedRes.Name))
+			return ctrl.Result{RequeueAfter: shared.RetryDelay()}, nil
+		}
+		setPending(claim, v1alpha1.ReasonProvisioningFailed, fmt.Sprintf("creating share %s: %v", share.Name, err))
+		return ctrl.Result{}, err
+	}
+	r.Recorder.Eventf(claim, share, corev1.EventTypeNormal, v1alpha1.ReasonProvisioning, "Provision",
+		"provisioning share %s (place %d of %d of shared resource %s) from class %s (module %s@%s), bound to this claim",
+		share.Name, place, class.Spec.Sharing.MaxClaims, sharedRes.Name, class.Name, share.Spec.Module.Source, share.Spec.Module.Version)
+	// The place is the share's now: the lock goes before bind, which may take the namespace's
+	// lock again (rerender), so the two are never taken in the other order.
+	unlock()
+	return r.bind(ctx, claim, share, created)
+}
+
+// apiReader reads from the API server when the manager gave one, else from the cache.
+func (r *Reconciler) apiReader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
+// phaseName is res's phase, or "not yet reconciled".
+func phaseName(res *v1alpha1.InfraResource) string {
+	if res.Status.Phase == "" {
+		return "not yet reconciled"
+	}
+	return string(res.Status.Phase)
+}
+
+// readyMessage is ": " and res's Ready condition's message when it is False, else "".
+func readyMessage(res *v1alpha1.InfraResource) string {
+	for _, c := range res.Status.Conditions {
+		if c.Type == v1alpha1.ConditionReady && c.Status == "False" && c.Message != "" {
+			return ": " + c.Message
+		}
+	}
+	return ""
+}

@@ -1,0 +1,113 @@
+package provision
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+)
+
+// RenderedForShared is the value of conductor.io/rendered-generation on a shared resource: its
+// variables were rendered for the class's stand-in claim (SharedClaim), never for a claim.
+const RenderedForShared = "shared"
+
+// ShareClass is the view of a sharing class that its shares are rendered (and rendered again)
+// from: the class with the per-claim module and variables (spec.sharing.perClaim) in place of its
+// own, no import identities, and no module inputs known (the class check reads the class's own
+// module). It returns class itself when the class does not share.
+func ShareClass(class *v1alpha1.InfraClass) *v1alpha1.InfraClass {
+	if class.Spec.Sharing == nil {
+		return class
+	}
+	view := class.DeepCopy()
+	view.Spec.Module = class.Spec.Sharing.PerClaim.Module
+	view.Spec.Variables = class.Spec.Sharing.PerClaim.Variables
+	view.Spec.ImportIdentities = nil
+	view.Status.Inputs = nil
+	view.Status.Outputs = nil
+	return view
+}
+
+// ClassFor is the class view res is rendered from: ShareClass for a share (labelled
+// conductor.io/share-of), else class.
+func ClassFor(res *v1alpha1.InfraResource, class *v1alpha1.InfraClass) *v1alpha1.InfraClass {
+	if res.Labels[v1alpha1.LabelShareOf] != "" {
+		return ShareClass(class)
+	}
+	return class
+}
+
+// SharedClaim is the stand-in claim a class's shared resources are rendered for: no name, no
+// namespace, no parameters and no requests (a shared resource is no claim's; what each claim
+// asks goes to its share).
+func SharedClaim(class *v1alpha1.InfraClass) *v1alpha1.InfraClaim {
+	claim := &v1alpha1.InfraClaim{}
+	claim.Spec.ResourceKind = class.Spec.ResourceKind
+	claim.Spec.ClassName = class.Name
+	return claim
+}
+
+// SharedResourceFromClass builds a new shared resource of a sharing class: ResourceFromClass for
+// the stand-in claim (SharedClaim) under a new name (SharedName), with no claimRef and no
+// capacity, labelled conductor.io/shared-of with the class, writing its outputs (every one,
+// sensitive ones included) to the Secret of its own name in namespace, the controller's: what its
+// shares read (spec.sharing.perClaim.sharedOutputs). The class's reclaim policy applies when its
+// last share is gone. It returns an error wrapping ResourceFromClass's *render.Error when a template does not render.
+func SharedResourceFromClass(class *v1alpha1.InfraClass, namespace string) (*v1alpha1.InfraResource, error) {
+	name := SharedName(class)
+	res, err := ResourceFromClass(SharedClaim(class), class, name)
+	if err != nil {
+		return nil, fmt.Errorf("the variables of sharing class %s render its shared resources, for no claim (claim.spec's maps are empty; a claim's own values go to spec.sharing.perClaim.variables): %w", class.Name, err)
+	}
+	res.Spec.ClaimRef = nil
+	res.Spec.Capacity = nil
+	delete(res.Labels, v1alpha1.LabelClaimNamespace)
+	delete(res.Labels, v1alpha1.LabelClaimName)
+	res.Labels[v1alpha1.LabelSharedOf] = v1alpha1.LabelValue(class.Name)
+	res.Annotations[v1alpha1.AnnotationRenderedGeneration] = RenderedForShared
+	res.Spec.WriteConnectionSecretToRef = &v1alpha1.SecretReference{Namespace: namespace, Name: name}
+	return res, nil
+}
+
+// SharedName is a new name for a shared resource of the class: the class's name (at most 40
+// characters), "-shared-" and 5 random hex characters (a name taken already makes the Create fail
+// with AlreadyExists, and the claim reconciler tries again).
+func SharedName(class *v1alpha1.InfraClass) string {
+	prefix := class.Name
+	if len(prefix) > 40 {
+		prefix = prefix[:40]
+	}
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return strings.TrimRight(prefix, "-.") + "-shared-" + hex.EncodeToString(b)[:5]
+}
+
+// ShareFromClass builds claim's share of shared, the resource taking place n of it
+// (v1alpha1.SharedPlace): ResourceFromClass of the per-claim view of the class (ShareClass),
+// pre-bound to the claim, labelled conductor.io/share-of with the shared resource, and reading
+// each of the class's sharedOutputs from the shared resource's connection Secret as the input
+// variable of that name. It returns ResourceFromClass's errors, and an error when the shared
+// resource writes no connection Secret or the class already sets a variablesFrom of a
+// shared output's name.
+func ShareFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, shared *v1alpha1.InfraResource, n int) (*v1alpha1.InfraResource, error) {
+	conn := shared.Spec.WriteConnectionSecretToRef
+	if conn == nil {
+		return nil, fmt.Errorf("shared resource %s writes no connection Secret: its shares cannot read its outputs", shared.Name)
+	}
+	res, err := ResourceFromClass(claim, ShareClass(class), v1alpha1.SharedPlace(shared.Name, n))
+	if err != nil {
+		return nil, err
+	}
+	res.Labels[v1alpha1.LabelShareOf] = v1alpha1.LabelValue(shared.Name)
+	for _, out := range class.Spec.Sharing.PerClaim.SharedOutputs {
+		if slices.ContainsFunc(res.Spec.VariablesFrom, func(in v1alpha1.SecretInput) bool { return in.Name == out }) {
+			return nil, fmt.Errorf("sharing.perClaim.sharedOutputs names %s, which the class's variablesFrom sets too", out)
+		}
+		res.Spec.VariablesFrom = append(res.Spec.VariablesFrom, v1alpha1.SecretInput{Name: out,
+			SecretKeyRef: v1alpha1.SecretKeySelector{Namespace: conn.Namespace, Name: conn.Name, Key: out}})
+	}
+	return res, nil
+}
