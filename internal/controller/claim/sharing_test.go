@@ -37,7 +37,9 @@ func sharingClass(name, kind string, maxClaims int32) *v1alpha1.InfraClass {
 func reclaimShare(ctx context.Context, name string) {
 	Eventually(getResource(ctx, name), timeout).Should(WithTransform(resourcePhase, Equal(v1alpha1.ResourceReleased)))
 	Expect(k8s.Delete(ctx, getResource(ctx, name)())).To(Succeed())
-	Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: name}, &v1alpha1.InfraResource{})) }, timeout).Should(BeTrue())
+	Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: name}, &v1alpha1.InfraResource{}))
+	}, timeout).Should(BeTrue())
 }
 
 // sharesOfClass lists the class's shared resources and shares, grouped.
@@ -142,7 +144,9 @@ var _ = Describe("Shared resources (a class's spec.sharing)", func() {
 		secondShare := getClaim(ctx, second)().Spec.ResourceName
 		Expect(k8s.Delete(ctx, second)).To(Succeed())
 		reclaimShare(ctx, secondShare)
-		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: sharedName}, &v1alpha1.InfraResource{})) }, timeout).Should(BeTrue())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: sharedName}, &v1alpha1.InfraResource{}))
+		}, timeout).Should(BeTrue())
 	})
 
 	It("an emptied shared resource not deleted by hand is reclaimed by the sharing reconciler after the grace", func() {
@@ -156,6 +160,8 @@ var _ = Describe("Shared resources (a class's spec.sharing)", func() {
 		share := getClaim(ctx, claim)().Spec.ResourceName
 		Expect(k8s.Delete(ctx, claim)).To(Succeed())
 		reclaimShare(ctx, share)
-		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: sharedName}, &v1alpha1.InfraResource{})) }, timeout).Should(BeTrue())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: sharedName}, &v1alpha1.InfraResource{}))
+		}, timeout).Should(BeTrue())
 	})
 })
