@@ -31,14 +31,25 @@ type PerClaimModule struct {
 	// +optional
 	Variables Variables `json:"variables,omitempty"`
 	// SharedOutputs are outputs of the shared resource passed to the per-claim module as input
-	// variables of the same names, read at run time from the shared resource's connection Secret
-	// (a sensitive one is never copied into any object). The per-claim module must declare them.
+	// variables, read at run time from the shared resource's connection Secret (a sensitive one is
+	// never copied into any object). The per-claim module must declare them.
 	// +optional
-	// +listType=set
+	// +listType=map
+	// +listMapKey=variable
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:items:Pattern=`^[A-Za-z_][A-Za-z0-9_-]*$`
-	// +kubebuilder:validation:items:MaxLength=128
-	SharedOutputs []string `json:"sharedOutputs,omitempty"`
+	SharedOutputs []SharedOutput `json:"sharedOutputs,omitempty"`
+}
+
+// SharedOutput is one output of the shared resource a share reads.
+type SharedOutput struct {
+	// Output is the name of an output of the class's module (the shared resource's).
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_-]*$`
+	// +kubebuilder:validation:MaxLength=128
+	Output string `json:"output"`
+	// Variable is the per-claim module's input variable it is passed as.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_-]*$`
+	// +kubebuilder:validation:MaxLength=128
+	Variable string `json:"variable"`
 }
 
 const (

@@ -30,6 +30,7 @@ import (
 	claimcontroller "github.com/conductor-tf/conductor-tf/internal/controller/claim"
 	classcontroller "github.com/conductor-tf/conductor-tf/internal/controller/class"
 	discoverycontroller "github.com/conductor-tf/conductor-tf/internal/controller/discovery"
+	sharingcontroller "github.com/conductor-tf/conductor-tf/internal/controller/sharing"
 	readypoolcontroller "github.com/conductor-tf/conductor-tf/internal/controller/readypool"
 	resourcecontroller "github.com/conductor-tf/conductor-tf/internal/controller/resource"
 	"github.com/conductor-tf/conductor-tf/internal/controller/resource/secrets"
@@ -215,8 +216,9 @@ var _ = BeforeSuite(func() {
 	rec := mgr.GetEventRecorder("conductor-tf")
 	Expect((&claimcontroller.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, MaxConcurrentReconciles: 4, Ready: &metrics.ClaimReady{},
-		ConnectionSecretCheck: 5 * time.Second,
+		ConnectionSecretCheck: 5 * time.Second, Namespace: stateNamespace,
 	}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&sharingcontroller.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Grace: 3 * time.Second}).SetupWithManager(mgr)).To(Succeed())
 	resources, err := resourcecontroller.New(resourcecontroller.Options{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Kube: kube, Recorder: rec, Runs: &runners.Router{Local: pool, Remote: dispatcher, KeepErrored: stateServer.KeepErrored},
 		State:       statebackend.Config{Namespace: stateNamespace, KubeconfigPath: env.Kubeconfig},

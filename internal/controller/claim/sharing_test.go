@@ -27,7 +27,7 @@ func sharingClass(name, kind string, maxClaims int32) *v1alpha1.InfraClass {
 		c.Spec.Sharing = &v1alpha1.ClassSharing{MaxClaims: maxClaims, PerClaim: v1alpha1.PerClaimModule{
 			Module:        v1alpha1.ModuleSource{Source: "git::https://example.org/modules.git//db-user", Version: "v1.0.0"},
 			Variables:     v1alpha1.Variables{"database": {Raw: []byte(`"${claim.namespace}-${claim.name}"`)}},
-			SharedOutputs: []string{"endpoint", "admin_password"},
+			SharedOutputs: []v1alpha1.SharedOutput{{Output: "endpoint", Variable: "endpoint"}, {Output: "password", Variable: "admin_password"}},
 		}}
 	})
 }
@@ -100,7 +100,7 @@ var _ = Describe("Shared resources (a class's spec.sharing)", func() {
 			Expect(string(share.Spec.Variables["database"].Raw)).To(Equal(fmt.Sprintf("%q", c.Namespace+"-"+c.Name)))
 			Expect(share.Spec.VariablesFrom).To(ConsistOf(
 				v1alpha1.SecretInput{Name: "endpoint", SecretKeyRef: v1alpha1.SecretKeySelector{Namespace: "default", Name: of, Key: "endpoint"}},
-				v1alpha1.SecretInput{Name: "admin_password", SecretKeyRef: v1alpha1.SecretKeySelector{Namespace: "default", Name: of, Key: "admin_password"}}))
+				v1alpha1.SecretInput{Name: "admin_password", SecretKeyRef: v1alpha1.SecretKeySelector{Namespace: "default", Name: of, Key: "password"}}))
 		}
 
 		By("a claim naming a shared resource is refused: it is no claim's")

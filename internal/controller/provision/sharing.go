@@ -89,9 +89,9 @@ func SharedName(class *v1alpha1.InfraClass) string {
 // (v1alpha1.SharedPlace): ResourceFromClass of the per-claim view of the class (ShareClass),
 // pre-bound to the claim, labelled conductor.io/share-of with the shared resource, and reading
 // each of the class's sharedOutputs from the shared resource's connection Secret as the input
-// variable of that name. It returns ResourceFromClass's errors, and an error when the shared
-// resource writes no connection Secret or the class already sets a variablesFrom of a
-// shared output's name.
+// variable it names. It returns ResourceFromClass's errors, and an error when the shared
+// resource writes no connection Secret or a shared output's variable is set by the class's
+// variablesFrom or the per-claim variables already.
 func ShareFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, shared *v1alpha1.InfraResource, n int) (*v1alpha1.InfraResource, error) {
 	conn := shared.Spec.WriteConnectionSecretToRef
 	if conn == nil {
@@ -103,11 +103,14 @@ func ShareFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, shar
 	}
 	res.Labels[v1alpha1.LabelShareOf] = v1alpha1.LabelValue(shared.Name)
 	for _, out := range class.Spec.Sharing.PerClaim.SharedOutputs {
-		if slices.ContainsFunc(res.Spec.VariablesFrom, func(in v1alpha1.SecretInput) bool { return in.Name == out }) {
-			return nil, fmt.Errorf("sharing.perClaim.sharedOutputs names %s, which the class's variablesFrom sets too", out)
+		if slices.ContainsFunc(res.Spec.VariablesFrom, func(in v1alpha1.SecretInput) bool { return in.Name == out.Variable }) {
+			return nil, fmt.Errorf("sharing.perClaim.sharedOutputs passes %s as variable %s, which the class's variablesFrom sets too", out.Output, out.Variable)
 		}
-		res.Spec.VariablesFrom = append(res.Spec.VariablesFrom, v1alpha1.SecretInput{Name: out,
-			SecretKeyRef: v1alpha1.SecretKeySelector{Namespace: conn.Namespace, Name: conn.Name, Key: out}})
+		if _, ok := res.Spec.Variables[out.Variable]; ok {
+			return nil, fmt.Errorf("sharing.perClaim.sharedOutputs passes %s as variable %s, which sharing.perClaim.variables sets too", out.Output, out.Variable)
+		}
+		res.Spec.VariablesFrom = append(res.Spec.VariablesFrom, v1alpha1.SecretInput{Name: out.Variable,
+			SecretKeyRef: v1alpha1.SecretKeySelector{Namespace: conn.Namespace, Name: conn.Name, Key: out.Output}})
 	}
 	return res, nil
 }
