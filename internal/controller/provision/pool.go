@@ -48,12 +48,16 @@ func PooledResourceFromClass(class *v1alpha1.InfraClass) (*v1alpha1.InfraResourc
 // PooledName is a new name for a pooled resource of the class: the class's name (at most 40
 // characters), "-pool-" and 6 random hex characters (a name taken already makes the Create fail
 // with AlreadyExists, and the pool reconciler tries again).
-func PooledName(class *v1alpha1.InfraClass) string {
+func PooledName(class *v1alpha1.InfraClass) string { return randomName(class, "-pool-") }
+
+// randomName is the class's name (at most 40 characters, without a trailing "-" or "."), infix and
+// 6 random hex characters.
+func randomName(class *v1alpha1.InfraClass, infix string) string {
 	prefix := class.Name
 	if len(prefix) > 40 {
 		prefix = prefix[:40]
 	}
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
-	return strings.TrimRight(prefix, "-.") + "-pool-" + hex.EncodeToString(b)
+	return strings.TrimRight(prefix, "-.") + infix + hex.EncodeToString(b)
 }

@@ -1,11 +1,8 @@
 package provision
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 )
@@ -73,17 +70,10 @@ func SharedResourceFromClass(class *v1alpha1.InfraClass, namespace string) (*v1a
 }
 
 // SharedName is a new name for a shared resource of the class: the class's name (at most 40
-// characters), "-shared-" and 5 random hex characters (a name taken already makes the Create fail
-// with AlreadyExists, and the claim reconciler tries again).
-func SharedName(class *v1alpha1.InfraClass) string {
-	prefix := class.Name
-	if len(prefix) > 40 {
-		prefix = prefix[:40]
-	}
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	return strings.TrimRight(prefix, "-.") + "-shared-" + hex.EncodeToString(b)[:5]
-}
+// characters), "-shared-" and 6 random hex characters (a name taken already makes the Create fail
+// with AlreadyExists, and the claim reconciler tries again). At most 54 characters: its shares'
+// names (SharedPlace) stay valid label values.
+func SharedName(class *v1alpha1.InfraClass) string { return randomName(class, "-shared-") }
 
 // ShareFromClass builds claim's share of shared, the resource taking place n of it
 // (v1alpha1.SharedPlace): ResourceFromClass of the per-claim view of the class (ShareClass),
