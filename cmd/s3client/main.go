@@ -10,6 +10,8 @@
 //	s3client roundtrip KEY TEXT             put, list and get back; fail unless all three agree
 //	s3client bucket-exists                  print true or false
 //	s3client add-policy NAME JSON           create or replace a MinIO IAM policy (admin API)
+//	s3client make-user USER                 give USER (secret key $S3_USER_SECRET_KEY) S3_BUCKET and
+//	                                        nothing else: the bucket, a policy on it, the user (admin API)
 //
 // Where to connect comes from a connection Secret mounted as a directory (--secret-dir, files
 // endpoint, bucket, access_key, secret_key: the module's outputs) or from the environment
@@ -43,7 +45,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	secretDir := fs.String("secret-dir", "", "a mounted connection Secret: files endpoint, bucket, access_key, secret_key")
 	wait := fs.Duration("wait", 0, "how long to retry while the server does not answer yet (e.g. 2m)")
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: s3client [--secret-dir DIR] [--wait D] make-bucket|put KEY TEXT|get KEY|list|roundtrip KEY TEXT|bucket-exists|add-policy NAME JSON")
+		fmt.Fprintln(stderr, "usage: s3client [--secret-dir DIR] [--wait D] make-bucket|put KEY TEXT|get KEY|list|roundtrip KEY TEXT|bucket-exists|add-policy NAME JSON|make-user USER")
 		return 2
 	}
 	cmd, rest := args[0], args[1:]
@@ -66,7 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	if err := dispatch(ctx, store, conn, cmd, fs.Args(), stdout); err != nil {
+	if err := dispatch(ctx, store, conn, cmd, fs.Args(), os.Getenv, stdout); err != nil {
 		fmt.Fprintln(stderr, "s3client:", err)
 		var usage usageError
 		if errors.As(err, &usage) {
@@ -82,8 +84,10 @@ type usageError string
 func (e usageError) Error() string { return string(e) }
 
 // dispatch runs one command against store.
-func dispatch(ctx context.Context, store *store, conn connection, cmd string, args []string, out io.Writer) error {
-	want := map[string]int{"make-bucket": 0, "put": 2, "get": 1, "list": 0, "roundtrip": 2, "bucket-exists": 0, "add-policy": 2}
+// getenv gives make-user the user's secret key (S3_USER_SECRET_KEY): never an argument, which
+// anyone who lists the pod's processes reads.
+func dispatch(ctx context.Context, store *store, conn connection, cmd string, args []string, getenv func(string) string, out io.Writer) error {
+	want := map[string]int{"make-bucket": 0, "put": 2, "get": 1, "list": 0, "roundtrip": 2, "bucket-exists": 0, "add-policy": 2, "make-user": 1}
 	n, ok := want[cmd]
 	if !ok {
 		return usageError(fmt.Sprintf("unknown command %q", cmd))
@@ -134,6 +138,15 @@ func dispatch(ctx context.Context, store *store, conn connection, cmd string, ar
 			return err
 		}
 		fmt.Fprintf(out, "policy %s written at %s\n", args[0], store.endpoint)
+	case "make-user":
+		secret := getenv("S3_USER_SECRET_KEY")
+		if len(secret) < 8 {
+			return usageError("make-user reads the user's secret key, at least 8 characters, from $S3_USER_SECRET_KEY")
+		}
+		if err := store.makeUser(ctx, conn, args[0], secret); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "user %s has bucket %s at %s\n", args[0], store.bucket, store.endpoint)
 	}
 	return nil
 }

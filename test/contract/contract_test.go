@@ -43,6 +43,9 @@ func TestModuleContracts(t *testing.T) {
 		{"aws-rds", []string{"allocated_storage", "engine", "engine_version", "instance_class", "master_password", "master_password_version", "name", "subnet_ids", "vpc_id"},
 			[]string{"endpoint", "port", "username"}, nil},
 		{"gcs-bucket", []string{"name", "project"}, []string{"name", "self_link", "url"}, nil},
+		// A sharing class's per-claim module: the server's outputs are its inputs.
+		{"minio-bucket-user", []string{"admin_access_key", "admin_secret_key", "bucket", "endpoint", "namespace"},
+			[]string{"access_key", "bucket", "endpoint", "secret_key"}, []string{"secret_key"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.module, func(t *testing.T) {

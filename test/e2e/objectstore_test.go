@@ -30,6 +30,13 @@ const s3ClientImage = "conductor-tf/s3client:v0.1.0"
 // s3 runs cmd/s3client in a pod of namespace ns that mounts only the Secret secretName (at /conn)
 // and no ServiceAccount token, and returns its output; the spec fails unless the pod succeeds.
 func s3(ns, secretName string, args ...string) string {
+	phase, out := s3Run(ns, secretName, args...)
+	Expect(phase).To(Equal(corev1.PodSucceeded), "s3client %v: %s", args, out)
+	return out
+}
+
+// s3Run is s3 that returns how the pod ended (Succeeded or Failed) with its output.
+func s3Run(ns, secretName string, args ...string) (corev1.PodPhase, string) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "s3client-", Namespace: ns},
 		Spec: corev1.PodSpec{
@@ -60,9 +67,8 @@ func s3(ns, secretName string, args ...string) string {
 	defer logs.Close()
 	var out bytes.Buffer
 	_, _ = io.Copy(&out, logs)
-	GinkgoWriter.Printf("s3client %s:\n%s", strings.Join(args, " "), out.String())
-	Expect(phase).To(Equal(corev1.PodSucceeded), "s3client %v: %s", args, out.String())
-	return out.String()
+	GinkgoWriter.Printf("s3client %s (%s):\n%s", strings.Join(args, " "), phase, out.String())
+	return phase, out.String()
 }
 
 // claimReady waits until the claim is Ready and returns it with its resource.
