@@ -99,6 +99,7 @@ func (r *Reconciler) rerender(ctx context.Context, claim *v1alpha1.InfraClaim, r
 			r.Recorder.Eventf(claim, res, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Render", "variables not updated: %v", err)
 			return nil
 		}
+		from = append(from, provision.SharedInputs(res, class)...) // a share keeps what it reads of its shared resource
 	}
 	annotations := maps.Clone(res.Annotations)
 	annotations[v1alpha1.AnnotationRenderedGeneration] = gen

@@ -104,3 +104,19 @@ func ShareFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, shar
 	}
 	return res, nil
 }
+
+// SharedInputs are the entries of a share's variablesFrom that read its shared resource's outputs
+// (those spec.sharing.perClaim.sharedOutputs names): what a new render of the claim's own
+// sensitive inputs (VariablesFrom) keeps. Nil for a resource that is no share.
+func SharedInputs(res *v1alpha1.InfraResource, class *v1alpha1.InfraClass) []v1alpha1.SecretInput {
+	if res.Labels[v1alpha1.LabelShareOf] == "" || class.Spec.Sharing == nil {
+		return nil
+	}
+	var out []v1alpha1.SecretInput
+	for _, in := range res.Spec.VariablesFrom {
+		if slices.ContainsFunc(class.Spec.Sharing.PerClaim.SharedOutputs, func(o v1alpha1.SharedOutput) bool { return o.Variable == in.Name }) {
+			out = append(out, in)
+		}
+	}
+	return out
+}

@@ -66,6 +66,7 @@ func (r *Reconciler) upgradeAutomatically(ctx context.Context, res *v1alpha1.Inf
 				"not upgraded to %s: %v", class.Spec.Module.Version, err)
 			return false, nil
 		}
+		secretInputs = append(secretInputs, provision.SharedInputs(res, class)...)
 	}
 	vars, ids, err := provision.RenderFor(claim, class, res)
 	if err != nil {
