@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -19,25 +20,68 @@ import (
 // holds the server's password read from the shared resource's connection Secret (its sensitive
 // output, passed as the per-claim module's secret_word).
 
+// sharedFileClass is a sharing class over the file module: the server a file named after the
+// shared resource, each claim's share a file of its own holding the server's password.
+func sharedFileClass(s *scenario, maxClaims int32, mutate ...func(*v1alpha1.InfraClass)) *v1alpha1.InfraClass {
+	return fileClass("shared-"+s.ns, s.kind, v1alpha1.ReclaimDelete, append([]func(*v1alpha1.InfraClass){func(c *v1alpha1.InfraClass) {
+		// The shared resource is rendered for no claim: the server's file is named after it.
+		c.Spec.Variables = v1alpha1.Variables{
+			"path":    js(fmt.Sprintf("%q", s.dir+"/${resource.name}.txt")),
+			"content": js(`"server"`),
+		}
+		c.Spec.Sharing = &v1alpha1.ClassSharing{MaxClaims: maxClaims, PerClaim: v1alpha1.PerClaimModule{
+			Module: v1alpha1.ModuleSource{Source: moduleDir, Version: "v1.0.0"},
+			Variables: v1alpha1.Variables{
+				"path":    js(`"${claim.spec.parameters.dir}/${claim.namespace}-${claim.name}.txt"`),
+				"content": js(`"bucket of ${claim.name}"`),
+			},
+			SharedOutputs: []v1alpha1.SharedOutput{{Output: "password", Variable: "secret_word"}},
+		}}
+	}}, mutate...)...)
+}
+
 var _ = Describe("Shared resources on real tofu", func() {
+	It("a shared resource whose first apply waits for approval is kept while its claim waits (past the grace many times), and serves the claim once approved", func() {
+		s := newScenario()
+		class := sharedFileClass(s, 2, func(c *v1alpha1.InfraClass) { c.Spec.Approval = v1alpha1.ApprovalManual })
+		Expect(k8s.Create(s.ctx, class)).To(Succeed())
+		claim := fileClaim(s.ns, "waits", s.kind, s.dir, "")
+		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
+		var sharedName string
+		Eventually(func() string {
+			list := &v1alpha1.InfraResourceList{}
+			Expect(k8s.List(s.ctx, list, client.MatchingLabels{v1alpha1.LabelSharedOf: class.Name})).To(Succeed())
+			if len(list.Items) == 1 && list.Items[0].Status.PendingPlan != nil {
+				sharedName = list.Items[0].Name
+			}
+			return sharedName
+		}, timeout, 200*time.Millisecond).ShouldNot(BeEmpty(), "the server's plan is held for approval")
+		// The suite's sharing grace is 3 s: four times that, the held server stays, and is the only one.
+		Consistently(func() int {
+			list := &v1alpha1.InfraResourceList{}
+			Expect(k8s.List(s.ctx, list, client.MatchingLabels{v1alpha1.LabelSharedOf: class.Name})).To(Succeed())
+			if len(list.Items) != 1 || list.Items[0].Name != sharedName || !list.Items[0].DeletionTimestamp.IsZero() {
+				return 0
+			}
+			return 1
+		}, 12*time.Second, 250*time.Millisecond).Should(Equal(1), "a shared resource its claim waits for is never deleted under it")
+		Expect(condition(s.claim(claim)().Status.Conditions, v1alpha1.ConditionBound).Reason).To(Equal(v1alpha1.ReasonWaitingForShared))
+
+		approveNext(s, sharedName, "")
+		share := v1alpha1.SharedPlace(sharedName, 0)
+		Eventually(func() string { return s.claim(claim)().Spec.ResourceName }, timeout, 200*time.Millisecond).Should(Equal(share))
+		approveNext(s, share, "") // the class's Manual approval holds the share's plan too
+		_, res := s.ready(claim)
+		Expect(fileContent(filepath.Join(s.dir, s.ns+"-waits.txt"))).To(HavePrefix("bucket of waits\n"))
+		Expect(k8s.Delete(s.ctx, claim)).To(Succeed())
+		Eventually(gone(func() error { return k8s.Get(s.ctx, client.ObjectKey{Name: sharedName}, &v1alpha1.InfraResource{}) }), timeout).Should(BeTrue())
+		Expect(k8s.Get(s.ctx, client.ObjectKey{Name: res.Name}, &v1alpha1.InfraResource{})).NotTo(Succeed())
+	})
+
 	It("two namespaces' claims share one server, each with its own file and password; a claim's release destroys its share alone, the last one the server", func() {
 		s := newScenario()
 		other := newScenario()
-		class := fileClass("shared-"+s.ns, s.kind, v1alpha1.ReclaimDelete, func(c *v1alpha1.InfraClass) {
-			// The shared resource is rendered for no claim: the server's file is named after it.
-			c.Spec.Variables = v1alpha1.Variables{
-				"path":    js(fmt.Sprintf("%q", s.dir+"/${resource.name}.txt")),
-				"content": js(`"server"`),
-			}
-			c.Spec.Sharing = &v1alpha1.ClassSharing{MaxClaims: 2, PerClaim: v1alpha1.PerClaimModule{
-				Module: v1alpha1.ModuleSource{Source: moduleDir, Version: "v1.0.0"},
-				Variables: v1alpha1.Variables{
-					"path":    js(`"${claim.spec.parameters.dir}/${claim.namespace}-${claim.name}.txt"`),
-					"content": js(`"bucket of ${claim.name}"`),
-				},
-				SharedOutputs: []v1alpha1.SharedOutput{{Output: "password", Variable: "secret_word"}},
-			}}
-		})
+		class := sharedFileClass(s, 2)
 		Expect(k8s.Create(s.ctx, class)).To(Succeed())
 
 		a := fileClaim(s.ns, "team-a", s.kind, s.dir, "")

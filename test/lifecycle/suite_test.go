@@ -216,7 +216,7 @@ var _ = BeforeSuite(func() {
 	rec := mgr.GetEventRecorder("conductor-tf")
 	Expect((&claimcontroller.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, MaxConcurrentReconciles: 4, Ready: &metrics.ClaimReady{},
-		ConnectionSecretCheck: 5 * time.Second, Namespace: stateNamespace,
+		ConnectionSecretCheck: 5 * time.Second, Namespace: stateNamespace, SharedJoinRefresh: time.Second,
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&sharingcontroller.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Grace: 3 * time.Second}).SetupWithManager(mgr)).To(Succeed())
 	resources, err := resourcecontroller.New(resourcecontroller.Options{

@@ -65,6 +65,10 @@ type Reconciler struct {
 	// Namespace is the controller's namespace: where shared resources write their connection
 	// Secrets (shares.go).
 	Namespace string
+	// SharedJoinRefresh is how often a claim that waits for a shared resource marks its join again
+	// (provision.SharedJoinRefresh when zero); it must stay well within the sharing reconciler's
+	// grace.
+	SharedJoinRefresh time.Duration
 
 	limitLocks  keymutex.KeyMutex // set by SetupWithManager; see lockLimits
 	sharedLocks keymutex.KeyMutex // a sharing class's places (shares.go); taken after limitLocks, never before

@@ -22,9 +22,10 @@ import (
 //     sharing lock (one claim of this manager decides at a time);
 //  2. choose the fullest shared resource with a free place (scheduler.ChooseShared), or make a
 //     new one and wait for it;
-//  3. wait until it is Available (its outputs are the share's inputs);
-//  4. mark the join on the shared resource with the resourceVersion it was chosen by (a deletion
-//     decided on an older version fails);
+//  3. mark the join on the shared resource with the resourceVersion it was chosen by (a deletion
+//     decided on an older version fails; a claim that waits marks it again every
+//     joinRefresh, so a shared resource claims wait for is never idle);
+//  4. wait until it is Available (its outputs are the share's inputs);
 //  5. create the share, named after its place (a place taken meanwhile: AlreadyExists, retried),
 //     pre-bound to the claim, and bind it as any provisioned resource.
 
@@ -45,6 +46,15 @@ func (r *Reconciler) provisionShare(ctx context.Context, claim *v1alpha1.InfraCl
 	if err := r.apiReader().List(ctx, list, client.MatchingLabels{v1alpha1.LabelClass: v1alpha1.LabelValue(class.Name)}); err != nil {
 		return ctrl.Result{}, err
 	}
+	for i := range list.Items {
+		if own := &list.Items[i]; own.Labels[v1alpha1.LabelShareOf] != "" && own.Spec.ClaimRef != nil && own.Spec.ClaimRef.UID == claim.UID {
+			// Claim Pending, its share exists already (made by an earlier reconcile whose bind did
+			// not finish, and not in the cache yet, or no longer fitting a changed request): bind
+			// it, never a second one.
+			unlock()
+			return r.bind(ctx, claim, own, created)
+		}
+	}
 	sharedRes, place := scheduler.ChooseShared(scheduler.GroupShares(list.Items), int(class.Spec.Sharing.MaxClaims))
 	if sharedRes == nil {
 		// Claim Pending, every shared resource of the class is full (or there is none): a new one.
@@ -61,33 +71,29 @@ func (r *Reconciler) provisionShare(ctx context.Context, claim *v1alpha1.InfraCl
 			"provisioning shared resource %s from class %s (module %s@%s, %d claims each); this claim's share is made once it is Available",
 			res.Name, class.Name, class.Spec.Module.Source, class.Spec.Module.Version, class.Spec.Sharing.MaxClaims)
 		setPending(claim, v1alpha1.ReasonWaitingForShared, fmt.Sprintf("shared resource %s of class %s is being provisioned; the claim's share is made once it is Available", res.Name, class.Name))
-		return ctrl.Result{RequeueAfter: PendingResync}, nil
+		return ctrl.Result{RequeueAfter: r.joinRefresh()}, nil
+	}
+	// The join, marked whether the claim makes its share now or waits: while claims wait for a
+	// shared resource (its first apply, a failed one, an approval) it is never idle, and never
+	// deleted under them.
+	if retry, err := r.markJoin(ctx, sharedRes); retry || err != nil {
+		// Claim Pending, the shared resource changed since it was listed (another join, or its
+		// deletion): choose again.
+		setPending(claim, v1alpha1.ReasonWaitingForResource, fmt.Sprintf("shared resource %s changed while taking a place; retrying", sharedRes.Name))
+		return ctrl.Result{RequeueAfter: shared.RetryDelay()}, err
 	}
 	if sharedRes.Status.Phase != v1alpha1.ResourceAvailable {
 		// Claim Pending, the shared resource is not Available yet (or failed): its outputs are
-		// the share's inputs. Its becoming Available wakes the claims of its kind.
+		// the share's inputs. Its becoming Available wakes the claims of its kind; the join is
+		// marked again at the latest after SharedJoinRefresh.
 		setPending(claim, v1alpha1.ReasonWaitingForShared, fmt.Sprintf("shared resource %s is %s: the claim's share is made once it is Available%s",
 			sharedRes.Name, phaseName(sharedRes), readyMessage(sharedRes)))
-		return ctrl.Result{RequeueAfter: PendingResync}, nil
+		return ctrl.Result{RequeueAfter: r.joinRefresh()}, nil
 	}
 	share, err := provision.ShareFromClass(claim, class, sharedRes, place)
 	if err != nil {
 		setPending(claim, v1alpha1.ReasonProvisioningFailed, err.Error())
 		return ctrl.Result{}, nil
-	}
-	joined := sharedRes.DeepCopy()
-	if joined.Annotations == nil {
-		joined.Annotations = map[string]string{}
-	}
-	joined.Annotations[v1alpha1.AnnotationSharedJoined] = time.Now().UTC().Format(time.RFC3339)
-	if err := r.Patch(ctx, joined, client.MergeFromWithOptions(sharedRes, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			// Claim Pending, the shared resource changed since it was listed (another join, or
-			// its deletion): choose again.
-			setPending(claim, v1alpha1.ReasonWaitingForResource, fmt.Sprintf("shared resource %s changed while taking a place; retrying", sharedRes.Name))
-			return ctrl.Result{RequeueAfter: shared.RetryDelay()}, nil
-		}
-		return ctrl.Result{}, err
 	}
 	if err := r.Create(ctx, share); err != nil {
 		if apierrors.IsAlreadyExists(err) {
@@ -105,6 +111,30 @@ func (r *Reconciler) provisionShare(ctx context.Context, claim *v1alpha1.InfraCl
 	// lock again (rerender), so the two are never taken in the other order.
 	unlock()
 	return r.bind(ctx, claim, share, created)
+}
+
+// joinRefresh is how often a claim that waits for a shared resource marks its join again
+// (SharedJoinRefresh, provision.SharedJoinRefresh when zero).
+func (r *Reconciler) joinRefresh() time.Duration {
+	if r.SharedJoinRefresh > 0 {
+		return r.SharedJoinRefresh
+	}
+	return provision.SharedJoinRefresh
+}
+
+// markJoin writes the join annotation (now) on sharedRes with the resourceVersion it was listed
+// at: retry when that version is no longer the shared resource's (another join, its deletion).
+func (r *Reconciler) markJoin(ctx context.Context, sharedRes *v1alpha1.InfraResource) (retry bool, err error) {
+	joined := sharedRes.DeepCopy()
+	if joined.Annotations == nil {
+		joined.Annotations = map[string]string{}
+	}
+	joined.Annotations[v1alpha1.AnnotationSharedJoined] = time.Now().UTC().Format(time.RFC3339)
+	err = r.Patch(ctx, joined, client.MergeFromWithOptions(sharedRes, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return false, err
 }
 
 // apiReader reads from the API server when the manager gave one, else from the cache.

@@ -54,7 +54,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	rec := mgr.GetEventRecorder("conductor-tf")
 	Expect((&claimctrl.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, MaxConcurrentReconciles: 4,
-		ConnectionSecretCheck: time.Second, Namespace: "default"}).SetupWithManager(mgr)).To(Succeed())
+		ConnectionSecretCheck: time.Second, Namespace: "default", SharedJoinRefresh: 500 * time.Millisecond}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&sharing.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Grace: sharingGrace}).SetupWithManager(mgr)).To(Succeed())
 	resources, err := resource.New(resource.Options{Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: 4})
 	Expect(err).NotTo(HaveOccurred())

@@ -3,9 +3,30 @@ package provision
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
 )
+
+// SharedGrace is how long a shared resource with no share is kept after its creation and after
+// the last join a claim marked on it (conductor.io/shared-joined): the sharing reconciler deletes
+// it only past that, and a deletion by hand waits for it too. SharedJoinRefresh is how often a
+// claim that waits for a shared resource marks its join again: well within the grace, so a shared
+// resource that claims wait for is never deleted under them.
+const (
+	SharedGrace       = time.Minute
+	SharedJoinRefresh = 20 * time.Second
+)
+
+// SharedIdleFor is how long res (a shared resource) has been without a join at now: since its
+// creation or its last join (conductor.io/shared-joined), whichever is later.
+func SharedIdleFor(res *v1alpha1.InfraResource, now time.Time) time.Duration {
+	since := res.CreationTimestamp.Time
+	if t, err := time.Parse(time.RFC3339, res.Annotations[v1alpha1.AnnotationSharedJoined]); err == nil && t.After(since) {
+		since = t
+	}
+	return now.Sub(since)
+}
 
 // RenderedForShared is the value of conductor.io/rendered-generation on a shared resource: its
 // variables were rendered for the class's stand-in claim (SharedClaim), never for a claim.
@@ -13,8 +34,9 @@ const RenderedForShared = "shared"
 
 // ShareClass is the view of a sharing class that its shares are rendered (and rendered again)
 // from: the class with the per-claim module and variables (spec.sharing.perClaim) in place of its
-// own, no import identities, and no module inputs known (the class check reads the class's own
-// module). It returns class itself when the class does not share.
+// own, no import identities, none of the class's variablesFrom and generatedPasswords (inputs of
+// the class's module's variables), and no module inputs known (the class check reads the class's
+// own module). It returns class itself when the class does not share.
 func ShareClass(class *v1alpha1.InfraClass) *v1alpha1.InfraClass {
 	if class.Spec.Sharing == nil {
 		return class
@@ -23,6 +45,11 @@ func ShareClass(class *v1alpha1.InfraClass) *v1alpha1.InfraClass {
 	view.Spec.Module = class.Spec.Sharing.PerClaim.Module
 	view.Spec.Variables = class.Spec.Sharing.PerClaim.Variables
 	view.Spec.ImportIdentities = nil
+	// Inputs of the class's own module's variables; the per-claim module's come from its
+	// variables and sharedOutputs. What the runs are given (env, Kubernetes access, workload
+	// identity, module credentials, runner pool) is the class's for both.
+	view.Spec.VariablesFrom = nil
+	view.Spec.GeneratedPasswords = nil
 	view.Status.Inputs = nil
 	view.Status.Outputs = nil
 	return view

@@ -66,11 +66,11 @@ func TestSharedResourceAndShare(t *testing.T) {
 	for _, in := range share.Spec.VariablesFrom {
 		names = append(names, in.Name+"="+in.SecretKeyRef.Namespace+"/"+in.SecretKeyRef.Name+"/"+in.SecretKeyRef.Key)
 	}
-	want := "license=ops/license/key,host=conductor-system/" + shared.Name + "/endpoint,admin_password=conductor-system/" + shared.Name + "/admin_password"
+	want := "host=conductor-system/" + shared.Name + "/endpoint,admin_password=conductor-system/" + shared.Name + "/admin_password"
 	if strings.Join(names, ",") != want {
 		t.Errorf("share variablesFrom %v, want %s", names, want)
 	}
-	// What a render of the claim's own inputs keeps: the shared outputs, not the class's license.
+	// What a render of the claim's own inputs keeps: the shared outputs.
 	kept := SharedInputs(share, class)
 	if len(kept) != 2 || kept[0].Name != "host" || kept[1].Name != "admin_password" {
 		t.Errorf("SharedInputs = %v", kept)
@@ -82,17 +82,22 @@ func TestSharedResourceAndShare(t *testing.T) {
 		t.Error("ClassFor: a share's class is the per-claim view, the shared resource's the class")
 	}
 
-	// A shared output that the per-claim variables set too is refused, as is one the class's
-	// variablesFrom sets.
+	// A shared output that the per-claim variables set too is refused.
 	bad := sharingClass()
 	bad.Spec.Sharing.PerClaim.Variables["host"] = apiextensionsv1.JSON{Raw: []byte(`"x"`)}
 	if _, err := ShareFromClass(claim, bad, shared, 0); err == nil || !strings.Contains(err.Error(), "host") {
 		t.Errorf("a shared output's variable set twice: %v", err)
 	}
-	bad = sharingClass()
-	bad.Spec.Sharing.PerClaim.SharedOutputs = append(bad.Spec.Sharing.PerClaim.SharedOutputs, v1alpha1.SharedOutput{Output: "lic", Variable: "license"})
-	if _, err := ShareFromClass(claim, bad, shared, 0); err == nil || !strings.Contains(err.Error(), "license") {
-		t.Errorf("a shared output's variable in the class's variablesFrom: %v", err)
+	// The class's own variablesFrom and generated passwords are its module's inputs, not the
+	// per-claim module's: a share gets neither.
+	withPassword := sharingClass()
+	withPassword.Spec.GeneratedPasswords = []v1alpha1.GeneratedPassword{{Variable: "admin_password"}}
+	share, err = ShareFromClass(claim, withPassword, shared, 0)
+	if err != nil || len(share.Spec.GeneratedPasswords) != 0 || len(share.Spec.VariablesFrom) != 2 {
+		t.Errorf("a share of a class with variablesFrom and generated passwords: %v, %v, %v", err, share.Spec.GeneratedPasswords, share.Spec.VariablesFrom)
+	}
+	if len(shared.Spec.VariablesFrom) != 1 || shared.Spec.VariablesFrom[0].Name != "license" {
+		t.Errorf("the shared resource keeps the class's variablesFrom: %v", shared.Spec.VariablesFrom)
 	}
 	// A class template that reads a claim's values cannot render the shared resource.
 	needy := sharingClass()

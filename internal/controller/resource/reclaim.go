@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
 	"github.com/conductor-tf/conductor-tf/internal/controller/resource/state"
 	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
 	"github.com/conductor-tf/conductor-tf/internal/metrics"
@@ -64,7 +65,8 @@ func (r *reclaimer) protectInUse(ctx context.Context, s *resourceScope) (ctrl.Re
 // protectShared keeps a shared resource being deleted (by hand: the sharing reconciler deletes
 // only one with no share) while shares of it exist, as protectInUse keeps a bound one: their
 // claims' buckets or databases live in it. It says so once in an event and in the Ready
-// condition, ends the reconcile (held) and looks again in 30 s.
+// condition, ends the reconcile (held) and looks again in 10 s. It waits, too, within
+// provision.SharedGrace of a claim's last join: that claim may be making its share.
 func (r *reclaimer) protectShared(ctx context.Context, s *resourceScope) (ctrl.Result, bool, error) {
 	res := s.res
 	if res.Labels[v1alpha1.LabelSharedOf] == "" {
@@ -78,16 +80,23 @@ func (r *reclaimer) protectShared(ctx context.Context, s *resourceScope) (ctrl.R
 	if err := reader.List(ctx, shares, client.MatchingLabels{v1alpha1.LabelShareOf: v1alpha1.LabelValue(res.Name)}); err != nil {
 		return ctrl.Result{}, false, err
 	}
-	if len(shares.Items) == 0 {
+	var msg string
+	switch idle := provision.SharedIdleFor(res, time.Now()); {
+	case len(shares.Items) > 0:
+		msg = fmt.Sprintf("deletion waits: %d claims hold shares of this shared resource (%s, ...); it is deleted once the last share is gone",
+			len(shares.Items), shares.Items[0].Name)
+	case idle < provision.SharedGrace:
+		// A claim marked its join and may be making its share now.
+		msg = fmt.Sprintf("deletion waits: a claim took a place %s ago; it is deleted once no share is made within %s of the last join",
+			idle.Round(time.Second), provision.SharedGrace)
+	default:
 		return ctrl.Result{}, false, nil
 	}
-	msg := fmt.Sprintf("deletion waits: %d claims hold shares of this shared resource (%s, ...); it is deleted once the last share is gone",
-		len(shares.Items), shares.Items[0].Name)
 	if c := meta.FindStatusCondition(res.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Reason != v1alpha1.ReasonSharedInUse {
 		r.recorder.Eventf(res, nil, corev1.EventTypeWarning, v1alpha1.ReasonSharedInUse, "Delete", "%s", msg)
 	}
 	shared.SetCondition(&res.Status.Conditions, res.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonSharedInUse, msg)
-	return s.end(ctrl.Result{RequeueAfter: 30 * time.Second}), true, nil
+	return s.end(ctrl.Result{RequeueAfter: 10 * time.Second}), true, nil
 }
 
 // reclaimInfra carries out the reclaim policy (reclaim) on a resource that has state; the phase is

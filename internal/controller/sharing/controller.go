@@ -24,12 +24,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/conductor-tf/conductor-tf/api/v1alpha1"
+	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
 	"github.com/conductor-tf/conductor-tf/internal/controller/shared"
 )
 
 // DefaultGrace is how long a shared resource is kept with no share after its creation or a claim's
-// last join: the time a claim has between marking its join and creating its share.
-const DefaultGrace = time.Minute
+// last join (provision.SharedGrace): the time a claim has between marking its join and creating
+// its share, and more than the time between two joins of a claim that waits for it.
+const DefaultGrace = provision.SharedGrace
 
 // Reconciler deletes shared resources whose last share is gone.
 type Reconciler struct {
@@ -85,11 +87,7 @@ func (r *Reconciler) graceLeft(res *v1alpha1.InfraResource, now time.Time) time.
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
-	since := res.CreationTimestamp.Time
-	if t, err := time.Parse(time.RFC3339, res.Annotations[v1alpha1.AnnotationSharedJoined]); err == nil && t.After(since) {
-		since = t
-	}
-	return since.Add(grace).Sub(now)
+	return grace - provision.SharedIdleFor(res, now)
 }
 
 // SetupWithManager watches shared resources, and shares (a share's change or deletion wakes its
