@@ -224,7 +224,7 @@ var _ = BeforeSuite(func() {
 		State:       statebackend.Config{Namespace: stateNamespace, KubeconfigPath: env.Kubeconfig},
 		StateServer: stateServer, RunCluster: runCluster,
 		// As in the manager: many resource reconciles, most of them waiting in the pool's fair queue.
-		SyncInterval: syncInterval, SecretCheckInterval: 2 * time.Second, MaxConcurrentReconciles: 64,
+		SyncInterval: syncInterval, SecretCheckInterval: 2 * time.Second, MaxConcurrentReconciles: 64, SharedGrace: 3 * time.Second,
 		Identity: resourcecontroller.RunIdentity{Who: statebackend.Who(), Controller: podName},
 	})
 	Expect(err).NotTo(HaveOccurred())

@@ -56,7 +56,7 @@ var _ = BeforeSuite(func() {
 	Expect((&claimctrl.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, MaxConcurrentReconciles: 4,
 		ConnectionSecretCheck: time.Second, Namespace: "default", SharedJoinRefresh: 500 * time.Millisecond}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&sharing.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Grace: sharingGrace}).SetupWithManager(mgr)).To(Succeed())
-	resources, err := resource.New(resource.Options{Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: 4})
+	resources, err := resource.New(resource.Options{Client: mgr.GetClient(), Recorder: rec, MaxConcurrentReconciles: 4, SharedGrace: sharingGrace})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(resources.SetupWithManager(mgr)).To(Succeed())
 	Expect((&readypool.Reconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr)).To(Succeed())

@@ -97,6 +97,9 @@ type Options struct {
 	// StaleLockAfter is how long a lock held by anyone but a live run of this deployment is held
 	// before status reports it as stale (state.DefaultStaleLockAfter when zero).
 	StaleLockAfter time.Duration
+	// SharedGrace is how long a shared resource being deleted waits after a claim's last join
+	// (provision.SharedGrace when zero): the sharing reconciler's grace, which it must equal.
+	SharedGrace time.Duration
 	// Shard, when set, is this replica's share of the resources (sharding): a resource is
 	// reconciled only while its bucket is held here (Shard.Enter), its fences count from when this
 	// replica took the bucket, and the controller runs on every replica, not on the leader alone.

@@ -6,6 +6,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/conductor-tf/conductor-tf/internal/controller/provision"
 	"github.com/conductor-tf/conductor-tf/internal/controller/resource/secrets"
 	"github.com/conductor-tf/conductor-tf/internal/controller/resource/state"
 )
@@ -48,7 +49,9 @@ type (
 		runs     Runs
 		keeper   *state.Keeper
 		secrets  *secrets.Keeper
-		sync     *syncer
+		// sharedGrace: how long a shared resource being deleted waits after a join (protectShared).
+		sharedGrace time.Duration
+		sync        *syncer
 	}
 )
 
@@ -83,7 +86,10 @@ func (r *Reconciler) newParts() *parts {
 		syncInterval: sy.syncInterval, secretCheckInterval: sy.secretCheckInterval,
 		driftSlots: make(chan struct{}, max(1, r.opts.MaxConcurrentDriftChecks))}
 	rc := &reclaimer{api: r.Client, reader: r.opts.APIReader, recorder: r.opts.Recorder, runs: r.opts.Runs,
-		keeper: k, secrets: sec, sync: sy}
+		keeper: k, secrets: sec, sync: sy, sharedGrace: r.opts.SharedGrace}
+	if rc.sharedGrace <= 0 {
+		rc.sharedGrace = provision.SharedGrace
+	}
 	var prov provisioner = newBindingOnly(rc)
 	if r.opts.Runs != nil {
 		prov = newProvisioning(provisioning{api: r.Client, recorder: r.opts.Recorder, runs: r.opts.Runs, keeper: k, sync: sy, drift: dr, reclaim: rc,

@@ -66,7 +66,7 @@ func (r *reclaimer) protectInUse(ctx context.Context, s *resourceScope) (ctrl.Re
 // only one with no share) while shares of it exist, as protectInUse keeps a bound one: their
 // claims' buckets or databases live in it. It says so once in an event and in the Ready
 // condition, ends the reconcile (held) and looks again in 10 s. It waits, too, within
-// provision.SharedGrace of a claim's last join: that claim may be making its share.
+// the shared grace of a claim's last join: that claim may be making its share.
 func (r *reclaimer) protectShared(ctx context.Context, s *resourceScope) (ctrl.Result, bool, error) {
 	res := s.res
 	if res.Labels[v1alpha1.LabelSharedOf] == "" {
@@ -85,10 +85,10 @@ func (r *reclaimer) protectShared(ctx context.Context, s *resourceScope) (ctrl.R
 	case len(shares.Items) > 0:
 		msg = fmt.Sprintf("deletion waits: %d claims hold shares of this shared resource (%s, ...); it is deleted once the last share is gone",
 			len(shares.Items), shares.Items[0].Name)
-	case idle < provision.SharedGrace:
+	case idle < r.sharedGrace:
 		// A claim marked its join and may be making its share now.
 		msg = fmt.Sprintf("deletion waits: a claim took a place %s ago; it is deleted once no share is made within %s of the last join",
-			idle.Round(time.Second), provision.SharedGrace)
+			idle.Round(time.Second), r.sharedGrace)
 	default:
 		return ctrl.Result{}, false, nil
 	}
