@@ -153,6 +153,11 @@ const (
 	// ConditionResized is False while a bound claim's change of requests is refused
 	// (ExpansionNotAllowed, ShrinkNotSupported); an allowed growth is an Expanded event.
 	ConditionResized = "Resized"
+	// ConditionParametersApplied is False on a bound claim with parameters whose resource was not
+	// provisioned from a class (static, discovered, or made by kubectl conductor adopt): its
+	// variables are its own, and the claim's parameters do not reach it (ResourceNotFromClass);
+	// absent otherwise.
+	ConditionParametersApplied = "ParametersApplied"
 	// ConditionUpgradeAvailable is True when the class a resource was provisioned from offers a newer
 	// version of its module (reason NewerVersion), False when it does not (UpToDate).
 	ConditionUpgradeAvailable = "UpgradeAvailable"
@@ -166,6 +171,13 @@ const (
 const (
 	ReasonNewerVersion = "NewerVersion"
 	ReasonUpToDate     = "UpToDate"
+)
+
+// Reasons of the ParametersApplied condition.
+const (
+	// ReasonResourceNotFromClass: the claim's parameters do not reach its resource, which was not
+	// provisioned from a class (ParametersApplied=False).
+	ReasonResourceNotFromClass = "ResourceNotFromClass"
 )
 
 // Reasons of the Resized condition.

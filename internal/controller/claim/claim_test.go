@@ -352,3 +352,34 @@ var _ = Describe("Provisioned resource names", func() {
 		Expect(getResource(ctx, squat.Name)().Spec.ClaimRef.UID).To(BeEquivalentTo("another-claim"), "the other claim's resource is left alone")
 	})
 })
+
+var _ = Describe("A claim whose resource was not provisioned from a class (issue 69 item 5)", func() {
+	It("says its parameters do not reach the resource (ParametersApplied=False), and stops saying so once it has none", func() {
+		ctx := context.Background()
+		ns, kind := newNamespace(ctx), uniqueKind()
+		createAvailable(ctx, staticResource("adopted-"+ns, kind, "10Gi", func(r *v1alpha1.InfraResource) {
+			r.Spec.ClassRef = &v1alpha1.ClassReference{Name: "some-class"} // as kubectl conductor adopt makes it
+		}))
+		claim := newClaim(ns, "db", kind, "5Gi", func(c *v1alpha1.InfraClaim) {
+			c.Spec.ResourceName = "adopted-" + ns
+			c.Spec.Parameters = v1alpha1.Variables{"tier": {Raw: []byte(`"gold"`)}}
+		})
+		Expect(k8s.Create(ctx, claim)).To(Succeed())
+		Eventually(getClaim(ctx, claim), timeout).Should(WithTransform(func(c *v1alpha1.InfraClaim) string {
+			if cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionParametersApplied); cond != nil && cond.Status == metav1.ConditionFalse {
+				return cond.Reason + ": " + cond.Message
+			}
+			return ""
+		}, And(HavePrefix(v1alpha1.ReasonResourceNotFromClass), ContainSubstring("adopted-"+ns))))
+		Expect(phaseOf(getClaim(ctx, claim)())).To(Equal(v1alpha1.ClaimBound))
+
+		Eventually(func() error {
+			c := getClaim(ctx, claim)()
+			c.Spec.Parameters = nil
+			return k8s.Update(ctx, c)
+		}, timeout).Should(Succeed())
+		Eventually(getClaim(ctx, claim), timeout).Should(WithTransform(func(c *v1alpha1.InfraClaim) *metav1.Condition {
+			return meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionParametersApplied)
+		}, BeNil()))
+	})
+})

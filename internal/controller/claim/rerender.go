@@ -27,6 +27,7 @@ import (
 // alone.
 func (r *Reconciler) rerender(ctx context.Context, claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) error {
 	gen := strconv.FormatInt(claim.Generation, 10)
+	r.markParametersApplied(claim, res)
 	if res.Spec.ClassRef == nil || res.Annotations[v1alpha1.AnnotationProvisionedBy] == "" ||
 		(res.Annotations[v1alpha1.AnnotationRenderedGeneration] == gen && !inputsChanged(claim, res)) ||
 		res.Spec.ClaimRef == nil || res.Spec.ClaimRef.UID != claim.UID {
@@ -92,6 +93,7 @@ func (r *Reconciler) rerender(ctx context.Context, claim *v1alpha1.InfraClaim, r
 		r.Recorder.Eventf(claim, res, corev1.EventTypeWarning, v1alpha1.ReasonRenderFailed, "Render", "variables not updated: %v", err)
 		return nil
 	}
+	vars = provision.KeepSharedValues(vars, res, class) // a share keeps its shared resource's outputs
 	from := res.Spec.VariablesFrom
 	if reads := inputsChanged(claim, res) || res.Annotations[v1alpha1.AnnotationReadsFrom] != ""; reads {
 		// A claim that reads (or read) other claims: its sensitive inputs follow what it reads now.
@@ -176,4 +178,24 @@ func resizeCheck(requests, capacity v1alpha1.Quantities, class *v1alpha1.InfraCl
 		return v1alpha1.ReasonExpansionNotAllowed, fmt.Sprintf("class %s does not allow expansion (allowExpansion): requests stay at the resource's capacity, nothing changed (asked: %s)", class.Name, strings.Join(grew, ", "))
 	}
 	return v1alpha1.ReasonExpanded, "capacity grows: " + strings.Join(grew, ", ")
+}
+
+// markParametersApplied says on a bound claim with parameters whose resource was not provisioned
+// from a class (static, discovered, adopted: no conductor.io/provisioned-by) that its parameters
+// do not reach the resource (ParametersApplied=False, ResourceNotFromClass, and a Warning event when
+// that is new), since rerender renders only what the controller provisioned: such a resource's
+// variables describe what exists, and are its own to change. It removes the condition otherwise.
+func (r *Reconciler) markParametersApplied(claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) {
+	if res.Annotations[v1alpha1.AnnotationProvisionedBy] != "" || len(claim.Spec.Parameters) == 0 ||
+		res.Spec.ClaimRef == nil || res.Spec.ClaimRef.UID != claim.UID {
+		meta.RemoveStatusCondition(&claim.Status.Conditions, v1alpha1.ConditionParametersApplied)
+		return
+	}
+	msg := fmt.Sprintf("the claim's parameters do not reach resource %s: it was not provisioned from a class (a static, discovered or adopted resource), "+
+		"so its spec.variables are its own; change them on the resource (kubectl edit infraresource %s), or claim a class to have parameters rendered", res.Name, res.Name)
+	prev := meta.FindStatusCondition(claim.Status.Conditions, v1alpha1.ConditionParametersApplied)
+	if prev == nil || prev.Reason != v1alpha1.ReasonResourceNotFromClass {
+		r.Recorder.Eventf(claim, res, corev1.EventTypeWarning, v1alpha1.ReasonResourceNotFromClass, "Render", "%s", msg)
+	}
+	shared.SetCondition(&claim.Status.Conditions, claim.Generation, v1alpha1.ConditionParametersApplied, metav1.ConditionFalse, v1alpha1.ReasonResourceNotFromClass, msg)
 }

@@ -104,9 +104,11 @@ func SharedName(class *v1alpha1.InfraClass) string { return randomName(class, "-
 
 // ShareFromClass builds claim's share of shared, the resource taking place n of it
 // (v1alpha1.SharedPlace): ResourceFromClass of the per-claim view of the class (ShareClass),
-// pre-bound to the claim, labelled conductor.io/share-of with the shared resource, and reading
-// each of the class's sharedOutputs from the shared resource's connection Secret as the input
-// variable it names. It returns ResourceFromClass's errors, and an error when the shared
+// pre-bound to the claim, labelled conductor.io/share-of with the shared resource, and given each
+// of the class's sharedOutputs as the input variable it names: a non-sensitive output (in the
+// shared resource's status) as its value, typed as the output is; a sensitive one read at run
+// time from the shared resource's connection Secret (a variable passed that way is sensitive, and
+// so is every output of the per-claim module that reads it). It returns ResourceFromClass's errors, and an error when the shared
 // resource writes no connection Secret or a shared output's variable is set by the class's
 // variablesFrom or the per-claim variables already.
 func ShareFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, shared *v1alpha1.InfraResource, n int) (*v1alpha1.InfraResource, error) {
@@ -121,10 +123,15 @@ func ShareFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, shar
 	res.Labels[v1alpha1.LabelShareOf] = v1alpha1.LabelValue(shared.Name)
 	for _, out := range class.Spec.Sharing.PerClaim.SharedOutputs {
 		if slices.ContainsFunc(res.Spec.VariablesFrom, func(in v1alpha1.SecretInput) bool { return in.Name == out.Variable }) {
-			return nil, fmt.Errorf("sharing.perClaim.sharedOutputs passes %s as variable %s, which the class's variablesFrom sets too", out.Output, out.Variable)
+			return nil, fmt.Errorf("sharing.perClaim.sharedOutputs passes %s as variable %s, which the claim's inputs set too", out.Output, out.Variable)
 		}
 		if _, ok := res.Spec.Variables[out.Variable]; ok {
 			return nil, fmt.Errorf("sharing.perClaim.sharedOutputs passes %s as variable %s, which sharing.perClaim.variables sets too", out.Output, out.Variable)
+		}
+		if v, ok := shared.Status.Outputs[out.Output]; ok {
+			// Non-sensitive (status holds no other): its value, typed as the output is.
+			res.Spec.Variables[out.Variable] = *v.DeepCopy()
+			continue
 		}
 		res.Spec.VariablesFrom = append(res.Spec.VariablesFrom, v1alpha1.SecretInput{Name: out.Variable,
 			SecretKeyRef: v1alpha1.SecretKeySelector{Namespace: conn.Namespace, Name: conn.Name, Key: out.Output}})
@@ -132,9 +139,9 @@ func ShareFromClass(claim *v1alpha1.InfraClaim, class *v1alpha1.InfraClass, shar
 	return res, nil
 }
 
-// SharedInputs are the entries of a share's variablesFrom that read its shared resource's outputs
-// (those spec.sharing.perClaim.sharedOutputs names): what a new render of the claim's own
-// sensitive inputs (VariablesFrom) keeps. Nil for a resource that is no share.
+// SharedInputs are the entries of a share's variablesFrom that read its shared resource's
+// sensitive outputs (those spec.sharing.perClaim.sharedOutputs names): what a new render of the
+// claim's own sensitive inputs (VariablesFrom) keeps. Nil for a resource that is no share.
 func SharedInputs(res *v1alpha1.InfraResource, class *v1alpha1.InfraClass) []v1alpha1.SecretInput {
 	if res.Labels[v1alpha1.LabelShareOf] == "" || class.Spec.Sharing == nil {
 		return nil
@@ -146,4 +153,25 @@ func SharedInputs(res *v1alpha1.InfraResource, class *v1alpha1.InfraClass) []v1a
 		}
 	}
 	return out
+}
+
+// KeepSharedValues adds to vars (a new render of a share's per-claim variables) the values of its
+// shared resource's non-sensitive outputs the share was given (the variables sharedOutputs names,
+// as res holds them): a render of the claim never drops them. vars itself for a resource that is
+// no share.
+func KeepSharedValues(vars v1alpha1.Variables, res *v1alpha1.InfraResource, class *v1alpha1.InfraClass) v1alpha1.Variables {
+	if res.Labels[v1alpha1.LabelShareOf] == "" || class.Spec.Sharing == nil {
+		return vars
+	}
+	for _, o := range class.Spec.Sharing.PerClaim.SharedOutputs {
+		if v, ok := res.Spec.Variables[o.Variable]; ok {
+			if _, set := vars[o.Variable]; !set {
+				if vars == nil {
+					vars = v1alpha1.Variables{}
+				}
+				vars[o.Variable] = *v.DeepCopy()
+			}
+		}
+	}
+	return vars
 }

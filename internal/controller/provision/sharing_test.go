@@ -82,6 +82,19 @@ func TestSharedResourceAndShare(t *testing.T) {
 		t.Error("ClassFor: a share's class is the per-claim view, the shared resource's the class")
 	}
 
+	// A non-sensitive output of the shared resource (in its status) is passed as its value; a
+	// render of the claim keeps it.
+	shared.Status.Outputs = v1alpha1.Variables{"endpoint": {Raw: []byte(`"db.internal:5432"`)}}
+	share, err = ShareFromClass(claim, class, shared, 1)
+	if err != nil || string(share.Spec.Variables["host"].Raw) != `"db.internal:5432"` || len(share.Spec.VariablesFrom) != 1 || share.Spec.VariablesFrom[0].Name != "admin_password" {
+		t.Errorf("a non-sensitive shared output: %v, variables %v, variablesFrom %v", err, share.Spec.Variables, share.Spec.VariablesFrom)
+	}
+	rendered := KeepSharedValues(v1alpha1.Variables{"database": {Raw: []byte(`"x"`)}}, share, class)
+	if string(rendered["host"].Raw) != `"db.internal:5432"` || string(rendered["database"].Raw) != `"x"` {
+		t.Errorf("KeepSharedValues = %v", rendered)
+	}
+	shared.Status.Outputs = nil
+
 	// A shared output that the per-claim variables set too is refused.
 	bad := sharingClass()
 	bad.Spec.Sharing.PerClaim.Variables["host"] = apiextensionsv1.JSON{Raw: []byte(`"x"`)}

@@ -74,6 +74,7 @@ func (r *Reconciler) upgradeAutomatically(ctx context.Context, res *v1alpha1.Inf
 			"not upgraded to %s: the class's template does not render for claim %s/%s: %v", class.Spec.Module.Version, claim.Namespace, claim.Name, err)
 		return false, nil
 	}
+	vars = provision.KeepSharedValues(vars, res, class)
 	from := res.Spec.Module.Version
 	res.Spec.Module = class.Spec.Module
 	res.Spec.ModuleCredentials = class.Spec.ModuleCredentials.DeepCopy() // the new version's source may need the class's new ones
