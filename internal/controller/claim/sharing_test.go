@@ -149,6 +149,21 @@ var _ = Describe("Shared resources (a class's spec.sharing)", func() {
 		}, timeout).Should(BeTrue())
 	})
 
+	It("admission refuses a sharing class with a ready pool or discovery, or with maxClaims out of 1..100", func() {
+		for name, mutate := range map[string]func(*v1alpha1.InfraClass){
+			"pool":      func(c *v1alpha1.InfraClass) { c.Spec.ReadyPool = &v1alpha1.ReadyPool{Size: 1} },
+			"discovery": func(c *v1alpha1.InfraClass) { c.Spec.Discovery = &v1alpha1.ClassDiscovery{Module: c.Spec.Module} },
+			"zero":      func(c *v1alpha1.InfraClass) { c.Spec.Sharing.MaxClaims = 0 },
+			"many":      func(c *v1alpha1.InfraClass) { c.Spec.Sharing.MaxClaims = 101 },
+		} {
+			class := sharingClass("refused-"+name+"-"+kind[4:], kind, 2)
+			mutate(class)
+			err := k8s.Create(ctx, class)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", name, err)
+		}
+		Expect(k8s.Create(ctx, sharingClass("accepted-"+kind[4:], kind, 100))).To(Succeed())
+	})
+
 	It("an emptied shared resource not deleted by hand is reclaimed by the sharing reconciler after the grace", func() {
 		class := sharingClass("idle-"+kind[4:], kind, 2)
 		Expect(k8s.Create(ctx, class)).To(Succeed())
