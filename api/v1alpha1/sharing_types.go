@@ -72,6 +72,9 @@ const (
 	// ReasonSharedReclaimed: a shared resource whose last share is gone is deleted (its reclaim
 	// policy applies).
 	ReasonSharedReclaimed = "SharedResourceReclaimed"
+	// ReasonSharedOutputsChanged: a non-sensitive output of a share's shared resource changed, and
+	// the share holds the new value now (its next plan applies it).
+	ReasonSharedOutputsChanged = "SharedOutputsChanged"
 	// ReasonSharedInUse: deleting a shared resource waits while shares of it exist.
 	ReasonSharedInUse = "SharedResourceInUse"
 )

@@ -41,6 +41,38 @@ func sharedFileClass(s *scenario, maxClaims int32, mutate ...func(*v1alpha1.Infr
 }
 
 var _ = Describe("Shared resources on real tofu", func() {
+	It("a share follows a changed non-sensitive output of its shared resource", func() {
+		s := newScenario()
+		class := sharedFileClass(s, 2, func(c *v1alpha1.InfraClass) {
+			delete(c.Spec.Sharing.PerClaim.Variables, "content")
+			c.Spec.Sharing.PerClaim.SharedOutputs = []v1alpha1.SharedOutput{{Output: "content_sha256", Variable: "content"}}
+		})
+		Expect(k8s.Create(s.ctx, class)).To(Succeed())
+		claim := fileClaim(s.ns, "follows", s.kind, s.dir, "")
+		Expect(k8s.Create(s.ctx, claim)).To(Succeed())
+		_, share := s.ready(claim)
+		sharedName := share.Labels[v1alpha1.LabelShareOf]
+		path := filepath.Join(s.dir, s.ns+"-follows.txt")
+		sha := func() string {
+			var v string
+			Expect(json.Unmarshal(s.resource(sharedName)().Status.Outputs["content_sha256"].Raw, &v)).To(Succeed())
+			return v
+		}
+		first := sha()
+		Expect(fileContent(path)).To(Equal(first), "the share's file holds the server's content_sha256, passed as a value")
+
+		By("the server's content changes: its content_sha256 output changes, and the share applies the new value")
+		Eventually(func() error {
+			r := s.resource(sharedName)()
+			r.Spec.Variables["content"] = js(`"server v2"`)
+			return k8s.Update(s.ctx, r)
+		}, timeout).Should(Succeed())
+		Eventually(sha, timeout, time.Second).ShouldNot(Equal(first))
+		Eventually(func() string { return fileContent(path) }, timeout, time.Second).Should(Equal(sha()))
+		Expect(k8s.Delete(s.ctx, claim)).To(Succeed())
+		Eventually(gone(func() error { return k8s.Get(s.ctx, client.ObjectKey{Name: sharedName}, &v1alpha1.InfraResource{}) }), timeout).Should(BeTrue())
+	})
+
 	It("a shared resource whose first apply waits for approval is kept while its claim waits (past the grace many times), and serves the claim once approved", func() {
 		s := newScenario()
 		class := sharedFileClass(s, 2, func(c *v1alpha1.InfraClass) { c.Spec.Approval = v1alpha1.ApprovalManual })

@@ -241,6 +241,9 @@ func (r *Reconciler) bind(ctx context.Context, claim *v1alpha1.InfraClaim, res *
 	if err := r.rerender(ctx, claim, res); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.followShared(ctx, claim, res); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.poolTakeApplied(ctx, claim, res); err != nil {
 		return ctrl.Result{}, err
 	}

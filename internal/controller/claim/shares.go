@@ -3,10 +3,13 @@ package claim
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -111,6 +114,48 @@ func (r *Reconciler) provisionShare(ctx context.Context, claim *v1alpha1.InfraCl
 	// lock again (rerender), so the two are never taken in the other order.
 	unlock()
 	return r.bind(ctx, claim, share, created)
+}
+
+// followShared brings a bound share's copies of its shared resource's non-sensitive outputs (the
+// variables sharedOutputs names that the share holds as values) to the shared resource's current
+// outputs: a changed endpoint is written into the share, whose next plan applies it through the
+// approval rules (an event says so). Sensitive outputs need nothing: each run reads them from the
+// shared resource's connection Secret. Nothing is written while the shared resource has no
+// outputs (not applied yet, or gone) or when nothing changed.
+func (r *Reconciler) followShared(ctx context.Context, claim *v1alpha1.InfraClaim, res *v1alpha1.InfraResource) error {
+	of := res.Labels[v1alpha1.LabelShareOf]
+	if of == "" || res.Spec.ClassRef == nil || res.Spec.ClaimRef == nil || res.Spec.ClaimRef.UID != claim.UID {
+		return nil
+	}
+	class := &v1alpha1.InfraClass{}
+	if err := r.Get(ctx, types.NamespacedName{Name: res.Spec.ClassRef.Name}, class); err != nil || class.Spec.Sharing == nil {
+		return client.IgnoreNotFound(err)
+	}
+	sharedRes := &v1alpha1.InfraResource{}
+	if err := r.Get(ctx, types.NamespacedName{Name: of}, sharedRes); err != nil || len(sharedRes.Status.Outputs) == 0 {
+		return client.IgnoreNotFound(err)
+	}
+	updated := res.DeepCopy()
+	var changed []string
+	for _, o := range class.Spec.Sharing.PerClaim.SharedOutputs {
+		held, isValue := res.Spec.Variables[o.Variable]
+		now, ok := sharedRes.Status.Outputs[o.Output]
+		if !isValue || !ok || equality.Semantic.DeepEqual(held.Raw, now.Raw) {
+			continue
+		}
+		updated.Spec.Variables[o.Variable] = *now.DeepCopy()
+		changed = append(changed, o.Output)
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	if err := r.Update(ctx, updated); err != nil {
+		return err // a conflict is retried (RequeueOnConflict)
+	}
+	r.Recorder.Eventf(claim, res, corev1.EventTypeNormal, v1alpha1.ReasonSharedOutputsChanged, "Render",
+		"shared resource %s's outputs %s changed: share %s is planned again with them", of, strings.Join(changed, ", "), res.Name)
+	*res = *updated
+	return nil
 }
 
 // joinRefresh is how often a claim that waits for a shared resource marks its join again

@@ -56,6 +56,15 @@ func (r *Reconciler) claimsForResource(ctx context.Context, obj client.Object) [
 	if from := readsFrom(res); len(from) > 0 {
 		return from
 	}
+	if res.Labels[v1alpha1.LabelSharedOf] != "" {
+		// A shared resource: the claims of its shares (its outputs are their inputs), and, once
+		// Available, the Pending claims of its kind.
+		reqs := r.claimsOfShares(ctx, res.Name)
+		if res.Status.Phase == v1alpha1.ResourceAvailable {
+			reqs = append(reqs, r.pendingClaims(ctx, res.Spec.ResourceKind)...)
+		}
+		return reqs
+	}
 	if res.Status.Phase != v1alpha1.ResourceAvailable {
 		return nil
 	}
@@ -143,4 +152,19 @@ func (r *Reconciler) relatedClaims(ctx context.Context, obj client.Object) []rec
 // claimsForGrant are the claims that read claims of the grant's namespace.
 func (r *Reconciler) claimsForGrant(ctx context.Context, obj client.Object) []reconcile.Request {
 	return r.readers(ctx, shared.NamespaceKey(obj.GetNamespace()))
+}
+
+// claimsOfShares are the claims the shares of shared resource name are bound to, from the cache.
+func (r *Reconciler) claimsOfShares(ctx context.Context, name string) []reconcile.Request {
+	list := &v1alpha1.InfraResourceList{}
+	if err := r.List(ctx, list, client.MatchingLabels{v1alpha1.LabelShareOf: v1alpha1.LabelValue(name)}); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if ref := list.Items[i].Spec.ClaimRef; ref != nil {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}})
+		}
+	}
+	return reqs
 }
