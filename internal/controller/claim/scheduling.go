@@ -49,12 +49,8 @@ func (r *Reconciler) spreadLoad(ctx context.Context, claim *v1alpha1.InfraClaim,
 			group[c.Name] = c.Spec.ResourceName
 		}
 	}
-	reader := client.Reader(r.Client)
-	if r.APIReader != nil {
-		reader = r.APIReader
-	}
 	list := &v1alpha1.InfraResourceList{}
-	if err := reader.List(ctx, list, client.MatchingLabels{v1alpha1.LabelClaimNamespace: claim.Namespace}); err != nil {
+	if err := r.apiReader().List(ctx, list, client.MatchingLabels{v1alpha1.LabelClaimNamespace: claim.Namespace}); err != nil {
 		return nil, "", err
 	}
 	load, counted := map[string]int{}, map[string]bool{}

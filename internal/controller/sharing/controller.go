@@ -49,15 +49,27 @@ type Reconciler struct {
 
 // Reconcile deletes one shared resource when it has no share, past the grace.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// The cache answers most events (a run's status writes): only a shared resource idle past the
+	// grace is read again from the API server, and its shares listed there.
+	cached := &v1alpha1.InfraResource{}
+	if err := r.Get(ctx, req.NamespacedName, cached); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if cached.Labels[v1alpha1.LabelSharedOf] == "" || !cached.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	if wait := r.graceLeft(cached, time.Now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	res := &v1alpha1.InfraResource{}
 	if err := r.APIReader.Get(ctx, req.NamespacedName, res); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if res.Labels[v1alpha1.LabelSharedOf] == "" || !res.DeletionTimestamp.IsZero() {
+	if !res.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	if wait := r.graceLeft(res, time.Now()); wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil
+		return ctrl.Result{RequeueAfter: wait}, nil // a join the cache did not show yet
 	}
 	shares := &v1alpha1.InfraResourceList{}
 	if err := r.APIReader.List(ctx, shares, client.MatchingLabels{v1alpha1.LabelShareOf: v1alpha1.LabelValue(res.Name)}); err != nil {
